@@ -1,0 +1,296 @@
+//! Cutting a payload into blocks and choosing raw, RLE or zstd for each;
+//! reading them back under a size cap.
+
+#![forbid(unsafe_code)]
+
+use super::header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
+use super::zstd_raw::{self, CDict, DDict};
+use crate::error::DecodeError;
+use crate::wire::Reader;
+
+/// A raw-block compressor. One implementation today (zstd's block API);
+/// the trait keeps a magicless-frame backend possible (FORMAT.md, "Backends").
+pub(crate) trait Backend {
+    /// Compressed size of `src` in `dst`, or `None` to store it raw.
+    fn compress(&mut self, src: &[u8], dst: &mut [u8], dict: Option<&CDict>) -> Option<usize>;
+    /// Regenerated size, at most `dst.len()`.
+    fn decompress(
+        &mut self,
+        src: &[u8],
+        dst: &mut [u8],
+        dict: Option<&DDict>,
+    ) -> Result<usize, &'static str>;
+}
+
+/// The zstd raw block backend at a fixed compression level.
+pub(crate) struct ZstdBlocks {
+    level: i32,
+    cctx: Option<zstd_raw::CCtx>,
+    dctx: Option<zstd_raw::DCtx>,
+}
+
+impl ZstdBlocks {
+    pub(crate) fn new(level: i32) -> Self {
+        Self {
+            level,
+            cctx: None,
+            dctx: None,
+        }
+    }
+
+    pub(crate) fn level(&self) -> i32 {
+        self.level
+    }
+}
+
+impl Backend for ZstdBlocks {
+    fn compress(&mut self, src: &[u8], dst: &mut [u8], dict: Option<&CDict>) -> Option<usize> {
+        if self.cctx.is_none() {
+            self.cctx = zstd_raw::CCtx::new();
+        }
+        let n = self.cctx.as_mut()?.compress_block(self.level, dict, src, dst).ok()?;
+        (n > 0).then_some(n)
+    }
+
+    fn decompress(
+        &mut self,
+        src: &[u8],
+        dst: &mut [u8],
+        dict: Option<&DDict>,
+    ) -> Result<usize, &'static str> {
+        if self.dctx.is_none() {
+            self.dctx = zstd_raw::DCtx::new();
+        }
+        match self.dctx.as_mut() {
+            Some(d) => d.decompress_block(dict, src, dst),
+            None => Err("cannot allocate zstd context"),
+        }
+    }
+}
+
+/// Upper bound of the blocks encoding `payload_len` bytes cut at `cuts` extra places.
+pub(crate) fn max_blocks_len(payload_len: usize, cuts: usize) -> usize {
+    let blocks = payload_len.div_ceil(MAX_BLOCK_CONTENT).max(1) + cuts;
+    payload_len + blocks * BLOCK_HEADER_LEN
+}
+
+/// Encodes `payload` as blocks into `out`, starting a new block at every
+/// offset in `cuts` (ascending, inside the payload) and every 8192 bytes.
+/// Returns bytes written, or `None` if `out` is too small (callers size it
+/// with [`max_blocks_len`], so that does not happen).
+pub(crate) fn encode_blocks<B: Backend>(
+    backend: &mut B,
+    dict: Option<&CDict>,
+    payload: &[u8],
+    cuts: &[usize],
+    out: &mut [u8],
+) -> Option<usize> {
+    let mut pos = 0;
+    let mut start = 0;
+    let mut cut_iter = cuts.iter().copied().filter(|&c| c > 0 && c < payload.len()).peekable();
+    // An empty payload still needs one (last) block; it is stored as a
+    // 1-byte RLE of zero that regenerates nothing... not representable, so
+    // callers never pass an empty payload (every packet has section meta).
+    while start < payload.len() {
+        let mut end = (start + MAX_BLOCK_CONTENT).min(payload.len());
+        while let Some(&c) = cut_iter.peek() {
+            if c <= start {
+                cut_iter.next();
+            } else {
+                if c < end {
+                    end = c;
+                }
+                break;
+            }
+        }
+        let chunk = &payload[start..end];
+        let last = end == payload.len();
+        let body = out.get_mut(pos + BLOCK_HEADER_LEN..)?;
+        let (block_type, size) = if chunk.iter().all(|&b| b == chunk[0]) && chunk.len() > 1 {
+            *body.first_mut()? = chunk[0];
+            (BlockType::Rle, 1)
+        } else {
+            let limit = (chunk.len() - 1).min(body.len());
+            match backend.compress(chunk, &mut body[..limit], dict) {
+                Some(n) if n < chunk.len() => (BlockType::Zstd, n),
+                _ => {
+                    body.get_mut(..chunk.len())?.copy_from_slice(chunk);
+                    (BlockType::Raw, chunk.len())
+                }
+            }
+        };
+        let header = BlockHeader {
+            last,
+            block_type,
+            size: if block_type == BlockType::Rle { chunk.len() } else { size },
+        };
+        out.get_mut(pos..pos + BLOCK_HEADER_LEN)?
+            .copy_from_slice(&header.to_bytes());
+        pos += BLOCK_HEADER_LEN + size;
+        start = end;
+    }
+    Some(pos)
+}
+
+/// Decodes blocks from `r` until the last one, appending content to `out`
+/// (cleared first). `out` never grows past `max_decoded`. `base` is the offset
+/// of `r`'s start within the packet, for error offsets.
+pub(crate) fn decode_blocks<B: Backend>(
+    backend: &mut B,
+    dict: Option<&DDict>,
+    r: &mut Reader<'_>,
+    base: usize,
+    max_decoded: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    out.clear();
+    loop {
+        if r.remaining() == 0 {
+            return Err(DecodeError::MissingLastBlock);
+        }
+        let at = base + r.pos();
+        let h = r.bytes(BLOCK_HEADER_LEN)?;
+        let h = BlockHeader::from_bytes([h[0], h[1]]);
+        let room = max_decoded - out.len();
+        match h.block_type {
+            BlockType::Raw => {
+                if h.size > room {
+                    return Err(DecodeError::DecodedTooLarge { limit: max_decoded });
+                }
+                out.extend_from_slice(r.bytes(h.size)?);
+            }
+            BlockType::Rle => {
+                if h.size > room {
+                    return Err(DecodeError::DecodedTooLarge { limit: max_decoded });
+                }
+                let b = r.u8()?;
+                out.resize(out.len() + h.size, b);
+            }
+            BlockType::Zstd => {
+                let src = r.bytes(h.size)?;
+                let cap = MAX_BLOCK_CONTENT.min(room);
+                let old = out.len();
+                out.resize(old + cap, 0);
+                match backend.decompress(src, &mut out[old..], dict) {
+                    Ok(n) => out.truncate(old + n),
+                    Err(message) => {
+                        out.truncate(old);
+                        return Err(if cap < MAX_BLOCK_CONTENT {
+                            DecodeError::DecodedTooLarge { limit: max_decoded }
+                        } else {
+                            DecodeError::Zstd {
+                                offset: at,
+                                message,
+                            }
+                        });
+                    }
+                }
+            }
+            BlockType::Reserved => return Err(DecodeError::ReservedBlockType { offset: at }),
+        }
+        if h.last {
+            if r.remaining() != 0 {
+                return Err(DecodeError::TrailingBytes {
+                    count: r.remaining(),
+                });
+            }
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn roundtrip(payload: &[u8], cuts: &[usize]) -> Vec<u8> {
+        let mut z = ZstdBlocks::new(3);
+        let mut out = vec![0; max_blocks_len(payload.len(), cuts.len())];
+        let n = encode_blocks(&mut z, None, payload, cuts, &mut out).unwrap();
+        out.truncate(n);
+        let mut back = Vec::new();
+        decode_blocks(&mut z, None, &mut Reader::new(&out), 0, 1 << 20, &mut back).unwrap();
+        assert_eq!(back, payload);
+        out
+    }
+
+    #[test]
+    fn header_bits() {
+        let h = BlockHeader {
+            last: true,
+            block_type: BlockType::Zstd,
+            size: 8192,
+        };
+        assert_eq!(h.to_bytes(), [0xfd, 0xff]);
+        assert_eq!(BlockHeader::from_bytes([0xfd, 0xff]), h);
+        let h = BlockHeader {
+            last: false,
+            block_type: BlockType::Raw,
+            size: 1,
+        };
+        assert_eq!(h.to_bytes(), [0, 0]);
+    }
+
+    proptest! {
+        #[test]
+        fn header_roundtrip(v: u16) {
+            let h = BlockHeader::from_bytes(v.to_le_bytes());
+            if h.block_type != BlockType::Reserved {
+                prop_assert_eq!(u16::from_le_bytes(h.to_bytes()), v);
+            }
+        }
+
+        #[test]
+        fn blocks_roundtrip(payload in proptest::collection::vec(0u8..4, 1..20000), cut in 0usize..20000) {
+            let out = roundtrip(&payload, &[cut]);
+            // Never larger than the input plus 2 bytes per block.
+            prop_assert!(out.len() <= max_blocks_len(payload.len(), 1));
+        }
+    }
+
+    #[test]
+    fn kinds_chosen() {
+        // RLE: 3 bytes for 100 zeros.
+        assert_eq!(roundtrip(&[0; 100], &[]).len(), 3);
+        // Incompressible: raw, +2 bytes.
+        let noise: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        assert_eq!(roundtrip(&noise, &[]).len(), 202);
+        // Compressible: zstd.
+        let text: Vec<u8> = b"abcdefgh".iter().cycle().take(3000).copied().collect();
+        let out = roundtrip(&text, &[]);
+        assert!(out.len() < 100);
+        assert_eq!(BlockHeader::from_bytes([out[0], out[1]]).block_type, BlockType::Zstd);
+        // 20000 bytes need 3 blocks.
+        let out = roundtrip(&vec![7; 20000], &[]);
+        assert_eq!(out.len(), 9);
+    }
+
+    #[test]
+    fn rejects_bad_blocks() {
+        let mut z = ZstdBlocks::new(3);
+        let mut out = Vec::new();
+        let mut dec = |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), 0, limit, &mut out);
+        assert_eq!(dec(&[], 100), Err(DecodeError::MissingLastBlock));
+        // not-last raw block of 1 byte, then nothing
+        assert_eq!(dec(&[0x00, 0x00, 0xaa], 100), Err(DecodeError::MissingLastBlock));
+        assert_eq!(dec(&[0x07, 0x00], 100), Err(DecodeError::ReservedBlockType { offset: 0 }));
+        assert_eq!(
+            dec(&[0x01, 0x00, 0xaa, 0xbb], 100),
+            Err(DecodeError::TrailingBytes { count: 1 })
+        );
+        // RLE of 8192 bytes against a 100-byte limit
+        assert_eq!(
+            dec(&[0xfb, 0xff, 0x00], 100),
+            Err(DecodeError::DecodedTooLarge { limit: 100 })
+        );
+        assert!(matches!(
+            dec(&[0x0d, 0x00, 0xde, 0xad], 100000),
+            Err(DecodeError::Zstd { offset: 0, .. })
+        ));
+        assert_eq!(
+            dec(&[0x09, 0x00, 0xaa], 100),
+            Err(DecodeError::Truncated { offset: 2, needed: 1 })
+        );
+    }
+}

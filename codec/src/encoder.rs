@@ -1,0 +1,277 @@
+//! The reusable [`Encoder`].
+
+#![forbid(unsafe_code)]
+
+use crate::block::{self, CDict, ZstdBlocks};
+use crate::dict::Dictionary;
+use crate::error::{DictionaryError, EncodeError};
+use crate::limits::Limits;
+use crate::packet::{PacketHeader, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
+use crate::pipeline::{self, EncodeScratch};
+use crate::schema::Schema;
+use crate::snapshot::{SectionRef, Snapshot};
+
+/// The snapshot a delta is taken against, and its sequence.
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline<'a> {
+    /// Sequence the baseline was sent with.
+    pub sequence: u16,
+    /// The baseline state, as the receiver holds it.
+    pub snapshot: &'a Snapshot,
+}
+
+/// The default zstd level: 3, zstd's own default.
+pub const DEFAULT_LEVEL: i32 = 3;
+
+/// Encodes snapshots into packets. Keeps a zstd context, the prepared
+/// dictionary and scratch buffers, so after the first packets the hot path
+/// does not allocate.
+///
+/// ```
+/// use tickpack::{Baseline, Decoder, Encoder, Primitive, Schema, Snapshot};
+/// let schema = Schema::builder().entity("car").field("pos", Primitive::F32, 3).build()?;
+/// let mut tick0 = Snapshot::new(&schema);
+/// tick0.section_mut(0).unwrap().insert(7, &[0; 12])?;
+/// let mut tick1 = tick0.clone();
+/// tick1.section_mut(0).unwrap().insert(7, &1.5f32.to_le_bytes().repeat(3))?;
+///
+/// let (mut enc, mut dec) = (Encoder::new(schema.clone()), Decoder::new(schema));
+/// let key = enc.encode(&tick0, 0, None)?;
+/// let (_, got0) = dec.decode(&key, None)?;
+/// let delta = enc.encode(&tick1, 1, Some(Baseline { sequence: 0, snapshot: &got0 }))?;
+/// let (header, got1) = dec.decode(&delta, Some(Baseline { sequence: 0, snapshot: &got0 }))?;
+/// assert_eq!((header.baseline, got1), (Some(0), tick1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Encoder {
+    schema: Schema,
+    limits: Limits,
+    blocks: ZstdBlocks,
+    dict: Option<(u32, CDict)>,
+    scratch: Vec<EncodeScratch>,
+    header: Vec<u8>,
+    payload: Vec<u8>,
+    planes: Vec<u8>,
+}
+
+impl core::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("schema_id", &self.schema.id())
+            .field("level", &self.blocks.level())
+            .field("dictionary", &self.dict.as_ref().map(|d| d.0))
+            .finish()
+    }
+}
+
+impl Encoder {
+    /// An encoder at the default level and limits, without dictionary.
+    pub fn new(schema: Schema) -> Self {
+        Self::with_level(schema, DEFAULT_LEVEL)
+    }
+
+    /// An encoder at zstd level `level` (1..=22; negative levels are faster).
+    pub fn with_level(schema: Schema, level: i32) -> Self {
+        let scratch = schema.sections().iter().map(|_| EncodeScratch::default()).collect();
+        Self {
+            schema,
+            limits: Limits::default(),
+            blocks: ZstdBlocks::new(level),
+            dict: None,
+            scratch,
+            header: Vec::with_capacity(MAX_HEADER_LEN),
+            payload: Vec::new(),
+            planes: Vec::new(),
+        }
+    }
+
+    /// Sets the limits (use the decoder's, so every packet is accepted).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Compresses every following packet with `dict`, digested once here at
+    /// the encoder's level. `None` goes back to no dictionary.
+    pub fn set_dictionary(&mut self, dict: Option<&Dictionary>) -> Result<(), DictionaryError> {
+        self.dict = match dict {
+            None => None,
+            Some(d) => Some((
+                d.id(),
+                CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
+                    .ok_or(DictionaryError::Rejected { id: d.id() })?,
+            )),
+        };
+        Ok(())
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// An upper bound on the packet size for `snapshot` against `baseline`.
+    pub fn max_encoded_len(&self, snapshot: &Snapshot, baseline: Option<&Snapshot>) -> usize {
+        let mut payload = 0usize;
+        for (i, s) in snapshot.sections().iter().enumerate() {
+            let b = baseline.and_then(|b| b.sections().get(i)).map_or(0, |b| b.len());
+            // two entity sets (mode byte + bitmap), id list, records
+            payload += 2 * (1 + b.div_ceil(8)) + 5 * (s.len() + 1) + s.records().len();
+        }
+        MAX_HEADER_LEN + block::max_blocks_len(payload, 1)
+    }
+
+    /// Encodes `snapshot` as packet `sequence`, a delta against `baseline`
+    /// if given, into a new vector.
+    pub fn encode(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+    ) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.encode_to_vec(snapshot, sequence, baseline, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`Encoder::encode`], replacing the contents of `out` (its
+    /// capacity is reused).
+    pub fn encode_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(snapshot.sections().iter().map(|s| s.as_ref()), sequence, baseline)?;
+        out.clear();
+        out.resize(self.bound(), 0);
+        let n = self.finish(out)?;
+        out.truncate(n);
+        Ok(())
+    }
+
+    /// Like [`Encoder::encode`], writing into `out` and returning the packet
+    /// length; [`EncodeError::OutputTooSmall`] names the size needed.
+    pub fn encode_into(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(snapshot.sections().iter().map(|s| s.as_ref()), sequence, baseline)?;
+        self.finish(out)
+    }
+
+    /// Encodes borrowed sections (for example [`SectionRef::from_pod`] over
+    /// your own arrays) without building a [`Snapshot`]; `sections` has one
+    /// entry per entity type.
+    pub fn encode_sections(
+        &mut self,
+        sections: &[SectionRef<'_>],
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let expected = self.schema.sections().len();
+        if sections.len() != expected {
+            return Err(EncodeError::Snapshot(crate::SnapshotError::SectionCount {
+                expected,
+                actual: sections.len(),
+            }));
+        }
+        self.build(sections.iter().copied(), sequence, baseline)?;
+        out.clear();
+        out.resize(self.bound(), 0);
+        let n = self.finish(out)?;
+        out.truncate(n);
+        Ok(())
+    }
+
+    fn bound(&self) -> usize {
+        self.header.len() + block::max_blocks_len(self.payload.len(), 1)
+    }
+
+    /// Builds header and payload into the scratch buffers.
+    fn build<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+    ) -> Result<(), EncodeError> {
+        if let Some(b) = baseline {
+            b.snapshot.check(&self.schema)?;
+            let d = sequence.wrapping_sub(b.sequence);
+            if d == 0 || d > MAX_BASELINE_DISTANCE {
+                return Err(EncodeError::BaselineDistance {
+                    sequence,
+                    baseline: b.sequence,
+                });
+            }
+        }
+        self.payload.clear();
+        self.planes.clear();
+        let limit = self.limits.max_entities_per_section;
+        for (i, ((cur, ty), scratch)) in sections
+            .zip(self.schema.sections())
+            .zip(&mut self.scratch)
+            .enumerate()
+        {
+            if cur.record_size() != ty.record_size() {
+                return Err(EncodeError::RecordSize {
+                    section: i,
+                    expected: ty.record_size(),
+                    actual: cur.record_size(),
+                });
+            }
+            if cur.len() > limit {
+                return Err(EncodeError::TooManyEntities {
+                    section: i,
+                    count: cur.len(),
+                    limit,
+                });
+            }
+            let base = match baseline {
+                Some(b) => b.snapshot.sections()[i].as_ref(),
+                None => SectionRef::empty(ty.record_size()),
+            };
+            pipeline::encode_section(ty, &base, &cur, scratch, &mut self.payload, &mut self.planes);
+        }
+        self.payload.extend_from_slice(&self.planes);
+        if self.payload.len() > self.limits.max_decoded_bytes {
+            return Err(EncodeError::PayloadTooLarge {
+                size: self.payload.len(),
+                limit: self.limits.max_decoded_bytes,
+            });
+        }
+        self.header.clear();
+        PacketHeader {
+            schema_id: self.schema.id(),
+            sequence,
+            baseline: baseline.map(|b| b.sequence),
+            dictionary: self.dict.as_ref().map(|d| d.0),
+        }
+        .write(&mut self.header);
+        Ok(())
+    }
+
+    /// Writes header and blocks into `out`.
+    fn finish(&mut self, out: &mut [u8]) -> Result<usize, EncodeError> {
+        let needed = self.bound();
+        let too_small = EncodeError::OutputTooSmall {
+            needed,
+            available: out.len(),
+        };
+        let h = self.header.len();
+        if out.len() < h {
+            return Err(too_small);
+        }
+        out[..h].copy_from_slice(&self.header);
+        let dict = self.dict.as_ref().map(|d| &d.1);
+        block::encode_blocks(&mut self.blocks, dict, &self.payload, &[], &mut out[h..])
+            .map(|n| h + n)
+            .ok_or(too_small)
+    }
+}

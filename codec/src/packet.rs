@@ -1,0 +1,168 @@
+//! The packet header.
+//!
+//! ```text
+//! offset  size  field
+//! 0       1     version (bits 0-3) | flags (bits 4-7)
+//!                 bit 4 BASELINE    a baseline distance follows
+//!                 bit 5 DICTIONARY  a dictionary id follows
+//!                 bits 6-7          reserved, must be 0
+//! 1       4     schema id, u32 LE
+//! 5       2     sequence, u16 LE
+//! 7       1-3   baseline distance, varint, 1..=32767 (if BASELINE)
+//! ..      4     dictionary id, u32 LE (if DICTIONARY)
+//! ```
+
+#![forbid(unsafe_code)]
+
+use crate::error::DecodeError;
+use crate::wire::{put_varint, Reader};
+
+/// The wire format version this crate writes and reads.
+pub const FORMAT_VERSION: u8 = 1;
+/// Largest baseline distance (half the sequence space, so wrapping
+/// comparisons stay unambiguous).
+pub const MAX_BASELINE_DISTANCE: u16 = 0x7fff;
+/// Largest header size.
+pub const MAX_HEADER_LEN: usize = 1 + 4 + 2 + 3 + 4;
+
+const FLAG_BASELINE: u8 = 0x10;
+const FLAG_DICTIONARY: u8 = 0x20;
+const FLAGS_RESERVED: u8 = 0xc0;
+
+/// A parsed packet header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PacketHeader {
+    /// Schema id of the sender.
+    pub schema_id: u32,
+    /// Sequence of this snapshot.
+    pub sequence: u16,
+    /// Sequence of the baseline it is a delta against, if any.
+    pub baseline: Option<u16>,
+    /// Dictionary the blocks were compressed with, if any.
+    pub dictionary: Option<u32>,
+}
+
+impl PacketHeader {
+    /// Parses a header from the start of `packet`, returning it and its length.
+    pub fn parse(packet: &[u8]) -> Result<(Self, usize), DecodeError> {
+        let mut r = Reader::new(packet);
+        let h = Self::read(&mut r)?;
+        Ok((h, r.pos()))
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let b0 = r.u8()?;
+        let version = b0 & 0x0f;
+        if version != FORMAT_VERSION {
+            return Err(DecodeError::UnsupportedVersion { version });
+        }
+        let flags = b0 & 0xf0;
+        if flags & FLAGS_RESERVED != 0 {
+            return Err(DecodeError::ReservedBits { flags });
+        }
+        let schema_id = r.u32_le()?;
+        let sequence = r.u16_le()?;
+        let baseline = if flags & FLAG_BASELINE != 0 {
+            let start = r.pos();
+            let d = r.varint()?;
+            if d == 0 {
+                return Err(DecodeError::BadBaselineDistance);
+            }
+            if d > u32::from(MAX_BASELINE_DISTANCE) {
+                return Err(DecodeError::BadVarint { offset: start });
+            }
+            Some(sequence.wrapping_sub(d as u16))
+        } else {
+            None
+        };
+        let dictionary = if flags & FLAG_DICTIONARY != 0 {
+            Some(r.u32_le()?)
+        } else {
+            None
+        };
+        Ok(Self {
+            schema_id,
+            sequence,
+            baseline,
+            dictionary,
+        })
+    }
+
+    /// Distance from the baseline to this packet (1..=32767), if a delta.
+    pub fn baseline_distance(&self) -> Option<u16> {
+        self.baseline.map(|b| self.sequence.wrapping_sub(b))
+    }
+
+    /// Appends the header. A baseline more than 32767 sequences back (or
+    /// equal to the sequence) cannot be expressed; the encoder checks that.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        let mut b0 = FORMAT_VERSION;
+        if self.baseline.is_some() {
+            b0 |= FLAG_BASELINE;
+        }
+        if self.dictionary.is_some() {
+            b0 |= FLAG_DICTIONARY;
+        }
+        out.push(b0);
+        out.extend_from_slice(&self.schema_id.to_le_bytes());
+        out.extend_from_slice(&self.sequence.to_le_bytes());
+        if let Some(d) = self.baseline_distance() {
+            put_varint(out, u32::from(d));
+        }
+        if let Some(id) = self.dictionary {
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x7fff), dictionary: Option<u32>) {
+            let h = PacketHeader { schema_id, sequence, baseline: dist.map(|d| sequence.wrapping_sub(d)), dictionary };
+            let mut out = Vec::new();
+            h.write(&mut out);
+            prop_assert!(out.len() <= MAX_HEADER_LEN);
+            let (back, n) = PacketHeader::parse(&out).unwrap();
+            prop_assert_eq!(back, h);
+            prop_assert_eq!(n, out.len());
+        }
+
+        #[test]
+        fn parse_then_write_is_identity(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+            if let Ok((h, n)) = PacketHeader::parse(&bytes) {
+                let mut out = Vec::new();
+                h.write(&mut out);
+                prop_assert_eq!(&out[..], &bytes[..n]);
+            }
+        }
+    }
+
+    #[test]
+    fn rejects() {
+        assert_eq!(
+            PacketHeader::parse(&[0x02, 0, 0, 0, 0, 0, 0]),
+            Err(DecodeError::UnsupportedVersion { version: 2 })
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x41, 0, 0, 0, 0, 0, 0]),
+            Err(DecodeError::ReservedBits { flags: 0x40 })
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0]),
+            Err(DecodeError::BadBaselineDistance)
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0x80, 0x80, 0x02]),
+            Err(DecodeError::BadVarint { offset: 7 })
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x21, 0, 0, 0, 0, 5, 0, 1, 2]),
+            Err(DecodeError::Truncated { offset: 7, needed: 2 })
+        );
+    }
+}

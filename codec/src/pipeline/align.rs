@@ -1,0 +1,93 @@
+//! Aligning a section with its baseline by entity id: which baseline
+//! entities were removed, which kept ones changed, which ids are new.
+
+#![forbid(unsafe_code)]
+
+use crate::snapshot::SectionRef;
+
+/// The result of aligning one section; reused between packets.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Alignment {
+    /// Indices into the baseline of entities no longer present.
+    pub(crate) removed: Vec<u32>,
+    /// Indices into the kept list (baseline minus removed) of entities whose
+    /// record differs from the baseline's.
+    pub(crate) changed: Vec<u32>,
+    /// For each changed entity: (index in current, index in baseline).
+    pub(crate) changed_rows: Vec<(u32, u32)>,
+    /// Indices into the current section of entities not in the baseline.
+    pub(crate) spawned: Vec<u32>,
+    /// Number of kept entities.
+    pub(crate) kept: usize,
+}
+
+/// Aligns `cur` with `base` (both sorted by id, same record size).
+pub(crate) fn align(base: &SectionRef<'_>, cur: &SectionRef<'_>, out: &mut Alignment) {
+    out.removed.clear();
+    out.changed.clear();
+    out.changed_rows.clear();
+    out.spawned.clear();
+    let (bi, ci) = (base.ids(), cur.ids());
+    let (mut i, mut j, mut kept) = (0usize, 0usize, 0u32);
+    while i < bi.len() || j < ci.len() {
+        match (bi.get(i), ci.get(j)) {
+            (Some(b), Some(c)) if b == c => {
+                if base.record(i) != cur.record(j) {
+                    out.changed.push(kept);
+                    out.changed_rows.push((j as u32, i as u32));
+                }
+                kept += 1;
+                i += 1;
+                j += 1;
+            }
+            (Some(b), Some(c)) if b < c => {
+                out.removed.push(i as u32);
+                i += 1;
+            }
+            (Some(_), None) => {
+                out.removed.push(i as u32);
+                i += 1;
+            }
+            _ => {
+                out.spawned.push(j as u32);
+                j += 1;
+            }
+        }
+    }
+    out.kept = kept as usize;
+}
+
+/// Indices into the baseline of the kept entities, given the removed ones
+/// (ascending): the inverse direction, used by the decoder.
+pub(crate) fn kept_indices(base_len: usize, removed: &[u32], out: &mut Vec<u32>) {
+    out.clear();
+    let mut r = removed.iter().peekable();
+    for i in 0..base_len as u32 {
+        if r.peek() == Some(&&i) {
+            r.next();
+        } else {
+            out.push(i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example() {
+        let base = SectionRef::new(&[1, 2, 4, 7], &[1, 2, 4, 7], 1).unwrap();
+        let cur = SectionRef::new(&[0, 2, 4, 8], &[0, 2, 5, 8], 1).unwrap();
+        let mut a = Alignment::default();
+        align(&base, &cur, &mut a);
+        assert_eq!(a.removed, [0, 3]);
+        assert_eq!(a.kept, 2);
+        assert_eq!(a.changed, [1]);
+        assert_eq!(a.changed_rows, [(2, 2)]);
+        assert_eq!(a.spawned, [0, 3]);
+        let mut k = Vec::new();
+        kept_indices(4, &a.removed, &mut k);
+        assert_eq!(k, [1, 2]);
+    }
+}

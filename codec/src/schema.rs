@@ -1,0 +1,758 @@
+//! Entity schemas: named fields of primitive types, their byte layout, the
+//! delta operator of each field, and the schema id that goes on the wire.
+//!
+//! A record is the fields laid out in declaration order, little-endian, with
+//! no padding: the same bytes as a `#[repr(C)]` struct with no padding on a
+//! little-endian machine.
+
+#![forbid(unsafe_code)]
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SchemaError;
+
+/// Most entity types (sections) one schema may declare.
+pub const MAX_SECTIONS: usize = 64;
+/// Most fields one entity type may declare.
+pub const MAX_FIELDS: usize = 256;
+/// Largest record, in bytes. Keeps one record well inside one 8 KiB block.
+pub const MAX_RECORD_SIZE: usize = 4096;
+/// Largest fixed-size array length of one field.
+pub const MAX_ARRAY_LEN: usize = 1024;
+
+/// A primitive field type. Multi-byte values are little-endian on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Primitive {
+    /// `u8`
+    U8,
+    /// `i8`
+    I8,
+    /// `u16`
+    U16,
+    /// `i16`
+    I16,
+    /// `u32`
+    U32,
+    /// `i32`
+    I32,
+    /// `u64`
+    U64,
+    /// `i64`
+    I64,
+    /// `f32`, any bit pattern (NaN payloads survive)
+    F32,
+    /// `f64`, any bit pattern (NaN payloads survive)
+    F64,
+}
+
+impl Primitive {
+    /// Size in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            Self::U8 | Self::I8 => 1,
+            Self::U16 | Self::I16 => 2,
+            Self::U32 | Self::I32 | Self::F32 => 4,
+            Self::U64 | Self::I64 | Self::F64 => 8,
+        }
+    }
+
+    /// Whether this is a floating-point type.
+    pub const fn is_float(self) -> bool {
+        matches!(self, Self::F32 | Self::F64)
+    }
+
+    const fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// How a field is coded against its reference value (the baseline record for
+/// a changed entity, the previous new entity for a spawned one).
+///
+/// `Sub` and `Xor` work byte by byte; `Int` subtracts whole values (floats as
+/// their bit patterns) with wrapping arithmetic and zigzag-maps the result so
+/// small changes in either direction leave the high byte planes zero.
+/// See FORMAT.md, "Delta operators", for the measurements behind the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeltaOp {
+    /// Byte-wise wrapping subtraction.
+    Sub,
+    /// Byte-wise XOR.
+    Xor,
+    /// Element-wise wrapping subtraction, zigzag-mapped.
+    Int,
+    /// No delta: the value itself is sent.
+    None,
+}
+
+impl DeltaOp {
+    /// The operator used when a field does not name one.
+    pub const fn default_for(_ty: Primitive) -> Self {
+        DeltaOp::Int
+    }
+
+    const fn code(self) -> u8 {
+        match self {
+            Self::Sub => 0,
+            Self::Xor => 1,
+            Self::Int => 2,
+            Self::None => 3,
+        }
+    }
+}
+
+/// One field of an entity type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Field {
+    /// Field name, unique within its entity type.
+    pub name: String,
+    /// Element type.
+    #[serde(rename = "type")]
+    pub ty: Primitive,
+    /// Array length; 1 for a scalar.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub len: usize,
+    /// Delta operator; `None` means [`DeltaOp::default_for`] the type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<DeltaOp>,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(v: &usize) -> bool {
+    *v == 1
+}
+
+impl Field {
+    /// Size of the field in a record.
+    pub fn size(&self) -> usize {
+        self.ty.size() * self.len
+    }
+
+    /// The operator in force.
+    pub fn delta_op(&self) -> DeltaOp {
+        self.delta.unwrap_or(DeltaOp::default_for(self.ty))
+    }
+}
+
+/// The serde form of an entity type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntityTypeDef {
+    name: String,
+    fields: Vec<Field>,
+}
+
+/// The serde form of a schema (JSON or TOML).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchemaDef {
+    entities: Vec<EntityTypeDef>,
+}
+
+/// A run of bytes in a record with one element width and one delta operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    pub(crate) width: usize,
+    pub(crate) op: DeltaOp,
+}
+
+/// An entity type: a named record layout. Built with [`SchemaBuilder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityType {
+    name: String,
+    fields: Vec<Field>,
+    offsets: Vec<usize>,
+    record_size: usize,
+    default_record: Vec<u8>,
+    spans: Vec<Span>,
+    columns: Vec<(usize, usize)>,
+}
+
+impl EntityType {
+    /// Entity type name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Fields in record order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// Byte offset of each field in the record.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// Record size in bytes.
+    pub fn record_size(&self) -> usize {
+        self.record_size
+    }
+
+    /// The record new entities are coded against (all zero unless set).
+    pub fn default_record(&self) -> &[u8] {
+        &self.default_record
+    }
+
+    /// Field layout merged into runs of equal element width and operator.
+    pub(crate) fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    /// `(offset, size)` of each field: the columns of the SoA stage.
+    pub(crate) fn columns(&self) -> &[(usize, usize)] {
+        &self.columns
+    }
+
+    /// Byte offset and size of each element (array items counted singly).
+    pub fn element_layout(&self) -> impl Iterator<Item = (usize, Primitive)> + '_ {
+        self.fields
+            .iter()
+            .zip(&self.offsets)
+            .flat_map(|(f, &o)| (0..f.len).map(move |i| (o + i * f.ty.size(), f.ty)))
+    }
+
+    /// Checks that `T` has exactly this layout: same size, and for each
+    /// field of `T` (as declared by [`PodLayout`]) the same offset, type and
+    /// array length. `bytemuck::Pod` already guarantees `T` has no padding.
+    pub fn check_pod<T: PodLayout>(&self) -> Result<(), SchemaError> {
+        let size = core::mem::size_of::<T>();
+        if size != self.record_size {
+            return Err(SchemaError::PodMismatch {
+                reason: format!(
+                    "struct is {size} bytes, entity type `{}` is {}",
+                    self.name, self.record_size
+                ),
+            });
+        }
+        let pod = T::fields();
+        if pod.len() != self.fields.len() {
+            return Err(SchemaError::PodMismatch {
+                reason: format!(
+                    "struct has {} fields, entity type `{}` has {}",
+                    pod.len(),
+                    self.name,
+                    self.fields.len()
+                ),
+            });
+        }
+        let mut covered = 0;
+        for ((p, f), &off) in pod.iter().zip(&self.fields).zip(&self.offsets) {
+            if p.name != f.name || p.ty != f.ty || p.len != f.len || p.offset != off {
+                return Err(SchemaError::PodMismatch {
+                    reason: format!(
+                        "struct field `{}` ({:?} x{} at {}) vs schema field `{}` ({:?} x{} at {})",
+                        p.name, p.ty, p.len, p.offset, f.name, f.ty, f.len, off
+                    ),
+                });
+            }
+            covered += f.size();
+        }
+        if covered != size {
+            return Err(SchemaError::PodMismatch {
+                reason: format!("fields cover {covered} of {size} bytes: padding"),
+            });
+        }
+        Ok(())
+    }
+
+    fn new(name: String, fields: Vec<Field>, default: Option<Vec<u8>>) -> Result<Self, SchemaError> {
+        check_name(&name)?;
+        if fields.is_empty() {
+            return Err(SchemaError::NoFields { entity: name });
+        }
+        if fields.len() > MAX_FIELDS {
+            return Err(SchemaError::RecordTooLarge {
+                entity: name,
+                size: fields.len(),
+                limit: MAX_FIELDS,
+            });
+        }
+        let mut offsets = Vec::with_capacity(fields.len());
+        let mut size = 0usize;
+        for (i, f) in fields.iter().enumerate() {
+            check_name(&f.name)?;
+            if fields[..i].iter().any(|g| g.name == f.name) {
+                return Err(SchemaError::DuplicateName {
+                    name: f.name.clone(),
+                });
+            }
+            if f.len == 0 || f.len > MAX_ARRAY_LEN {
+                return Err(SchemaError::BadArrayLength {
+                    field: f.name.clone(),
+                    len: f.len,
+                });
+            }
+            offsets.push(size);
+            size += f.size();
+            if size > MAX_RECORD_SIZE {
+                return Err(SchemaError::RecordTooLarge {
+                    entity: name,
+                    size,
+                    limit: MAX_RECORD_SIZE,
+                });
+            }
+        }
+        let default_record = match default {
+            Some(d) if d.len() != size => {
+                return Err(SchemaError::DefaultRecordSize {
+                    entity: name,
+                    expected: size,
+                    actual: d.len(),
+                })
+            }
+            Some(d) => d,
+            None => vec![0; size],
+        };
+        let mut spans: Vec<Span> = Vec::new();
+        for (f, &off) in fields.iter().zip(&offsets) {
+            let (width, op) = (f.ty.size(), f.delta_op());
+            match spans.last_mut() {
+                Some(s) if s.width == width && s.op == op && s.offset + s.len == off => {
+                    s.len += f.size();
+                }
+                _ => spans.push(Span {
+                    offset: off,
+                    len: f.size(),
+                    width,
+                    op,
+                }),
+            }
+        }
+        let columns = fields.iter().zip(&offsets).map(|(f, &o)| (o, f.size())).collect();
+        Ok(Self {
+            name,
+            fields,
+            offsets,
+            record_size: size,
+            default_record,
+            spans,
+            columns,
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<(), SchemaError> {
+    if name.is_empty() || name.len() > 255 {
+        return Err(SchemaError::BadName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// A set of entity types, one section each, with a stable 32-bit id.
+///
+/// ```
+/// use tickpack::{Primitive, Schema};
+/// let schema = Schema::builder()
+///     .entity("car")
+///     .field("pos", Primitive::F32, 3)
+///     .field("speed", Primitive::F32, 1)
+///     .build()
+///     .unwrap();
+/// assert_eq!(schema.sections()[0].record_size(), 16);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schema {
+    sections: Vec<EntityType>,
+    id: u32,
+}
+
+impl Schema {
+    /// Starts a builder.
+    pub fn builder() -> SchemaBuilder {
+        SchemaBuilder::default()
+    }
+
+    /// Entity types in section order.
+    pub fn sections(&self) -> &[EntityType] {
+        &self.sections
+    }
+
+    /// The schema id: a hash of names, types, array lengths, delta operators
+    /// and default records. Peers with different schemas get
+    /// [`DecodeError::SchemaMismatch`](crate::DecodeError::SchemaMismatch).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Loads a schema from JSON text (see the crate docs for the form).
+    pub fn from_json(text: &str) -> Result<Self, SchemaError> {
+        let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
+            message: e.to_string(),
+        })?;
+        Self::from_def(def)
+    }
+
+    /// Loads a schema from TOML text: an array of tables `[[entities]]`,
+    /// each with `name` and `fields = [{ name, type, len?, delta? }]`.
+    pub fn from_toml(text: &str) -> Result<Self, SchemaError> {
+        let def: SchemaDef = toml::from_str(text).map_err(|e| SchemaError::Parse {
+            message: e.to_string(),
+        })?;
+        Self::from_def(def)
+    }
+
+    /// The schema as JSON text ([`Schema::from_json`] reads it back).
+    /// Default records are not part of the text form.
+    pub fn to_json(&self) -> String {
+        let def = SchemaDef {
+            entities: self
+                .sections
+                .iter()
+                .map(|e| EntityTypeDef {
+                    name: e.name.clone(),
+                    fields: e.fields.clone(),
+                })
+                .collect(),
+        };
+        // Serializing plain strings and integers cannot fail.
+        serde_json::to_string(&def).unwrap_or_default()
+    }
+
+    fn from_def(def: SchemaDef) -> Result<Self, SchemaError> {
+        let sections = def
+            .entities
+            .into_iter()
+            .map(|e| EntityType::new(e.name, e.fields, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::from_sections(sections)
+    }
+
+    fn from_sections(sections: Vec<EntityType>) -> Result<Self, SchemaError> {
+        if sections.is_empty() {
+            return Err(SchemaError::NoSections);
+        }
+        if sections.len() > MAX_SECTIONS {
+            return Err(SchemaError::TooManySections {
+                count: sections.len(),
+                limit: MAX_SECTIONS,
+            });
+        }
+        for (i, s) in sections.iter().enumerate() {
+            if sections[..i].iter().any(|t| t.name == s.name) {
+                return Err(SchemaError::DuplicateName {
+                    name: s.name.clone(),
+                });
+            }
+        }
+        let id = schema_hash(&sections);
+        Ok(Self { sections, id })
+    }
+}
+
+/// FNV-1a 64 over a canonical byte form, folded to 32 bits. Stable across
+/// platforms and releases: changing it is a wire format change.
+fn schema_hash(sections: &[EntityType]) -> u32 {
+    let mut h = Fnv::new();
+    h.write(b"tickpack schema 1");
+    h.write(&(sections.len() as u32).to_le_bytes());
+    for s in sections {
+        h.write_str(&s.name);
+        h.write(&(s.fields.len() as u32).to_le_bytes());
+        for f in &s.fields {
+            h.write_str(&f.name);
+            h.write(&[f.ty.code(), f.delta_op().code()]);
+            h.write(&(f.len as u32).to_le_bytes());
+        }
+        h.write(&s.default_record);
+    }
+    let v = h.0;
+    (v ^ (v >> 32)) as u32
+}
+
+pub(crate) struct Fnv(pub(crate) u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn write_str(&mut self, s: &str) {
+        self.write(&(s.len() as u32).to_le_bytes());
+        self.write(s.as_bytes());
+    }
+}
+
+/// Builds a [`Schema`] one entity type at a time.
+#[derive(Debug, Default)]
+pub struct SchemaBuilder {
+    done: Vec<(String, Vec<Field>, Option<Vec<u8>>)>,
+}
+
+impl SchemaBuilder {
+    /// Starts a new entity type (a new section).
+    pub fn entity(mut self, name: &str) -> Self {
+        self.done.push((name.to_owned(), Vec::new(), None));
+        self
+    }
+
+    /// Adds a field to the current entity type; `len` 1 is a scalar, more
+    /// is a fixed-size array. Uses the type's default delta operator.
+    pub fn field(self, name: &str, ty: Primitive, len: usize) -> Self {
+        self.field_with(Field {
+            name: name.to_owned(),
+            ty,
+            len,
+            delta: None,
+        })
+    }
+
+    /// Adds a fully specified field to the current entity type.
+    pub fn field_with(mut self, field: Field) -> Self {
+        if self.done.is_empty() {
+            self.done.push((String::new(), Vec::new(), None));
+        }
+        if let Some(e) = self.done.last_mut() {
+            e.1.push(field);
+        }
+        self
+    }
+
+    /// Sets the record new entities of the current type are coded against.
+    pub fn default_record(mut self, record: &[u8]) -> Self {
+        if let Some(e) = self.done.last_mut() {
+            e.2 = Some(record.to_vec());
+        }
+        self
+    }
+
+    /// Adds an entity type whose layout is taken from a `#[repr(C)]` struct.
+    pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
+        self = self.entity(name);
+        for f in T::fields() {
+            self = self.field(f.name, f.ty, f.len);
+        }
+        self
+    }
+
+    /// Validates and builds the schema.
+    pub fn build(self) -> Result<Schema, SchemaError> {
+        let sections = self
+            .done
+            .into_iter()
+            .map(|(n, f, d)| EntityType::new(n, f, d))
+            .collect::<Result<Vec<_>, _>>()?;
+        Schema::from_sections(sections)
+    }
+}
+
+/// One field of a `#[repr(C)]` struct, as reported by [`PodLayout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodField {
+    /// Field name.
+    pub name: &'static str,
+    /// Byte offset in the struct.
+    pub offset: usize,
+    /// Element type.
+    pub ty: Primitive,
+    /// Array length (1 for a scalar).
+    pub len: usize,
+}
+
+/// A primitive Rust type with a [`Primitive`] counterpart; arrays of them
+/// report their length.
+pub trait PrimitiveType {
+    /// The wire type of one element.
+    const PRIMITIVE: Primitive;
+    /// Number of elements.
+    const LEN: usize = 1;
+}
+
+macro_rules! prim {
+    ($($t:ty => $p:ident),*) => {$(
+        impl PrimitiveType for $t { const PRIMITIVE: Primitive = Primitive::$p; }
+    )*};
+}
+prim!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32,
+      u64 => U64, i64 => I64, f32 => F32, f64 => F64);
+
+impl<T: PrimitiveType, const N: usize> PrimitiveType for [T; N] {
+    const PRIMITIVE: Primitive = T::PRIMITIVE;
+    const LEN: usize = N;
+}
+
+/// The field layout of a `#[repr(C)]` [`bytemuck::Pod`] struct, usually
+/// implemented with [`pod_layout!`](crate::pod_layout).
+pub trait PodLayout: bytemuck::Pod {
+    /// Fields in declaration order.
+    fn fields() -> Vec<PodField>;
+}
+
+/// Implements [`PodLayout`] for a `#[repr(C)]` struct from its field list,
+/// taking offsets from `core::mem::offset_of!`.
+///
+/// ```
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Car { pos: [f32; 3], speed: f32 }
+/// tickpack::pod_layout!(Car { pos: [f32; 3], speed: f32 });
+///
+/// let schema = tickpack::Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
+/// schema.sections()[0].check_pod::<Car>().unwrap();
+/// ```
+#[macro_export]
+macro_rules! pod_layout {
+    ($t:ty { $($f:ident : $ft:ty),* $(,)? }) => {
+        impl $crate::PodLayout for $t {
+            fn fields() -> ::std::vec::Vec<$crate::PodField> {
+                ::std::vec![$($crate::PodField {
+                    name: ::core::stringify!($f),
+                    offset: ::core::mem::offset_of!($t, $f),
+                    ty: <$ft as $crate::PrimitiveType>::PRIMITIVE,
+                    len: <$ft as $crate::PrimitiveType>::LEN,
+                }),*]
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn car() -> Schema {
+        Schema::builder()
+            .entity("car")
+            .field("pos", Primitive::F32, 3)
+            .field("lap", Primitive::U8, 1)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn layout_and_offsets() {
+        let s = car();
+        let e = &s.sections()[0];
+        assert_eq!(e.record_size(), 13);
+        assert_eq!(e.offsets(), &[0, 12]);
+        assert_eq!(e.element_layout().count(), 4);
+    }
+
+    #[test]
+    fn id_is_stable_and_sensitive() {
+        let a = car();
+        assert_eq!(a.id(), car().id());
+        // Pinned: changing the hash is a wire-format change.
+        assert_eq!(a.id(), 0x466a_c201, "{:#x}", a.id());
+        let b = Schema::builder()
+            .entity("car")
+            .field("pos", Primitive::F32, 3)
+            .field("lap", Primitive::I8, 1)
+            .build()
+            .unwrap();
+        assert_ne!(a.id(), b.id());
+        let c = Schema::builder()
+            .entity("car")
+            .field_with(Field {
+                name: "pos".into(),
+                ty: Primitive::F32,
+                len: 3,
+                delta: Some(DeltaOp::Xor),
+            })
+            .field("lap", Primitive::U8, 1)
+            .build()
+            .unwrap();
+        assert_ne!(a.id(), c.id());
+    }
+
+    #[test]
+    fn json_and_toml_agree_with_builder() {
+        let j = Schema::from_json(
+            r#"{"entities":[{"name":"car","fields":[{"name":"pos","type":"f32","len":3},{"name":"lap","type":"u8"}]}]}"#,
+        )
+        .unwrap();
+        let t = Schema::from_toml(
+            "[[entities]]\nname = \"car\"\nfields = [{ name = \"pos\", type = \"f32\", len = 3 }, { name = \"lap\", type = \"u8\" }]\n",
+        )
+        .unwrap();
+        assert_eq!(j, car());
+        assert_eq!(t, car());
+        assert_eq!(Schema::from_json(&car().to_json()).unwrap(), car());
+    }
+
+    #[test]
+    fn rejects_bad_schemas() {
+        assert_eq!(Schema::builder().build(), Err(SchemaError::NoSections));
+        assert!(matches!(
+            Schema::builder().entity("a").build(),
+            Err(SchemaError::NoFields { .. })
+        ));
+        assert!(matches!(
+            Schema::builder()
+                .entity("a")
+                .field("x", Primitive::U8, 1)
+                .field("x", Primitive::U8, 1)
+                .build(),
+            Err(SchemaError::DuplicateName { .. })
+        ));
+        assert!(matches!(
+            Schema::builder().entity("a").field("x", Primitive::U8, 0).build(),
+            Err(SchemaError::BadArrayLength { .. })
+        ));
+        assert!(matches!(
+            Schema::builder()
+                .entity("a")
+                .field("x", Primitive::F64, 600)
+                .build(),
+            Err(SchemaError::RecordTooLarge { .. })
+        ));
+        assert!(matches!(
+            Schema::from_json("{\"entities\": 3}"),
+            Err(SchemaError::Parse { .. })
+        ));
+        assert!(matches!(
+            Schema::from_json(r#"{"entities":[{"name":"a","fields":[{"name":"x","type":"u128"}]}]}"#),
+            Err(SchemaError::Parse { .. })
+        ));
+    }
+
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C)]
+    struct Car {
+        pos: [f32; 3],
+        id: u32,
+    }
+    crate::pod_layout!(Car { pos: [f32; 3], id: u32 });
+
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C)]
+    struct Swapped {
+        id: u32,
+        pos: [f32; 3],
+    }
+    crate::pod_layout!(Swapped { id: u32, pos: [f32; 3] });
+
+    #[test]
+    fn pod_check() {
+        let s = Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
+        s.sections()[0].check_pod::<Car>().unwrap();
+        assert!(matches!(
+            s.sections()[0].check_pod::<Swapped>(),
+            Err(SchemaError::PodMismatch { .. })
+        ));
+        let short = Schema::builder()
+            .entity("car")
+            .field("pos", Primitive::F32, 3)
+            .build()
+            .unwrap();
+        assert!(matches!(
+            short.sections()[0].check_pod::<Car>(),
+            Err(SchemaError::PodMismatch { .. })
+        ));
+    }
+}

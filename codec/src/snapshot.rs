@@ -1,0 +1,344 @@
+//! Snapshots: per entity type (section), entities sorted by id, each with one
+//! record of the type's size.
+
+#![forbid(unsafe_code)]
+
+use crate::error::SnapshotError;
+use crate::schema::Schema;
+
+/// Entities of one type: strictly ascending ids and their records, stored
+/// contiguously (`ids.len() * record_size` bytes).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Section {
+    ids: Vec<u32>,
+    records: Vec<u8>,
+    record_size: usize,
+}
+
+impl Section {
+    /// An empty section for records of `record_size` bytes.
+    pub fn new(record_size: usize) -> Self {
+        Self {
+            ids: Vec::new(),
+            records: Vec::new(),
+            record_size,
+        }
+    }
+
+    /// Takes ids (strictly ascending) and their records.
+    pub fn from_parts(
+        ids: Vec<u32>,
+        records: Vec<u8>,
+        record_size: usize,
+    ) -> Result<Self, SnapshotError> {
+        SectionRef::new(&ids, &records, record_size)?;
+        Ok(Self {
+            ids,
+            records,
+            record_size,
+        })
+    }
+
+    /// Copies ids and `#[repr(C)]` records (one `memcpy`, no per-field work).
+    /// Records are taken as little-endian bytes, so this is for
+    /// little-endian targets, as are all mainstream game platforms.
+    pub fn from_pod<T: bytemuck::Pod>(ids: &[u32], records: &[T]) -> Result<Self, SnapshotError> {
+        let r = SectionRef::from_pod(ids, records)?;
+        Ok(Self {
+            ids: ids.to_vec(),
+            records: r.records.to_vec(),
+            record_size: r.record_size,
+        })
+    }
+
+    /// Inserts or replaces the record of entity `id`.
+    pub fn insert(&mut self, id: u32, record: &[u8]) -> Result<(), SnapshotError> {
+        if record.len() != self.record_size {
+            return Err(SnapshotError::RecordSize {
+                expected: self.record_size,
+                actual: record.len(),
+            });
+        }
+        let rs = self.record_size;
+        match self.ids.binary_search(&id) {
+            Ok(i) => self.records[i * rs..(i + 1) * rs].copy_from_slice(record),
+            Err(i) => {
+                self.ids.insert(i, id);
+                self.records.splice(i * rs..i * rs, record.iter().copied());
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes entity `id`; returns whether it was present.
+    pub fn remove(&mut self, id: u32) -> bool {
+        match self.ids.binary_search(&id) {
+            Ok(i) => {
+                self.ids.remove(i);
+                let rs = self.record_size;
+                self.records.drain(i * rs..(i + 1) * rs);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The record of entity `id`.
+    pub fn get(&self, id: u32) -> Option<&[u8]> {
+        let i = self.ids.binary_search(&id).ok()?;
+        self.records
+            .get(i * self.record_size..(i + 1) * self.record_size)
+    }
+
+    /// Entity ids, ascending.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// All records, in id order.
+    pub fn records(&self) -> &[u8] {
+        &self.records
+    }
+
+    /// Records viewed as `T` (fails if sizes or alignment disagree).
+    pub fn records_as<T: bytemuck::Pod>(&self) -> Option<&[T]> {
+        bytemuck::try_cast_slice(&self.records).ok()
+    }
+
+    /// Record size in bytes.
+    pub fn record_size(&self) -> usize {
+        self.record_size
+    }
+
+    /// Number of entities.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the section has no entities.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Iterates `(id, record)` in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        self.ids
+            .iter()
+            .copied()
+            .zip(self.records.chunks_exact(self.record_size.max(1)))
+    }
+
+    /// A borrowed view.
+    pub fn as_ref(&self) -> SectionRef<'_> {
+        SectionRef {
+            ids: &self.ids,
+            records: &self.records,
+            record_size: self.record_size,
+        }
+    }
+
+    pub(crate) fn clear_for(&mut self, record_size: usize) {
+        self.ids.clear();
+        self.records.clear();
+        self.record_size = record_size;
+    }
+
+    pub(crate) fn parts_mut(&mut self) -> (&mut Vec<u32>, &mut Vec<u8>) {
+        (&mut self.ids, &mut self.records)
+    }
+}
+
+/// A borrowed section: what the encoder reads. Build one from your own
+/// arrays with [`SectionRef::from_pod`] to encode without copying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SectionRef<'a> {
+    ids: &'a [u32],
+    records: &'a [u8],
+    record_size: usize,
+}
+
+impl<'a> SectionRef<'a> {
+    /// Checks ids are strictly ascending and records have `ids.len() * record_size` bytes.
+    pub fn new(ids: &'a [u32], records: &'a [u8], record_size: usize) -> Result<Self, SnapshotError> {
+        if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
+            return Err(SnapshotError::UnsortedIds {
+                index: i + 1,
+                id: ids[i + 1],
+            });
+        }
+        let expected = ids.len().saturating_mul(record_size);
+        if records.len() != expected {
+            return Err(SnapshotError::RecordBytes {
+                expected,
+                actual: records.len(),
+            });
+        }
+        Ok(Self {
+            ids,
+            records,
+            record_size,
+        })
+    }
+
+    /// Views `#[repr(C)]` records as bytes without copying.
+    pub fn from_pod<T: bytemuck::Pod>(ids: &'a [u32], records: &'a [T]) -> Result<Self, SnapshotError> {
+        Self::new(ids, bytemuck::cast_slice(records), core::mem::size_of::<T>())
+    }
+
+    pub(crate) fn empty(record_size: usize) -> Self {
+        Self {
+            ids: &[],
+            records: &[],
+            record_size,
+        }
+    }
+
+    /// Entity ids, ascending.
+    pub fn ids(&self) -> &'a [u32] {
+        self.ids
+    }
+
+    /// All records, in id order.
+    pub fn records(&self) -> &'a [u8] {
+        self.records
+    }
+
+    /// Record size in bytes.
+    pub fn record_size(&self) -> usize {
+        self.record_size
+    }
+
+    /// Number of entities.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the section has no entities.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    #[inline]
+    pub(crate) fn record(&self, i: usize) -> &'a [u8] {
+        &self.records[i * self.record_size..(i + 1) * self.record_size]
+    }
+}
+
+/// The state of one tick: one [`Section`] per entity type of a schema.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    sections: Vec<Section>,
+}
+
+impl Snapshot {
+    /// An empty snapshot with one empty section per entity type.
+    pub fn new(schema: &Schema) -> Self {
+        Self {
+            sections: schema
+                .sections()
+                .iter()
+                .map(|e| Section::new(e.record_size()))
+                .collect(),
+        }
+    }
+
+    /// Builds a snapshot from sections, checking them against the schema.
+    pub fn from_sections(schema: &Schema, sections: Vec<Section>) -> Result<Self, SnapshotError> {
+        let s = Self { sections };
+        s.check(schema)?;
+        Ok(s)
+    }
+
+    /// Checks section count and record sizes against `schema`.
+    pub fn check(&self, schema: &Schema) -> Result<(), SnapshotError> {
+        if self.sections.len() != schema.sections().len() {
+            return Err(SnapshotError::SectionCount {
+                expected: schema.sections().len(),
+                actual: self.sections.len(),
+            });
+        }
+        for (s, e) in self.sections.iter().zip(schema.sections()) {
+            if s.record_size != e.record_size() {
+                return Err(SnapshotError::RecordSize {
+                    expected: e.record_size(),
+                    actual: s.record_size,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Sections in schema order.
+    pub fn sections(&self) -> &[Section] {
+        &self.sections
+    }
+
+    /// One section, mutably.
+    pub fn section_mut(&mut self, index: usize) -> Option<&mut Section> {
+        self.sections.get_mut(index)
+    }
+
+    /// Total entities over all sections.
+    pub fn entity_count(&self) -> usize {
+        self.sections.iter().map(Section::len).sum()
+    }
+
+    /// Record bytes over all sections (what a naive sender would send,
+    /// without ids).
+    pub fn raw_len(&self) -> usize {
+        self.sections.iter().map(|s| s.records.len()).sum()
+    }
+
+    pub(crate) fn reset(&mut self, schema: &Schema) {
+        self.sections
+            .resize_with(schema.sections().len(), Section::default);
+        for (s, e) in self.sections.iter_mut().zip(schema.sections()) {
+            s.clear_for(e.record_size());
+        }
+    }
+
+    pub(crate) fn sections_mut(&mut self) -> &mut [Section] {
+        &mut self.sections
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_remove_keep_order() {
+        let mut s = Section::new(2);
+        s.insert(5, &[5, 5]).unwrap();
+        s.insert(1, &[1, 1]).unwrap();
+        s.insert(3, &[3, 3]).unwrap();
+        s.insert(3, &[4, 4]).unwrap();
+        assert_eq!(s.ids(), &[1, 3, 5]);
+        assert_eq!(s.records(), &[1, 1, 4, 4, 5, 5]);
+        assert!(s.remove(3));
+        assert!(!s.remove(3));
+        assert_eq!(s.get(5), Some(&[5u8, 5][..]));
+        assert_eq!(
+            s.insert(1, &[1]),
+            Err(SnapshotError::RecordSize {
+                expected: 2,
+                actual: 1
+            })
+        );
+    }
+
+    #[test]
+    fn from_parts_validates() {
+        assert_eq!(
+            Section::from_parts(vec![1, 1], vec![0; 2], 1),
+            Err(SnapshotError::UnsortedIds { index: 1, id: 1 })
+        );
+        assert_eq!(
+            Section::from_parts(vec![1, 2], vec![0; 3], 1),
+            Err(SnapshotError::RecordBytes {
+                expected: 2,
+                actual: 3
+            })
+        );
+    }
+}

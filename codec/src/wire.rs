@@ -1,0 +1,163 @@
+//! Wire primitives: a bounds-checked reader and LEB128 varints.
+//!
+//! Varints are unsigned LEB128, at most 5 bytes for a `u32`, and must be
+//! minimal (no trailing `0x80 0x00` padding), so each value has exactly one
+//! encoding and golden vectors stay stable.
+
+#![forbid(unsafe_code)]
+
+use crate::error::DecodeError;
+
+/// Largest encoded size of a `u32` varint.
+pub(crate) const MAX_VARINT_LEN: usize = 5;
+
+/// Appends `v` as a minimal LEB128 varint.
+#[inline]
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Number of bytes `put_varint` writes for `v`.
+#[inline]
+pub(crate) fn varint_len(v: u32) -> usize {
+    match v {
+        0..=0x7f => 1,
+        0x80..=0x3fff => 2,
+        0x4000..=0x1f_ffff => 3,
+        0x20_0000..=0x0fff_ffff => 4,
+        _ => 5,
+    }
+}
+
+/// A cursor over untrusted bytes. Every read is bounds-checked and returns a
+/// [`DecodeError`] naming the offset, `base` added so offsets are relative to
+/// the start of the packet.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Self {
+        Self { data, pos: 0 }
+    }
+
+    #[inline]
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    #[inline]
+    pub(crate) fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    #[inline]
+    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
+        let b = *self.data.get(self.pos).ok_or(DecodeError::Truncated {
+            offset: self.pos,
+            needed: 1,
+        })?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    #[inline]
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
+        match end {
+            Some(end) => {
+                let s = &self.data[self.pos..end];
+                self.pos = end;
+                Ok(s)
+            }
+            None => Err(DecodeError::Truncated {
+                offset: self.pos,
+                needed: n - self.remaining(),
+            }),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn u16_le(&mut self) -> Result<u16, DecodeError> {
+        let b = self.bytes(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    #[inline]
+    pub(crate) fn u32_le(&mut self) -> Result<u32, DecodeError> {
+        let b = self.bytes(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Reads a minimal LEB128 `u32`.
+    #[inline]
+    pub(crate) fn varint(&mut self) -> Result<u32, DecodeError> {
+        let start = self.pos;
+        let mut v: u32 = 0;
+        for i in 0..MAX_VARINT_LEN {
+            let b = self.u8()?;
+            let bits = u32::from(b & 0x7f);
+            if i == 4 && bits > 0x0f {
+                return Err(DecodeError::BadVarint { offset: start });
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                // Minimal: a multi-byte varint may not end in a zero group.
+                if i > 0 && bits == 0 {
+                    return Err(DecodeError::BadVarint { offset: start });
+                }
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::BadVarint { offset: start })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn varint_roundtrip(v: u32) {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            prop_assert_eq!(out.len(), varint_len(v));
+            let mut r = Reader::new(&out);
+            prop_assert_eq!(r.varint().unwrap(), v);
+            prop_assert_eq!(r.remaining(), 0);
+        }
+    }
+
+    #[test]
+    fn varint_rejects_bad_forms() {
+        for bad in [
+            &[0x80, 0x00][..],                   // not minimal
+            &[0xff, 0xff, 0xff, 0xff, 0x1f][..], // > u32::MAX
+            &[0x80, 0x80, 0x80, 0x80, 0x80, 0x01][..],
+        ] {
+            assert_eq!(
+                Reader::new(bad).varint(),
+                Err(DecodeError::BadVarint { offset: 0 })
+            );
+        }
+        assert_eq!(
+            Reader::new(&[0x80]).varint(),
+            Err(DecodeError::Truncated {
+                offset: 1,
+                needed: 1
+            })
+        );
+        assert_eq!(
+            Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x0f]).varint(),
+            Ok(u32::MAX)
+        );
+    }
+}
