@@ -12,6 +12,12 @@ mod limits;
 mod packet;
 mod pipeline;
 pub mod schema;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod fuzz_props;
 mod snapshot;
 mod wire;
 

@@ -1,0 +1,92 @@
+//! Pipeline stages exposed for the bench and fuzz crates (feature
+//! `internals`). Not a stable API: use [`Encoder`](crate::Encoder) and
+//! [`Decoder`](crate::Decoder).
+
+#![forbid(unsafe_code)]
+
+use crate::block;
+use crate::error::DecodeError;
+use crate::pipeline::{delta, planes, soa, subset};
+use crate::schema::EntityType;
+use crate::wire::Reader;
+
+/// SoA stage: `n` records of `ty` to one column per field.
+pub fn to_columns(ty: &EntityType, rows: &[u8], n: usize, out: &mut [u8]) {
+    soa::to_columns(rows, n, ty.record_size(), ty.columns(), out);
+}
+
+/// Inverse of [`to_columns`].
+pub fn from_columns(ty: &EntityType, cols: &[u8], n: usize, rows: &mut [u8]) {
+    soa::from_columns(cols, n, ty.record_size(), ty.columns(), rows);
+}
+
+/// Planes stage: every column of [`to_columns`]'s output to byte planes.
+pub fn to_planes(ty: &EntityType, cols: &[u8], n: usize, out: &mut [u8]) {
+    let mut pos = 0;
+    for &(_, size) in ty.columns() {
+        let len = n * size;
+        planes::split(&cols[pos..pos + len], n, size, &mut out[pos..pos + len]);
+        pos += len;
+    }
+}
+
+/// Inverse of [`to_planes`].
+pub fn from_planes(ty: &EntityType, planes_in: &[u8], n: usize, cols: &mut [u8]) {
+    let mut pos = 0;
+    for &(_, size) in ty.columns() {
+        let len = n * size;
+        planes::join(&planes_in[pos..pos + len], n, size, &mut cols[pos..pos + len]);
+        pos += len;
+    }
+}
+
+/// Delta stage over `n` records against `n` reference records.
+pub fn delta_encode(ty: &EntityType, cur: &[u8], reference: &[u8], out: &mut [u8]) {
+    let rs = ty.record_size();
+    for ((c, r), o) in cur.chunks_exact(rs).zip(reference.chunks_exact(rs)).zip(out.chunks_exact_mut(rs)) {
+        delta::encode(ty.spans(), c, r, o);
+    }
+}
+
+/// Inverse of [`delta_encode`].
+pub fn delta_decode(ty: &EntityType, d: &[u8], reference: &[u8], out: &mut [u8]) {
+    let rs = ty.record_size();
+    for ((c, r), o) in d.chunks_exact(rs).zip(reference.chunks_exact(rs)).zip(out.chunks_exact_mut(rs)) {
+        delta::decode(ty.spans(), c, r, o);
+    }
+}
+
+/// Entity-set coding of `members` (ascending, `< universe`).
+pub fn subset_encode(universe: usize, members: &[u32], out: &mut Vec<u8>) {
+    subset::encode(universe, members, out);
+}
+
+/// Inverse of [`subset_encode`]; `None` for a malformed set.
+pub fn subset_decode(data: &[u8], universe: usize, out: &mut Vec<u32>) -> Option<usize> {
+    let mut r = Reader::new(data);
+    subset::decode(&mut r, universe, out).ok()?;
+    Some(r.pos())
+}
+
+/// A block coder without dictionary, at zstd `level`.
+pub struct Blocks(block::ZstdBlocks);
+
+impl Blocks {
+    /// New coder.
+    pub fn new(level: i32) -> Self {
+        Self(block::ZstdBlocks::new(level))
+    }
+
+    /// Encodes `payload` (non-empty) as blocks, returning the bytes.
+    pub fn encode(&mut self, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; block::max_blocks_len(payload.len(), 0)];
+        let n = block::encode_blocks(&mut self.0, None, payload, &[], &mut out).unwrap_or(0);
+        out.truncate(n);
+        out
+    }
+
+    /// Decodes blocks into `out`, regenerating at most `max` bytes.
+    pub fn decode(&mut self, data: &[u8], max: usize, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+        block::decode_blocks(&mut self.0, None, &mut Reader::new(data), 0, max, out)
+    }
+}
