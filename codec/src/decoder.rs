@@ -141,13 +141,10 @@ impl Decoder {
                     .ok_or(DecodeError::UnknownDictionary { id })?,
             ),
         };
-        let at = r.pos();
-        let mut blocks = Reader::new(packet.get(at..).unwrap_or_default());
         block::decode_blocks(
             &mut self.blocks,
             dict.as_deref(),
-            &mut blocks,
-            at,
+            &mut r,
             self.limits.max_decoded_bytes,
             &mut self.payload,
         )?;

@@ -52,6 +52,7 @@ pub struct Encoder {
     header: Vec<u8>,
     payload: Vec<u8>,
     planes: Vec<u8>,
+    block_scratch: Vec<u8>,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -82,6 +83,7 @@ impl Encoder {
             header: Vec::with_capacity(MAX_HEADER_LEN),
             payload: Vec::new(),
             planes: Vec::new(),
+            block_scratch: Vec::new(),
         }
     }
 
@@ -270,7 +272,14 @@ impl Encoder {
         }
         out[..h].copy_from_slice(&self.header);
         let dict = self.dict.as_ref().map(|d| &d.1);
-        block::encode_blocks(&mut self.blocks, dict, &self.payload, &[], &mut out[h..])
+        block::encode_blocks(
+            &mut self.blocks,
+            dict,
+            &self.payload,
+            &[],
+            &mut self.block_scratch,
+            &mut out[h..],
+        )
             .map(|n| h + n)
             .ok_or(too_small)
     }

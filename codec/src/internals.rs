@@ -80,13 +80,13 @@ impl Blocks {
     /// Encodes `payload` (non-empty) as blocks, returning the bytes.
     pub fn encode(&mut self, payload: &[u8]) -> Vec<u8> {
         let mut out = vec![0; block::max_blocks_len(payload.len(), 0)];
-        let n = block::encode_blocks(&mut self.0, None, payload, &[], &mut out).unwrap_or(0);
+        let n = block::encode_blocks(&mut self.0, None, payload, &[], &mut Vec::new(), &mut out).unwrap_or(0);
         out.truncate(n);
         out
     }
 
     /// Decodes blocks into `out`, regenerating at most `max` bytes.
     pub fn decode(&mut self, data: &[u8], max: usize, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-        block::decode_blocks(&mut self.0, None, &mut Reader::new(data), 0, max, out)
+        block::decode_blocks(&mut self.0, None, &mut Reader::new(data), max, out)
     }
 }

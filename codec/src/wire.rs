@@ -34,8 +34,7 @@ pub(crate) fn varint_len(v: u32) -> usize {
 }
 
 /// A cursor over untrusted bytes. Every read is bounds-checked and returns a
-/// [`DecodeError`] naming the offset, `base` added so offsets are relative to
-/// the start of the packet.
+/// [`DecodeError`] naming the offset from the start of the data.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader<'a> {
     data: &'a [u8],
@@ -45,6 +44,15 @@ pub(crate) struct Reader<'a> {
 impl<'a> Reader<'a> {
     pub(crate) fn new(data: &'a [u8]) -> Self {
         Self { data, pos: 0 }
+    }
+
+    /// A reader over `data` positioned at `pos` (clamped to the end), so
+    /// offsets in errors count from the start of `data`.
+    pub(crate) fn at(data: &'a [u8], pos: usize) -> Self {
+        Self {
+            data,
+            pos: pos.min(data.len()),
+        }
     }
 
     #[inline]

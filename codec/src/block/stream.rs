@@ -77,20 +77,20 @@ pub(crate) fn max_blocks_len(payload_len: usize, cuts: usize) -> usize {
 /// Encodes `payload` as blocks into `out`, starting a new block at every
 /// offset in `cuts` (ascending, inside the payload) and every 8192 bytes.
 /// Returns bytes written, or `None` if `out` is too small (callers size it
-/// with [`max_blocks_len`], so that does not happen).
+/// with [`max_blocks_len`], or accept the error). Compression goes through
+/// `scratch`, so the bytes chosen never depend on the size of `out`.
 pub(crate) fn encode_blocks<B: Backend>(
     backend: &mut B,
     dict: Option<&CDict>,
     payload: &[u8],
     cuts: &[usize],
+    scratch: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Option<usize> {
+    scratch.resize(MAX_BLOCK_CONTENT, 0);
     let mut pos = 0;
     let mut start = 0;
     let mut cut_iter = cuts.iter().copied().filter(|&c| c > 0 && c < payload.len()).peekable();
-    // An empty payload still needs one (last) block; it is stored as a
-    // 1-byte RLE of zero that regenerates nothing... not representable, so
-    // callers never pass an empty payload (every packet has section meta).
     while start < payload.len() {
         let mut end = (start + MAX_BLOCK_CONTENT).min(payload.len());
         while let Some(&c) = cut_iter.peek() {
@@ -104,42 +104,36 @@ pub(crate) fn encode_blocks<B: Backend>(
             }
         }
         let chunk = &payload[start..end];
-        let last = end == payload.len();
-        let body = out.get_mut(pos + BLOCK_HEADER_LEN..)?;
-        let (block_type, size) = if chunk.iter().all(|&b| b == chunk[0]) && chunk.len() > 1 {
-            *body.first_mut()? = chunk[0];
-            (BlockType::Rle, 1)
-        } else {
-            let limit = (chunk.len() - 1).min(body.len());
-            match backend.compress(chunk, &mut body[..limit], dict) {
-                Some(n) if n < chunk.len() => (BlockType::Zstd, n),
-                _ => {
-                    body.get_mut(..chunk.len())?.copy_from_slice(chunk);
-                    (BlockType::Raw, chunk.len())
+        let (block_type, body): (BlockType, &[u8]) =
+            if chunk.len() > 1 && chunk.iter().all(|&b| b == chunk[0]) {
+                (BlockType::Rle, &chunk[..1])
+            } else {
+                // Only a strictly smaller result is worth a zstd block.
+                match backend.compress(chunk, &mut scratch[..chunk.len() - 1], dict) {
+                    Some(n) => (BlockType::Zstd, &scratch[..n]),
+                    None => (BlockType::Raw, chunk),
                 }
-            }
-        };
+            };
         let header = BlockHeader {
-            last,
+            last: end == payload.len(),
             block_type,
-            size: if block_type == BlockType::Rle { chunk.len() } else { size },
+            size: if block_type == BlockType::Rle { chunk.len() } else { body.len() },
         };
-        out.get_mut(pos..pos + BLOCK_HEADER_LEN)?
-            .copy_from_slice(&header.to_bytes());
-        pos += BLOCK_HEADER_LEN + size;
+        let dst = out.get_mut(pos..pos + BLOCK_HEADER_LEN + body.len())?;
+        dst[..BLOCK_HEADER_LEN].copy_from_slice(&header.to_bytes());
+        dst[BLOCK_HEADER_LEN..].copy_from_slice(body);
+        pos += dst.len();
         start = end;
     }
     Some(pos)
 }
 
 /// Decodes blocks from `r` until the last one, appending content to `out`
-/// (cleared first). `out` never grows past `max_decoded`. `base` is the offset
-/// of `r`'s start within the packet, for error offsets.
+/// (cleared first). `out` never grows past `max_decoded`.
 pub(crate) fn decode_blocks<B: Backend>(
     backend: &mut B,
     dict: Option<&DDict>,
     r: &mut Reader<'_>,
-    base: usize,
     max_decoded: usize,
     out: &mut Vec<u8>,
 ) -> Result<(), DecodeError> {
@@ -148,7 +142,7 @@ pub(crate) fn decode_blocks<B: Backend>(
         if r.remaining() == 0 {
             return Err(DecodeError::MissingLastBlock);
         }
-        let at = base + r.pos();
+        let at = r.pos();
         let h = r.bytes(BLOCK_HEADER_LEN)?;
         let h = BlockHeader::from_bytes([h[0], h[1]]);
         let room = max_decoded - out.len();
@@ -207,10 +201,10 @@ mod tests {
     fn roundtrip(payload: &[u8], cuts: &[usize]) -> Vec<u8> {
         let mut z = ZstdBlocks::new(3);
         let mut out = vec![0; max_blocks_len(payload.len(), cuts.len())];
-        let n = encode_blocks(&mut z, None, payload, cuts, &mut out).unwrap();
+        let n = encode_blocks(&mut z, None, payload, cuts, &mut Vec::new(), &mut out).unwrap();
         out.truncate(n);
         let mut back = Vec::new();
-        decode_blocks(&mut z, None, &mut Reader::new(&out), 0, 1 << 20, &mut back).unwrap();
+        decode_blocks(&mut z, None, &mut Reader::new(&out), 1 << 20, &mut back).unwrap();
         assert_eq!(back, payload);
         out
     }
@@ -270,7 +264,7 @@ mod tests {
     fn rejects_bad_blocks() {
         let mut z = ZstdBlocks::new(3);
         let mut out = Vec::new();
-        let mut dec = |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), 0, limit, &mut out);
+        let mut dec = |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), limit, &mut out);
         assert_eq!(dec(&[], 100), Err(DecodeError::MissingLastBlock));
         // not-last raw block of 1 byte, then nothing
         assert_eq!(dec(&[0x00, 0x00, 0xaa], 100), Err(DecodeError::MissingLastBlock));
