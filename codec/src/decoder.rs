@@ -43,7 +43,11 @@ impl core::fmt::Debug for Decoder {
 impl Decoder {
     /// A decoder with default limits and no dictionaries.
     pub fn new(schema: Schema) -> Self {
-        let metas = schema.sections().iter().map(|_| SectionMeta::default()).collect();
+        let metas = schema
+            .sections()
+            .iter()
+            .map(|_| SectionMeta::default())
+            .collect();
         Self {
             schema,
             limits: Limits::default(),
@@ -128,7 +132,9 @@ impl Decoder {
                 })
             }
             (Some(_), Some(b)) => {
-                b.snapshot.check(&self.schema).map_err(DecodeError::BadBaseline)?;
+                b.snapshot
+                    .check(&self.schema)
+                    .map_err(DecodeError::BadBaseline)?;
                 Some(b.snapshot)
             }
         };
@@ -184,7 +190,15 @@ impl Decoder {
                 None => SectionRef::empty(ty.record_size()),
             };
             let len = m.rows() * ty.record_size();
-            pipeline::decode_section(i, ty, &b, m, &self.payload[pos..pos + len], &mut self.scratch, sec)?;
+            pipeline::decode_section(
+                i,
+                ty,
+                &b,
+                m,
+                &self.payload[pos..pos + len],
+                &mut self.scratch,
+                sec,
+            )?;
             pos += len;
         }
         Ok(header)

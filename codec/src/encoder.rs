@@ -73,7 +73,11 @@ impl Encoder {
 
     /// An encoder at zstd level `level` (1..=22; negative levels are faster).
     pub fn with_level(schema: Schema, level: i32) -> Self {
-        let scratch = schema.sections().iter().map(|_| EncodeScratch::default()).collect();
+        let scratch = schema
+            .sections()
+            .iter()
+            .map(|_| EncodeScratch::default())
+            .collect();
         Self {
             schema,
             limits: Limits::default(),
@@ -115,7 +119,9 @@ impl Encoder {
     pub fn max_encoded_len(&self, snapshot: &Snapshot, baseline: Option<&Snapshot>) -> usize {
         let mut payload = 0usize;
         for (i, s) in snapshot.sections().iter().enumerate() {
-            let b = baseline.and_then(|b| b.sections().get(i)).map_or(0, |b| b.len());
+            let b = baseline
+                .and_then(|b| b.sections().get(i))
+                .map_or(0, |b| b.len());
             // two entity sets (mode byte + bitmap), id list, records
             payload += 2 * (1 + b.div_ceil(8)) + 5 * (s.len() + 1) + s.records().len();
         }
@@ -145,7 +151,11 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         snapshot.check(&self.schema)?;
-        self.build(snapshot.sections().iter().map(|s| s.as_ref()), sequence, baseline)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            baseline,
+        )?;
         out.clear();
         out.resize(self.bound(), 0);
         let n = self.finish(out)?;
@@ -163,7 +173,11 @@ impl Encoder {
         out: &mut [u8],
     ) -> Result<usize, EncodeError> {
         snapshot.check(&self.schema)?;
-        self.build(snapshot.sections().iter().map(|s| s.as_ref()), sequence, baseline)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            baseline,
+        )?;
         self.finish(out)
     }
 
@@ -239,7 +253,14 @@ impl Encoder {
                 Some(b) => b.snapshot.sections()[i].as_ref(),
                 None => SectionRef::empty(ty.record_size()),
             };
-            pipeline::encode_section(ty, &base, &cur, scratch, &mut self.payload, &mut self.planes);
+            pipeline::encode_section(
+                ty,
+                &base,
+                &cur,
+                scratch,
+                &mut self.payload,
+                &mut self.planes,
+            );
         }
         self.payload.extend_from_slice(&self.planes);
         if self.payload.len() > self.limits.max_decoded_bytes {
@@ -280,7 +301,7 @@ impl Encoder {
             &mut self.block_scratch,
             &mut out[h..],
         )
-            .map(|n| h + n)
-            .ok_or(too_small)
+        .map(|n| h + n)
+        .ok_or(too_small)
     }
 }

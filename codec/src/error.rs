@@ -78,7 +78,11 @@ impl fmt::Display for SchemaError {
                 write!(f, "schema has {count} entity types, limit is {limit}")
             }
             Self::NoFields { entity } => write!(f, "entity type `{entity}` has no fields"),
-            Self::RecordTooLarge { entity, size, limit } => write!(
+            Self::RecordTooLarge {
+                entity,
+                size,
+                limit,
+            } => write!(
                 f,
                 "entity type `{entity}` has a {size}-byte record, limit is {limit}"
             ),
@@ -141,7 +145,10 @@ impl fmt::Display for SnapshotError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::UnsortedIds { index, id } => {
-                write!(f, "entity id {id} at index {index} is not above the previous id")
+                write!(
+                    f,
+                    "entity id {id} at index {index} is not above the previous id"
+                )
             }
             Self::RecordBytes { expected, actual } => {
                 write!(f, "records have {actual} bytes, expected {expected}")
@@ -373,7 +380,10 @@ impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Truncated { offset, needed } => {
-                write!(f, "input ends at offset {offset}, {needed} more bytes needed")
+                write!(
+                    f,
+                    "input ends at offset {offset}, {needed} more bytes needed"
+                )
             }
             Self::UnsupportedVersion { version } => {
                 write!(f, "unsupported format version {version}")

@@ -35,7 +35,12 @@ pub fn from_planes(ty: &EntityType, planes_in: &[u8], n: usize, cols: &mut [u8])
     let mut pos = 0;
     for &(_, size) in ty.columns() {
         let len = n * size;
-        planes::join(&planes_in[pos..pos + len], n, size, &mut cols[pos..pos + len]);
+        planes::join(
+            &planes_in[pos..pos + len],
+            n,
+            size,
+            &mut cols[pos..pos + len],
+        );
         pos += len;
     }
 }
@@ -43,7 +48,11 @@ pub fn from_planes(ty: &EntityType, planes_in: &[u8], n: usize, cols: &mut [u8])
 /// Delta stage over `n` records against `n` reference records.
 pub fn delta_encode(ty: &EntityType, cur: &[u8], reference: &[u8], out: &mut [u8]) {
     let rs = ty.record_size();
-    for ((c, r), o) in cur.chunks_exact(rs).zip(reference.chunks_exact(rs)).zip(out.chunks_exact_mut(rs)) {
+    for ((c, r), o) in cur
+        .chunks_exact(rs)
+        .zip(reference.chunks_exact(rs))
+        .zip(out.chunks_exact_mut(rs))
+    {
         delta::encode(ty.spans(), c, r, o);
     }
 }
@@ -51,7 +60,11 @@ pub fn delta_encode(ty: &EntityType, cur: &[u8], reference: &[u8], out: &mut [u8
 /// Inverse of [`delta_encode`].
 pub fn delta_decode(ty: &EntityType, d: &[u8], reference: &[u8], out: &mut [u8]) {
     let rs = ty.record_size();
-    for ((c, r), o) in d.chunks_exact(rs).zip(reference.chunks_exact(rs)).zip(out.chunks_exact_mut(rs)) {
+    for ((c, r), o) in d
+        .chunks_exact(rs)
+        .zip(reference.chunks_exact(rs))
+        .zip(out.chunks_exact_mut(rs))
+    {
         delta::decode(ty.spans(), c, r, o);
     }
 }
@@ -80,13 +93,19 @@ impl Blocks {
     /// Encodes `payload` (non-empty) as blocks, returning the bytes.
     pub fn encode(&mut self, payload: &[u8]) -> Vec<u8> {
         let mut out = vec![0; block::max_blocks_len(payload.len(), 0)];
-        let n = block::encode_blocks(&mut self.0, None, payload, &[], &mut Vec::new(), &mut out).unwrap_or(0);
+        let n = block::encode_blocks(&mut self.0, None, payload, &[], &mut Vec::new(), &mut out)
+            .unwrap_or(0);
         out.truncate(n);
         out
     }
 
     /// Decodes blocks into `out`, regenerating at most `max` bytes.
-    pub fn decode(&mut self, data: &[u8], max: usize, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    pub fn decode(
+        &mut self,
+        data: &[u8],
+        max: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), DecodeError> {
         block::decode_blocks(&mut self.0, None, &mut Reader::new(data), max, out)
     }
 }

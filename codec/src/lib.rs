@@ -1,4 +1,4 @@
-#![doc = include_str!("../README.md")]
+#![doc = include_str!("../../README.md")]
 // `unsafe` is denied workspace-wide, and every module file but one opens
 // with `#![forbid(unsafe_code)]`. The exception is `block/zstd_raw.rs`, which
 // wraps zstd's raw block API; a crate-level forbid would not let it opt in.
@@ -8,16 +8,16 @@ mod decoder;
 mod dict;
 mod encoder;
 mod error;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod fuzz_props;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals;
 mod limits;
 mod packet;
 mod pipeline;
 pub mod schema;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod internals;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod fuzz_props;
 mod snapshot;
 mod wire;
 
@@ -32,7 +32,10 @@ pub use encoder::{Baseline, Encoder, DEFAULT_LEVEL};
 pub use error::{DecodeError, DictionaryError, EncodeError, SchemaError, SnapshotError};
 pub use limits::Limits;
 pub use packet::{PacketHeader, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
-pub use schema::{DeltaOp, EntityType, Field, PodField, PodLayout, Primitive, PrimitiveType, Schema, SchemaBuilder};
+pub use schema::{
+    DeltaOp, EntityType, Field, PodField, PodLayout, Primitive, PrimitiveType, Schema,
+    SchemaBuilder,
+};
 pub use snapshot::{Section, SectionRef, Snapshot};
 
 /// Encodes `snapshot` in one call (no dictionary, default level and limits).

@@ -162,7 +162,10 @@ mod tests {
         );
         assert_eq!(
             PacketHeader::parse(&[0x21, 0, 0, 0, 0, 5, 0, 1, 2]),
-            Err(DecodeError::Truncated { offset: 7, needed: 2 })
+            Err(DecodeError::Truncated {
+                offset: 7,
+                needed: 2
+            })
         );
     }
 }

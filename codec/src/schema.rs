@@ -264,7 +264,11 @@ impl EntityType {
         Ok(())
     }
 
-    fn new(name: String, fields: Vec<Field>, default: Option<Vec<u8>>) -> Result<Self, SchemaError> {
+    fn new(
+        name: String,
+        fields: Vec<Field>,
+        default: Option<Vec<u8>>,
+    ) -> Result<Self, SchemaError> {
         check_name(&name)?;
         if fields.is_empty() {
             return Err(SchemaError::NoFields { entity: name });
@@ -327,7 +331,11 @@ impl EntityType {
                 }),
             }
         }
-        let columns = fields.iter().zip(&offsets).map(|(f, &o)| (o, f.size())).collect();
+        let columns = fields
+            .iter()
+            .zip(&offsets)
+            .map(|(f, &o)| (o, f.size()))
+            .collect();
         Ok(Self {
             name,
             fields,
@@ -701,7 +709,10 @@ mod tests {
             Err(SchemaError::DuplicateName { .. })
         ));
         assert!(matches!(
-            Schema::builder().entity("a").field("x", Primitive::U8, 0).build(),
+            Schema::builder()
+                .entity("a")
+                .field("x", Primitive::U8, 0)
+                .build(),
             Err(SchemaError::BadArrayLength { .. })
         ));
         assert!(matches!(
@@ -716,7 +727,9 @@ mod tests {
             Err(SchemaError::Parse { .. })
         ));
         assert!(matches!(
-            Schema::from_json(r#"{"entities":[{"name":"a","fields":[{"name":"x","type":"u128"}]}]}"#),
+            Schema::from_json(
+                r#"{"entities":[{"name":"a","fields":[{"name":"x","type":"u128"}]}]}"#
+            ),
             Err(SchemaError::Parse { .. })
         ));
     }
@@ -727,7 +740,10 @@ mod tests {
         pos: [f32; 3],
         id: u32,
     }
-    crate::pod_layout!(Car { pos: [f32; 3], id: u32 });
+    crate::pod_layout!(Car {
+        pos: [f32; 3],
+        id: u32
+    });
 
     #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     #[repr(C)]
@@ -735,11 +751,17 @@ mod tests {
         id: u32,
         pos: [f32; 3],
     }
-    crate::pod_layout!(Swapped { id: u32, pos: [f32; 3] });
+    crate::pod_layout!(Swapped {
+        id: u32,
+        pos: [f32; 3]
+    });
 
     #[test]
     fn pod_check() {
-        let s = Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
+        let s = Schema::builder()
+            .entity_from_pod::<Car>("car")
+            .build()
+            .unwrap();
         s.sections()[0].check_pod::<Car>().unwrap();
         assert!(matches!(
             s.sections()[0].check_pod::<Swapped>(),

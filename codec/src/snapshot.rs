@@ -159,7 +159,11 @@ pub struct SectionRef<'a> {
 
 impl<'a> SectionRef<'a> {
     /// Checks ids are strictly ascending and records have `ids.len() * record_size` bytes.
-    pub fn new(ids: &'a [u32], records: &'a [u8], record_size: usize) -> Result<Self, SnapshotError> {
+    pub fn new(
+        ids: &'a [u32],
+        records: &'a [u8],
+        record_size: usize,
+    ) -> Result<Self, SnapshotError> {
         if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
             return Err(SnapshotError::UnsortedIds {
                 index: i + 1,
@@ -181,8 +185,15 @@ impl<'a> SectionRef<'a> {
     }
 
     /// Views `#[repr(C)]` records as bytes without copying.
-    pub fn from_pod<T: bytemuck::Pod>(ids: &'a [u32], records: &'a [T]) -> Result<Self, SnapshotError> {
-        Self::new(ids, bytemuck::cast_slice(records), core::mem::size_of::<T>())
+    pub fn from_pod<T: bytemuck::Pod>(
+        ids: &'a [u32],
+        records: &'a [T],
+    ) -> Result<Self, SnapshotError> {
+        Self::new(
+            ids,
+            bytemuck::cast_slice(records),
+            core::mem::size_of::<T>(),
+        )
     }
 
     pub(crate) fn empty(record_size: usize) -> Self {

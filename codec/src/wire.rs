@@ -46,15 +46,6 @@ impl<'a> Reader<'a> {
         Self { data, pos: 0 }
     }
 
-    /// A reader over `data` positioned at `pos` (clamped to the end), so
-    /// offsets in errors count from the start of `data`.
-    pub(crate) fn at(data: &'a [u8], pos: usize) -> Self {
-        Self {
-            data,
-            pos: pos.min(data.len()),
-        }
-    }
-
     #[inline]
     pub(crate) fn pos(&self) -> usize {
         self.pos

@@ -43,8 +43,18 @@ fn every_special_value_every_operator() {
     for op in [DeltaOp::Sub, DeltaOp::Xor, DeltaOp::Int, DeltaOp::None] {
         let schema = Schema::builder()
             .entity("f")
-            .field_with(Field { name: "a".into(), ty: Primitive::F32, len: 1, delta: Some(op) })
-            .field_with(Field { name: "b".into(), ty: Primitive::F64, len: 1, delta: Some(op) })
+            .field_with(Field {
+                name: "a".into(),
+                ty: Primitive::F32,
+                len: 1,
+                delta: Some(op),
+            })
+            .field_with(Field {
+                name: "b".into(),
+                ty: Primitive::F64,
+                len: 1,
+                delta: Some(op),
+            })
             .build()
             .unwrap();
         let (s32, s64) = (specials32(), specials64());
@@ -62,10 +72,28 @@ fn every_special_value_every_operator() {
         }
         common::roundtrip(&schema, &ticks[0], 0, None, None);
         for t in 1..ticks.len() {
-            let p = common::roundtrip(&schema, &ticks[t], t as u16, Some((t as u16 - 1, &ticks[t - 1])), None);
-            let (_, got) = tickpack::decode(&schema, &p, Some(tickpack::Baseline { sequence: t as u16 - 1, snapshot: &ticks[t - 1] })).unwrap();
+            let p = common::roundtrip(
+                &schema,
+                &ticks[t],
+                t as u16,
+                Some((t as u16 - 1, &ticks[t - 1])),
+                None,
+            );
+            let (_, got) = tickpack::decode(
+                &schema,
+                &p,
+                Some(tickpack::Baseline {
+                    sequence: t as u16 - 1,
+                    snapshot: &ticks[t - 1],
+                }),
+            )
+            .unwrap();
             // Compare bit patterns explicitly, not via float equality.
-            for (a, b) in got.sections()[0].records().chunks(12).zip(ticks[t].sections()[0].records().chunks(12)) {
+            for (a, b) in got.sections()[0]
+                .records()
+                .chunks(12)
+                .zip(ticks[t].sections()[0].records().chunks(12))
+            {
                 assert_eq!(a, b, "{op:?}");
             }
         }

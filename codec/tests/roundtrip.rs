@@ -69,7 +69,10 @@ fn unchanged_entities_cost_almost_nothing() {
     let mut rng = Rng(9);
     let mut a = Snapshot::new(&schema);
     for id in 0..901 {
-        a.section_mut(0).unwrap().insert(id, &rng.bytes(32)).unwrap();
+        a.section_mut(0)
+            .unwrap()
+            .insert(id, &rng.bytes(32))
+            .unwrap();
     }
     let same = roundtrip(&schema, &a, 2, Some((1, &a)), None);
     // header (8) + one block header + mode bytes + zero spawns
@@ -80,7 +83,11 @@ fn unchanged_entities_cost_almost_nothing() {
     rec[16] ^= 1;
     b.section_mut(0).unwrap().insert(450, &rec).unwrap();
     let one = roundtrip(&schema, &b, 2, Some((1, &a)), None);
-    assert!(one.len() <= 14 + 3 + 32, "{} bytes for one change", one.len());
+    assert!(
+        one.len() <= 14 + 3 + 32,
+        "{} bytes for one change",
+        one.len()
+    );
 }
 
 #[test]

@@ -48,7 +48,11 @@ impl Backend for ZstdBlocks {
         if self.cctx.is_none() {
             self.cctx = zstd_raw::CCtx::new();
         }
-        let n = self.cctx.as_mut()?.compress_block(self.level, dict, src, dst).ok()?;
+        let n = self
+            .cctx
+            .as_mut()?
+            .compress_block(self.level, dict, src, dst)
+            .ok()?;
         (n > 0).then_some(n)
     }
 
@@ -90,7 +94,11 @@ pub(crate) fn encode_blocks<B: Backend>(
     scratch.resize(MAX_BLOCK_CONTENT, 0);
     let mut pos = 0;
     let mut start = 0;
-    let mut cut_iter = cuts.iter().copied().filter(|&c| c > 0 && c < payload.len()).peekable();
+    let mut cut_iter = cuts
+        .iter()
+        .copied()
+        .filter(|&c| c > 0 && c < payload.len())
+        .peekable();
     while start < payload.len() {
         let mut end = (start + MAX_BLOCK_CONTENT).min(payload.len());
         while let Some(&c) = cut_iter.peek() {
@@ -117,7 +125,11 @@ pub(crate) fn encode_blocks<B: Backend>(
         let header = BlockHeader {
             last: end == payload.len(),
             block_type,
-            size: if block_type == BlockType::Rle { chunk.len() } else { body.len() },
+            size: if block_type == BlockType::Rle {
+                chunk.len()
+            } else {
+                body.len()
+            },
         };
         let dst = out.get_mut(pos..pos + BLOCK_HEADER_LEN + body.len())?;
         dst[..BLOCK_HEADER_LEN].copy_from_slice(&header.to_bytes());
@@ -248,13 +260,18 @@ mod tests {
         // RLE: 3 bytes for 100 zeros.
         assert_eq!(roundtrip(&[0; 100], &[]).len(), 3);
         // Incompressible: raw, +2 bytes.
-        let noise: Vec<u8> = (0..200u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let noise: Vec<u8> = (0..200u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         assert_eq!(roundtrip(&noise, &[]).len(), 202);
         // Compressible: zstd.
         let text: Vec<u8> = b"abcdefgh".iter().cycle().take(3000).copied().collect();
         let out = roundtrip(&text, &[]);
         assert!(out.len() < 100);
-        assert_eq!(BlockHeader::from_bytes([out[0], out[1]]).block_type, BlockType::Zstd);
+        assert_eq!(
+            BlockHeader::from_bytes([out[0], out[1]]).block_type,
+            BlockType::Zstd
+        );
         // 20000 bytes need 3 blocks.
         let out = roundtrip(&vec![7; 20000], &[]);
         assert_eq!(out.len(), 9);
@@ -264,11 +281,18 @@ mod tests {
     fn rejects_bad_blocks() {
         let mut z = ZstdBlocks::new(3);
         let mut out = Vec::new();
-        let mut dec = |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), limit, &mut out);
+        let mut dec =
+            |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), limit, &mut out);
         assert_eq!(dec(&[], 100), Err(DecodeError::MissingLastBlock));
         // not-last raw block of 1 byte, then nothing
-        assert_eq!(dec(&[0x00, 0x00, 0xaa], 100), Err(DecodeError::MissingLastBlock));
-        assert_eq!(dec(&[0x07, 0x00], 100), Err(DecodeError::ReservedBlockType { offset: 0 }));
+        assert_eq!(
+            dec(&[0x00, 0x00, 0xaa], 100),
+            Err(DecodeError::MissingLastBlock)
+        );
+        assert_eq!(
+            dec(&[0x07, 0x00], 100),
+            Err(DecodeError::ReservedBlockType { offset: 0 })
+        );
         assert_eq!(
             dec(&[0x01, 0x00, 0xaa, 0xbb], 100),
             Err(DecodeError::TrailingBytes { count: 1 })
@@ -284,7 +308,10 @@ mod tests {
         ));
         assert_eq!(
             dec(&[0x09, 0x00, 0xaa], 100),
-            Err(DecodeError::Truncated { offset: 2, needed: 1 })
+            Err(DecodeError::Truncated {
+                offset: 2,
+                needed: 1
+            })
         );
     }
 }

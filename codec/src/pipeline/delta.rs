@@ -109,7 +109,11 @@ mod tests {
 
     fn spans() -> impl Strategy<Value = Vec<Span>> {
         proptest::collection::vec(
-            (prop_oneof![Just(1usize), Just(2), Just(4), Just(8)], 1usize..4, 0u8..4),
+            (
+                prop_oneof![Just(1usize), Just(2), Just(4), Just(8)],
+                1usize..4,
+                0u8..4,
+            ),
             1..6,
         )
         .prop_map(|v| {
@@ -147,7 +151,12 @@ mod tests {
 
     #[test]
     fn int_zigzag_small_changes_leave_high_bytes_zero() {
-        let s = [Span { offset: 0, len: 4, width: 4, op: DeltaOp::Int }];
+        let s = [Span {
+            offset: 0,
+            len: 4,
+            width: 4,
+            op: DeltaOp::Int,
+        }];
         let mut d = [0; 4];
         encode(&s, &(-3i32).to_le_bytes(), &0i32.to_le_bytes(), &mut d);
         assert_eq!(d, [5, 0, 0, 0]);

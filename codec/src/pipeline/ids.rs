@@ -66,11 +66,21 @@ mod tests {
     #[test]
     fn rejects() {
         let mut v = Vec::new();
-        assert_eq!(decode(&mut Reader::new(&[3, 0, 0, 0]), 2, &mut v), Err(IdsError::TooMany(3)));
         assert_eq!(
-            decode(&mut Reader::new(&[2, 0xff, 0xff, 0xff, 0xff, 0x0f, 0]), 2, &mut v),
+            decode(&mut Reader::new(&[3, 0, 0, 0]), 2, &mut v),
+            Err(IdsError::TooMany(3))
+        );
+        assert_eq!(
+            decode(
+                &mut Reader::new(&[2, 0xff, 0xff, 0xff, 0xff, 0x0f, 0]),
+                2,
+                &mut v
+            ),
             Err(IdsError::Overflow)
         );
-        assert!(matches!(decode(&mut Reader::new(&[2, 0]), 2, &mut v), Err(IdsError::Wire(_))));
+        assert!(matches!(
+            decode(&mut Reader::new(&[2, 0]), 2, &mut v),
+            Err(IdsError::Wire(_))
+        ));
     }
 }

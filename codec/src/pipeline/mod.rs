@@ -54,7 +54,12 @@ pub(crate) fn encode_section(
     s.rows.resize(n * rs, 0);
     let mut rows = s.rows.chunks_exact_mut(rs);
     for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
-        delta::encode(ty.spans(), cur.record(ci as usize), base.record(bi as usize), row);
+        delta::encode(
+            ty.spans(),
+            cur.record(ci as usize),
+            base.record(bi as usize),
+            row,
+        );
     }
     let mut prev = ty.default_record();
     for (&j, row) in a.spawned.iter().zip(&mut rows) {
@@ -69,7 +74,12 @@ pub(crate) fn encode_section(
     let mut pos = 0;
     for &(_, size) in ty.columns() {
         let len = n * size;
-        planes::split(&s.cols[pos..pos + len], n, size, &mut planes[start + pos..start + pos + len]);
+        planes::split(
+            &s.cols[pos..pos + len],
+            n,
+            size,
+            &mut planes[start + pos..start + pos + len],
+        );
         pos += len;
     }
 }
@@ -143,7 +153,12 @@ pub(crate) fn decode_section(
     let mut pos = 0;
     for &(_, size) in ty.columns() {
         let len = n * size;
-        planes::join(&plane_bytes[pos..pos + len], n, size, &mut s.cols[pos..pos + len]);
+        planes::join(
+            &plane_bytes[pos..pos + len],
+            n,
+            size,
+            &mut s.cols[pos..pos + len],
+        );
         pos += len;
     }
     s.rows.resize(n * rs, 0);
@@ -177,7 +192,12 @@ pub(crate) fn decode_section(
                     Some(&(row, c)) if c as usize == ki => {
                         changed.next();
                         records.resize(at + rs, 0);
-                        delta::decode(ty.spans(), &s.rows[row * rs..(row + 1) * rs], brec, &mut records[at..]);
+                        delta::decode(
+                            ty.spans(),
+                            &s.rows[row * rs..(row + 1) * rs],
+                            brec,
+                            &mut records[at..],
+                        );
                     }
                     _ => records.extend_from_slice(brec),
                 }
@@ -188,7 +208,12 @@ pub(crate) fn decode_section(
                 ids.push(id);
                 let at = records.len();
                 records.resize(at + rs, 0);
-                delta::decode(ty.spans(), &s.rows[row * rs..(row + 1) * rs], &s.prev, &mut records[at..]);
+                delta::decode(
+                    ty.spans(),
+                    &s.rows[row * rs..(row + 1) * rs],
+                    &s.prev,
+                    &mut records[at..],
+                );
                 s.prev.copy_from_slice(&records[at..]);
             }
         }

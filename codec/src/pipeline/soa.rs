@@ -5,11 +5,20 @@
 
 /// Transposes `rows` (`n` records) into `out`, column after column.
 /// `fields` are `(offset, size)` pairs covering the record in order.
-pub(crate) fn to_columns(rows: &[u8], n: usize, record_size: usize, fields: &[(usize, usize)], out: &mut [u8]) {
+pub(crate) fn to_columns(
+    rows: &[u8],
+    n: usize,
+    record_size: usize,
+    fields: &[(usize, usize)],
+    out: &mut [u8],
+) {
     let mut pos = 0;
     for &(off, size) in fields {
         let col = &mut out[pos..pos + n * size];
-        for (dst, row) in col.chunks_exact_mut(size).zip(rows.chunks_exact(record_size)) {
+        for (dst, row) in col
+            .chunks_exact_mut(size)
+            .zip(rows.chunks_exact(record_size))
+        {
             dst.copy_from_slice(&row[off..off + size]);
         }
         pos += n * size;
@@ -17,11 +26,20 @@ pub(crate) fn to_columns(rows: &[u8], n: usize, record_size: usize, fields: &[(u
 }
 
 /// Inverse of [`to_columns`].
-pub(crate) fn from_columns(cols: &[u8], n: usize, record_size: usize, fields: &[(usize, usize)], rows: &mut [u8]) {
+pub(crate) fn from_columns(
+    cols: &[u8],
+    n: usize,
+    record_size: usize,
+    fields: &[(usize, usize)],
+    rows: &mut [u8],
+) {
     let mut pos = 0;
     for &(off, size) in fields {
         let col = &cols[pos..pos + n * size];
-        for (src, row) in col.chunks_exact(size).zip(rows.chunks_exact_mut(record_size)) {
+        for (src, row) in col
+            .chunks_exact(size)
+            .zip(rows.chunks_exact_mut(record_size))
+        {
             row[off..off + size].copy_from_slice(src);
         }
         pos += n * size;

@@ -198,15 +198,15 @@ mod tests {
     fn rejects() {
         let mut v = Vec::new();
         for (bad, u) in [
-            (&[5u8][..], 4usize),           // unknown mode
-            (&[BITMAP, 0x10][..], 4),       // bit past universe
-            (&[INDICES, 0][..], 4),         // zero count
+            (&[5u8][..], 4usize),                  // unknown mode
+            (&[BITMAP, 0x10][..], 4),              // bit past universe
+            (&[INDICES, 0][..], 4),                // zero count
             (&[INDICES, 5, 0, 0, 0, 0, 0][..], 4), // count > universe
-            (&[INDICES, 2, 3, 0][..], 4),   // index past universe
-            (&[RUNS, 1, 0, 0][..], 4),      // take 0
-            (&[RUNS, 2, 0, 1, 0, 1][..], 4), // later skip 0
-            (&[RUNS, 1, 2, 3][..], 4),      // past universe
-            (&[BITMAP][..], 4),             // truncated
+            (&[INDICES, 2, 3, 0][..], 4),          // index past universe
+            (&[RUNS, 1, 0, 0][..], 4),             // take 0
+            (&[RUNS, 2, 0, 1, 0, 1][..], 4),       // later skip 0
+            (&[RUNS, 1, 2, 3][..], 4),             // past universe
+            (&[BITMAP][..], 4),                    // truncated
         ] {
             assert_eq!(decode(&mut Reader::new(bad), u, &mut v), Err(()), "{bad:?}");
         }

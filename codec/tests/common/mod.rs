@@ -1,10 +1,10 @@
 //! Shared test helpers: random schemas and snapshots, and one `roundtrip`
 //! that drives every encode and decode path and checks they agree.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use proptest::prelude::*;
 use tickpack::{
-    Baseline, DeltaOp, Decoder, Dictionary, Encoder, Field, PacketHeader, Primitive, Schema,
+    Baseline, Decoder, DeltaOp, Dictionary, Encoder, Field, PacketHeader, Primitive, Schema,
     Section, SectionRef, Snapshot,
 };
 
@@ -145,7 +145,10 @@ pub fn roundtrip(
     assert_eq!(&buf[..n], &packet[..], "encode_into");
     // Exactly sized output also works; one byte less fails cleanly.
     let mut exact = vec![0u8; n];
-    assert_eq!(enc.encode_into(snap, sequence, base, &mut exact).unwrap(), n);
+    assert_eq!(
+        enc.encode_into(snap, sequence, base, &mut exact).unwrap(),
+        n
+    );
     if n > 0 {
         let mut short = vec![0u8; n - 1];
         assert!(matches!(
@@ -155,7 +158,11 @@ pub fn roundtrip(
     }
 
     if dict.is_none() {
-        assert_eq!(tickpack::encode(schema, snap, sequence, base).unwrap(), packet, "one-shot encode");
+        assert_eq!(
+            tickpack::encode(schema, snap, sequence, base).unwrap(),
+            packet,
+            "one-shot encode"
+        );
         let (h, s) = tickpack::decode(schema, &packet, base).unwrap();
         assert_eq!(&s, snap, "one-shot decode");
         assert_eq!(h.sequence, sequence);
@@ -180,7 +187,10 @@ pub fn roundtrip(
     let mut junk = Snapshot::new(schema);
     for (i, ty) in schema.sections().iter().enumerate() {
         for id in [0, 3, 99, u32::MAX] {
-            junk.section_mut(i).unwrap().insert(id, &vec![0xff; ty.record_size()]).unwrap();
+            junk.section_mut(i)
+                .unwrap()
+                .insert(id, &vec![0xff; ty.record_size()])
+                .unwrap();
         }
     }
     let h2 = dec.decode_into(&packet, base, &mut junk).unwrap();
