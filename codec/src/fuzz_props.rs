@@ -1,4 +1,1126 @@
 //! Properties the fuzz targets assert, shared with the regression test that
 //! replays committed crash inputs (feature `internals`).
+//!
+//! Each property takes raw fuzzer bytes, builds its inputs from them with
+//! [`arbitrary::Unstructured`], and panics only if the property is violated.
+//! Running out of input bytes is never a failure: generators fall back to
+//! zeros and small sizes. The fuzz targets in `fuzz/fuzz_targets/` are
+//! one-liners calling these functions, one target per property, named after
+//! it; [`PROPERTIES`] lists them for the regression test.
 
 #![forbid(unsafe_code)]
+
+use std::collections::BTreeMap;
+
+use arbitrary::{Result as AResult, Unstructured};
+
+use crate::internals::{subset_decode, subset_encode, Blocks};
+use crate::{
+    decode, encode, Baseline, BlockHeader, BlockType, DecodeError, DeltaOp, Decoder, Dictionary, EncodeError,
+    Encoder, Field, Limits, PacketHeader, Primitive, Schema, Section, SectionRef, Snapshot, BLOCK_HEADER_LEN,
+    MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
+};
+
+/// Every property by name: the fuzz target of the same name calls it.
+pub const PROPERTIES: &[(&str, fn(&[u8]))] = &[
+    ("decode_corrupt", decode_corrupt),
+    ("roundtrip", roundtrip),
+    ("no_output_leak", no_output_leak),
+    ("header_roundtrip", header_roundtrip),
+    ("subset_roundtrip", subset_roundtrip),
+    ("blocks_decode", blocks_decode),
+];
+
+/// The id the fuzzed decoders register their dictionary under.
+pub const DICT_ID: u32 = 0xd1c7_0001;
+
+// ---------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------
+
+/// Arbitrary bytes decoded as a packet, with an arbitrary small schema, an
+/// optional baseline (passed with the sequence the packet names), an optional
+/// registered dictionary and optionally tight [`Limits`]. Some inputs get a
+/// valid header (or valid header and blocks, or are a valid packet with
+/// mutations) so decoding reaches blocks and payload parsing.
+///
+/// Decoding must return `Ok` or `Err`, never panic. A successful decode must
+/// give a well-formed snapshot that respects the limits and survives a
+/// re-encode/decode round trip.
+pub fn decode_corrupt(data: &[u8]) {
+    let _ = decode_corrupt_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary schema, snapshot, baseline, dictionary, level, limits and
+/// sequence numbers: encode then decode gives the identical snapshot and
+/// header, through [`Encoder::encode`], [`Encoder::encode_into`] (exactly
+/// sized and [`Encoder::max_encoded_len`]-sized buffers),
+/// [`Encoder::encode_to_vec`], [`Encoder::encode_sections`] and the one-shot
+/// [`encode`]/[`decode`]. Encoder errors must be justified by the inputs.
+pub fn roundtrip(data: &[u8]) {
+    let _ = roundtrip_inner(&mut Unstructured::new(data));
+}
+
+/// Decoding a (valid or corrupt) packet into a [`Snapshot`] full of junk, with
+/// a decoder that already decoded another packet, gives the same result as a
+/// fresh decoder into a fresh snapshot; on error the output is left empty.
+pub fn no_output_leak(data: &[u8]) {
+    let _ = no_output_leak_inner(&mut Unstructured::new(data));
+}
+
+/// [`PacketHeader::parse`] then [`PacketHeader::write`] reproduces the parsed
+/// prefix exactly; write then parse of an arbitrary header (baseline distance
+/// 1..=32767) is the identity; [`BlockHeader`] `to_bytes`/`from_bytes` are
+/// inverse.
+pub fn header_roundtrip(data: &[u8]) {
+    // The raw bytes as a header prefix.
+    if let Ok((h, n)) = PacketHeader::parse(data) {
+        assert!(n <= MAX_HEADER_LEN && n <= data.len(), "header length {n}");
+        if let Some(d) = h.baseline_distance() {
+            assert!((1..=MAX_BASELINE_DISTANCE).contains(&d), "distance {d}");
+        }
+        let mut out = Vec::new();
+        h.write(&mut out);
+        assert_eq!(out, &data[..n], "parse then write of {h:?}");
+    }
+    let _ = header_roundtrip_inner(&mut Unstructured::new(data));
+}
+
+/// Entity-set coding: encode then decode is the identity for arbitrary
+/// subsets, never larger than a bitmap; decoding arbitrary bytes never panics
+/// and gives ascending indices below the universe.
+pub fn subset_roundtrip(data: &[u8]) {
+    let _ = subset_roundtrip_inner(&mut Unstructured::new(data));
+}
+
+/// Block coding: decoding arbitrary bytes under a cap never panics and never
+/// regenerates more than the cap; encode then decode of arbitrary payloads is
+/// the identity.
+pub fn blocks_decode(data: &[u8]) {
+    let _ = blocks_decode_inner(&mut Unstructured::new(data));
+}
+
+// ---------------------------------------------------------------------------
+// decode_corrupt
+// ---------------------------------------------------------------------------
+
+fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    let schema = arb_schema(u, 2, 3, 3)?;
+    let tight = u.ratio(1, 3)?;
+    let limits = if tight { arb_tight_limits(u)? } else { Limits::default() };
+    let base = if u.ratio(2, 3)? {
+        Some(arb_snapshot(u, &schema, false)?)
+    } else {
+        None
+    };
+    let dict = if u.ratio(1, 2)? { Some(arb_dictionary(u, DICT_ID, base.as_ref())?) } else { None };
+
+    let mut dec = Decoder::new(schema.clone());
+    dec.set_limits(limits);
+    if let Some(d) = &dict {
+        if dec.add_dictionary(d).is_err() {
+            return Ok(());
+        }
+    }
+    let packet = arb_packet(u, &schema, base.as_ref(), dict.as_ref())?;
+    let baseline = pick_baseline(u, &packet, base.as_ref())?;
+    let result = dec.decode(&packet, baseline);
+    let Ok((header, snap)) = result else {
+        return Ok(());
+    };
+    check_decoded(&schema, &limits, &packet, &header, baseline, &snap);
+    Ok(())
+}
+
+/// Checks a successfully decoded packet: header as parsed, well-formed
+/// sections within the limits, and a re-encode/decode round trip.
+fn check_decoded(
+    schema: &Schema,
+    limits: &Limits,
+    packet: &[u8],
+    header: &PacketHeader,
+    baseline: Option<Baseline<'_>>,
+    snap: &Snapshot,
+) {
+    match PacketHeader::parse(packet) {
+        Ok((h, _)) => assert_eq!(&h, header, "decoded header differs from parsed header"),
+        Err(e) => panic!("packet decoded but its header does not parse: {e:?}"),
+    }
+    assert_eq!(header.schema_id, schema.id());
+    if let Err(e) = snap.check(schema) {
+        panic!("decoded snapshot does not fit the schema: {e:?}");
+    }
+    // With a baseline over the limit the decoder cannot keep a packet that
+    // deletes nothing under it; the limit is checked for baselines within it.
+    let base_within = baseline.is_none_or(|b| {
+        b.snapshot
+            .sections()
+            .iter()
+            .all(|s| s.len() <= limits.max_entities_per_section)
+    });
+    for (i, s) in snap.sections().iter().enumerate() {
+        if let Err(e) = SectionRef::new(s.ids(), s.records(), s.record_size()) {
+            panic!("decoded section {i} is malformed: {e:?}");
+        }
+        if base_within || header.baseline.is_none() {
+            assert!(
+                s.len() <= limits.max_entities_per_section,
+                "section {i} decoded {} entities, limit {}",
+                s.len(),
+                limits.max_entities_per_section
+            );
+        }
+    }
+    // Whatever was accepted must survive a canonical re-encode. Default
+    // limits: the canonical payload is never larger than the one accepted.
+    let rebase = match (header.baseline, baseline) {
+        (Some(seq), Some(b)) => Some(Baseline {
+            sequence: seq,
+            snapshot: b.snapshot,
+        }),
+        _ => None,
+    };
+    let packet2 = match encode(schema, snap, header.sequence, rebase) {
+        Ok(p) => p,
+        Err(e) => panic!("re-encoding a decoded snapshot failed: {e:?}"),
+    };
+    match decode(schema, &packet2, rebase) {
+        Ok((h2, s2)) => {
+            assert_eq!(h2.sequence, header.sequence);
+            assert_eq!(h2.baseline, header.baseline);
+            assert!(&s2 == snap, "re-encoded snapshot decodes differently");
+        }
+        Err(e) => panic!("re-encoded packet does not decode: {e:?}"),
+    }
+}
+
+/// The baseline to pass for `packet`: usually the one it names (so decoding
+/// goes deep), sometimes none or one with the wrong sequence.
+fn pick_baseline<'a>(
+    u: &mut Unstructured<'_>,
+    packet: &[u8],
+    base: Option<&'a Snapshot>,
+) -> AResult<Option<Baseline<'a>>> {
+    let Some(snapshot) = base else { return Ok(None) };
+    let named = PacketHeader::parse(packet).ok().and_then(|(h, _)| h.baseline);
+    Ok(match (named, u.int_in_range(0u8..=7)?) {
+        (_, 0) => None,
+        (_, 1) => Some(Baseline {
+            sequence: u.arbitrary()?,
+            snapshot,
+        }),
+        (Some(sequence), _) => Some(Baseline { sequence, snapshot }),
+        (None, _) => Some(Baseline {
+            sequence: u.arbitrary()?,
+            snapshot,
+        }),
+    })
+}
+
+/// A packet for `schema`: raw bytes, a valid header then raw bytes, a valid
+/// header and valid blocks around a raw payload, or a valid packet with
+/// mutations. Consumes the rest of `u`.
+fn arb_packet(
+    u: &mut Unstructured<'_>,
+    schema: &Schema,
+    base: Option<&Snapshot>,
+    dict: Option<&Dictionary>,
+) -> AResult<Vec<u8>> {
+    let mode = u.int_in_range(0u8..=9)?;
+    if mode == 0 {
+        return Ok(u.take_rest().to_vec());
+    }
+    if mode >= 7 {
+        return arb_mutated_packet(u, schema, base, dict);
+    }
+    // A header that passes the header, schema, baseline and dictionary checks
+    // (mostly), then fuzzer-controlled blocks or payload.
+    let sequence: u16 = u.arbitrary()?;
+    let baseline = match base {
+        Some(_) if u.ratio(3, 4)? => Some(sequence.wrapping_sub(u.int_in_range(1..=MAX_BASELINE_DISTANCE)?)),
+        _ => None,
+    };
+    let dictionary = match (dict, u.int_in_range(0u8..=5)?) {
+        (_, 0) => Some(u.arbitrary()?),
+        (Some(d), 1..=3) => Some(d.id()),
+        _ => None,
+    };
+    let schema_id = if u.ratio(1, 16)? { u.arbitrary()? } else { schema.id() };
+    let mut packet = Vec::new();
+    PacketHeader {
+        schema_id,
+        sequence,
+        baseline,
+        dictionary,
+    }
+    .write(&mut packet);
+    let rest = u.take_rest();
+    match mode {
+        1 | 2 => packet.extend_from_slice(rest),
+        3 | 4 => raw_blocks(rest, &mut packet),
+        _ => {
+            if rest.is_empty() {
+                raw_blocks(rest, &mut packet);
+            } else {
+                packet.extend_from_slice(&Blocks::new(1).encode(rest));
+            }
+        }
+    }
+    Ok(packet)
+}
+
+/// `payload` as raw blocks of at most [`MAX_BLOCK_CONTENT`] bytes, the last
+/// marked. An empty payload gets one (invalid) empty-content raw header so
+/// the packet still has a last block.
+fn raw_blocks(payload: &[u8], out: &mut Vec<u8>) {
+    if payload.is_empty() {
+        out.extend_from_slice(
+            &BlockHeader {
+                last: true,
+                block_type: BlockType::Raw,
+                size: 1,
+            }
+            .to_bytes(),
+        );
+        return;
+    }
+    let n = payload.len().div_ceil(MAX_BLOCK_CONTENT);
+    for (i, chunk) in payload.chunks(MAX_BLOCK_CONTENT).enumerate() {
+        out.extend_from_slice(
+            &BlockHeader {
+                last: i + 1 == n,
+                block_type: BlockType::Raw,
+                size: chunk.len(),
+            }
+            .to_bytes(),
+        );
+        out.extend_from_slice(chunk);
+    }
+}
+
+/// A valid packet (against `base`, with `dict`), then up to 8 mutations:
+/// byte sets, bit flips, truncation, insertion, removal.
+fn arb_mutated_packet(
+    u: &mut Unstructured<'_>,
+    schema: &Schema,
+    base: Option<&Snapshot>,
+    dict: Option<&Dictionary>,
+) -> AResult<Vec<u8>> {
+    let cur = match base {
+        Some(b) => evolve_snapshot(u, schema, b, false)?,
+        None => arb_snapshot(u, schema, false)?,
+    };
+    let sequence: u16 = u.arbitrary()?;
+    let bseq = sequence.wrapping_sub(u.int_in_range(1..=MAX_BASELINE_DISTANCE)?);
+    let mut enc = Encoder::with_level(schema.clone(), *u.choose(&[-1, 1, 3])?);
+    if let Some(d) = dict {
+        if u.ratio(3, 4)? && enc.set_dictionary(Some(d)).is_err() {
+            return Ok(Vec::new());
+        }
+    }
+    let baseline = base.map(|snapshot| Baseline {
+        sequence: bseq,
+        snapshot,
+    });
+    let Ok(mut packet) = enc.encode(&cur, sequence, baseline) else {
+        return Ok(Vec::new());
+    };
+    let count = u.int_in_range(0u8..=8)?;
+    for _ in 0..count {
+        if packet.is_empty() {
+            break;
+        }
+        let at = u.int_in_range(0..=packet.len() - 1)?;
+        match u.int_in_range(0u8..=5)? {
+            0 | 1 => packet[at] = u.arbitrary()?,
+            2 => packet[at] ^= 1 << u.int_in_range(0u8..=7)?,
+            3 => packet.truncate(at),
+            4 => packet.insert(at, u.arbitrary()?),
+            _ => {
+                packet.remove(at);
+            }
+        }
+    }
+    Ok(packet)
+}
+
+// ---------------------------------------------------------------------------
+// roundtrip
+// ---------------------------------------------------------------------------
+
+fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    let schema = arb_schema(u, 3, 6, 4)?;
+    let level = *u.choose(&[-5, -1, 1, 3, 3, 3, 9, 19])?;
+    let limits = if u.ratio(1, 4)? { arb_tight_limits(u)? } else { Limits::default() };
+    let base = if u.ratio(2, 3)? {
+        Some(arb_snapshot(u, &schema, true)?)
+    } else {
+        None
+    };
+    let cur = match &base {
+        Some(b) if u.ratio(7, 8)? => evolve_snapshot(u, &schema, b, true)?,
+        _ => arb_snapshot(u, &schema, true)?,
+    };
+    let dict = if u.ratio(1, 3)? {
+        Some(arb_dictionary(u, u.arbitrary()?, base.as_ref())?)
+    } else {
+        None
+    };
+    let sequence: u16 = u.arbitrary()?;
+    let distance: u16 = match u.int_in_range(0u8..=15)? {
+        0 => 1,
+        1 => MAX_BASELINE_DISTANCE,
+        2 => 0,
+        3 => u.int_in_range(MAX_BASELINE_DISTANCE + 1..=u16::MAX)?,
+        _ => u.int_in_range(1..=MAX_BASELINE_DISTANCE)?,
+    };
+    let bseq = sequence.wrapping_sub(distance);
+    let baseline = base.as_ref().map(|snapshot| Baseline {
+        sequence: bseq,
+        snapshot,
+    });
+    let distance_ok = (1..=MAX_BASELINE_DISTANCE).contains(&distance);
+
+    let mut enc = Encoder::with_level(schema.clone(), level);
+    let mut dec = Decoder::new(schema.clone());
+    enc.set_limits(limits);
+    dec.set_limits(limits);
+    if let Some(d) = &dict {
+        match (enc.set_dictionary(Some(d)), dec.add_dictionary(d)) {
+            (Ok(()), Ok(())) => {}
+            (e, f) => panic!("raw-content dictionary rejected: encoder {e:?}, decoder {f:?}"),
+        }
+    }
+    let expected = PacketHeader {
+        schema_id: schema.id(),
+        sequence,
+        baseline: baseline.map(|b| b.sequence),
+        dictionary: dict.as_ref().map(Dictionary::id),
+    };
+
+    match enc.encode(&cur, sequence, baseline) {
+        Ok(packet) => {
+            assert!(baseline.is_none() || distance_ok, "encoded a baseline {distance} back");
+            check_roundtrip(&mut enc, &mut dec, &expected, &packet, &cur, baseline);
+        }
+        Err(e) => check_encode_error(&e, baseline.is_some() && !distance_ok, &limits, &cur),
+    }
+
+    // The one-shot functions: default level, limits, no dictionary.
+    match encode(&schema, &cur, sequence, baseline) {
+        Ok(packet) => {
+            assert!(baseline.is_none() || distance_ok, "encoded a baseline {distance} back");
+            let mut one = Encoder::new(schema.clone());
+            let same = one.encode(&cur, sequence, baseline);
+            assert!(same.as_ref() == Ok(&packet), "one-shot encode differs from Encoder::new");
+            match decode(&schema, &packet, baseline) {
+                Ok((h, s)) => {
+                    assert_eq!(h, PacketHeader { dictionary: None, ..expected });
+                    assert!(s == cur, "one-shot decode differs from the snapshot encoded");
+                }
+                Err(e) => panic!("one-shot decode failed: {e:?}"),
+            }
+        }
+        Err(e) => check_encode_error(&e, baseline.is_some() && !distance_ok, &Limits::default(), &cur),
+    }
+    Ok(())
+}
+
+/// An encoder error must be the one the inputs call for.
+fn check_encode_error(e: &EncodeError, bad_distance: bool, limits: &Limits, cur: &Snapshot) {
+    match e {
+        EncodeError::BaselineDistance { .. } => assert!(bad_distance, "unexpected {e:?}"),
+        EncodeError::TooManyEntities { section, count, limit } => {
+            assert!(!bad_distance, "{e:?} before the baseline distance error");
+            assert_eq!(*limit, limits.max_entities_per_section);
+            assert_eq!(cur.sections()[*section].len(), *count);
+            assert!(count > limit, "{e:?}");
+        }
+        EncodeError::PayloadTooLarge { size, limit } => {
+            assert!(!bad_distance, "{e:?} before the baseline distance error");
+            assert_eq!(*limit, limits.max_decoded_bytes);
+            assert!(size > limit, "{e:?}");
+            assert!(
+                cur.sections().iter().all(|s| s.len() <= limits.max_entities_per_section),
+                "{e:?}"
+            );
+        }
+        _ => panic!("unexpected encode error {e:?}"),
+    }
+}
+
+/// Decodes `packet` every way and checks it against `cur`, then re-encodes
+/// through the other encoder entry points and compares bytes.
+fn check_roundtrip(
+    enc: &mut Encoder,
+    dec: &mut Decoder,
+    expected: &PacketHeader,
+    packet: &[u8],
+    cur: &Snapshot,
+    baseline: Option<Baseline<'_>>,
+) {
+    match PacketHeader::parse(packet) {
+        Ok((h, n)) => {
+            assert_eq!(&h, expected, "parsed header");
+            let mut w = Vec::new();
+            expected.write(&mut w);
+            assert_eq!(&packet[..n], &w[..], "header bytes");
+        }
+        Err(e) => panic!("header of an encoded packet does not parse: {e:?}"),
+    }
+    match dec.decode(packet, baseline) {
+        Ok((h, s)) => {
+            assert_eq!(&h, expected, "decoded header");
+            assert!(&s == cur, "decoded snapshot differs from the one encoded");
+        }
+        Err(e) => panic!("encoded packet does not decode: {e:?}"),
+    }
+    // decode_into a reused snapshot, with the decoder reused.
+    let mut again = cur.clone();
+    match dec.decode_into(packet, baseline, &mut again) {
+        Ok(h) => assert_eq!(&h, expected),
+        Err(e) => panic!("second decode failed: {e:?}"),
+    }
+    assert!(&again == cur, "decode_into a reused snapshot differs");
+
+    // The encoder is deterministic and its entry points agree.
+    let same = |r: Result<Vec<u8>, EncodeError>, what: &str| match r {
+        Ok(p) => assert!(p == packet, "{what} gives different bytes"),
+        Err(e) => panic!("{what} failed: {e:?}"),
+    };
+    same(enc.encode(cur, expected.sequence, baseline), "second encode");
+    let mut v = vec![0xee; 3];
+    let r = enc.encode_to_vec(cur, expected.sequence, baseline, &mut v).map(|()| v);
+    same(r, "encode_to_vec");
+    let refs: Vec<SectionRef<'_>> = cur.sections().iter().map(Section::as_ref).collect();
+    let mut v = Vec::new();
+    let r = enc
+        .encode_sections(&refs, expected.sequence, baseline, &mut v)
+        .map(|()| v);
+    same(r, "encode_sections");
+
+    let max = enc.max_encoded_len(cur, baseline.map(|b| b.snapshot));
+    assert!(max >= packet.len(), "max_encoded_len {max} < packet {}", packet.len());
+    let mut buf = vec![0x55; max];
+    let r = enc
+        .encode_into(cur, expected.sequence, baseline, &mut buf)
+        .map(|n| buf[..n].to_vec());
+    same(r, "encode_into (max_encoded_len)");
+    let mut buf = vec![0xaa; packet.len()];
+    let r = enc
+        .encode_into(cur, expected.sequence, baseline, &mut buf)
+        .map(|n| buf[..n].to_vec());
+    same(r, "encode_into (exact size)");
+    if !packet.is_empty() {
+        let mut buf = vec![0; packet.len() - 1];
+        match enc.encode_into(cur, expected.sequence, baseline, &mut buf) {
+            Err(EncodeError::OutputTooSmall { needed, available }) => {
+                assert_eq!(available, buf.len());
+                assert!(needed > available, "needed {needed}, available {available}");
+            }
+            r => panic!("encode_into one byte short: {r:?}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// no_output_leak
+// ---------------------------------------------------------------------------
+
+fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    let schema = arb_schema(u, 2, 3, 2)?;
+    let limits = if u.ratio(1, 4)? { arb_tight_limits(u)? } else { Limits::default() };
+    let base = if u.ratio(2, 3)? {
+        Some(arb_snapshot(u, &schema, false)?)
+    } else {
+        None
+    };
+    let dict = if u.ratio(1, 3)? { Some(arb_dictionary(u, DICT_ID, base.as_ref())?) } else { None };
+    let mut fresh = Decoder::new(schema.clone());
+    let mut used = Decoder::new(schema.clone());
+    for d in [&mut fresh, &mut used] {
+        d.set_limits(limits);
+        if let Some(dict) = &dict {
+            if d.add_dictionary(dict).is_err() {
+                return Ok(());
+            }
+        }
+    }
+
+    // Dirty the second decoder's scratch with another packet first.
+    let other = arb_snapshot(u, &schema, true)?;
+    let mut enc = Encoder::new(schema.clone());
+    let prior_seq: u16 = u.arbitrary()?;
+    if let Ok(p) = enc.encode(&other, prior_seq, None) {
+        let _ = used.decode(&p, None);
+    }
+    let mut junk = arb_junk(u, &schema)?;
+
+    let packet = arb_packet(u, &schema, base.as_ref(), dict.as_ref())?;
+    let baseline = pick_baseline(&mut Unstructured::new(&packet), &packet, base.as_ref())?;
+    let expected = fresh.decode(&packet, baseline);
+    let got = used.decode_into(&packet, baseline, &mut junk);
+    assert_eq!(
+        expected.as_ref().map(|(h, _)| *h),
+        got,
+        "decoding into junk with a used decoder gives a different result"
+    );
+    match expected {
+        Ok((_, s)) => assert!(s == junk, "decoding into junk gives a different snapshot"),
+        Err(_) => assert!(
+            junk == Snapshot::new(&schema),
+            "output not left empty on error: {} entities, {} sections",
+            junk.entity_count(),
+            junk.sections().len()
+        ),
+    }
+    Ok(())
+}
+
+/// A snapshot full of junk: entities with 0xff records, for this schema or
+/// another one (other section count and record sizes).
+fn arb_junk(u: &mut Unstructured<'_>, schema: &Schema) -> AResult<Snapshot> {
+    let shape = match u.int_in_range(0u8..=3)? {
+        0 => return Ok(Snapshot::default()),
+        1 => schema.clone(),
+        _ => arb_schema(u, 4, 3, 4)?,
+    };
+    let mut snap = Snapshot::new(&shape);
+    for i in 0..shape.sections().len() {
+        let rs = shape.sections()[i].record_size();
+        let n = u.int_in_range(0u32..=40)?;
+        let Some(sec) = snap.section_mut(i) else { break };
+        let mut ids = Vec::new();
+        let mut recs = Vec::new();
+        for id in 0..n {
+            ids.push(id * 3);
+            recs.extend(std::iter::repeat_n(0xff, rs));
+        }
+        if let Ok(s) = Section::from_parts(ids, recs, rs) {
+            *sec = s;
+        }
+    }
+    Ok(snap)
+}
+
+// ---------------------------------------------------------------------------
+// header_roundtrip
+// ---------------------------------------------------------------------------
+
+fn header_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    let sequence: u16 = u.arbitrary()?;
+    let distance = match u.int_in_range(0u8..=4)? {
+        0 => None,
+        1 => Some(1),
+        2 => Some(MAX_BASELINE_DISTANCE),
+        _ => Some(u.int_in_range(1..=MAX_BASELINE_DISTANCE)?),
+    };
+    let h = PacketHeader {
+        schema_id: u.arbitrary()?,
+        sequence,
+        baseline: distance.map(|d| sequence.wrapping_sub(d)),
+        dictionary: u.arbitrary()?,
+    };
+    assert_eq!(h.baseline_distance(), distance);
+    let mut out = Vec::new();
+    h.write(&mut out);
+    assert!(out.len() <= MAX_HEADER_LEN, "{} header bytes", out.len());
+    let n = out.len();
+    assert_eq!(PacketHeader::parse(&out), Ok((h, n)), "write then parse");
+    // Trailing bytes are not the header's business.
+    let tail: u8 = u.arbitrary()?;
+    out.extend(std::iter::repeat_n(tail, u.int_in_range(0..=4)?));
+    assert_eq!(PacketHeader::parse(&out), Ok((h, n)), "with trailing bytes");
+    // Every strict prefix is truncated.
+    for cut in 0..n {
+        assert!(
+            matches!(PacketHeader::parse(&out[..cut]), Err(DecodeError::Truncated { .. })),
+            "prefix of {cut} bytes: {:?}",
+            PacketHeader::parse(&out[..cut])
+        );
+    }
+
+    // Block headers: every 16-bit value is a header, and packing is inverse.
+    let raw: [u8; 2] = u.arbitrary()?;
+    let b = BlockHeader::from_bytes(raw);
+    assert!((1..=MAX_BLOCK_CONTENT).contains(&b.size), "{b:?}");
+    assert_eq!(b.to_bytes(), raw, "from_bytes then to_bytes of {raw:?}");
+    let b = BlockHeader {
+        last: u.arbitrary()?,
+        block_type: *u.choose(&[BlockType::Raw, BlockType::Rle, BlockType::Zstd, BlockType::Reserved])?,
+        size: u.int_in_range(1..=MAX_BLOCK_CONTENT)?,
+    };
+    assert_eq!(BlockHeader::from_bytes(b.to_bytes()), b, "to_bytes then from_bytes");
+    assert_eq!(b.to_bytes().len(), BLOCK_HEADER_LEN);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// subset_roundtrip
+// ---------------------------------------------------------------------------
+
+fn subset_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    // Arbitrary bytes as a subset of an arbitrary universe.
+    let universe = match u.int_in_range(0u8..=3)? {
+        0 => u.int_in_range(0..=16)?,
+        1 | 2 => u.int_in_range(0..=2000)?,
+        _ => u.int_in_range(0..=1 << 16)?,
+    };
+    let split = u.int_in_range(0..=u.len())?;
+    let bytes = u.bytes(split)?;
+    let mut out = vec![7, 7, 7];
+    if let Some(n) = subset_decode(bytes, universe, &mut out) {
+        assert!(n <= bytes.len(), "consumed {n} of {} bytes", bytes.len());
+        check_subset(universe, &out);
+        // What was read must survive a canonical round trip.
+        check_subset_roundtrip(universe, &out);
+    }
+
+    // Arbitrary subsets: dense, sparse, runs.
+    let universe = u.int_in_range(0..=5000usize)?;
+    let mut members = Vec::new();
+    if universe > 0 {
+        match u.int_in_range(0u8..=4)? {
+            0 => {
+                for m in 0..universe as u32 {
+                    if u.arbitrary::<bool>()? {
+                        members.push(m);
+                    }
+                }
+            }
+            1 => members.extend(0..universe as u32),
+            2 => {
+                let mut m = u.int_in_range(0..=universe as u32)?;
+                while (m as usize) < universe {
+                    members.push(m);
+                    m = m.saturating_add(u.int_in_range(1..=u32::try_from(universe).unwrap_or(u32::MAX))?);
+                }
+            }
+            _ => {
+                let mut pos = u.int_in_range(0..=8u32)?;
+                while (pos as usize) < universe {
+                    let take = u.int_in_range(1..=64u32)?;
+                    let end = pos.saturating_add(take).min(universe as u32);
+                    members.extend(pos..end);
+                    pos = end.saturating_add(u.int_in_range(1..=64u32)?);
+                }
+            }
+        }
+    }
+    check_subset_roundtrip(universe, &members);
+    Ok(())
+}
+
+fn check_subset(universe: usize, members: &[u32]) {
+    assert!(members.len() <= universe, "{} members of {universe}", members.len());
+    if let Some(&last) = members.last() {
+        assert!((last as usize) < universe, "member {last} of universe {universe}");
+    }
+    assert!(
+        members.windows(2).all(|w| w[0] < w[1]),
+        "members not strictly ascending"
+    );
+}
+
+fn check_subset_roundtrip(universe: usize, members: &[u32]) {
+    let mut enc = vec![0xab];
+    subset_encode(universe, members, &mut enc);
+    let enc = &enc[1..];
+    if universe == 0 {
+        assert!(enc.is_empty(), "{} bytes for an empty universe", enc.len());
+    }
+    assert!(
+        enc.len() <= 1 + universe.div_ceil(8),
+        "{} bytes for universe {universe}, worse than a bitmap",
+        enc.len()
+    );
+    let mut back = vec![1, 2, 3];
+    assert_eq!(subset_decode(enc, universe, &mut back), Some(enc.len()), "decode of encode");
+    assert_eq!(back, members, "subset round trip, universe {universe}");
+    // Trailing bytes are left alone.
+    let mut longer = enc.to_vec();
+    longer.extend_from_slice(&[0x80, 0xff]);
+    assert_eq!(subset_decode(&longer, universe, &mut back), Some(enc.len()));
+    assert_eq!(back, members);
+}
+
+// ---------------------------------------------------------------------------
+// blocks_decode
+// ---------------------------------------------------------------------------
+
+fn blocks_decode_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    let mut blocks = Blocks::new(*u.choose(&[-1, 1, 3, 19])?);
+    let cap = match u.int_in_range(0u8..=3)? {
+        0 => u.int_in_range(0..=64)?,
+        1 => u.int_in_range(0..=MAX_BLOCK_CONTENT * 3)?,
+        2 => MAX_BLOCK_CONTENT,
+        _ => 1 << 20,
+    };
+    let split = u.int_in_range(0..=u.len())?;
+    let bytes = u.bytes(split)?;
+    let mut out = vec![0xcc; u.int_in_range(0..=100)?];
+    let r = blocks.decode(bytes, cap, &mut out);
+    assert!(out.len() <= cap, "regenerated {} bytes, cap {cap} ({r:?})", out.len());
+
+    // Encode/decode of an arbitrary payload.
+    let payload = arb_payload(u)?;
+    if payload.is_empty() {
+        return Ok(());
+    }
+    let enc = blocks.encode(&payload);
+    let bound = payload.len() + payload.len().div_ceil(MAX_BLOCK_CONTENT) * BLOCK_HEADER_LEN;
+    assert!(enc.len() <= bound, "{} block bytes for {}", enc.len(), payload.len());
+    let mut back = vec![1; 5];
+    if let Err(e) = blocks.decode(&enc, payload.len(), &mut back) {
+        panic!("blocks of {} bytes do not decode: {e:?}", payload.len());
+    }
+    assert!(back == payload, "blocks round trip");
+    // Under a smaller cap: refused, and the cap still holds.
+    let cap = u.int_in_range(0..=payload.len() - 1)?;
+    let r = blocks.decode(&enc, cap, &mut back);
+    assert!(
+        matches!(r, Err(DecodeError::DecodedTooLarge { limit }) if limit == cap),
+        "{} bytes under cap {cap}: {r:?}",
+        payload.len()
+    );
+    assert!(back.len() <= cap);
+    // A fresh coder decodes the same.
+    let mut fresh = Blocks::new(3);
+    if let Err(e) = fresh.decode(&enc, 1 << 20, &mut back) {
+        panic!("fresh coder: {e:?}");
+    }
+    assert!(back == payload, "fresh coder round trip");
+    Ok(())
+}
+
+/// A payload that is sometimes compressible and sometimes spans several blocks.
+fn arb_payload(u: &mut Unstructured<'_>) -> AResult<Vec<u8>> {
+    Ok(match u.int_in_range(0u8..=4)? {
+        0 => u.take_rest().to_vec(),
+        1 => {
+            let n = u.int_in_range(1..=MAX_BLOCK_CONTENT * 3)?;
+            vec![u.arbitrary()?; n]
+        }
+        2 => {
+            // A short motif repeated, with a few bytes changed.
+            let motif = u.bytes(u.int_in_range(1..=16)?.min(u.len()))?.to_vec();
+            let n = u.int_in_range(1..=MAX_BLOCK_CONTENT * 3)?;
+            let mut p: Vec<u8> = motif.iter().copied().cycle().take(n).collect();
+            if p.len() < n {
+                p.resize(n, 0);
+            }
+            for _ in 0..u.int_in_range(0..=8)? {
+                let at = u.int_in_range(0..=n - 1)?;
+                p[at] = u.arbitrary()?;
+            }
+            p
+        }
+        _ => {
+            let n = u.int_in_range(1..=MAX_BLOCK_CONTENT * 3)?;
+            let mut rng = Rng(u.arbitrary()?);
+            let mask = *u.choose(&[0x01u8, 0x03, 0x0f, 0xff])?;
+            (0..n).map(|_| rng.next() as u8 & mask).collect()
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Generators
+// ---------------------------------------------------------------------------
+
+const PRIMITIVES: [Primitive; 10] = [
+    Primitive::U8,
+    Primitive::I8,
+    Primitive::U16,
+    Primitive::I16,
+    Primitive::U32,
+    Primitive::I32,
+    Primitive::U64,
+    Primitive::I64,
+    Primitive::F32,
+    Primitive::F64,
+];
+
+const DELTA_OPS: [Option<DeltaOp>; 5] = [
+    None,
+    Some(DeltaOp::Sub),
+    Some(DeltaOp::Xor),
+    Some(DeltaOp::Int),
+    Some(DeltaOp::None),
+];
+
+/// A valid schema: 1..=`sections` entity types of 1..=`fields` fields, each
+/// any primitive, array length 1..=`max_len`, any delta operator, and
+/// sometimes a default record.
+fn arb_schema(u: &mut Unstructured<'_>, sections: usize, fields: usize, max_len: usize) -> AResult<Schema> {
+    let mut b = Schema::builder();
+    for s in 0..u.int_in_range(1..=sections)? {
+        b = b.entity(&format!("e{s}"));
+        let mut size = 0;
+        for f in 0..u.int_in_range(1..=fields)? {
+            let ty = *u.choose(&PRIMITIVES)?;
+            let len = u.int_in_range(1..=max_len)?;
+            size += ty.size() * len;
+            b = b.field_with(Field {
+                name: format!("f{f}"),
+                ty,
+                len,
+                delta: *u.choose(&DELTA_OPS)?,
+            });
+        }
+        if u.ratio(1, 4)? {
+            let mut rec = Vec::with_capacity(size);
+            arb_record(u, size, &[], &mut rec)?;
+            b = b.default_record(&rec);
+        }
+    }
+    match b.build() {
+        Ok(s) => Ok(s),
+        Err(e) => panic!("valid schema rejected: {e:?}"),
+    }
+}
+
+/// Small limits, so both limit checks are reached.
+fn arb_tight_limits(u: &mut Unstructured<'_>) -> AResult<Limits> {
+    Ok(Limits {
+        max_entities_per_section: u.int_in_range(0..=24)?,
+        max_decoded_bytes: u.int_in_range(0..=3000)?,
+    })
+}
+
+/// A raw-content dictionary: fuzzer bytes, or record bytes of `base` so the
+/// encoder finds matches in it. Never starts with zstd's dictionary magic.
+fn arb_dictionary(u: &mut Unstructured<'_>, id: u32, base: Option<&Snapshot>) -> AResult<Dictionary> {
+    let mut bytes = match base {
+        Some(b) if u.ratio(1, 2)? => {
+            let mut v: Vec<u8> = b.sections().iter().flat_map(|s| s.records().iter().copied()).collect();
+            v.truncate(u.int_in_range(0..=4096)?);
+            v
+        }
+        _ => {
+            let n = u.int_in_range(0..=256)?;
+            u.bytes(n.min(u.len()))?.to_vec()
+        }
+    };
+    if bytes.len() < 16 && u.ratio(1, 2)? {
+        bytes.resize(16, 0x5a);
+    }
+    if bytes.starts_with(&[0x37, 0xa4, 0x30, 0xec]) {
+        bytes[0] = 0;
+    }
+    Ok(Dictionary::new(id, bytes))
+}
+
+/// One record of `rs` bytes appended to `out`: random bytes (NaN payloads and
+/// all), a tweak of `prev`, a constant, or repeated float specials.
+fn arb_record(u: &mut Unstructured<'_>, rs: usize, prev: &[u8], out: &mut Vec<u8>) -> AResult<()> {
+    const SPECIALS: [u64; 6] = [
+        0x7ff0_0000_0000_0001, // f64 signalling NaN with payload
+        0xfff8_0000_dead_beef, // f64 negative quiet NaN with payload
+        0x8000_0000_8000_0000, // -0.0 as f32 pairs
+        0x7f80_0001_ffc0_1234, // f32 sNaN, f32 negative qNaN with payload
+        0x7f80_0000_ff80_0000, // f32 inf, -inf
+        0x0000_0001_0000_0001, // subnormals
+    ];
+    let start = out.len();
+    match u.int_in_range(0u8..=5)? {
+        0 | 1 => {
+            for _ in 0..rs {
+                out.push(u.arbitrary()?);
+            }
+        }
+        2 if prev.len() == rs && rs > 0 => {
+            out.extend_from_slice(prev);
+            for _ in 0..u.int_in_range(0u8..=3)? {
+                let at = start + u.int_in_range(0..=rs - 1)?;
+                out[at] = out[at].wrapping_add(u.arbitrary()?);
+            }
+        }
+        3 => {
+            let b = *u.choose(&[0x00, 0xff, 0x7f, 0x80, 0x01])?;
+            out.resize(start + rs, b);
+        }
+        4 => {
+            let pat = u.choose(&SPECIALS)?.to_le_bytes();
+            out.extend(pat.iter().copied().cycle().take(rs));
+        }
+        _ => out.resize(start + rs, 0),
+    }
+    Ok(())
+}
+
+/// Ascending entity ids: small, near `u32::MAX`, or anywhere, with gaps
+/// mostly small.
+fn arb_ids(u: &mut Unstructured<'_>, max: usize) -> AResult<Vec<u32>> {
+    let n = u.int_in_range(0..=max)?;
+    let mut id: u64 = match u.int_in_range(0u8..=3)? {
+        0 | 1 => u.int_in_range(0..=8)?,
+        2 => u64::from(u32::MAX) - u.int_in_range(0..=40)?,
+        _ => u64::from(u.arbitrary::<u32>()?),
+    };
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Ok(v) = u32::try_from(id) else { break };
+        ids.push(v);
+        id += match u.int_in_range(0u8..=7)? {
+            0..=5 => u.int_in_range(1..=3)?,
+            6 => u.int_in_range(1..=1000)?,
+            _ => 1 + u64::from(u.arbitrary::<u32>()?),
+        };
+    }
+    Ok(ids)
+}
+
+/// A snapshot: per section either a few fuzzer-chosen entities or (if
+/// `bulk`) sometimes many generated ones, enough to span several blocks.
+fn arb_snapshot(u: &mut Unstructured<'_>, schema: &Schema, bulk: bool) -> AResult<Snapshot> {
+    let mut sections = Vec::new();
+    for ty in schema.sections() {
+        let rs = ty.record_size();
+        if bulk && u.ratio(1, 8)? {
+            let n = u.int_in_range(1..=1200)?;
+            let mut rng = Rng(u.arbitrary()?);
+            let mut map = BTreeMap::new();
+            let mut id = rng.below(16) as u32;
+            let mut prev = vec![0u8; rs];
+            let noise = u.int_in_range(0u8..=3)?;
+            for _ in 0..n {
+                let rec = rng.record(&prev, noise);
+                map.insert(id, rec.clone());
+                prev = rec;
+                id = id.saturating_add(1 + rng.below(3) as u32);
+            }
+            sections.push(section_from_map(map, rs));
+        } else {
+            let ids = arb_ids(u, 12)?;
+            let mut records = Vec::with_capacity(ids.len() * rs);
+            for i in 0..ids.len() {
+                let prev = if i > 0 { records[(i - 1) * rs..].to_vec() } else { Vec::new() };
+                arb_record(u, rs, &prev, &mut records)?;
+            }
+            match Section::from_parts(ids, records, rs) {
+                Ok(s) => sections.push(s),
+                Err(e) => panic!("generated section rejected: {e:?}"),
+            }
+        }
+    }
+    match Snapshot::from_sections(schema, sections) {
+        Ok(s) => Ok(s),
+        Err(e) => panic!("generated snapshot rejected: {e:?}"),
+    }
+}
+
+/// The next tick after `base`: entities despawn, stay, change and spawn.
+fn evolve_snapshot(u: &mut Unstructured<'_>, schema: &Schema, base: &Snapshot, bulk: bool) -> AResult<Snapshot> {
+    let mut sections = Vec::new();
+    for (ty, b) in schema.sections().iter().zip(base.sections()) {
+        let rs = ty.record_size();
+        let mut map: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+        if b.len() > 32 || (bulk && u.ratio(1, 8)?) {
+            // Generated evolution, for large sections.
+            let mut rng = Rng(u.arbitrary()?);
+            let despawn = u.int_in_range(0..=64u64)?;
+            let change = u.int_in_range(0..=256u64)?;
+            let noise = u.int_in_range(0u8..=3)?;
+            for (id, rec) in b.iter() {
+                let r = rng.below(256);
+                if r < despawn {
+                    continue;
+                }
+                let rec = if rng.below(256) < change { rng.record(rec, noise) } else { rec.to_vec() };
+                map.insert(id, rec);
+            }
+            let spawn = u.int_in_range(0..=b.len().min(400) + 8)?;
+            let top = b.ids().last().map_or(64, |&t| u64::from(t) + 64);
+            let mut prev = vec![0u8; rs];
+            for _ in 0..spawn {
+                let id = rng.below(top.min(u64::from(u32::MAX)) + 1) as u32;
+                let rec = rng.record(&prev, noise);
+                prev.clone_from(&rec);
+                map.insert(id, rec);
+            }
+        } else {
+            let mut rec = Vec::with_capacity(rs);
+            for (id, old) in b.iter() {
+                match u.int_in_range(0u8..=4)? {
+                    0 => {}
+                    1 | 2 => {
+                        map.insert(id, old.to_vec());
+                    }
+                    _ => {
+                        rec.clear();
+                        arb_record(u, rs, old, &mut rec)?;
+                        map.insert(id, rec.clone());
+                    }
+                }
+            }
+            let mut prev = Vec::new();
+            for id in arb_ids(u, 6)? {
+                rec.clear();
+                arb_record(u, rs, &prev, &mut rec)?;
+                prev.clone_from(&rec);
+                map.insert(id, rec.clone());
+            }
+        }
+        sections.push(section_from_map(map, rs));
+    }
+    match Snapshot::from_sections(schema, sections) {
+        Ok(s) => Ok(s),
+        Err(e) => panic!("evolved snapshot rejected: {e:?}"),
+    }
+}
+
+fn section_from_map(map: BTreeMap<u32, Vec<u8>>, rs: usize) -> Section {
+    let ids: Vec<u32> = map.keys().copied().collect();
+    let records: Vec<u8> = map.into_values().flatten().collect();
+    match Section::from_parts(ids, records, rs) {
+        Ok(s) => s,
+        Err(e) => panic!("generated section rejected: {e:?}"),
+    }
+}
+
+/// splitmix64, for the bulk generators (fuzzer bytes pick the seed).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+
+    /// A record near `prev`: `noise` 0 copies it, 1 nudges a byte, 2 nudges
+    /// a few, 3 is random.
+    fn record(&mut self, prev: &[u8], noise: u8) -> Vec<u8> {
+        let mut r = prev.to_vec();
+        if r.is_empty() {
+            return r;
+        }
+        let n = r.len() as u64;
+        match noise {
+            0 => {}
+            1 => {
+                let at = self.below(n) as usize;
+                r[at] = r[at].wrapping_add(1);
+            }
+            2 => {
+                for _ in 0..4 {
+                    let at = self.below(n) as usize;
+                    r[at] = r[at].wrapping_add(self.next() as u8 & 7);
+                }
+            }
+            _ => r.iter_mut().for_each(|b| *b = self.next() as u8),
+        }
+        r
+    }
+}

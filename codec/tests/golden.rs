@@ -1,0 +1,201 @@
+//! Golden vectors: the exact bytes of packets for fixed inputs, stored as
+//! hex under `tests/vectors/`. A change here is a wire-format change: bump
+//! `FORMAT_VERSION` and FORMAT.md with it. Regenerate deliberately with
+//! `TICKPACK_BLESS=1 cargo test -p tickpack --test golden`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use tickpack::{Baseline, Decoder, Dictionary, Encoder, Primitive, Schema, Snapshot};
+
+/// The FORMAT.md worked example: ships with x: f32, hp: u16, flags: u8.
+fn ship_schema() -> Schema {
+    Schema::builder()
+        .entity("ship")
+        .field("x", Primitive::F32, 1)
+        .field("hp", Primitive::U16, 1)
+        .field("flags", Primitive::U8, 1)
+        .build()
+        .unwrap()
+}
+
+fn ship(x: f32, hp: u16, flags: u8) -> Vec<u8> {
+    let mut r = x.to_le_bytes().to_vec();
+    r.extend_from_slice(&hp.to_le_bytes());
+    r.push(flags);
+    r
+}
+
+fn ships(list: &[(u32, f32, u16, u8)]) -> Snapshot {
+    let s = ship_schema();
+    let mut snap = Snapshot::new(&s);
+    for &(id, x, hp, f) in list {
+        snap.section_mut(0).unwrap().insert(id, &ship(x, hp, f)).unwrap();
+    }
+    snap
+}
+
+fn tick0() -> Snapshot {
+    ships(&[(3, 100.0, 250, 1), (7, 101.5, 250, 0)])
+}
+
+fn tick1() -> Snapshot {
+    // ship 3 moves, ship 7 is destroyed, ship 12 spawns.
+    ships(&[(3, 100.25, 250, 1), (12, -20.0, 100, 2)])
+}
+
+/// A larger, deterministic case: 3 entity types, 200 entities, zstd blocks.
+fn arena() -> (Schema, Snapshot, Snapshot) {
+    let schema = Schema::builder()
+        .entity("player")
+        .field("pos", Primitive::F32, 3)
+        .field("yaw", Primitive::F32, 1)
+        .field("health", Primitive::U8, 1)
+        .entity("projectile")
+        .field("pos", Primitive::F32, 3)
+        .field("owner", Primitive::U16, 1)
+        .entity("pickup")
+        .field("kind", Primitive::U8, 1)
+        .field("cell", Primitive::I32, 2)
+        .build()
+        .unwrap();
+    let mut a = Snapshot::new(&schema);
+    let mut b = Snapshot::new(&schema);
+    for i in 0..32u32 {
+        let f = i as f32;
+        let mut rec: Vec<u8> = [f * 3.0, 5.0, -f, f * 0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        rec.push(100);
+        a.section_mut(0).unwrap().insert(i, &rec).unwrap();
+        if i % 3 == 0 {
+            rec[0..4].copy_from_slice(&(f * 3.0 + 0.25).to_le_bytes());
+            rec[16] = 90;
+        }
+        b.section_mut(0).unwrap().insert(i, &rec).unwrap();
+    }
+    for i in 0..150u32 {
+        let f = i as f32;
+        let mut rec: Vec<u8> = [f, 1.0, f * 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        rec.extend_from_slice(&((i % 32) as u16).to_le_bytes());
+        if i % 5 != 0 {
+            a.section_mut(1).unwrap().insert(1000 + i, &rec).unwrap();
+        }
+        rec[0..4].copy_from_slice(&(f + 1.5).to_le_bytes());
+        if i % 7 != 0 {
+            b.section_mut(1).unwrap().insert(1000 + i, &rec).unwrap();
+        }
+    }
+    for i in 0..18u32 {
+        let mut rec = vec![(i % 4) as u8];
+        rec.extend_from_slice(&(i as i32 * 10).to_le_bytes());
+        rec.extend_from_slice(&(-(i as i32)).to_le_bytes());
+        a.section_mut(2).unwrap().insert(i * 2, &rec).unwrap();
+        b.section_mut(2).unwrap().insert(i * 2, &rec).unwrap();
+    }
+    (schema, a, b)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
+}
+
+fn check(name: &str, bytes: &[u8]) {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "vectors", &format!("{name}.hex")]
+        .iter()
+        .collect();
+    let text = hex(bytes)
+        .split(' ')
+        .collect::<Vec<_>>()
+        .chunks(16)
+        .map(|c| c.join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    if std::env::var_os("TICKPACK_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (bless with TICKPACK_BLESS=1)", path.display()));
+    assert_eq!(text, want, "golden vector {name} changed: this is a wire-format change");
+}
+
+fn vectors() -> Vec<(&'static str, Schema, Vec<u8>, Option<(u16, Snapshot)>, Snapshot)> {
+    let s = ship_schema();
+    let mut enc = Encoder::new(s.clone());
+    let k = enc.encode(&tick0(), 0xfffe, None).unwrap();
+    let d = enc.encode(&tick1(), 0x0001, Some(Baseline { sequence: 0xfffe, snapshot: &tick0() })).unwrap();
+    let idle = enc.encode(&tick0(), 0x0002, Some(Baseline { sequence: 0xfffe, snapshot: &tick0() })).unwrap();
+    let dict = Dictionary::new(0x7a6b_0001, b"tickpack golden dictionary: raw content used as history".to_vec());
+    enc.set_dictionary(Some(&dict)).unwrap();
+    let kd = enc.encode(&tick0(), 5, None).unwrap();
+    let (arena_s, a, b) = arena();
+    let mut enc = Encoder::new(arena_s.clone());
+    let ak = enc.encode(&a, 100, None).unwrap();
+    let ad = enc.encode(&b, 106, Some(Baseline { sequence: 100, snapshot: &a })).unwrap();
+    vec![
+        ("ship_keyframe", s.clone(), k, None, tick0()),
+        ("ship_delta", s.clone(), d, Some((0xfffe, tick0())), tick1()),
+        ("ship_idle", s.clone(), idle, Some((0xfffe, tick0())), tick0()),
+        ("ship_keyframe_dict", s, kd, None, tick0()),
+        ("arena_keyframe", arena_s.clone(), ak, None, a.clone()),
+        ("arena_delta", arena_s, ad, Some((100, a)), b),
+    ]
+}
+
+#[test]
+fn golden_vectors() {
+    let dict = Dictionary::new(0x7a6b_0001, b"tickpack golden dictionary: raw content used as history".to_vec());
+    for (name, schema, bytes, base, want) in vectors() {
+        check(name, &bytes);
+        let mut dec = Decoder::new(schema);
+        dec.add_dictionary(&dict).unwrap();
+        let b = base.as_ref().map(|(sequence, snapshot)| Baseline { sequence: *sequence, snapshot });
+        let (_, got) = dec.decode(&bytes, b).unwrap();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// The FORMAT.md worked example, stage by stage. Run with `--nocapture`
+/// to print the buffers the document shows.
+#[cfg(feature = "internals")]
+#[test]
+fn worked_example_stages() {
+    use tickpack::internals;
+    let s = ship_schema();
+    let ty = &s.sections()[0];
+    let (t0, t1) = (tick0(), tick1());
+    println!("schema id: {:#010x}", s.id());
+    println!("tick0 records: {}", hex(t0.sections()[0].records()));
+    println!("tick1 records: {}", hex(t1.sections()[0].records()));
+
+    // Keyframe: both ships spawn; ship 3 against the zero default record,
+    // ship 7 against ship 3.
+    let mut refs = vec![0u8; 7];
+    refs.extend_from_slice(&t0.sections()[0].records()[..7]);
+    let mut d = vec![0; 14];
+    internals::delta_encode(ty, t0.sections()[0].records(), &refs, &mut d);
+    let mut cols = vec![0; 14];
+    internals::to_columns(ty, &d, 2, &mut cols);
+    let mut planes = vec![0; 14];
+    internals::to_planes(ty, &cols, 2, &mut planes);
+    println!("keyframe deltas: {}", hex(&d));
+    println!("keyframe columns: {}", hex(&cols));
+    println!("keyframe planes: {}", hex(&planes));
+    assert_eq!(hex(&planes), "00 e6 00 00 00 18 85 00 f4 00 00 00 02 fe");
+
+    // Delta: ship 3 changed (against its baseline), ship 12 spawned (against zero).
+    let mut refs = t0.sections()[0].records()[..7].to_vec();
+    refs.extend_from_slice(&[0; 7]);
+    let mut cur = t1.sections()[0].records()[..7].to_vec();
+    cur.extend_from_slice(&t1.sections()[0].records()[7..]);
+    let mut d = vec![0; 14];
+    internals::delta_encode(ty, &cur, &refs, &mut d);
+    internals::to_columns(ty, &d, 2, &mut cols);
+    internals::to_planes(ty, &cols, 2, &mut planes);
+    println!("delta deltas: {}", hex(&d));
+    println!("delta columns: {}", hex(&cols));
+    println!("delta planes: {}", hex(&planes));
+    for (name, _, bytes, _, _) in vectors() {
+        println!("{name}: {} bytes: {}", bytes.len(), hex(&bytes));
+    }
+}
