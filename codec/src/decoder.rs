@@ -201,6 +201,12 @@ impl Decoder {
             )?;
             pos += len;
         }
+        if let Some(expected) = header.checksum {
+            let actual = out.checksum(header.checksum_seed());
+            if actual != expected {
+                return Err(DecodeError::ChecksumMismatch { expected, actual });
+            }
+        }
         Ok(header)
     }
 }

@@ -48,6 +48,7 @@ pub struct Encoder {
     limits: Limits,
     blocks: ZstdBlocks,
     dict: Option<(u32, CDict)>,
+    checksum: bool,
     scratch: Vec<EncodeScratch>,
     header: Vec<u8>,
     payload: Vec<u8>,
@@ -83,6 +84,7 @@ impl Encoder {
             limits: Limits::default(),
             blocks: ZstdBlocks::new(level),
             dict: None,
+            checksum: false,
             scratch,
             header: Vec::with_capacity(MAX_HEADER_LEN),
             payload: Vec::new(),
@@ -108,6 +110,14 @@ impl Encoder {
             )),
         };
         Ok(())
+    }
+
+    /// Sends a 16-bit checksum of the snapshot in every packet (2 bytes),
+    /// so a receiver that reconstructs anything else gets
+    /// [`DecodeError::ChecksumMismatch`](crate::DecodeError::ChecksumMismatch)
+    /// instead of a silently wrong state. Off by default.
+    pub fn set_checksum(&mut self, on: bool) {
+        self.checksum = on;
     }
 
     /// The schema.
@@ -213,7 +223,7 @@ impl Encoder {
     /// Builds header and payload into the scratch buffers.
     fn build<'s>(
         &mut self,
-        sections: impl Iterator<Item = SectionRef<'s>>,
+        sections: impl Iterator<Item = SectionRef<'s>> + Clone,
         sequence: u16,
         baseline: Option<Baseline<'_>>,
     ) -> Result<(), EncodeError> {
@@ -231,6 +241,7 @@ impl Encoder {
         self.planes.clear();
         let limit = self.limits.max_entities_per_section;
         for (i, ((cur, ty), scratch)) in sections
+            .clone()
             .zip(self.schema.sections())
             .zip(&mut self.scratch)
             .enumerate()
@@ -269,15 +280,28 @@ impl Encoder {
                 limit: self.limits.max_decoded_bytes,
             });
         }
-        self.header.clear();
-        PacketHeader {
+        self.write_header(sections, sequence, baseline);
+        Ok(())
+    }
+
+    fn write_header<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+    ) {
+        let mut h = PacketHeader {
             schema_id: self.schema.id(),
             sequence,
             baseline: baseline.map(|b| b.sequence),
             dictionary: self.dict.as_ref().map(|d| d.0),
+            checksum: None,
+        };
+        if self.checksum {
+            h.checksum = Some(crate::snapshot::digest_sections(sections, h.checksum_seed()) as u16);
         }
-        .write(&mut self.header);
-        Ok(())
+        self.header.clear();
+        h.write(&mut self.header);
     }
 
     /// Writes header and blocks into `out`.

@@ -374,6 +374,14 @@ pub enum DecodeError {
     },
     /// The baseline snapshot does not fit the decoder's schema.
     BadBaseline(SnapshotError),
+    /// The decoded snapshot does not match the packet's checksum: the
+    /// baseline held is not the one the sender used. Resynchronise.
+    ChecksumMismatch {
+        /// Checksum in the packet.
+        expected: u16,
+        /// Checksum of what was decoded.
+        actual: u16,
+    },
 }
 
 impl fmt::Display for DecodeError {
@@ -434,6 +442,10 @@ impl fmt::Display for DecodeError {
                 write!(f, "{count} payload bytes after the last section")
             }
             Self::BadBaseline(e) => write!(f, "baseline does not fit the schema: {e}"),
+            Self::ChecksumMismatch { expected, actual } => write!(
+                f,
+                "decoded snapshot has checksum {actual:#06x}, packet says {expected:#06x}"
+            ),
         }
     }
 }

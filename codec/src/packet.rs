@@ -5,11 +5,13 @@
 //! 0       1     version (bits 0-3) | flags (bits 4-7)
 //!                 bit 4 BASELINE    a baseline distance follows
 //!                 bit 5 DICTIONARY  a dictionary id follows
-//!                 bits 6-7          reserved, must be 0
+//!                 bit 6 CHECKSUM    a checksum follows
+//!                 bit 7             reserved, must be 0
 //! 1       4     schema id, u32 LE
 //! 5       2     sequence, u16 LE
 //! 7       1-3   baseline distance, varint, 1..=32767 (if BASELINE)
 //! ..      4     dictionary id, u32 LE (if DICTIONARY)
+//! ..      2     checksum of the decoded snapshot, u16 LE (if CHECKSUM)
 //! ```
 
 #![forbid(unsafe_code)]
@@ -23,11 +25,12 @@ pub const FORMAT_VERSION: u8 = 1;
 /// comparisons stay unambiguous).
 pub const MAX_BASELINE_DISTANCE: u16 = 0x7fff;
 /// Largest header size.
-pub const MAX_HEADER_LEN: usize = 1 + 4 + 2 + 3 + 4;
+pub const MAX_HEADER_LEN: usize = 1 + 4 + 2 + 3 + 4 + 2;
 
 const FLAG_BASELINE: u8 = 0x10;
 const FLAG_DICTIONARY: u8 = 0x20;
-const FLAGS_RESERVED: u8 = 0xc0;
+const FLAG_CHECKSUM: u8 = 0x40;
+const FLAGS_RESERVED: u8 = 0x80;
 
 /// A parsed packet header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,6 +43,9 @@ pub struct PacketHeader {
     pub baseline: Option<u16>,
     /// Dictionary the blocks were compressed with, if any.
     pub dictionary: Option<u32>,
+    /// Checksum of the snapshot the packet decodes to, if sent
+    /// (see [`Snapshot::checksum`](crate::Snapshot::checksum)).
+    pub checksum: Option<u16>,
 }
 
 impl PacketHeader {
@@ -80,11 +86,17 @@ impl PacketHeader {
         } else {
             None
         };
+        let checksum = if flags & FLAG_CHECKSUM != 0 {
+            Some(r.u16_le()?)
+        } else {
+            None
+        };
         Ok(Self {
             schema_id,
             sequence,
             baseline,
             dictionary,
+            checksum,
         })
     }
 
@@ -103,6 +115,9 @@ impl PacketHeader {
         if self.dictionary.is_some() {
             b0 |= FLAG_DICTIONARY;
         }
+        if self.checksum.is_some() {
+            b0 |= FLAG_CHECKSUM;
+        }
         out.push(b0);
         out.extend_from_slice(&self.schema_id.to_le_bytes());
         out.extend_from_slice(&self.sequence.to_le_bytes());
@@ -112,6 +127,18 @@ impl PacketHeader {
         if let Some(id) = self.dictionary {
             out.extend_from_slice(&id.to_le_bytes());
         }
+        if let Some(c) = self.checksum {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+
+    /// The seed binding a checksum to this packet's baseline and dictionary.
+    pub fn checksum_seed(&self) -> u64 {
+        let base = self.baseline.map_or(0x1_0000, u64::from);
+        let dict = self
+            .dictionary
+            .map_or(0, |d| (1 << 17) | (u64::from(d) << 32));
+        base | dict
     }
 }
 
@@ -122,8 +149,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x7fff), dictionary: Option<u32>) {
-            let h = PacketHeader { schema_id, sequence, baseline: dist.map(|d| sequence.wrapping_sub(d)), dictionary };
+        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x7fff), dictionary: Option<u32>, checksum: Option<u16>) {
+            let h = PacketHeader { schema_id, sequence, baseline: dist.map(|d| sequence.wrapping_sub(d)), dictionary, checksum };
             let mut out = Vec::new();
             h.write(&mut out);
             prop_assert!(out.len() <= MAX_HEADER_LEN);
@@ -149,8 +176,8 @@ mod tests {
             Err(DecodeError::UnsupportedVersion { version: 2 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x41, 0, 0, 0, 0, 0, 0]),
-            Err(DecodeError::ReservedBits { flags: 0x40 })
+            PacketHeader::parse(&[0x81, 0, 0, 0, 0, 0, 0]),
+            Err(DecodeError::ReservedBits { flags: 0x80 })
         );
         assert_eq!(
             PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0]),

@@ -235,6 +235,26 @@ impl<'a> SectionRef<'a> {
     }
 }
 
+/// The digest of [`Snapshot::digest`] over borrowed sections.
+pub(crate) fn digest_sections<'a>(
+    sections: impl Iterator<Item = SectionRef<'a>>,
+    seed: u64,
+) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::with_seed(seed);
+    for s in sections {
+        h.update(&(s.ids.len() as u32).to_le_bytes());
+        if cfg!(target_endian = "little") {
+            h.update(bytemuck::cast_slice(s.ids));
+        } else {
+            for id in s.ids {
+                h.update(&id.to_le_bytes());
+            }
+        }
+        h.update(s.records);
+    }
+    h.digest()
+}
+
 /// The state of one tick: one [`Section`] per entity type of a schema.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Snapshot {
@@ -298,6 +318,18 @@ impl Snapshot {
     /// without ids).
     pub fn raw_len(&self) -> usize {
         self.sections.iter().map(|s| s.records.len()).sum()
+    }
+
+    /// A 64-bit xxh3 digest of every section's ids and records, seeded.
+    /// Packets carry its low 16 bits (see [`PacketHeader::checksum_seed`](crate::PacketHeader::checksum_seed))
+    /// so a receiver detects a wrong reconstruction.
+    pub fn digest(&self, seed: u64) -> u64 {
+        digest_sections(self.sections.iter().map(Section::as_ref), seed)
+    }
+
+    /// The 16-bit checksum packets carry: the low bits of [`Snapshot::digest`].
+    pub fn checksum(&self, seed: u64) -> u16 {
+        self.digest(seed) as u16
     }
 
     pub(crate) fn reset(&mut self, schema: &Schema) {

@@ -30,7 +30,10 @@ fn ships(list: &[(u32, f32, u16, u8)]) -> Snapshot {
     let s = ship_schema();
     let mut snap = Snapshot::new(&s);
     for &(id, x, hp, f) in list {
-        snap.section_mut(0).unwrap().insert(id, &ship(x, hp, f)).unwrap();
+        snap.section_mut(0)
+            .unwrap()
+            .insert(id, &ship(x, hp, f))
+            .unwrap();
     }
     snap
 }
@@ -63,7 +66,10 @@ fn arena() -> (Schema, Snapshot, Snapshot) {
     let mut b = Snapshot::new(&schema);
     for i in 0..32u32 {
         let f = i as f32;
-        let mut rec: Vec<u8> = [f * 3.0, 5.0, -f, f * 0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut rec: Vec<u8> = [f * 3.0, 5.0, -f, f * 0.1]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         rec.push(100);
         a.section_mut(0).unwrap().insert(i, &rec).unwrap();
         if i % 3 == 0 {
@@ -74,7 +80,10 @@ fn arena() -> (Schema, Snapshot, Snapshot) {
     }
     for i in 0..150u32 {
         let f = i as f32;
-        let mut rec: Vec<u8> = [f, 1.0, f * 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut rec: Vec<u8> = [f, 1.0, f * 2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         rec.extend_from_slice(&((i % 32) as u16).to_le_bytes());
         if i % 5 != 0 {
             a.section_mut(1).unwrap().insert(1000 + i, &rec).unwrap();
@@ -95,13 +104,21 @@ fn arena() -> (Schema, Snapshot, Snapshot) {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn check(name: &str, bytes: &[u8]) {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "vectors", &format!("{name}.hex")]
-        .iter()
-        .collect();
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "tests",
+        "vectors",
+        &format!("{name}.hex"),
+    ]
+    .iter()
+    .collect();
     let text = hex(bytes)
         .split(' ')
         .collect::<Vec<_>>()
@@ -116,26 +133,71 @@ fn check(name: &str, bytes: &[u8]) {
     }
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (bless with TICKPACK_BLESS=1)", path.display()));
-    assert_eq!(text, want, "golden vector {name} changed: this is a wire-format change");
+    assert_eq!(
+        text, want,
+        "golden vector {name} changed: this is a wire-format change"
+    );
 }
 
-fn vectors() -> Vec<(&'static str, Schema, Vec<u8>, Option<(u16, Snapshot)>, Snapshot)> {
+fn vectors() -> Vec<(
+    &'static str,
+    Schema,
+    Vec<u8>,
+    Option<(u16, Snapshot)>,
+    Snapshot,
+)> {
     let s = ship_schema();
     let mut enc = Encoder::new(s.clone());
     let k = enc.encode(&tick0(), 0xfffe, None).unwrap();
-    let d = enc.encode(&tick1(), 0x0001, Some(Baseline { sequence: 0xfffe, snapshot: &tick0() })).unwrap();
-    let idle = enc.encode(&tick0(), 0x0002, Some(Baseline { sequence: 0xfffe, snapshot: &tick0() })).unwrap();
-    let dict = Dictionary::new(0x7a6b_0001, b"tickpack golden dictionary: raw content used as history".to_vec());
+    let d = enc
+        .encode(
+            &tick1(),
+            0x0001,
+            Some(Baseline {
+                sequence: 0xfffe,
+                snapshot: &tick0(),
+            }),
+        )
+        .unwrap();
+    let idle = enc
+        .encode(
+            &tick0(),
+            0x0002,
+            Some(Baseline {
+                sequence: 0xfffe,
+                snapshot: &tick0(),
+            }),
+        )
+        .unwrap();
+    let dict = Dictionary::new(
+        0x7a6b_0001,
+        b"tickpack golden dictionary: raw content used as history".to_vec(),
+    );
     enc.set_dictionary(Some(&dict)).unwrap();
     let kd = enc.encode(&tick0(), 5, None).unwrap();
     let (arena_s, a, b) = arena();
     let mut enc = Encoder::new(arena_s.clone());
     let ak = enc.encode(&a, 100, None).unwrap();
-    let ad = enc.encode(&b, 106, Some(Baseline { sequence: 100, snapshot: &a })).unwrap();
+    let ad = enc
+        .encode(
+            &b,
+            106,
+            Some(Baseline {
+                sequence: 100,
+                snapshot: &a,
+            }),
+        )
+        .unwrap();
     vec![
         ("ship_keyframe", s.clone(), k, None, tick0()),
         ("ship_delta", s.clone(), d, Some((0xfffe, tick0())), tick1()),
-        ("ship_idle", s.clone(), idle, Some((0xfffe, tick0())), tick0()),
+        (
+            "ship_idle",
+            s.clone(),
+            idle,
+            Some((0xfffe, tick0())),
+            tick0(),
+        ),
         ("ship_keyframe_dict", s, kd, None, tick0()),
         ("arena_keyframe", arena_s.clone(), ak, None, a.clone()),
         ("arena_delta", arena_s, ad, Some((100, a)), b),
@@ -144,12 +206,18 @@ fn vectors() -> Vec<(&'static str, Schema, Vec<u8>, Option<(u16, Snapshot)>, Sna
 
 #[test]
 fn golden_vectors() {
-    let dict = Dictionary::new(0x7a6b_0001, b"tickpack golden dictionary: raw content used as history".to_vec());
+    let dict = Dictionary::new(
+        0x7a6b_0001,
+        b"tickpack golden dictionary: raw content used as history".to_vec(),
+    );
     for (name, schema, bytes, base, want) in vectors() {
         check(name, &bytes);
         let mut dec = Decoder::new(schema);
         dec.add_dictionary(&dict).unwrap();
-        let b = base.as_ref().map(|(sequence, snapshot)| Baseline { sequence: *sequence, snapshot });
+        let b = base.as_ref().map(|(sequence, snapshot)| Baseline {
+            sequence: *sequence,
+            snapshot,
+        });
         let (_, got) = dec.decode(&bytes, b).unwrap();
         assert_eq!(got, want, "{name}");
     }

@@ -181,6 +181,7 @@ pub fn roundtrip(
             sequence,
             baseline: baseline.map(|b| b.0),
             dictionary: dict.map(Dictionary::id),
+            checksum: None,
         }
     );
     // Decoding into a snapshot full of 0xFF junk gives the same result.
