@@ -18,6 +18,7 @@ mod limits;
 mod packet;
 mod pipeline;
 pub mod schema;
+pub mod session;
 mod snapshot;
 mod wire;
 

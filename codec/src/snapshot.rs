@@ -137,6 +137,24 @@ impl Section {
         }
     }
 
+    /// Keeps only the entities whose id is in `keep` (ascending).
+    pub(crate) fn retain_ids(&mut self, keep: &[u32]) {
+        let rs = self.record_size;
+        let mut w = 0;
+        let mut k = keep.iter().peekable();
+        for r in 0..self.ids.len() {
+            let id = self.ids[r];
+            while k.next_if(|&&x| x < id).is_some() {}
+            if k.peek() == Some(&&id) {
+                self.ids[w] = id;
+                self.records.copy_within(r * rs..(r + 1) * rs, w * rs);
+                w += 1;
+            }
+        }
+        self.ids.truncate(w);
+        self.records.truncate(w * rs);
+    }
+
     pub(crate) fn clear_for(&mut self, record_size: usize) {
         self.ids.clear();
         self.records.clear();

@@ -426,9 +426,14 @@ fn checksum_detects_a_wrong_baseline() {
     cur.section_mut(0).unwrap().insert(9, &[3]).unwrap();
     let mut enc = tickpack::Encoder::new(s.clone());
     enc.set_checksum(true);
-    let b = Baseline { sequence: 9, snapshot: &base };
+    let b = Baseline {
+        sequence: 9,
+        snapshot: &base,
+    };
     let p = enc.encode(&cur, 10, Some(b)).unwrap();
-    let plain = tickpack::Encoder::new(s.clone()).encode(&cur, 10, Some(b)).unwrap();
+    let plain = tickpack::Encoder::new(s.clone())
+        .encode(&cur, 10, Some(b))
+        .unwrap();
     assert_eq!(p.len(), plain.len() + 2, "the checksum costs 2 bytes");
     let mut dec = Decoder::new(s.clone());
     let (h, got) = dec.decode(&p, Some(b)).unwrap();
@@ -439,13 +444,26 @@ fn checksum_detects_a_wrong_baseline() {
     drifted.section_mut(0).unwrap().insert(5, &[42]).unwrap();
     let mut out = Snapshot::new(&s);
     assert!(matches!(
-        dec.decode_into(&p, Some(Baseline { sequence: 9, snapshot: &drifted }), &mut out),
+        dec.decode_into(
+            &p,
+            Some(Baseline {
+                sequence: 9,
+                snapshot: &drifted
+            }),
+            &mut out
+        ),
         Err(DecodeError::ChecksumMismatch { .. })
     ));
     assert_eq!(out.entity_count(), 0);
     // The seed binds the checksum to the baseline sequence and dictionary.
-    let h2 = tickpack::PacketHeader { baseline: Some(8), ..h };
+    let h2 = tickpack::PacketHeader {
+        baseline: Some(8),
+        ..h
+    };
     assert_ne!(h.checksum_seed(), h2.checksum_seed());
-    let h3 = tickpack::PacketHeader { dictionary: Some(0), ..h };
+    let h3 = tickpack::PacketHeader {
+        dictionary: Some(0),
+        ..h
+    };
     assert_ne!(h.checksum_seed(), h3.checksum_seed());
 }

@@ -1,0 +1,261 @@
+//! The client side: accepted history, typed drop reasons, the ack to send.
+
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use super::message::ClientMessage;
+use super::seq::seq_newer;
+use super::server::SessionError;
+use super::DEFAULT_HISTORY;
+use crate::decoder::Decoder;
+use crate::dict::Dictionary;
+use crate::encoder::Baseline;
+use crate::error::DecodeError;
+use crate::limits::Limits;
+use crate::packet::PacketHeader;
+use crate::schema::Schema;
+use crate::snapshot::Snapshot;
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Snapshots kept (at least the server's ring size). Default 32.
+    pub history: usize,
+    /// Limits (the server's).
+    pub limits: Limits,
+    /// Dictionaries packets may name.
+    pub dictionaries: Vec<Dictionary>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            history: DEFAULT_HISTORY,
+            limits: Limits::default(),
+            dictionaries: Vec::new(),
+        }
+    }
+}
+
+/// Why a packet was not applied. None of these changes the client's state,
+/// except that a checksum mismatch asks the server for a full snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DropReason {
+    /// Not newer than the newest snapshot already applied (late or duplicate).
+    Stale {
+        /// The packet's sequence.
+        sequence: u16,
+        /// The newest applied.
+        newest: u16,
+    },
+    /// Coded against a baseline the client never had or has evicted.
+    UnknownBaseline {
+        /// The packet's sequence.
+        sequence: u16,
+        /// The baseline it names.
+        baseline: u16,
+    },
+    /// Malformed, or decoded to a state whose checksum disagrees.
+    Undecodable(DecodeError),
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stale { sequence, newest } => {
+                write!(f, "packet {sequence} is not newer than {newest}")
+            }
+            Self::UnknownBaseline { sequence, baseline } => {
+                write!(
+                    f,
+                    "packet {sequence} needs baseline {baseline}, which is not held"
+                )
+            }
+            Self::Undecodable(e) => write!(f, "undecodable: {e}"),
+        }
+    }
+}
+
+/// What [`Client::receive`] did with a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Received {
+    /// Decoded and applied; it is now the newest snapshot.
+    Applied {
+        /// Its sequence.
+        sequence: u16,
+        /// The baseline it was coded against (`None`: a full snapshot).
+        baseline: Option<u16>,
+    },
+    /// Not applied, with the reason.
+    Dropped(DropReason),
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Packets applied.
+    pub applied: u64,
+    /// Of those, full snapshots.
+    pub full: u64,
+    /// Dropped as stale (late or duplicate).
+    pub stale: u64,
+    /// Dropped for a missing baseline.
+    pub unknown_baseline: u64,
+    /// Dropped as undecodable (malformed or checksum mismatch).
+    pub undecodable: u64,
+}
+
+/// The client side of the protocol. See the [module docs](super).
+pub struct Client {
+    decoder: Decoder,
+    ring: Vec<Option<(u16, Snapshot)>>,
+    newest: Option<u16>,
+    want_full: bool,
+    scratch: Snapshot,
+    stats: ClientStats,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("newest", &self.newest)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client for `schema`.
+    pub fn new(schema: Schema, config: ClientConfig) -> Result<Self, SessionError> {
+        if config.history == 0 || config.history > 0x7fff {
+            return Err(SessionError::BadHistory {
+                history: config.history,
+            });
+        }
+        let mut decoder = Decoder::new(schema);
+        decoder.set_limits(config.limits);
+        for d in &config.dictionaries {
+            decoder
+                .add_dictionary(d)
+                .map_err(SessionError::Dictionary)?;
+        }
+        Ok(Self {
+            decoder,
+            ring: vec![None; config.history],
+            newest: None,
+            want_full: false,
+            scratch: Snapshot::default(),
+            stats: ClientStats::default(),
+        })
+    }
+
+    /// Takes one packet from the server.
+    pub fn receive(&mut self, packet: &[u8]) -> Received {
+        let r = self.try_receive(packet);
+        match &r {
+            Received::Applied { baseline, .. } => {
+                self.stats.applied += 1;
+                self.stats.full += u64::from(baseline.is_none());
+            }
+            Received::Dropped(DropReason::Stale { .. }) => self.stats.stale += 1,
+            Received::Dropped(DropReason::UnknownBaseline { .. }) => {
+                self.stats.unknown_baseline += 1
+            }
+            Received::Dropped(DropReason::Undecodable(e)) => {
+                self.stats.undecodable += 1;
+                if matches!(e, DecodeError::ChecksumMismatch { .. }) {
+                    self.want_full = true;
+                }
+            }
+        }
+        r
+    }
+
+    fn try_receive(&mut self, packet: &[u8]) -> Received {
+        let drop = |r| Received::Dropped(r);
+        let header = match PacketHeader::parse(packet) {
+            Ok((h, _)) => h,
+            Err(e) => return drop(DropReason::Undecodable(e)),
+        };
+        let sequence = header.sequence;
+        if let Some(newest) = self.newest {
+            if !seq_newer(sequence, newest) {
+                return drop(DropReason::Stale { sequence, newest });
+            }
+        }
+        let n = self.ring.len();
+        let base = match header.baseline {
+            None => None,
+            Some(b) => match &self.ring[usize::from(b) % n] {
+                Some((s, snap)) if *s == b => Some(Baseline {
+                    sequence: b,
+                    snapshot: snap,
+                }),
+                _ => {
+                    return drop(DropReason::UnknownBaseline {
+                        sequence,
+                        baseline: b,
+                    })
+                }
+            },
+        };
+        if let Err(e) = self.decoder.decode_into(packet, base, &mut self.scratch) {
+            return drop(DropReason::Undecodable(e));
+        }
+        let slot = &mut self.ring[usize::from(sequence) % n];
+        match slot {
+            Some((s, snap)) => {
+                *s = sequence;
+                core::mem::swap(snap, &mut self.scratch);
+            }
+            None => *slot = Some((sequence, core::mem::take(&mut self.scratch))),
+        }
+        self.newest = Some(sequence);
+        if header.baseline.is_none() {
+            self.want_full = false;
+        }
+        Received::Applied {
+            sequence,
+            baseline: header.baseline,
+        }
+    }
+
+    /// The sequence to ack: the newest applied.
+    pub fn ack(&self) -> Option<u16> {
+        self.newest
+    }
+
+    /// The newest applied snapshot.
+    pub fn latest(&self) -> Option<(u16, &Snapshot)> {
+        let n = self.newest?;
+        self.get(n).map(|s| (n, s))
+    }
+
+    /// An applied snapshot still in the history.
+    pub fn get(&self, sequence: u16) -> Option<&Snapshot> {
+        match &self.ring[usize::from(sequence) % self.ring.len()] {
+            Some((s, snap)) if *s == sequence => Some(snap),
+            _ => None,
+        }
+    }
+
+    /// Ask for a full snapshot in the next message (after a long outage).
+    pub fn request_full(&mut self) {
+        self.want_full = true;
+    }
+
+    /// The message to send the server now.
+    pub fn message(&self, client_id: u16) -> ClientMessage {
+        ClientMessage {
+            client_id,
+            ack: self.newest,
+            request_full: self.want_full,
+        }
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> ClientStats {
+        self.stats
+    }
+}

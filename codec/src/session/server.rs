@@ -1,0 +1,401 @@
+//! The server side: per-client history and acks, shared encodes.
+
+#![forbid(unsafe_code)]
+
+use core::fmt;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::message::ClientMessage;
+use super::seq::{seq_distance, seq_newer};
+use super::view::View;
+use super::DEFAULT_HISTORY;
+use crate::dict::Dictionary;
+use crate::encoder::{Baseline, Encoder, DEFAULT_LEVEL};
+use crate::error::{DecodeError, DictionaryError, EncodeError};
+use crate::limits::Limits;
+use crate::packet::MAX_BASELINE_DISTANCE;
+use crate::schema::Schema;
+use crate::snapshot::Snapshot;
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Snapshots remembered per client (the ring size). Default 32.
+    pub history: usize,
+    /// zstd level.
+    pub level: i32,
+    /// Limits (give clients the same).
+    pub limits: Limits,
+    /// Send a 16-bit checksum in every packet. Default on.
+    pub checksum: bool,
+    /// Compress with this dictionary.
+    pub dictionary: Option<Dictionary>,
+    /// Sequence of the first tick (tests start near the wrap).
+    pub first_sequence: u16,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            history: DEFAULT_HISTORY,
+            level: DEFAULT_LEVEL,
+            limits: Limits::default(),
+            checksum: true,
+            dictionary: None,
+            first_sequence: 0,
+        }
+    }
+}
+
+/// What an ack did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckOutcome {
+    /// The client's baseline moved forward to this sequence.
+    Advanced(u16),
+    /// Not newer than the baseline already acked: ignored.
+    Stale,
+    /// No snapshot with this sequence is in the client's ring (never sent,
+    /// evicted, or garbage): ignored.
+    Unknown,
+}
+
+/// Errors of the session layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// No client with this id is connected.
+    UnknownClient {
+        /// The id.
+        id: u16,
+    },
+    /// `send` before the first `begin_tick`.
+    NoTick,
+    /// Encoding failed (the world does not fit the schema or the limits).
+    Encode(EncodeError),
+    /// A client message could not be parsed.
+    Message(DecodeError),
+    /// The dictionary could not be prepared.
+    Dictionary(DictionaryError),
+    /// `history` must be 1..=32767.
+    BadHistory {
+        /// The value given.
+        history: usize,
+    },
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownClient { id } => write!(f, "no client with id {id}"),
+            Self::NoTick => write!(f, "send called before begin_tick"),
+            Self::Encode(e) => write!(f, "encode: {e}"),
+            Self::Message(e) => write!(f, "client message: {e}"),
+            Self::Dictionary(e) => write!(f, "dictionary: {e}"),
+            Self::BadHistory { history } => write!(f, "history of {history} is not 1..=32767"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+/// Counters for the demo and the notes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Packets handed out by [`Server::send`].
+    pub packets: u64,
+    /// Of those, full snapshots (no baseline).
+    pub full: u64,
+    /// Actual encoder runs (the rest were shared).
+    pub encodes: u64,
+    /// Bytes handed out.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Sent {
+    sequence: u16,
+    world: Arc<Snapshot>,
+    view: View,
+}
+
+#[derive(Debug)]
+struct ClientSlot {
+    ring: Vec<Option<Sent>>,
+    acked: Option<u16>,
+    want_full: bool,
+}
+
+#[derive(Debug)]
+struct Shared {
+    baseline: Option<u16>,
+    view: View,
+    bytes: Arc<[u8]>,
+}
+
+/// The server side of the protocol. See the [module docs](super).
+pub struct Server {
+    schema: Schema,
+    encoder: Encoder,
+    history: usize,
+    clients: HashMap<u16, ClientSlot>,
+    sequence: u16,
+    world: Option<Arc<Snapshot>>,
+    shared: Vec<Shared>,
+    cur_view: Snapshot,
+    base_view: Snapshot,
+    out: Vec<u8>,
+    stats: ServerStats,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("sequence", &self.sequence)
+            .field("clients", &self.clients.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Server {
+    /// A server for `schema`.
+    pub fn new(schema: Schema, config: ServerConfig) -> Result<Self, SessionError> {
+        if config.history == 0 || config.history > usize::from(MAX_BASELINE_DISTANCE) {
+            return Err(SessionError::BadHistory {
+                history: config.history,
+            });
+        }
+        let mut encoder = Encoder::with_level(schema.clone(), config.level);
+        encoder.set_limits(config.limits);
+        encoder.set_checksum(config.checksum);
+        encoder
+            .set_dictionary(config.dictionary.as_ref())
+            .map_err(SessionError::Dictionary)?;
+        Ok(Self {
+            cur_view: Snapshot::new(&schema),
+            base_view: Snapshot::new(&schema),
+            schema,
+            encoder,
+            history: config.history,
+            clients: HashMap::new(),
+            sequence: config.first_sequence.wrapping_sub(1),
+            world: None,
+            shared: Vec::new(),
+            out: Vec::new(),
+            stats: ServerStats::default(),
+        })
+    }
+
+    /// Adds a client (or resets one that reconnects): its first packet is full.
+    pub fn connect(&mut self, id: u16) {
+        self.clients.insert(
+            id,
+            ClientSlot {
+                ring: vec![None; self.history],
+                acked: None,
+                want_full: false,
+            },
+        );
+    }
+
+    /// Forgets a client and its history.
+    pub fn disconnect(&mut self, id: u16) -> bool {
+        self.clients.remove(&id).is_some()
+    }
+
+    /// Connected client ids.
+    pub fn clients(&self) -> impl Iterator<Item = u16> + '_ {
+        self.clients.keys().copied()
+    }
+
+    /// Starts a tick with the whole world's state, shared by every client's
+    /// history. Returns the tick's sequence.
+    pub fn begin_tick(&mut self, world: Arc<Snapshot>) -> u16 {
+        self.sequence = self.sequence.wrapping_add(1);
+        self.world = Some(world);
+        self.shared.clear();
+        self.sequence
+    }
+
+    /// Sequence of the current tick.
+    pub fn sequence(&self) -> u16 {
+        self.sequence
+    }
+
+    /// The packet for client `id` this tick: a delta against the newest
+    /// snapshot it acked that is still in its ring, else a full snapshot.
+    /// Clients with the same baseline and view get the same bytes, encoded
+    /// once.
+    pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
+        let world = self.world.clone().ok_or(SessionError::NoTick)?;
+        let seq = self.sequence;
+        let history = self.history;
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        let base = match (slot.want_full, slot.acked) {
+            (false, Some(a)) => slot.ring[usize::from(a) % history]
+                .as_ref()
+                .filter(|s| s.sequence == a)
+                .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(seq, a)))
+                .cloned(),
+            _ => None,
+        };
+        slot.want_full = false;
+        slot.ring[usize::from(seq) % history] = Some(Sent {
+            sequence: seq,
+            world: world.clone(),
+            view: view.clone(),
+        });
+        let key = base.as_ref().map(|b| b.sequence);
+        let shared = self
+            .shared
+            .iter()
+            .find(|s| s.baseline == key && s.view == *view)
+            .map(|s| s.bytes.clone());
+        let bytes = match shared {
+            Some(b) => b,
+            None => {
+                let cur: &Snapshot = if view.is_all() {
+                    &world
+                } else {
+                    view.apply(&world, &mut self.cur_view);
+                    &self.cur_view
+                };
+                let baseline = match &base {
+                    None => None,
+                    Some(b) => Some(if b.view.is_all() {
+                        Baseline {
+                            sequence: b.sequence,
+                            snapshot: &b.world,
+                        }
+                    } else {
+                        b.view.apply(&b.world, &mut self.base_view);
+                        Baseline {
+                            sequence: b.sequence,
+                            snapshot: &self.base_view,
+                        }
+                    }),
+                };
+                self.encoder
+                    .encode_to_vec(cur, seq, baseline, &mut self.out)
+                    .map_err(SessionError::Encode)?;
+                self.stats.encodes += 1;
+                let bytes: Arc<[u8]> = Arc::from(&self.out[..]);
+                self.shared.push(Shared {
+                    baseline: key,
+                    view: view.clone(),
+                    bytes: bytes.clone(),
+                });
+                bytes
+            }
+        };
+        self.stats.packets += 1;
+        self.stats.full += u64::from(key.is_none());
+        self.stats.bytes += bytes.len() as u64;
+        Ok(bytes)
+    }
+
+    /// Takes an ack from client `id`. Acks may be late, duplicated, out of
+    /// order, for sequences never sent, or garbage: the baseline only ever
+    /// moves forward, and only to a snapshot this client was sent.
+    pub fn ack(&mut self, id: u16, sequence: u16) -> Result<AckOutcome, SessionError> {
+        let history = self.history;
+        let now = self.sequence;
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        let sent = slot.ring[usize::from(sequence) % history]
+            .as_ref()
+            .is_some_and(|s| s.sequence == sequence)
+            && !seq_newer(sequence, now);
+        if !sent {
+            return Ok(AckOutcome::Unknown);
+        }
+        match slot.acked {
+            Some(a) if !seq_newer(sequence, a) => Ok(AckOutcome::Stale),
+            _ => {
+                slot.acked = Some(sequence);
+                Ok(AckOutcome::Advanced(sequence))
+            }
+        }
+    }
+
+    /// The next packet to client `id` will be a full snapshot.
+    pub fn request_full(&mut self, id: u16) -> Result<(), SessionError> {
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        slot.want_full = true;
+        slot.acked = None;
+        Ok(())
+    }
+
+    /// Handles a client message: its ack and its request for a full
+    /// snapshot. Returns the client id and what the ack did.
+    pub fn handle_message(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<(u16, Option<AckOutcome>), SessionError> {
+        let m = ClientMessage::parse(bytes).map_err(SessionError::Message)?;
+        if m.request_full {
+            self.request_full(m.client_id)?;
+        }
+        let outcome = match m.ack {
+            Some(a) if !m.request_full => Some(self.ack(m.client_id, a)?),
+            _ => None,
+        };
+        if !self.clients.contains_key(&m.client_id) {
+            return Err(SessionError::UnknownClient { id: m.client_id });
+        }
+        Ok((m.client_id, outcome))
+    }
+
+    /// The sequence client `id` has acked, if any.
+    pub fn acked(&self, id: u16) -> Option<u16> {
+        self.clients.get(&id).and_then(|s| s.acked)
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> ServerStats {
+        self.stats
+    }
+
+    /// Bytes the server holds for client `id` itself: its ring and the views
+    /// in it, not counting the world snapshots every client shares.
+    pub fn client_memory(&self, id: u16) -> Option<usize> {
+        let slot = self.clients.get(&id)?;
+        let ring = slot.ring.capacity() * core::mem::size_of::<Option<Sent>>();
+        let mut views: Vec<&View> = slot.ring.iter().flatten().map(|s| &s.view).collect();
+        views.dedup();
+        Some(
+            core::mem::size_of::<ClientSlot>()
+                + ring
+                + views.iter().map(|v| v.heap_bytes()).sum::<usize>(),
+        )
+    }
+
+    /// Bytes of world snapshots currently referenced by any client's ring
+    /// (each counted once).
+    pub fn shared_memory(&self) -> usize {
+        let mut seen: Vec<*const Snapshot> = Vec::new();
+        let mut total = 0;
+        for s in self.clients.values().flat_map(|c| c.ring.iter().flatten()) {
+            let p = Arc::as_ptr(&s.world);
+            if !seen.contains(&p) {
+                seen.push(p);
+                total += s.world.raw_len() + s.world.entity_count() * 4;
+            }
+        }
+        total
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+}

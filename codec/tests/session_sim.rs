@@ -1,0 +1,470 @@
+//! Deterministic lossy-link simulation of the session layer: virtual clock,
+//! seeded RNG, loss, duplication, reordering, latency with jitter, ack loss,
+//! late joiners, spawns and despawns, per-client views, sequence wrap.
+//! Invariant after every delivery: whatever a client applies equals the
+//! server's view of that tick, byte for byte.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use common::Rng;
+use proptest::prelude::*;
+use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
+use tickpack::{Primitive, Schema, Snapshot};
+
+fn schema() -> Schema {
+    Schema::builder()
+        .entity("car")
+        .field("pos", Primitive::F32, 3)
+        .field("lap", Primitive::U16, 1)
+        .entity("shot")
+        .field("pos", Primitive::F32, 2)
+        .field("owner", Primitive::U8, 1)
+        .build()
+        .unwrap()
+}
+
+/// A small world: 12 cars that move every tick (some rest), shots that
+/// spawn and despawn every tick.
+struct World {
+    schema: Schema,
+    snap: Snapshot,
+    next_shot: u32,
+    rng: Rng,
+}
+
+impl World {
+    fn new(seed: u64) -> Self {
+        let schema = schema();
+        let mut snap = Snapshot::new(&schema);
+        for id in 0..12u32 {
+            let mut rec: Vec<u8> = [id as f32 * 10.0, 0.0, 5.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            rec.extend_from_slice(&0u16.to_le_bytes());
+            snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+        }
+        Self {
+            schema,
+            snap,
+            next_shot: 1000,
+            rng: Rng(seed | 1),
+        }
+    }
+
+    fn step(&mut self) -> Arc<Snapshot> {
+        let cars = self.snap.sections()[0].ids().to_vec();
+        for id in cars {
+            if id % 3 == 0 {
+                continue; // parked
+            }
+            let mut rec = self.snap.sections()[0].get(id).unwrap().to_vec();
+            let x = f32::from_le_bytes(rec[0..4].try_into().unwrap())
+                + 0.5
+                + (self.rng.below(100) as f32) / 400.0;
+            rec[0..4].copy_from_slice(&x.to_le_bytes());
+            if self.rng.below(50) == 0 {
+                let lap = u16::from_le_bytes([rec[12], rec[13]]) + 1;
+                rec[12..14].copy_from_slice(&lap.to_le_bytes());
+            }
+            self.snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+        }
+        let shots = self.snap.sections()[1].ids().to_vec();
+        for id in shots {
+            if self.rng.below(4) == 0 {
+                self.snap.section_mut(1).unwrap().remove(id);
+            } else {
+                let mut rec = self.snap.sections()[1].get(id).unwrap().to_vec();
+                let y = f32::from_le_bytes(rec[4..8].try_into().unwrap()) + 2.0;
+                rec[4..8].copy_from_slice(&y.to_le_bytes());
+                self.snap.section_mut(1).unwrap().insert(id, &rec).unwrap();
+            }
+        }
+        for _ in 0..self.rng.below(3) {
+            let mut rec: Vec<u8> = [self.rng.below(100) as f32, 0.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            rec.push(self.rng.below(12) as u8);
+            self.snap
+                .section_mut(1)
+                .unwrap()
+                .insert(self.next_shot, &rec)
+                .unwrap();
+            self.next_shot += 1;
+        }
+        Arc::new(self.snap.clone())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    loss: u64, // percent
+    dup: u64,  // percent
+    latency_ms: u64,
+    jitter_ms: u64, // uniform 0..jitter added; reorders packets
+}
+
+struct SimClient {
+    id: u16,
+    client: Client,
+    view_kind: u32, // 0: all, else a filter changing over time
+    join_tick: u64,
+    to_client: Vec<(u64, Vec<u8>)>,
+    to_server: Vec<(u64, Vec<u8>)>,
+    expected: BTreeMap<u16, Snapshot>,
+    last_applied_tick: Option<u64>,
+    tick_of_seq: HashMap<u16, u64>,
+}
+
+fn view_for(kind: u32, tick: u64, world: &Snapshot) -> View {
+    if kind == 0 {
+        return View::all();
+    }
+    // Sees cars near a moving point and the even-numbered shots.
+    let lo = (tick / 40 + u64::from(kind)) % 12;
+    let cars: Vec<u32> = (0..6).map(|i| ((lo + i) % 12) as u32).collect();
+    let shots: Vec<u32> = world.sections()[1]
+        .ids()
+        .iter()
+        .copied()
+        .filter(|id| id % 2 == 0)
+        .collect();
+    View::filter(vec![cars, shots])
+}
+
+fn send(
+    link: &Link,
+    rng: &mut Rng,
+    now: u64,
+    q: &mut Vec<(u64, Vec<u8>)>,
+    bytes: &[u8],
+    lossy: bool,
+) {
+    if lossy && rng.below(100) < link.loss {
+        return;
+    }
+    let copies = if rng.below(100) < link.dup { 2 } else { 1 };
+    for _ in 0..copies {
+        let delay = link.latency_ms
+            + if link.jitter_ms > 0 {
+                rng.below(link.jitter_ms + 1)
+            } else {
+                0
+            };
+        q.push((now + delay, bytes.to_vec()));
+    }
+}
+
+fn take_arrived(q: &mut Vec<(u64, Vec<u8>)>, now: u64) -> Vec<Vec<u8>> {
+    // Arrival order by time; equal times keep push order.
+    q.sort_by_key(|p| p.0);
+    let n = q.iter().take_while(|p| p.0 <= now).count();
+    q.drain(..n).map(|p| p.1).collect()
+}
+
+/// Runs `ticks` ticks of lossy traffic then `calm` ticks without loss, and
+/// checks every invariant. Returns (bytes sent, packets, full snapshots).
+fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u64, u64, u64) {
+    let mut world = World::new(seed);
+    let config = ServerConfig {
+        first_sequence: 65_000,
+        history,
+        ..ServerConfig::default()
+    };
+    let mut server = Server::new(world.schema.clone(), config).unwrap();
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut clients: Vec<SimClient> = (0..4u16)
+        .map(|i| SimClient {
+            id: 100 + i,
+            client: Client::new(
+                world.schema.clone(),
+                ClientConfig {
+                    history,
+                    ..ClientConfig::default()
+                },
+            )
+            .unwrap(),
+            view_kind: u32::from(i % 2),
+            join_tick: u64::from(i) * 300, // late joiners
+            to_client: Vec::new(),
+            to_server: Vec::new(),
+            expected: BTreeMap::new(),
+            last_applied_tick: None,
+            tick_of_seq: HashMap::new(),
+        })
+        .collect();
+    let tick_ms = 16;
+    let mut wrapped = false;
+    let mut prev_seq = None;
+    for t in 0..ticks + calm {
+        let now = t * tick_ms;
+        let lossy = t < ticks;
+        let snap = world.step();
+        let seq = server.begin_tick(snap.clone());
+        if prev_seq.is_some_and(|p: u16| seq < p) {
+            wrapped = true;
+        }
+        prev_seq = Some(seq);
+        for c in &mut clients {
+            if t == c.join_tick {
+                server.connect(c.id);
+            }
+            if t < c.join_tick {
+                continue;
+            }
+            let view = view_for(c.view_kind, t, &snap);
+            let mut expected = Snapshot::new(&world.schema);
+            view.apply(&snap, &mut expected);
+            c.expected.insert(seq, expected);
+            c.tick_of_seq.insert(seq, t);
+            // Bound the expectation store: old entries can no longer be applied.
+            while c.expected.len() > 600 {
+                let k = *c.expected.keys().next().unwrap();
+                c.expected.remove(&k);
+            }
+            let packet = server.send(c.id, &view).unwrap();
+            send(&link, &mut rng, now, &mut c.to_client, &packet, lossy);
+        }
+        for c in &mut clients {
+            for p in take_arrived(&mut c.to_client, now) {
+                match c.client.receive(&p) {
+                    Received::Applied { sequence, .. } => {
+                        let got = c.client.get(sequence).unwrap();
+                        assert_eq!(
+                            Some(got),
+                            c.expected.get(&sequence),
+                            "seed {seed} tick {t} seq {sequence}: wrong state"
+                        );
+                        c.last_applied_tick = c.tick_of_seq.get(&sequence).copied();
+                    }
+                    Received::Dropped(DropReason::Undecodable(e)) => {
+                        panic!("undecodable packet: {e}")
+                    }
+                    Received::Dropped(_) => {}
+                }
+            }
+            if t >= c.join_tick {
+                let m = c.client.message(c.id).to_bytes();
+                send(&link, &mut rng, now, &mut c.to_server, &m, lossy);
+            }
+            for m in take_arrived(&mut c.to_server, now) {
+                server.handle_message(&m).unwrap();
+            }
+            // Garbage acks now and then: never sent, far future, far past.
+            if rng.below(50) == 0 {
+                let junk = rng.next() as u16;
+                server.ack(c.id, junk).ok();
+            }
+            if t >= c.join_tick {
+                let mem = server.client_memory(c.id).unwrap();
+                assert!(mem < 16 * 1024, "client memory {mem} unbounded");
+            }
+        }
+    }
+    // After the calm period every client is in sync: it applied a tick within
+    // latency + jitter + a few ticks of the end.
+    let slack = (link.latency_ms * 2 + link.jitter_ms * 2) / tick_ms + 4;
+    for c in &clients {
+        let last = c.last_applied_tick.expect("client never applied anything");
+        assert!(
+            last + slack >= ticks + calm - 1,
+            "client {} stuck at tick {last} of {}",
+            c.id,
+            ticks + calm
+        );
+        assert_eq!(c.client.stats().undecodable, 0);
+    }
+    assert!(wrapped || ticks + calm < 600, "sequence wrap not crossed");
+    let s = server.stats();
+    for c in &clients {
+        let st = c.client.stats();
+        eprintln!("{link:?} client {}: {st:?}", c.id);
+        // With loss, packets are dropped for stale or missing baselines and
+        // applied anyway; without, every packet applies.
+        assert!(st.applied > (ticks + calm - c.join_tick) / 4);
+    }
+    eprintln!("{link:?} server: {s:?}");
+    (s.bytes, s.packets, s.full)
+}
+
+#[test]
+fn no_loss() {
+    let (_, packets, full) = simulate(
+        1,
+        Link {
+            loss: 0,
+            dup: 0,
+            latency_ms: 0,
+            jitter_ms: 0,
+        },
+        10_000,
+        100,
+        32,
+    );
+    // One full snapshot per client join, nothing else.
+    assert_eq!(full, 4, "{packets} packets");
+}
+
+#[test]
+fn loss_5_percent_with_latency_and_jitter() {
+    let (_, packets, full) = simulate(
+        2,
+        Link {
+            loss: 5,
+            dup: 1,
+            latency_ms: 50,
+            jitter_ms: 20,
+        },
+        10_000,
+        200,
+        32,
+    );
+    assert!(full * 100 < packets, "{full} of {packets} full");
+}
+
+#[test]
+fn loss_20_percent_reordering() {
+    let (_, packets, full) = simulate(
+        3,
+        Link {
+            loss: 20,
+            dup: 5,
+            latency_ms: 100,
+            jitter_ms: 60,
+        },
+        10_000,
+        200,
+        32,
+    );
+    assert!(full * 100 < packets, "{full} of {packets} full");
+}
+
+#[test]
+fn loss_50_percent_high_latency() {
+    // A round trip of 600-800 ms is 36-48 ticks at 60 Hz: past a 32-entry
+    // ring, every acked snapshot is already evicted, so every packet is
+    // full, and it still just works.
+    let (_, packets, full) = simulate(
+        4,
+        Link {
+            loss: 50,
+            dup: 10,
+            latency_ms: 300,
+            jitter_ms: 100,
+        },
+        10_000,
+        300,
+        32,
+    );
+    assert_eq!(full, packets);
+}
+
+#[test]
+fn loss_50_percent_high_latency_long_history() {
+    // With 64 snapshots of history the same link gets deltas again.
+    let (_, packets, full) = simulate(
+        5,
+        Link {
+            loss: 50,
+            dup: 10,
+            latency_ms: 300,
+            jitter_ms: 100,
+        },
+        10_000,
+        300,
+        64,
+    );
+    assert!(full * 10 < packets, "{full} of {packets} full");
+}
+
+// Random operation lists: encode, deliver, drop, duplicate, reorder, ack,
+// garbage ack; the invariant is checked after every step.
+#[derive(Debug, Clone)]
+enum Op {
+    Tick,
+    Deliver(usize),
+    Drop(usize),
+    Duplicate(usize),
+    Ack,
+    GarbageAck(u16),
+    RequestFull,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => Just(Op::Tick),
+        4 => any::<usize>().prop_map(Op::Deliver),
+        1 => any::<usize>().prop_map(Op::Drop),
+        1 => any::<usize>().prop_map(Op::Duplicate),
+        3 => Just(Op::Ack),
+        1 => any::<u16>().prop_map(Op::GarbageAck),
+        1 => Just(Op::RequestFull),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn random_operations(ops in proptest::collection::vec(op(), 1..300), seed: u64, first: u16) {
+        let mut world = World::new(seed);
+        let config = ServerConfig { first_sequence: first, history: 8, ..ServerConfig::default() };
+        let mut server = Server::new(world.schema.clone(), config).unwrap();
+        let mut client = Client::new(world.schema.clone(), ClientConfig { history: 8, ..ClientConfig::default() }).unwrap();
+        server.connect(7);
+        let mut in_flight: Vec<Vec<u8>> = Vec::new();
+        let mut sent: HashMap<u16, Arc<Snapshot>> = HashMap::new();
+        for op in ops {
+            match op {
+                Op::Tick => {
+                    let snap = world.step();
+                    let seq = server.begin_tick(snap.clone());
+                    sent.insert(seq, snap);
+                    in_flight.push(server.send(7, &View::all()).unwrap().to_vec());
+                }
+                Op::Deliver(i) if !in_flight.is_empty() => {
+                    let p = in_flight.remove(i % in_flight.len());
+                    match client.receive(&p) {
+                        Received::Applied { sequence, .. } => {
+                            prop_assert_eq!(client.get(sequence), sent.get(&sequence).map(|s| &**s));
+                        }
+                        Received::Dropped(DropReason::Undecodable(e)) => prop_assert!(false, "undecodable: {}", e),
+                        Received::Dropped(_) => {}
+                    }
+                }
+                Op::Drop(i) if !in_flight.is_empty() => {
+                    in_flight.remove(i % in_flight.len());
+                }
+                Op::Duplicate(i) if !in_flight.is_empty() => {
+                    let p = in_flight[i % in_flight.len()].clone();
+                    in_flight.push(p);
+                }
+                Op::Ack => {
+                    server.handle_message(&client.message(7).to_bytes()).unwrap();
+                }
+                Op::GarbageAck(s) => {
+                    let before = server.acked(7);
+                    server.ack(7, s).unwrap();
+                    // The baseline never moves backwards.
+                    if let (Some(b), Some(a)) = (before, server.acked(7)) {
+                        prop_assert!(a == b || tickpack::session::seq_newer(a, b));
+                    }
+                }
+                Op::RequestFull => client.request_full(),
+                _ => {}
+            }
+            // The client's newest state is always a state the server sent.
+            if let Some((seq, snap)) = client.latest() {
+                prop_assert_eq!(Some(snap), sent.get(&seq).map(|s| &**s));
+            }
+            // The server's acked baseline is always something the client applied.
+            if let Some(a) = server.acked(7) {
+                prop_assert!(sent.contains_key(&a));
+            }
+        }
+    }
+}
