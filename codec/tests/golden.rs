@@ -139,13 +139,15 @@ fn check(name: &str, bytes: &[u8]) {
     );
 }
 
-fn vectors() -> Vec<(
+type Vector = (
     &'static str,
     Schema,
     Vec<u8>,
     Option<(u16, Snapshot)>,
     Snapshot,
-)> {
+);
+
+fn vectors() -> Vec<Vector> {
     let s = ship_schema();
     let mut enc = Encoder::new(s.clone());
     let k = enc.encode(&tick0(), 0xfffe, None).unwrap();

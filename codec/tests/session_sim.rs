@@ -3,7 +3,7 @@
 //! late joiners, spawns and despawns, per-client views, sequence wrap.
 //! Invariant after every delivery: whatever a client applies equals the
 //! server's view of that tick, byte for byte.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
