@@ -1,0 +1,170 @@
+//! Limits shown with a counting allocator: hostile packets stay under the
+//! configured caps (measured as peak heap growth during the call) and give
+//! typed errors.
+#![allow(clippy::unwrap_used)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use tickpack::session::{AckOutcome, Server, ServerConfig, View};
+use tickpack::{Baseline, DecodeError, Decoder, Limits, Primitive, Schema, Snapshot};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Tests in this file run one at a time so peaks are not mixed.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+// SAFETY: defers to the system allocator; only counts.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(l.size(), Ordering::SeqCst) + l.size();
+        PEAK.fetch_max(now, Ordering::SeqCst);
+        // SAFETY: same layout contract as the caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        CURRENT.fetch_sub(l.size(), Ordering::SeqCst);
+        // SAFETY: p was allocated by System with layout l.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// Peak heap growth while `f` runs, in bytes.
+fn peak_of<R>(f: impl FnOnce() -> R) -> (R, usize) {
+    let base = CURRENT.load(Ordering::SeqCst);
+    PEAK.store(base, Ordering::SeqCst);
+    let r = f();
+    (r, PEAK.load(Ordering::SeqCst) - base)
+}
+
+fn schema() -> Schema {
+    Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U32, 4)
+        .build()
+        .unwrap()
+}
+
+fn header(schema: &Schema) -> Vec<u8> {
+    let mut p = vec![1u8];
+    p.extend_from_slice(&schema.id().to_le_bytes());
+    p.extend_from_slice(&0u16.to_le_bytes());
+    p
+}
+
+const LIMITS: Limits = Limits {
+    max_entities_per_section: 1000,
+    max_decoded_bytes: 64 * 1024,
+};
+
+fn decoder(s: &Schema) -> Decoder {
+    let mut d = Decoder::new(s.clone());
+    d.set_limits(LIMITS);
+    // Warm up: zstd context and scratch buffers are allocated on first use.
+    let _ = d.decode(&[0xff], None);
+    d
+}
+
+#[test]
+fn decompression_bomb() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let mut dec = decoder(&s);
+    // 600 bytes claiming 200 RLE blocks of 8 KiB = 1.6 MB.
+    let mut p = header(&s);
+    for _ in 0..199 {
+        p.extend_from_slice(&[0xfa, 0xff, 0x00]);
+    }
+    p.extend_from_slice(&[0xfb, 0xff, 0x00]);
+    let mut out = Snapshot::new(&s);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert_eq!(r, Err(DecodeError::DecodedTooLarge { limit: 64 * 1024 }));
+    assert!(peak <= 2 * LIMITS.max_decoded_bytes, "peak {peak}");
+    // A genuine packet of compressed blocks regenerating 880 KB: 30,000
+    // zero records from a sender with looser limits. Tiny on the wire.
+    let mut big = Snapshot::new(&s);
+    for id in 0..30_000u32 {
+        big.section_mut(0).unwrap().insert(id, &[0; 16]).unwrap();
+    }
+    let mut enc = tickpack::Encoder::new(s.clone());
+    let p = enc.encode(&big, 0, None).unwrap();
+    assert!(p.len() < 2000, "{} bytes", p.len());
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert_eq!(r, Err(DecodeError::DecodedTooLarge { limit: 64 * 1024 }));
+    assert!(peak <= 2 * LIMITS.max_decoded_bytes, "peak {peak}");
+}
+
+#[test]
+fn absurd_entity_counts() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let mut dec = decoder(&s);
+    let mut out = Snapshot::new(&s);
+    // A keyframe announcing u32::MAX spawned entities in 5 bytes.
+    let mut p = header(&s);
+    let payload = [0xff, 0xff, 0xff, 0xff, 0x0f];
+    p.extend_from_slice(&(1u16 | ((payload.len() as u16 - 1) << 3)).to_le_bytes());
+    p.extend_from_slice(&payload);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert_eq!(
+        r,
+        Err(DecodeError::TooManyEntities {
+            section: 0,
+            count: u32::MAX as usize,
+            limit: 1000
+        })
+    );
+    assert!(peak < 4096, "peak {peak}");
+    // 1000 spawned ids (allowed) but no record bytes: refused before the
+    // section is allocated.
+    let mut payload = vec![0xe8, 0x07]; // 1000
+    payload.extend(std::iter::repeat_n(0u8, 1000));
+    let mut p = header(&s);
+    p.extend_from_slice(&(1u16 | ((payload.len() as u16 - 1) << 3)).to_le_bytes());
+    p.extend_from_slice(&payload);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
+    assert!(peak < 16 * 1024, "peak {peak}");
+}
+
+#[test]
+fn unknown_dictionary_and_garbage_acks() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let mut dec = decoder(&s);
+    let mut p = vec![0x21u8];
+    p.extend_from_slice(&s.id().to_le_bytes());
+    p.extend_from_slice(&[0, 0, 0xef, 0xbe, 0xad, 0xde, 0x01, 0x00, 0x00]);
+    let (r, peak) = peak_of(|| dec.decode(&p, None));
+    assert_eq!(
+        r.map(|_| ()),
+        Err(DecodeError::UnknownDictionary { id: 0xdead_beef })
+    );
+    assert!(peak < 1024, "peak {peak}");
+
+    // A client acking sequences never sent: ignored, nothing allocated.
+    let mut server = Server::new(s.clone(), ServerConfig::default()).unwrap();
+    server.connect(1);
+    let world = std::sync::Arc::new(Snapshot::new(&s));
+    server.begin_tick(world);
+    server.send(1, &View::all()).unwrap();
+    let (unknown, peak) = peak_of(|| {
+        (1..=u16::MAX)
+            .filter(|&q| server.ack(1, q) == Ok(AckOutcome::Unknown))
+            .count()
+    });
+    assert_eq!(unknown, 65_535);
+    assert_eq!(peak, 0, "acks allocate nothing");
+    assert_eq!(server.acked(1), None);
+    let _ = Baseline {
+        sequence: 0,
+        snapshot: &Snapshot::new(&s),
+    };
+}
