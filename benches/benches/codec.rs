@@ -1,0 +1,231 @@
+//! Criterion benches of every pipeline stage and of whole packets, on one
+//! snapshot of the 64-car racing lobby and one of the 901-cube pile.
+//!
+//! Each case is measured twice with the same closures: in group
+//! `<case>/bytes` the throughput is raw record bytes per second (entity count
+//! × record size), in group `<case>/snapshots` it is snapshots per second.
+//! Stages run over every record of the snapshot, in pipeline order (`delta`
+//! against the snapshot 6 ticks earlier, `to_columns`, `to_planes`, zstd
+//! `blocks`); the end-to-end benches are the real [`Encoder`] and
+//! [`Decoder`], so for the cube pile they only carry the changed cubes.
+//! Every buffer is allocated before the measured closure and reused, except
+//! inside `Blocks::encode`, which returns a new `Vec`.
+//!
+//! ```sh
+//! cargo bench -p tickpack-benches --bench codec              # measure
+//! cargo bench -p tickpack-benches --bench codec -- --test    # CI smoke: run each once
+//! ```
+
+#![forbid(unsafe_code)]
+// criterion_group!/criterion_main! generate undocumented pub fns.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use tickpack::internals::{self, Blocks};
+use tickpack::{Baseline, Decoder, Encoder, Schema, Snapshot, DEFAULT_LEVEL};
+use tickpack_benches::scenarios::{self, changed_entities};
+
+/// Ticks between a delta packet and its baseline, as in the 2015 challenge.
+const DISTANCE: usize = 6;
+/// Sequence numbers of the benched packets.
+const BASE_SEQ: u16 = 100;
+const CUR_SEQ: u16 = BASE_SEQ + DISTANCE as u16;
+/// Decoder output cap for `Blocks::decode`: the decoder's default limit.
+const MAX_DECODED: usize = 1 << 20;
+
+/// One snapshot to bench and its baseline 6 ticks earlier.
+struct Case {
+    label: &'static str,
+    schema: Schema,
+    cur: Snapshot,
+    base: Snapshot,
+}
+
+fn cases() -> Vec<Case> {
+    let racing = scenarios::racing_lobby(1, 61 + DISTANCE);
+    // The cube pile's activity varies a lot: bench the tick with the median
+    // number of changed cubes over 10 s.
+    let cubes = scenarios::cube_pile(1, 600);
+    let mut by_activity: Vec<(usize, usize)> = (DISTANCE..cubes.ticks.len())
+        .map(|i| {
+            (
+                changed_entities(&cubes.ticks[i - DISTANCE], &cubes.ticks[i]),
+                i,
+            )
+        })
+        .collect();
+    by_activity.sort_unstable();
+    let (changed, tick) = by_activity[by_activity.len() / 2];
+    eprintln!(
+        "cube pile: benching tick {tick}, {changed} of 901 cubes changed vs tick {}",
+        tick - DISTANCE
+    );
+    vec![
+        Case {
+            label: "racing64",
+            cur: racing.ticks[60 + DISTANCE].clone(),
+            base: racing.ticks[60].clone(),
+            schema: racing.schema,
+        },
+        Case {
+            label: "cubes901",
+            cur: cubes.ticks[tick].clone(),
+            base: cubes.ticks[tick - DISTANCE].clone(),
+            schema: cubes.schema,
+        },
+    ]
+}
+
+/// Inputs and output buffers of every stage, computed once per case.
+struct Stages {
+    n: usize,
+    rows: Vec<u8>,
+    base_rows: Vec<u8>,
+    cols: Vec<u8>,
+    planes: Vec<u8>,
+    deltas: Vec<u8>,
+    /// Planes of the delta rows: what the block stage compresses.
+    payload: Vec<u8>,
+    blocks: Vec<u8>,
+}
+
+impl Stages {
+    fn new(case: &Case) -> Self {
+        let ty = &case.schema.sections()[0];
+        let (cur, base) = (&case.cur.sections()[0], &case.base.sections()[0]);
+        assert_eq!(
+            cur.ids(),
+            base.ids(),
+            "stage benches need the same entities in both ticks"
+        );
+        let n = cur.len();
+        let len = n * ty.record_size();
+        let rows = cur.records().to_vec();
+        let mut cols = vec![0; len];
+        internals::to_columns(ty, &rows, n, &mut cols);
+        let mut planes = vec![0; len];
+        internals::to_planes(ty, &cols, n, &mut planes);
+        let mut deltas = vec![0; len];
+        internals::delta_encode(ty, &rows, base.records(), &mut deltas);
+        let mut delta_cols = vec![0; len];
+        internals::to_columns(ty, &deltas, n, &mut delta_cols);
+        let mut payload = vec![0; len];
+        internals::to_planes(ty, &delta_cols, n, &mut payload);
+        let mut coder = Blocks::new(DEFAULT_LEVEL);
+        let blocks = coder.encode(&payload);
+        let mut back = Vec::new();
+        match coder.decode(&blocks, MAX_DECODED, &mut back) {
+            Ok(()) if back == payload => {}
+            other => panic!("{}: blocks do not round-trip: {other:?}", case.label),
+        }
+        Self {
+            n,
+            rows,
+            base_rows: base.records().to_vec(),
+            cols,
+            planes,
+            deltas,
+            payload,
+            blocks,
+        }
+    }
+}
+
+fn bench_case(c: &mut Criterion, case: &Case) {
+    let ty = &case.schema.sections()[0];
+    let s = Stages::new(case);
+    let raw = (s.n * ty.record_size()) as u64;
+
+    // Packets for the decode benches, checked once.
+    let mut enc = Encoder::new(case.schema.clone());
+    let mut dec = Decoder::new(case.schema.clone());
+    let baseline = Some(Baseline {
+        sequence: BASE_SEQ,
+        snapshot: &case.base,
+    });
+    let mut key_packet = Vec::new();
+    let mut delta_packet = Vec::new();
+    let mut decoded = Snapshot::default();
+    if let Err(e) = enc.encode_to_vec(&case.cur, CUR_SEQ, None, &mut key_packet) {
+        panic!("{}: keyframe: {e}", case.label);
+    }
+    if let Err(e) = enc.encode_to_vec(&case.cur, CUR_SEQ, baseline, &mut delta_packet) {
+        panic!("{}: delta: {e}", case.label);
+    }
+    for (packet, base) in [(&key_packet, None), (&delta_packet, baseline)] {
+        match dec.decode_into(packet, base, &mut decoded) {
+            Ok(_) if decoded == case.cur => {}
+            other => panic!("{}: packet does not round-trip: {other:?}", case.label),
+        }
+    }
+    eprintln!(
+        "{}: {} raw bytes, keyframe {} bytes, delta {} bytes",
+        case.label,
+        raw,
+        key_packet.len(),
+        delta_packet.len()
+    );
+
+    for (kind, throughput) in [
+        ("bytes", Throughput::Bytes(raw)),
+        ("snapshots", Throughput::Elements(1)),
+    ] {
+        let mut g = c.benchmark_group(format!("{}/{kind}", case.label));
+        g.throughput(throughput);
+        let n = s.n;
+        let mut out = vec![0u8; s.rows.len()];
+
+        g.bench_function("to_columns", |b| {
+            b.iter(|| internals::to_columns(ty, black_box(&s.rows), n, &mut out))
+        });
+        g.bench_function("from_columns", |b| {
+            b.iter(|| internals::from_columns(ty, black_box(&s.cols), n, &mut out))
+        });
+        g.bench_function("to_planes", |b| {
+            b.iter(|| internals::to_planes(ty, black_box(&s.cols), n, &mut out))
+        });
+        g.bench_function("from_planes", |b| {
+            b.iter(|| internals::from_planes(ty, black_box(&s.planes), n, &mut out))
+        });
+        g.bench_function("delta_encode", |b| {
+            b.iter(|| internals::delta_encode(ty, black_box(&s.rows), &s.base_rows, &mut out))
+        });
+        g.bench_function("delta_decode", |b| {
+            b.iter(|| internals::delta_decode(ty, black_box(&s.deltas), &s.base_rows, &mut out))
+        });
+        let mut blocks = Blocks::new(DEFAULT_LEVEL);
+        g.bench_function("blocks_encode", |b| {
+            b.iter(|| blocks.encode(black_box(&s.payload)))
+        });
+        let mut regenerated = Vec::with_capacity(s.payload.len());
+        g.bench_function("blocks_decode", |b| {
+            b.iter(|| blocks.decode(black_box(&s.blocks), MAX_DECODED, &mut regenerated))
+        });
+
+        let mut packet = Vec::with_capacity(key_packet.len().max(delta_packet.len()));
+        g.bench_function("encode_keyframe", |b| {
+            b.iter(|| enc.encode_to_vec(black_box(&case.cur), CUR_SEQ, None, &mut packet))
+        });
+        g.bench_function("encode_delta6", |b| {
+            b.iter(|| enc.encode_to_vec(black_box(&case.cur), CUR_SEQ, baseline, &mut packet))
+        });
+        g.bench_function("decode_keyframe", |b| {
+            b.iter(|| dec.decode_into(black_box(&key_packet), None, &mut decoded))
+        });
+        g.bench_function("decode_delta6", |b| {
+            b.iter(|| dec.decode_into(black_box(&delta_packet), baseline, &mut decoded))
+        });
+        g.finish();
+    }
+}
+
+fn codec(c: &mut Criterion) {
+    for case in cases() {
+        bench_case(c, &case);
+    }
+}
+
+criterion_group!(benches, codec);
+criterion_main!(benches);
