@@ -326,7 +326,7 @@ pub enum DecodeError {
         count: usize,
     },
     /// A zstd block regenerated more than its limit, or the payload grew past
-    /// [`DecodeLimits::max_decoded_bytes`](crate::DecodeLimits).
+    /// [`Limits::max_decoded_bytes`](crate::Limits::max_decoded_bytes).
     DecodedTooLarge {
         /// Configured limit.
         limit: usize,

@@ -21,8 +21,11 @@ use crate::{
     Snapshot, BLOCK_HEADER_LEN, MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
 };
 
+/// A property: panics on the input that violates it.
+pub type Property = fn(&[u8]);
+
 /// Every property by name: the fuzz target of the same name calls it.
-pub const PROPERTIES: &[(&str, fn(&[u8]))] = &[
+pub const PROPERTIES: &[(&str, Property)] = &[
     ("decode_corrupt", decode_corrupt),
     ("roundtrip", roundtrip),
     ("no_output_leak", no_output_leak),

@@ -20,29 +20,15 @@ pub fn from_columns(ty: &EntityType, cols: &[u8], n: usize, rows: &mut [u8]) {
     soa::from_columns(cols, n, ty.record_size(), ty.columns(), rows);
 }
 
-/// Planes stage: every column of [`to_columns`]'s output to byte planes.
+/// Planes stage: the columns of [`to_columns`] to byte planes, in the
+/// wire's significance-major order.
 pub fn to_planes(ty: &EntityType, cols: &[u8], n: usize, out: &mut [u8]) {
-    let mut pos = 0;
-    for &(_, size) in ty.columns() {
-        let len = n * size;
-        planes::split(&cols[pos..pos + len], n, size, &mut out[pos..pos + len]);
-        pos += len;
-    }
+    planes::split_all(ty.planes(), cols, n, out);
 }
 
 /// Inverse of [`to_planes`].
 pub fn from_planes(ty: &EntityType, planes_in: &[u8], n: usize, cols: &mut [u8]) {
-    let mut pos = 0;
-    for &(_, size) in ty.columns() {
-        let len = n * size;
-        planes::join(
-            &planes_in[pos..pos + len],
-            n,
-            size,
-            &mut cols[pos..pos + len],
-        );
-        pos += len;
-    }
+    planes::join_all(ty.planes(), planes_in, n, cols);
 }
 
 /// Delta stage over `n` records against `n` reference records.

@@ -174,6 +174,7 @@ pub struct EntityType {
     default_record: Vec<u8>,
     spans: Vec<Span>,
     columns: Vec<(usize, usize)>,
+    planes: Vec<crate::pipeline::planes::Plane>,
 }
 
 impl EntityType {
@@ -210,6 +211,11 @@ impl EntityType {
     /// `(offset, size)` of each field: the columns of the SoA stage.
     pub(crate) fn columns(&self) -> &[(usize, usize)] {
         &self.columns
+    }
+
+    /// The order of the byte planes.
+    pub(crate) fn planes(&self) -> &[crate::pipeline::planes::Plane] {
+        &self.planes
     }
 
     /// Byte offset and size of each element (array items counted singly).
@@ -331,6 +337,13 @@ impl EntityType {
                 }),
             }
         }
+        let planes = crate::pipeline::planes::order(
+            &fields
+                .iter()
+                .zip(&offsets)
+                .map(|(f, &o)| (o, f.size(), f.ty.size()))
+                .collect::<Vec<_>>(),
+        );
         let columns = fields
             .iter()
             .zip(&offsets)
@@ -344,6 +357,7 @@ impl EntityType {
             default_record,
             spans,
             columns,
+            planes,
         })
     }
 }

@@ -251,7 +251,7 @@ fn worked_example_stages() {
     println!("keyframe deltas: {}", hex(&d));
     println!("keyframe columns: {}", hex(&cols));
     println!("keyframe planes: {}", hex(&planes));
-    assert_eq!(hex(&planes), "00 e6 00 00 00 18 85 00 f4 00 00 00 02 fe");
+    assert_eq!(hex(&planes), "00 00 f4 00 02 01 00 00 01 00 90 06 85 00");
 
     // Delta: ship 3 changed (against its baseline), ship 12 spawned (against zero).
     let mut refs = t0.sections()[0].records()[..7].to_vec();

@@ -7,7 +7,7 @@
 //!    spawned record against the previous spawned one (the first against the
 //!    type's default record), per field operator.
 //! 3. [`soa`]: rows of deltas to one column per field.
-//! 4. [`planes`]: each column to byte planes.
+//! 4. [`planes`]: each column to byte planes, significance-major.
 //!
 //! Delta runs before the transposition because the `Int` operator works on
 //! whole values; the byte-wise operators give the same bytes either way.
@@ -71,17 +71,7 @@ pub(crate) fn encode_section(
     soa::to_columns(&s.rows, n, rs, ty.columns(), &mut s.cols);
     let start = planes.len();
     planes.resize(start + n * rs, 0);
-    let mut pos = 0;
-    for &(_, size) in ty.columns() {
-        let len = n * size;
-        planes::split(
-            &s.cols[pos..pos + len],
-            n,
-            size,
-            &mut planes[start + pos..start + pos + len],
-        );
-        pos += len;
-    }
+    planes::split_all(ty.planes(), &s.cols, n, &mut planes[start..]);
 }
 
 /// The entity sets of one section as read from the payload.
@@ -150,17 +140,7 @@ pub(crate) fn decode_section(
     let rs = ty.record_size();
     let n = m.rows();
     s.cols.resize(n * rs, 0);
-    let mut pos = 0;
-    for &(_, size) in ty.columns() {
-        let len = n * size;
-        planes::join(
-            &plane_bytes[pos..pos + len],
-            n,
-            size,
-            &mut s.cols[pos..pos + len],
-        );
-        pos += len;
-    }
+    planes::join_all(ty.planes(), plane_bytes, n, &mut s.cols);
     s.rows.resize(n * rs, 0);
     soa::from_columns(&s.cols, n, rs, ty.columns(), &mut s.rows);
 
