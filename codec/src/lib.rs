@@ -5,7 +5,9 @@
 
 mod block;
 mod decoder;
+pub mod capture;
 mod dict;
+pub mod dictset;
 mod encoder;
 mod error;
 #[cfg(feature = "internals")]

@@ -1,0 +1,3 @@
+//! Dictionary sets: trained dictionaries and per-field choices for one game
+//! version, loaded from `dictionaries/<game>/<version>/manifest.json`.
+#![forbid(unsafe_code)]
