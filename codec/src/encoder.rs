@@ -216,6 +216,27 @@ impl Encoder {
         Ok(())
     }
 
+    /// The uncompressed payload `encode` would cut into blocks (section
+    /// metas and byte planes, without header): exactly the bytes zstd and
+    /// its dictionaries see, so dictionary training samples come from here.
+    pub fn payload(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            baseline,
+        )?;
+        out.clear();
+        out.extend_from_slice(&self.payload);
+        Ok(())
+    }
+
     fn bound(&self) -> usize {
         self.header.len() + block::max_blocks_len(self.payload.len(), 1)
     }
