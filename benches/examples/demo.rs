@@ -1,9 +1,10 @@
 //! tickpack on its two reference scenarios, against plain zstd.
 //!
 //! ```sh
-//! cargo run --release --example demo [-- --ticks N] [--seed S]
+//! cargo run --release --example demo [-- --ticks N] [--seed S] [--clients C] [--loss P]
 //! ```
 //!
+//! Part 1, the codec:
 //! For each scenario (the 64-car racing lobby, the 901-cube pile of the 2015
 //! compression challenge, and an idle server) it encodes tick 0 as a
 //! keyframe, ticks 1-5 against tick 0 (so the receiver holds them), and every
@@ -11,6 +12,12 @@
 //! distance. Every packet is decoded and compared with the original: any
 //! difference exits non-zero. Statistics cover the keyframe and the packets
 //! of ticks 6 and later.
+//!
+//! Part 2, the session layer: the racing lobby served to `--clients` clients
+//! (default 63) over a simulated link with `--loss` packet loss in both
+//! directions (default 5%), 3 ticks of latency and 1 of jitter. Each client
+//! gets a delta against the newest snapshot it acked. Exits non-zero if a
+//! client cannot decode a packet or ends out of sync.
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +26,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use tickpack::{Baseline, Decoder, Encoder, Snapshot};
+use tickpack_benches::lobby::{self, LobbyConfig};
 use tickpack_benches::scenarios::{self, changed_entities, Scenario, TICK_RATE};
 
 /// Ticks between a packet and its baseline, as in the 2015 challenge.
@@ -28,7 +36,7 @@ const DEFAULT_SEED: u64 = 1;
 const ZSTD_LEVEL: i32 = 3;
 
 fn main() -> ExitCode {
-    match parse_args().and_then(|(ticks, seed)| run(ticks, seed)) {
+    match parse_args().and_then(|(ticks, seed, lobby)| run(ticks, seed, &lobby)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -37,8 +45,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_args() -> Result<(usize, u64), Box<dyn Error>> {
+fn parse_args() -> Result<(usize, u64, LobbyConfig), Box<dyn Error>> {
     let (mut ticks, mut seed) = (DEFAULT_TICKS, DEFAULT_SEED);
+    let mut lobby = LobbyConfig::default();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let (key, inline) = match arg.split_once('=') {
@@ -54,8 +63,16 @@ fn parse_args() -> Result<(usize, u64), Box<dyn Error>> {
         match key.as_str() {
             "--ticks" => ticks = value()?.parse()?,
             "--seed" => seed = value()?.parse()?,
+            "--clients" => lobby.clients = value()?.parse()?,
+            "--loss" => {
+                let p: f64 = value()?.trim_end_matches('%').parse()?;
+                lobby.loss = if p > 1.0 { p / 100.0 } else { p };
+            }
             "-h" | "--help" => {
-                println!("usage: demo [--ticks N (default {DEFAULT_TICKS}, at least 7)] [--seed S (default {DEFAULT_SEED})]");
+                println!(
+                    "usage: demo [--ticks N (default {DEFAULT_TICKS}, at least 7)] [--seed S (default {DEFAULT_SEED})] \
+                     [--clients C (default 63)] [--loss P (0.05 or 5%, default 5%)]"
+                );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument `{other}` (try --help)").into()),
@@ -64,10 +81,15 @@ fn parse_args() -> Result<(usize, u64), Box<dyn Error>> {
     if ticks <= DISTANCE {
         return Err(format!("--ticks must be at least {}", DISTANCE + 1).into());
     }
-    Ok((ticks, seed))
+    if !(0.0..1.0).contains(&lobby.loss) {
+        return Err("--loss must be below 100%".into());
+    }
+    lobby.ticks = ticks;
+    lobby.seed = seed;
+    Ok((ticks, seed, lobby))
 }
 
-fn run(ticks: usize, seed: u64) -> Result<(), Box<dyn Error>> {
+fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn Error>> {
     let start = Instant::now();
     println!(
         "tickpack demo: {ticks} ticks at {TICK_RATE} Hz, seed {seed}; packet i against tick i-{DISTANCE}, \
@@ -82,12 +104,73 @@ fn run(ticks: usize, seed: u64) -> Result<(), Box<dyn Error>> {
         r.print(sc.name == "cube pile");
     }
     println!(
-        "\nall {} packets decoded bit-exact; scenarios generated in {:.2} s, total {:.2} s",
+        "\nall {} packets decoded bit-exact; scenarios generated in {:.2} s",
         3 * (ticks + 1),
         generated.as_secs_f64(),
-        start.elapsed().as_secs_f64()
     );
+    let r = lobby::simulate(lobby_cfg)?;
+    print_lobby(lobby_cfg, &r);
+    println!("\ntotal {:.2} s", start.elapsed().as_secs_f64());
+    if r.undecodable > 0 || r.out_of_sync > 0 {
+        return Err(format!(
+            "{} undecodable packets, {} clients out of sync",
+            r.undecodable, r.out_of_sync
+        )
+        .into());
+    }
     Ok(())
+}
+
+fn print_lobby(cfg: &LobbyConfig, r: &lobby::LobbyReport) {
+    println!(
+        "\n## racing lobby, session layer: {} clients, {:.0}% loss each way, {} ticks latency + 0..{} jitter, {} ticks",
+        r.clients,
+        cfg.loss * 100.0,
+        cfg.latency_ticks,
+        cfg.jitter_ticks,
+        r.ticks
+    );
+    println!("| per tick, averaged                           |      value |");
+    println!("|----------------------------------------------|------------|");
+    let row = |k: &str, v: String| println!("| {k:<44} | {v:>10} |");
+    row("raw bytes (world records)", format!("{:.1}", r.raw_bytes));
+    row(
+        "sent bytes per client",
+        format!("{:.1}", r.bytes_per_client),
+    );
+    row(
+        "full snapshots sent (run total)",
+        r.full_snapshots.to_string(),
+    );
+    row("packets lost on the link (run total)", r.lost.to_string());
+    row(
+        "dropped by clients: stale/no baseline (total)",
+        r.dropped.to_string(),
+    );
+    row("undecodable packets (must be 0)", r.undecodable.to_string());
+    row(
+        "encoder runs per tick (rest shared)",
+        format!("{:.2}", r.encodes as f64 / r.ticks as f64),
+    );
+    row(
+        "server encode time per tick, µs",
+        format!("{:.1}", r.encode_us_per_tick),
+    );
+    row(
+        "upload Mbps, all clients at 60 Hz",
+        format!("{:.2}", r.upload_mbps),
+    );
+    row("  budget (seed 003: 63 clients)", "50.00".to_owned());
+    row(
+        "  same traffic as zstd -3 frames, Mbps",
+        format!("{:.2}", r.zstd_frame_upload_mbps),
+    );
+    row(
+        "server memory per client, bytes",
+        r.client_memory.to_string(),
+    );
+    row("shared world history, bytes", r.shared_memory.to_string());
+    row("clients out of sync at the end", r.out_of_sync.to_string());
 }
 
 /// What one scenario measured.

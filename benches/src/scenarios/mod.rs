@@ -14,7 +14,7 @@
 mod cube_pile;
 mod math;
 mod racing;
-mod rng;
+pub(crate) mod rng;
 
 use tickpack::{Schema, Section, Snapshot};
 

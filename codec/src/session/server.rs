@@ -33,6 +33,9 @@ pub struct ServerConfig {
     pub dictionary: Option<Dictionary>,
     /// Sequence of the first tick (tests start near the wrap).
     pub first_sequence: u16,
+    /// Give clients with the same baseline and view the same bytes, encoded
+    /// once per tick. Default on; off only to measure what it saves.
+    pub share_encodes: bool,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +47,7 @@ impl Default for ServerConfig {
             checksum: true,
             dictionary: None,
             first_sequence: 0,
+            share_encodes: true,
         }
     }
 }
@@ -138,6 +142,7 @@ pub struct Server {
     schema: Schema,
     encoder: Encoder,
     history: usize,
+    share: bool,
     clients: HashMap<u16, ClientSlot>,
     sequence: u16,
     world: Option<Arc<Snapshot>>,
@@ -178,6 +183,7 @@ impl Server {
             schema,
             encoder,
             history: config.history,
+            share: config.share_encodes,
             clients: HashMap::new(),
             sequence: config.first_sequence.wrapping_sub(1),
             world: None,
@@ -253,7 +259,7 @@ impl Server {
         let shared = self
             .shared
             .iter()
-            .find(|s| s.baseline == key && s.view == *view)
+            .find(|s| self.share && s.baseline == key && s.view == *view)
             .map(|s| s.bytes.clone());
         let bytes = match shared {
             Some(b) => b,
