@@ -29,7 +29,7 @@ fn server_tick(c: &mut Criterion) {
             let seq = server.begin_tick(worlds[t % worlds.len()].clone());
             for id in 1..=CLIENTS {
                 black_box(server.send(id, &View::all()).ok());
-                let lag = if id % 20 == 0 { 4 + u16::from(id % 3) } else { 3 };
+                let lag = if id % 20 == 0 { 4 + id % 3 } else { 3 };
                 server.ack(id, seq.wrapping_sub(lag)).ok();
             }
             t += 1;
