@@ -28,6 +28,7 @@ pub struct Decoder {
     dicts: HashMap<u32, Arc<DDict>>,
     payload: Vec<u8>,
     metas: Vec<SectionMeta>,
+    predicted: Vec<crate::snapshot::Section>,
     scratch: DecodeScratch,
 }
 
@@ -43,6 +44,11 @@ impl core::fmt::Debug for Decoder {
 impl Decoder {
     /// A decoder with default limits and no dictionaries.
     pub fn new(schema: Schema) -> Self {
+        let predicted = schema
+            .sections()
+            .iter()
+            .map(|_| Default::default())
+            .collect();
         let metas = schema
             .sections()
             .iter()
@@ -55,6 +61,7 @@ impl Decoder {
             dicts: HashMap::new(),
             payload: Vec::new(),
             metas,
+            predicted,
             scratch: DecodeScratch::default(),
         }
     }
@@ -101,7 +108,21 @@ impl Decoder {
         baseline: Option<Baseline<'_>>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
-        let r = self.decode_inner(packet, baseline, out);
+        self.decode_predicted_into(packet, baseline, None, out)
+    }
+
+    /// Like [`Decoder::decode_into`] for packets that may also name a prior
+    /// baseline ([`PacketHeader::prior`]), made by
+    /// [`Encoder::encode_predicted_to_vec`](crate::Encoder::encode_predicted_to_vec).
+    /// `prior` is ignored when the packet names none.
+    pub fn decode_predicted_into(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        out: &mut Snapshot,
+    ) -> Result<PacketHeader, DecodeError> {
+        let r = self.decode_inner(packet, baseline, prior, out);
         if r.is_err() {
             out.reset(&self.schema);
         }
@@ -112,6 +133,7 @@ impl Decoder {
         &mut self,
         packet: &[u8],
         baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
         let mut r = Reader::new(packet);
@@ -136,6 +158,22 @@ impl Decoder {
                     .check(&self.schema)
                     .map_err(DecodeError::BadBaseline)?;
                 Some(b.snapshot)
+            }
+        };
+        let prior = match (header.prior, prior) {
+            (None, _) => None,
+            (Some(sequence), None) => return Err(DecodeError::MissingPrior { sequence }),
+            (Some(expected), Some(p)) if p.sequence != expected => {
+                return Err(DecodeError::PriorMismatch {
+                    expected,
+                    actual: p.sequence,
+                })
+            }
+            (Some(_), Some(p)) => {
+                p.snapshot
+                    .check(&self.schema)
+                    .map_err(DecodeError::BadBaseline)?;
+                Some(p.snapshot)
             }
         };
         let dict = match header.dictionary {
@@ -185,9 +223,19 @@ impl Decoder {
             .zip(out.sections_mut())
             .enumerate()
         {
-            let b = match base {
-                Some(b) => b.sections()[i].as_ref(),
-                None => SectionRef::empty(ty.record_size()),
+            let b = match (base, prior) {
+                (Some(b), Some(p)) if ty.predicts() => {
+                    let predicted = &mut self.predicted[i];
+                    pipeline::predict_section(
+                        ty,
+                        &b.sections()[i].as_ref(),
+                        &p.sections()[i].as_ref(),
+                        predicted,
+                    );
+                    predicted.as_ref()
+                }
+                (Some(b), _) => b.sections()[i].as_ref(),
+                (None, _) => SectionRef::empty(ty.record_size()),
             };
             let len = m.rows() * ty.record_size();
             pipeline::decode_section(

@@ -50,6 +50,7 @@ pub struct Encoder {
     dict: Option<(u32, CDict)>,
     checksum: bool,
     scratch: Vec<EncodeScratch>,
+    predicted: Vec<crate::snapshot::Section>,
     header: Vec<u8>,
     payload: Vec<u8>,
     planes: Vec<u8>,
@@ -79,6 +80,11 @@ impl Encoder {
             .iter()
             .map(|_| EncodeScratch::default())
             .collect();
+        let predicted = schema
+            .sections()
+            .iter()
+            .map(|_| Default::default())
+            .collect();
         Self {
             schema,
             limits: Limits::default(),
@@ -86,6 +92,7 @@ impl Encoder {
             dict: None,
             checksum: false,
             scratch,
+            predicted,
             header: Vec::with_capacity(MAX_HEADER_LEN),
             payload: Vec::new(),
             planes: Vec::new(),
@@ -165,6 +172,7 @@ impl Encoder {
             snapshot.sections().iter().map(|s| s.as_ref()),
             sequence,
             baseline,
+            None,
         )?;
         out.clear();
         out.resize(self.bound(), 0);
@@ -187,6 +195,7 @@ impl Encoder {
             snapshot.sections().iter().map(|s| s.as_ref()),
             sequence,
             baseline,
+            None,
         )?;
         self.finish(out)
     }
@@ -208,7 +217,34 @@ impl Encoder {
                 actual: sections.len(),
             }));
         }
-        self.build(sections.iter().copied(), sequence, baseline)?;
+        self.build(sections.iter().copied(), sequence, baseline, None)?;
+        out.clear();
+        out.resize(self.bound(), 0);
+        let n = self.finish(out)?;
+        out.truncate(n);
+        Ok(())
+    }
+
+    /// Like [`Encoder::encode_to_vec`] with a second, older baseline
+    /// `prior`: fields coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict)
+    /// are coded against `2·baseline − prior`. The packet names both; the
+    /// receiver needs both ([`Decoder::decode_predicted_into`](crate::Decoder::decode_predicted_into)).
+    /// Without `Predict` fields in the schema the prior is ignored.
+    pub fn encode_predicted_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Baseline<'_>,
+        prior: Baseline<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            Some(baseline),
+            Some(prior),
+        )?;
         out.clear();
         out.resize(self.bound(), 0);
         let n = self.finish(out)?;
@@ -231,6 +267,7 @@ impl Encoder {
             snapshot.sections().iter().map(|s| s.as_ref()),
             sequence,
             baseline,
+            None,
         )?;
         out.clear();
         out.extend_from_slice(&self.payload);
@@ -247,6 +284,7 @@ impl Encoder {
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
         sequence: u16,
         baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
     ) -> Result<(), EncodeError> {
         if let Some(b) = baseline {
             b.snapshot.check(&self.schema)?;
@@ -255,6 +293,19 @@ impl Encoder {
                 return Err(EncodeError::BaselineDistance {
                     sequence,
                     baseline: b.sequence,
+                });
+            }
+        }
+        // A prior only matters to schemas that predict, and needs a baseline.
+        let prior = prior.filter(|_| baseline.is_some() && self.schema.predicts());
+        if let (Some(b), Some(p)) = (baseline, prior) {
+            p.snapshot.check(&self.schema)?;
+            let d = b.sequence.wrapping_sub(p.sequence);
+            let total = u32::from(sequence.wrapping_sub(b.sequence)) + u32::from(d);
+            if d == 0 || total > u32::from(MAX_BASELINE_DISTANCE) {
+                return Err(EncodeError::BaselineDistance {
+                    sequence,
+                    baseline: p.sequence,
                 });
             }
         }
@@ -281,9 +332,19 @@ impl Encoder {
                     limit,
                 });
             }
-            let base = match baseline {
-                Some(b) => b.snapshot.sections()[i].as_ref(),
-                None => SectionRef::empty(ty.record_size()),
+            let base = match (baseline, prior) {
+                (Some(b), Some(p)) if ty.predicts() => {
+                    let predicted = &mut self.predicted[i];
+                    pipeline::predict_section(
+                        ty,
+                        &b.snapshot.sections()[i].as_ref(),
+                        &p.snapshot.sections()[i].as_ref(),
+                        predicted,
+                    );
+                    predicted.as_ref()
+                }
+                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
+                (None, _) => SectionRef::empty(ty.record_size()),
             };
             pipeline::encode_section(
                 ty,
@@ -301,7 +362,7 @@ impl Encoder {
                 limit: self.limits.max_decoded_bytes,
             });
         }
-        self.write_header(sections, sequence, baseline);
+        self.write_header(sections, sequence, baseline, prior);
         Ok(())
     }
 
@@ -310,11 +371,13 @@ impl Encoder {
         sections: impl Iterator<Item = SectionRef<'s>>,
         sequence: u16,
         baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
     ) {
         let mut h = PacketHeader {
             schema_id: self.schema.id(),
             sequence,
             baseline: baseline.map(|b| b.sequence),
+            prior: prior.map(|p| p.sequence),
             dictionary: self.dict.as_ref().map(|d| d.0),
             checksum: None,
         };

@@ -308,6 +308,18 @@ pub enum DecodeError {
     },
     /// A baseline distance of zero.
     BadBaselineDistance,
+    /// The packet predicts from a prior baseline, but none was supplied.
+    MissingPrior {
+        /// Prior sequence the packet names.
+        sequence: u16,
+    },
+    /// The supplied prior is not the one the packet names.
+    PriorMismatch {
+        /// Sequence the packet names.
+        expected: u16,
+        /// Sequence of the prior supplied.
+        actual: u16,
+    },
     /// The packet names a dictionary the decoder does not hold.
     UnknownDictionary {
         /// Dictionary id in the packet.
@@ -410,6 +422,13 @@ impl fmt::Display for DecodeError {
                 "packet is a delta against {expected}, baseline given is {actual}"
             ),
             Self::BadBaselineDistance => write!(f, "baseline distance of zero"),
+            Self::MissingPrior { sequence } => {
+                write!(f, "packet predicts from prior {sequence}, none given")
+            }
+            Self::PriorMismatch { expected, actual } => write!(
+                f,
+                "packet predicts from prior {expected}, prior given is {actual}"
+            ),
             Self::UnknownDictionary { id } => write!(f, "unknown dictionary {id:#010x}"),
             Self::ReservedBlockType { offset } => {
                 write!(f, "reserved block type at offset {offset}")

@@ -6,10 +6,11 @@
 //!                 bit 4 BASELINE    a baseline distance follows
 //!                 bit 5 DICTIONARY  a dictionary id follows
 //!                 bit 6 CHECKSUM    a checksum follows
-//!                 bit 7             reserved, must be 0
+//!                 bit 7 PRIOR       a prior baseline distance follows (needs BASELINE)
 //! 1       4     schema id, u32 LE
 //! 5       2     sequence, u16 LE
 //! 7       1-3   baseline distance, varint, 1..=32767 (if BASELINE)
+//! ..      1-3   prior distance from the baseline, varint, 1..=32767 (if PRIOR)
 //! ..      4     dictionary id, u32 LE (if DICTIONARY)
 //! ..      2     checksum of the decoded snapshot, u16 LE (if CHECKSUM)
 //! ```
@@ -25,12 +26,12 @@ pub const FORMAT_VERSION: u8 = 1;
 /// comparisons stay unambiguous).
 pub const MAX_BASELINE_DISTANCE: u16 = 0x7fff;
 /// Largest header size.
-pub const MAX_HEADER_LEN: usize = 1 + 4 + 2 + 3 + 4 + 2;
+pub const MAX_HEADER_LEN: usize = 1 + 4 + 2 + 3 + 3 + 4 + 2;
 
 const FLAG_BASELINE: u8 = 0x10;
 const FLAG_DICTIONARY: u8 = 0x20;
 const FLAG_CHECKSUM: u8 = 0x40;
-const FLAGS_RESERVED: u8 = 0x80;
+const FLAG_PRIOR: u8 = 0x80;
 
 /// A parsed packet header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,6 +42,10 @@ pub struct PacketHeader {
     pub sequence: u16,
     /// Sequence of the baseline it is a delta against, if any.
     pub baseline: Option<u16>,
+    /// Sequence of the older baseline that, with `baseline`, predicts the
+    /// fields coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict).
+    /// Only with a baseline.
+    pub prior: Option<u16>,
     /// Dictionary the blocks were compressed with, if any.
     pub dictionary: Option<u32>,
     /// Checksum of the snapshot the packet decodes to, if sent
@@ -63,7 +68,7 @@ impl PacketHeader {
             return Err(DecodeError::UnsupportedVersion { version });
         }
         let flags = b0 & 0xf0;
-        if flags & FLAGS_RESERVED != 0 {
+        if flags & FLAG_PRIOR != 0 && flags & FLAG_BASELINE == 0 {
             return Err(DecodeError::ReservedBits { flags });
         }
         let schema_id = r.u32_le()?;
@@ -81,6 +86,22 @@ impl PacketHeader {
         } else {
             None
         };
+        let prior = match baseline {
+            Some(b) if flags & FLAG_PRIOR != 0 => {
+                let start = r.pos();
+                let d = r.varint()?;
+                if d == 0 {
+                    return Err(DecodeError::BadBaselineDistance);
+                }
+                // The prior must stay within half the sequence space of the packet.
+                let total = u32::from(sequence.wrapping_sub(b)) + d;
+                if total > u32::from(MAX_BASELINE_DISTANCE) {
+                    return Err(DecodeError::BadVarint { offset: start });
+                }
+                Some(b.wrapping_sub(d as u16))
+            }
+            _ => None,
+        };
         let dictionary = if flags & FLAG_DICTIONARY != 0 {
             Some(r.u32_le()?)
         } else {
@@ -95,6 +116,7 @@ impl PacketHeader {
             schema_id,
             sequence,
             baseline,
+            prior,
             dictionary,
             checksum,
         })
@@ -118,11 +140,18 @@ impl PacketHeader {
         if self.checksum.is_some() {
             b0 |= FLAG_CHECKSUM;
         }
+        let prior = self.baseline.and(self.prior);
+        if prior.is_some() {
+            b0 |= FLAG_PRIOR;
+        }
         out.push(b0);
         out.extend_from_slice(&self.schema_id.to_le_bytes());
         out.extend_from_slice(&self.sequence.to_le_bytes());
         if let Some(d) = self.baseline_distance() {
             put_varint(out, u32::from(d));
+        }
+        if let (Some(b), Some(p)) = (self.baseline, prior) {
+            put_varint(out, u32::from(b.wrapping_sub(p)));
         }
         if let Some(id) = self.dictionary {
             out.extend_from_slice(&id.to_le_bytes());
@@ -149,8 +178,10 @@ mod tests {
 
     proptest! {
         #[test]
-        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x7fff), dictionary: Option<u32>, checksum: Option<u16>) {
-            let h = PacketHeader { schema_id, sequence, baseline: dist.map(|d| sequence.wrapping_sub(d)), dictionary, checksum };
+        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x4000), pdist in proptest::option::of(1u16..=0x3fff), dictionary: Option<u32>, checksum: Option<u16>) {
+            let baseline = dist.map(|d| sequence.wrapping_sub(d));
+            let prior = baseline.and_then(|b| pdist.map(|p| b.wrapping_sub(p)));
+            let h = PacketHeader { schema_id, sequence, baseline, prior, dictionary, checksum };
             let mut out = Vec::new();
             h.write(&mut out);
             prop_assert!(out.len() <= MAX_HEADER_LEN);
@@ -177,7 +208,13 @@ mod tests {
         );
         assert_eq!(
             PacketHeader::parse(&[0x81, 0, 0, 0, 0, 0, 0]),
-            Err(DecodeError::ReservedBits { flags: 0x80 })
+            Err(DecodeError::ReservedBits { flags: 0x80 }),
+            "PRIOR without BASELINE"
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x91, 0, 0, 0, 0, 0, 0x40, 0xff, 0xff, 0x01, 0x02]),
+            Err(DecodeError::BadVarint { offset: 10 }),
+            "prior more than 32767 behind the packet"
         );
         assert_eq!(
             PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0]),

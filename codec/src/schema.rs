@@ -85,6 +85,12 @@ pub enum DeltaOp {
     Int,
     /// No delta: the value itself is sent.
     None,
+    /// Like `Int`, but against a linear prediction `2·b0 − b1` from the two
+    /// newest acked baselines (element-wise wrapping arithmetic on the
+    /// integer or float bit values) when the packet names a prior baseline
+    /// and the entity is in both; else against `b0`. For values that move
+    /// at a steady rate.
+    Predict,
 }
 
 impl DeltaOp {
@@ -99,6 +105,7 @@ impl DeltaOp {
             Self::Xor => 1,
             Self::Int => 2,
             Self::None => 3,
+            Self::Predict => 4,
         }
     }
 }
@@ -211,6 +218,11 @@ impl EntityType {
     /// `(offset, size)` of each field: the columns of the SoA stage.
     pub(crate) fn columns(&self) -> &[(usize, usize)] {
         &self.columns
+    }
+
+    /// Whether any field uses [`DeltaOp::Predict`].
+    pub fn predicts(&self) -> bool {
+        self.spans.iter().any(|s| s.op == DeltaOp::Predict)
     }
 
     /// The order of the byte planes.
@@ -405,6 +417,11 @@ impl Schema {
     /// [`DecodeError::SchemaMismatch`](crate::DecodeError::SchemaMismatch).
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// Whether any entity type uses [`DeltaOp::Predict`].
+    pub fn predicts(&self) -> bool {
+        self.sections.iter().any(EntityType::predicts)
     }
 
     /// Loads a schema from JSON text (see the crate docs for the form).

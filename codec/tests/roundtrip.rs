@@ -102,3 +102,123 @@ fn large_sections_span_blocks() {
     let p = roundtrip(&schema, &snap, 0, None, None);
     assert!(p.len() > tickpack::MAX_BLOCK_CONTENT);
 }
+
+mod prediction {
+    use super::common::{evolve, random_snapshot, schema_strategy, Rng};
+    use proptest::prelude::*;
+    use tickpack::{
+        Baseline, DecodeError, Decoder, DeltaOp, Encoder, Field, Primitive, Schema, Snapshot,
+    };
+
+    /// The schema with every field switched to `Predict`.
+    fn predictive(schema: &Schema) -> Schema {
+        let mut b = Schema::builder();
+        for ty in schema.sections() {
+            b = b.entity(ty.name());
+            for f in ty.fields() {
+                b = b.field_with(Field {
+                    delta: Some(DeltaOp::Predict),
+                    ..f.clone()
+                });
+            }
+        }
+        b.build().unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn roundtrip_with_prior(schema in schema_strategy(), seed in 1u64.., start: u16) {
+            let schema = predictive(&schema);
+            let mut rng = Rng(seed);
+            let t0 = random_snapshot(&schema, &mut rng, 20, 60);
+            let t1 = evolve(&schema, &t0, &mut rng, 60);
+            let t2 = evolve(&schema, &t1, &mut rng, 60);
+            let (s0, s1, s2) = (start, start.wrapping_add(3), start.wrapping_add(5));
+            let (b, p) = (Baseline { sequence: s1, snapshot: &t1 }, Baseline { sequence: s0, snapshot: &t0 });
+            let mut enc = Encoder::new(schema.clone());
+            enc.set_checksum(true);
+            let mut packet = Vec::new();
+            enc.encode_predicted_to_vec(&t2, s2, b, p, &mut packet).unwrap();
+            let mut dec = Decoder::new(schema.clone());
+            let mut out = Snapshot::new(&schema);
+            let h = dec.decode_predicted_into(&packet, Some(b), Some(p), &mut out).unwrap();
+            prop_assert_eq!(h.prior, Some(s0));
+            prop_assert_eq!(&out, &t2);
+            // Without the prior, or with another one, the decoder refuses.
+            prop_assert_eq!(dec.decode_into(&packet, Some(b), &mut out), Err(DecodeError::MissingPrior { sequence: s0 }));
+            let wrong = Baseline { sequence: s0.wrapping_sub(1), snapshot: &t0 };
+            prop_assert_eq!(
+                dec.decode_predicted_into(&packet, Some(b), Some(wrong), &mut out),
+                Err(DecodeError::PriorMismatch { expected: s0, actual: s0.wrapping_sub(1) })
+            );
+        }
+    }
+
+    #[test]
+    fn steady_motion_costs_nothing() {
+        let schema = Schema::builder()
+            .entity("body")
+            .field_with(Field {
+                name: "pos".into(),
+                ty: Primitive::I32,
+                len: 3,
+                delta: Some(DeltaOp::Predict),
+            })
+            .field("kind", Primitive::U8, 1)
+            .build()
+            .unwrap();
+        let tick = |t: i32| {
+            let mut s = Snapshot::new(&schema);
+            for id in 0..100i32 {
+                let mut rec: Vec<u8> = [id * 100 + t * (id % 7), -t * 3, 50]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                rec.push(1);
+                s.section_mut(0).unwrap().insert(id as u32, &rec).unwrap();
+            }
+            s
+        };
+        let (t0, t6, t12) = (tick(0), tick(6), tick(12));
+        let mut enc = Encoder::new(schema.clone());
+        let plain = enc
+            .encode(
+                &t12,
+                12,
+                Some(Baseline {
+                    sequence: 6,
+                    snapshot: &t6,
+                }),
+            )
+            .unwrap();
+        let mut predicted = Vec::new();
+        enc.encode_predicted_to_vec(
+            &t12,
+            12,
+            Baseline {
+                sequence: 6,
+                snapshot: &t6,
+            },
+            Baseline {
+                sequence: 0,
+                snapshot: &t0,
+            },
+            &mut predicted,
+        )
+        .unwrap();
+        // Every body moved, but exactly as predicted: nothing changed.
+        assert!(
+            predicted.len() <= 14,
+            "{} bytes (plain delta {})",
+            predicted.len(),
+            plain.len()
+        );
+        assert!(
+            plain.len() > 2 * predicted.len(),
+            "plain {} vs predicted {}",
+            plain.len(),
+            predicted.len()
+        );
+    }
+}

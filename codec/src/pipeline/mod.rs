@@ -26,6 +26,43 @@ use crate::schema::EntityType;
 use crate::snapshot::{Section, SectionRef};
 use crate::wire::Reader;
 
+/// Writes into `out` the baseline section as predicted from `b0` and the
+/// older prior `b1`: every entity of `b0`, with its [`DeltaOp::Predict`]
+/// fields replaced by `2·b0 − b1` when the entity is also in `b1`. The
+/// encoder aligns against this predicted section instead of `b0`, so an
+/// entity that kept its velocity counts as unchanged; the decoder builds the
+/// same section and decodes against it.
+///
+/// [`DeltaOp::Predict`]: crate::DeltaOp::Predict
+pub(crate) fn predict_section(
+    ty: &EntityType,
+    b0: &SectionRef<'_>,
+    b1: &SectionRef<'_>,
+    out: &mut Section,
+) {
+    let rs = ty.record_size();
+    out.clear_for(rs);
+    let (ids, records) = out.parts_mut();
+    ids.extend_from_slice(b0.ids());
+    records.resize(b0.records().len(), 0);
+    let mut j = 0;
+    for (i, (&id, rec)) in b0
+        .ids()
+        .iter()
+        .zip(records.chunks_exact_mut(rs))
+        .enumerate()
+    {
+        while j < b1.len() && b1.ids()[j] < id {
+            j += 1;
+        }
+        if j < b1.len() && b1.ids()[j] == id {
+            delta::predict(ty.spans(), b0.record(i), b1.record(j), rec);
+        } else {
+            rec.copy_from_slice(b0.record(i));
+        }
+    }
+}
+
 /// Encoder scratch for one section, reused between packets.
 #[derive(Debug, Default)]
 pub(crate) struct EncodeScratch {

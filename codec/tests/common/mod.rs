@@ -180,6 +180,7 @@ pub fn roundtrip(
             schema_id: schema.id(),
             sequence,
             baseline: baseline.map(|b| b.0),
+            prior: None,
             dictionary: dict.map(Dictionary::id),
             checksum: None,
         }
