@@ -1,4 +1,3 @@
-#![cfg(feature = "internals")]
 //! Replays the fuzz properties of `tickpack::fuzz_props`:
 //!
 //! - every file under `fuzz/regressions/<target>/` (crash inputs saved by
@@ -6,6 +5,8 @@
 //! - every property runs on a fixed set of deterministic pseudo-random
 //!   inputs, so this test exercises them even with no regressions committed;
 //! - the fuzz crate declares exactly one target per property.
+
+#![cfg(feature = "internals")]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

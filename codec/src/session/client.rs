@@ -200,7 +200,25 @@ impl Client {
                 }
             },
         };
-        if let Err(e) = self.decoder.decode_into(packet, base, &mut self.scratch) {
+        let prior = match header.prior {
+            None => None,
+            Some(p) => match &self.ring[usize::from(p) % n] {
+                Some((s, snap)) if *s == p => Some(Baseline {
+                    sequence: p,
+                    snapshot: snap,
+                }),
+                _ => {
+                    return drop(DropReason::UnknownBaseline {
+                        sequence,
+                        baseline: p,
+                    })
+                }
+            },
+        };
+        if let Err(e) = self
+            .decoder
+            .decode_predicted_into(packet, base, prior, &mut self.scratch)
+        {
             return drop(DropReason::Undecodable(e));
         }
         let slot = &mut self.ring[usize::from(sequence) % n];

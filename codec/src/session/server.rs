@@ -123,16 +123,48 @@ struct Sent {
     view: View,
 }
 
+impl Sent {
+    /// This client's view of the sent world, as a baseline: the shared world
+    /// itself for a full view, else the view written into `scratch`.
+    fn materialize<'a>(&'a self, scratch: &'a mut Snapshot) -> Baseline<'a> {
+        let snapshot: &Snapshot = if self.view.is_all() {
+            &self.world
+        } else {
+            self.view.apply(&self.world, scratch);
+            scratch
+        };
+        Baseline {
+            sequence: self.sequence,
+            snapshot,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct ClientSlot {
     ring: Vec<Option<Sent>>,
     acked: Option<u16>,
+    /// The ack before `acked`: the prior baseline for predicted fields.
+    prior: Option<u16>,
     want_full: bool,
+}
+
+impl ClientSlot {
+    /// The sent snapshot `seq`, if still in the ring and within the
+    /// distance a packet at `now` can name.
+    fn held(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
+        let seq = seq?;
+        self.ring[usize::from(seq) % self.ring.len()]
+            .as_ref()
+            .filter(|s| s.sequence == seq)
+            .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(now, seq)))
+    }
 }
 
 #[derive(Debug)]
 struct Shared {
     baseline: Option<u16>,
+    prior: Option<u16>,
     view: View,
     bytes: Arc<[u8]>,
 }
@@ -149,6 +181,8 @@ pub struct Server {
     shared: Vec<Shared>,
     cur_view: Snapshot,
     base_view: Snapshot,
+    prior_view: Snapshot,
+    predicts: bool,
     out: Vec<u8>,
     stats: ServerStats,
 }
@@ -180,6 +214,8 @@ impl Server {
         Ok(Self {
             cur_view: Snapshot::new(&schema),
             base_view: Snapshot::new(&schema),
+            prior_view: Snapshot::new(&schema),
+            predicts: schema.predicts(),
             schema,
             encoder,
             history: config.history,
@@ -200,6 +236,7 @@ impl Server {
             ClientSlot {
                 ring: vec![None; self.history],
                 acked: None,
+                prior: None,
                 want_full: false,
             },
         );
@@ -241,13 +278,18 @@ impl Server {
             .clients
             .get_mut(&id)
             .ok_or(SessionError::UnknownClient { id })?;
-        let base = match (slot.want_full, slot.acked) {
-            (false, Some(a)) => slot.ring[usize::from(a) % history]
-                .as_ref()
-                .filter(|s| s.sequence == a)
-                .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(seq, a)))
-                .cloned(),
-            _ => None,
+        let (base, prior) = if slot.want_full {
+            (None, None)
+        } else {
+            let base = slot.held(slot.acked, seq).cloned();
+            let prior = match (&base, self.predicts) {
+                (Some(b), true) => slot
+                    .held(slot.prior, seq)
+                    .filter(|p| seq_newer(b.sequence, p.sequence))
+                    .cloned(),
+                _ => None,
+            };
+            (base, prior)
         };
         slot.want_full = false;
         slot.ring[usize::from(seq) % history] = Some(Sent {
@@ -256,10 +298,11 @@ impl Server {
             view: view.clone(),
         });
         let key = base.as_ref().map(|b| b.sequence);
+        let prior_key = prior.as_ref().map(|p| p.sequence);
         let shared = self
             .shared
             .iter()
-            .find(|s| self.share && s.baseline == key && s.view == *view)
+            .find(|s| self.share && s.baseline == key && s.prior == prior_key && s.view == *view)
             .map(|s| s.bytes.clone());
         let bytes = match shared {
             Some(b) => b,
@@ -270,28 +313,24 @@ impl Server {
                     view.apply(&world, &mut self.cur_view);
                     &self.cur_view
                 };
-                let baseline = match &base {
-                    None => None,
-                    Some(b) => Some(if b.view.is_all() {
-                        Baseline {
-                            sequence: b.sequence,
-                            snapshot: &b.world,
-                        }
-                    } else {
-                        b.view.apply(&b.world, &mut self.base_view);
-                        Baseline {
-                            sequence: b.sequence,
-                            snapshot: &self.base_view,
-                        }
-                    }),
-                };
-                self.encoder
-                    .encode_to_vec(cur, seq, baseline, &mut self.out)
-                    .map_err(SessionError::Encode)?;
+                let baseline = base
+                    .as_ref()
+                    .map(|b| b.materialize(&mut self.base_view));
+                let prior_base = prior
+                    .as_ref()
+                    .map(|p| p.materialize(&mut self.prior_view));
+                match (baseline, prior_base) {
+                    (Some(b), Some(p)) => self
+                        .encoder
+                        .encode_predicted_to_vec(cur, seq, b, p, &mut self.out),
+                    (b, _) => self.encoder.encode_to_vec(cur, seq, b, &mut self.out),
+                }
+                .map_err(SessionError::Encode)?;
                 self.stats.encodes += 1;
                 let bytes: Arc<[u8]> = Arc::from(&self.out[..]);
                 self.shared.push(Shared {
                     baseline: key,
+                    prior: prior_key,
                     view: view.clone(),
                     bytes: bytes.clone(),
                 });
@@ -324,6 +363,7 @@ impl Server {
         match slot.acked {
             Some(a) if !seq_newer(sequence, a) => Ok(AckOutcome::Stale),
             _ => {
+                slot.prior = slot.acked;
                 slot.acked = Some(sequence);
                 Ok(AckOutcome::Advanced(sequence))
             }
@@ -338,6 +378,7 @@ impl Server {
             .ok_or(SessionError::UnknownClient { id })?;
         slot.want_full = true;
         slot.acked = None;
+        slot.prior = None;
         Ok(())
     }
 
