@@ -139,13 +139,8 @@ fn check(name: &str, bytes: &[u8]) {
     );
 }
 
-type Vector = (
-    &'static str,
-    Schema,
-    Vec<u8>,
-    Option<(u16, Snapshot)>,
-    Snapshot,
-);
+/// Name, schema, packet, baselines (none; baseline; baseline and prior), decoded snapshot.
+type Vector = (&'static str, Schema, Vec<u8>, Vec<(u16, Snapshot)>, Snapshot);
 
 fn vectors() -> Vec<Vector> {
     let s = ship_schema();
@@ -177,6 +172,35 @@ fn vectors() -> Vec<Vector> {
     );
     enc.set_dictionary(Some(&dict)).unwrap();
     let kd = enc.encode(&tick0(), 5, None).unwrap();
+    // Prediction and checksum: x predicted from two baselines.
+    let sp = Schema::builder()
+        .entity("ship")
+        .field_with(tickpack::Field { name: "x".into(), ty: Primitive::F32, len: 1, delta: Some(tickpack::DeltaOp::Predict) })
+        .field("hp", Primitive::U16, 1)
+        .field("flags", Primitive::U8, 1)
+        .build()
+        .unwrap();
+    let p_ticks: Vec<Snapshot> = (0..3)
+        .map(|t| {
+            let mut snap = Snapshot::new(&sp);
+            for (id, x) in [(3u32, 100.0f32), (7, -40.0)] {
+                let rec = ship(x + t as f32 * 1.5, 250, 1);
+                snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+            }
+            snap
+        })
+        .collect();
+    let mut enc = Encoder::new(sp.clone());
+    enc.set_checksum(true);
+    let mut pd = Vec::new();
+    enc.encode_predicted_to_vec(
+        &p_ticks[2],
+        20,
+        Baseline { sequence: 19, snapshot: &p_ticks[1] },
+        Baseline { sequence: 18, snapshot: &p_ticks[0] },
+        &mut pd,
+    )
+    .unwrap();
     let (arena_s, a, b) = arena();
     let mut enc = Encoder::new(arena_s.clone());
     let ak = enc.encode(&a, 100, None).unwrap();
@@ -191,18 +215,19 @@ fn vectors() -> Vec<Vector> {
         )
         .unwrap();
     vec![
-        ("ship_keyframe", s.clone(), k, None, tick0()),
-        ("ship_delta", s.clone(), d, Some((0xfffe, tick0())), tick1()),
+        ("ship_keyframe", s.clone(), k, vec![], tick0()),
+        ("ship_delta", s.clone(), d, vec![(0xfffe, tick0())], tick1()),
         (
             "ship_idle",
             s.clone(),
             idle,
-            Some((0xfffe, tick0())),
+            vec![(0xfffe, tick0())],
             tick0(),
         ),
-        ("ship_keyframe_dict", s, kd, None, tick0()),
-        ("arena_keyframe", arena_s.clone(), ak, None, a.clone()),
-        ("arena_delta", arena_s, ad, Some((100, a)), b),
+        ("ship_keyframe_dict", s, kd, vec![], tick0()),
+        ("ship_predicted_checksum", sp, pd, vec![(19, p_ticks[1].clone()), (18, p_ticks[0].clone())], p_ticks[2].clone()),
+        ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
+        ("arena_delta", arena_s, ad, vec![(100, a)], b),
     ]
 }
 
@@ -216,11 +241,10 @@ fn golden_vectors() {
         check(name, &bytes);
         let mut dec = Decoder::new(schema);
         dec.add_dictionary(&dict).unwrap();
-        let b = base.as_ref().map(|(sequence, snapshot)| Baseline {
-            sequence: *sequence,
-            snapshot,
-        });
-        let (_, got) = dec.decode(&bytes, b).unwrap();
+        let mut b = base.iter().map(|(sequence, snapshot)| Baseline { sequence: *sequence, snapshot });
+        let (baseline, prior) = (b.next(), b.next());
+        let mut got = Snapshot::default();
+        dec.decode_predicted_into(&bytes, baseline, prior, &mut got).unwrap();
         assert_eq!(got, want, "{name}");
     }
 }
