@@ -18,7 +18,10 @@ fn server_tick(c: &mut Criterion) {
     let mut g = c.benchmark_group("session/racing64_63_clients");
     g.throughput(Throughput::Elements(1));
     for share in [true, false] {
-        let cfg = ServerConfig { share_encodes: share, ..ServerConfig::default() };
+        let cfg = ServerConfig {
+            share_encodes: share,
+            ..ServerConfig::default()
+        };
         let mut server = Server::new(sc.schema.clone(), cfg).unwrap_or_else(|e| panic!("{e}"));
         for id in 1..=CLIENTS {
             server.connect(id);
@@ -37,7 +40,11 @@ fn server_tick(c: &mut Criterion) {
         for _ in 0..40 {
             step(&mut server);
         }
-        let name = if share { "tick_shared" } else { "tick_unshared" };
+        let name = if share {
+            "tick_shared"
+        } else {
+            "tick_unshared"
+        };
         g.bench_function(name, |b| b.iter(|| step(&mut server)));
     }
     g.finish();

@@ -4,8 +4,8 @@
 // wraps zstd's raw block API; a crate-level forbid would not let it opt in.
 
 mod block;
-mod decoder;
 pub mod capture;
+mod decoder;
 mod dict;
 pub mod dictset;
 mod encoder;

@@ -140,7 +140,13 @@ fn check(name: &str, bytes: &[u8]) {
 }
 
 /// Name, schema, packet, baselines (none; baseline; baseline and prior), decoded snapshot.
-type Vector = (&'static str, Schema, Vec<u8>, Vec<(u16, Snapshot)>, Snapshot);
+type Vector = (
+    &'static str,
+    Schema,
+    Vec<u8>,
+    Vec<(u16, Snapshot)>,
+    Snapshot,
+);
 
 fn vectors() -> Vec<Vector> {
     let s = ship_schema();
@@ -175,7 +181,12 @@ fn vectors() -> Vec<Vector> {
     // Prediction and checksum: x predicted from two baselines.
     let sp = Schema::builder()
         .entity("ship")
-        .field_with(tickpack::Field { name: "x".into(), ty: Primitive::F32, len: 1, delta: Some(tickpack::DeltaOp::Predict) })
+        .field_with(tickpack::Field {
+            name: "x".into(),
+            ty: Primitive::F32,
+            len: 1,
+            delta: Some(tickpack::DeltaOp::Predict),
+        })
         .field("hp", Primitive::U16, 1)
         .field("flags", Primitive::U8, 1)
         .build()
@@ -196,8 +207,14 @@ fn vectors() -> Vec<Vector> {
     enc.encode_predicted_to_vec(
         &p_ticks[2],
         20,
-        Baseline { sequence: 19, snapshot: &p_ticks[1] },
-        Baseline { sequence: 18, snapshot: &p_ticks[0] },
+        Baseline {
+            sequence: 19,
+            snapshot: &p_ticks[1],
+        },
+        Baseline {
+            sequence: 18,
+            snapshot: &p_ticks[0],
+        },
         &mut pd,
     )
     .unwrap();
@@ -225,7 +242,13 @@ fn vectors() -> Vec<Vector> {
             tick0(),
         ),
         ("ship_keyframe_dict", s, kd, vec![], tick0()),
-        ("ship_predicted_checksum", sp, pd, vec![(19, p_ticks[1].clone()), (18, p_ticks[0].clone())], p_ticks[2].clone()),
+        (
+            "ship_predicted_checksum",
+            sp,
+            pd,
+            vec![(19, p_ticks[1].clone()), (18, p_ticks[0].clone())],
+            p_ticks[2].clone(),
+        ),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),
     ]
@@ -241,10 +264,14 @@ fn golden_vectors() {
         check(name, &bytes);
         let mut dec = Decoder::new(schema);
         dec.add_dictionary(&dict).unwrap();
-        let mut b = base.iter().map(|(sequence, snapshot)| Baseline { sequence: *sequence, snapshot });
+        let mut b = base.iter().map(|(sequence, snapshot)| Baseline {
+            sequence: *sequence,
+            snapshot,
+        });
         let (baseline, prior) = (b.next(), b.next());
         let mut got = Snapshot::default();
-        dec.decode_predicted_into(&bytes, baseline, prior, &mut got).unwrap();
+        dec.decode_predicted_into(&bytes, baseline, prior, &mut got)
+            .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }

@@ -16,10 +16,19 @@ use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, Serv
 use tickpack::{DeltaOp, Field, Primitive, Schema, Snapshot};
 
 fn schema(predict: bool) -> Schema {
-    let op = if predict { DeltaOp::Predict } else { DeltaOp::Int };
+    let op = if predict {
+        DeltaOp::Predict
+    } else {
+        DeltaOp::Int
+    };
     Schema::builder()
         .entity("car")
-        .field_with(Field { name: "pos".into(), ty: Primitive::F32, len: 3, delta: Some(op) })
+        .field_with(Field {
+            name: "pos".into(),
+            ty: Primitive::F32,
+            len: 3,
+            delta: Some(op),
+        })
         .field("lap", Primitive::U16, 1)
         .entity("shot")
         .field("pos", Primitive::F32, 2)
@@ -335,7 +344,18 @@ fn loss_5_percent_with_latency_and_jitter() {
 
 #[test]
 fn loss_5_percent_predicted() {
-    let (bytes, packets, full) = simulate(7, Link { loss: 5, dup: 1, latency_ms: 50, jitter_ms: 20 }, 10_000, 200, 32);
+    let (bytes, packets, full) = simulate(
+        7,
+        Link {
+            loss: 5,
+            dup: 1,
+            latency_ms: 50,
+            jitter_ms: 20,
+        },
+        10_000,
+        200,
+        32,
+    );
     assert!(full * 100 < packets, "{full} of {packets} full");
     eprintln!("predicted: {} bytes per packet", bytes / packets);
 }

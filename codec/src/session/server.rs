@@ -313,16 +313,13 @@ impl Server {
                     view.apply(&world, &mut self.cur_view);
                     &self.cur_view
                 };
-                let baseline = base
-                    .as_ref()
-                    .map(|b| b.materialize(&mut self.base_view));
-                let prior_base = prior
-                    .as_ref()
-                    .map(|p| p.materialize(&mut self.prior_view));
+                let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
+                let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
                 match (baseline, prior_base) {
-                    (Some(b), Some(p)) => self
-                        .encoder
-                        .encode_predicted_to_vec(cur, seq, b, p, &mut self.out),
+                    (Some(b), Some(p)) => {
+                        self.encoder
+                            .encode_predicted_to_vec(cur, seq, b, p, &mut self.out)
+                    }
                     (b, _) => self.encoder.encode_to_vec(cur, seq, b, &mut self.out),
                 }
                 .map_err(SessionError::Encode)?;
