@@ -55,6 +55,7 @@ pub struct Encoder {
     payload: Vec<u8>,
     planes: Vec<u8>,
     block_scratch: Vec<u8>,
+    packet: Vec<u8>,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -97,6 +98,7 @@ impl Encoder {
             payload: Vec::new(),
             planes: Vec::new(),
             block_scratch: Vec::new(),
+            packet: Vec::new(),
         }
     }
 
@@ -142,7 +144,7 @@ impl Encoder {
             // two entity sets (mode byte + bitmap), id list, records
             payload += 2 * (1 + b.div_ceil(8)) + 5 * (s.len() + 1) + s.records().len();
         }
-        MAX_HEADER_LEN + block::max_blocks_len(payload, 1)
+        MAX_HEADER_LEN + block::max_blocks_len(payload)
     }
 
     /// Encodes `snapshot` as packet `sequence`, a delta against `baseline`
@@ -174,10 +176,7 @@ impl Encoder {
             baseline,
             None,
         )?;
-        out.clear();
-        out.resize(self.bound(), 0);
-        let n = self.finish(out)?;
-        out.truncate(n);
+        self.finish_vec(out);
         Ok(())
     }
 
@@ -218,10 +217,7 @@ impl Encoder {
             }));
         }
         self.build(sections.iter().copied(), sequence, baseline, None)?;
-        out.clear();
-        out.resize(self.bound(), 0);
-        let n = self.finish(out)?;
-        out.truncate(n);
+        self.finish_vec(out);
         Ok(())
     }
 
@@ -245,10 +241,7 @@ impl Encoder {
             Some(baseline),
             Some(prior),
         )?;
-        out.clear();
-        out.resize(self.bound(), 0);
-        let n = self.finish(out)?;
-        out.truncate(n);
+        self.finish_vec(out);
         Ok(())
     }
 
@@ -275,7 +268,7 @@ impl Encoder {
     }
 
     fn bound(&self) -> usize {
-        self.header.len() + block::max_blocks_len(self.payload.len(), 1)
+        self.header.len() + block::max_blocks_len(self.payload.len())
     }
 
     /// Builds header and payload into the scratch buffers.
@@ -388,28 +381,37 @@ impl Encoder {
         h.write(&mut self.header);
     }
 
-    /// Writes header and blocks into `out`.
-    fn finish(&mut self, out: &mut [u8]) -> Result<usize, EncodeError> {
-        let needed = self.bound();
-        let too_small = EncodeError::OutputTooSmall {
-            needed,
-            available: out.len(),
-        };
-        let h = self.header.len();
-        if out.len() < h {
-            return Err(too_small);
-        }
-        out[..h].copy_from_slice(&self.header);
+    /// Replaces `out` with header and blocks.
+    fn finish_vec(&mut self, out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve(self.bound());
+        out.extend_from_slice(&self.header);
         let dict = self.dict.as_ref().map(|d| &d.1);
         block::encode_blocks(
             &mut self.blocks,
             dict,
             &self.payload,
-            &[],
             &mut self.block_scratch,
-            &mut out[h..],
-        )
-        .map(|n| h + n)
-        .ok_or(too_small)
+            out,
+        );
+    }
+
+    /// Writes header and blocks into `out`, returning the length.
+    fn finish(&mut self, out: &mut [u8]) -> Result<usize, EncodeError> {
+        let mut packet = core::mem::take(&mut self.packet);
+        self.finish_vec(&mut packet);
+        let n = packet.len();
+        let r = match out.get_mut(..n) {
+            Some(dst) => {
+                dst.copy_from_slice(&packet);
+                Ok(n)
+            }
+            None => Err(EncodeError::OutputTooSmall {
+                needed: n,
+                available: out.len(),
+            }),
+        };
+        self.packet = packet;
+        r
     }
 }

@@ -68,21 +68,26 @@ pub fn subset_decode(data: &[u8], universe: usize, out: &mut Vec<u32>) -> Option
 }
 
 /// A block coder without dictionary, at zstd `level`.
-pub struct Blocks(block::ZstdBlocks);
+pub struct Blocks(block::ZstdBlocks, Vec<u8>);
 
 impl Blocks {
     /// New coder.
     pub fn new(level: i32) -> Self {
-        Self(block::ZstdBlocks::new(level))
+        Self(block::ZstdBlocks::new(level), Vec::new())
     }
 
     /// Encodes `payload` (non-empty) as blocks, returning the bytes.
     pub fn encode(&mut self, payload: &[u8]) -> Vec<u8> {
-        let mut out = vec![0; block::max_blocks_len(payload.len(), 0)];
-        let n = block::encode_blocks(&mut self.0, None, payload, &[], &mut Vec::new(), &mut out)
-            .unwrap_or(0);
-        out.truncate(n);
+        let mut out = Vec::new();
+        self.encode_into(payload, &mut out);
         out
+    }
+
+    /// Replaces `out` with `payload` encoded as blocks, reusing its
+    /// capacity and this coder's scratch.
+    pub fn encode_into(&mut self, payload: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        block::encode_blocks(&mut self.0, None, payload, &mut self.1, out);
     }
 
     /// Decodes blocks into `out`, regenerating at most `max` bytes.

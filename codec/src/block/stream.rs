@@ -72,46 +72,26 @@ impl Backend for ZstdBlocks {
     }
 }
 
-/// Upper bound of the blocks encoding `payload_len` bytes cut at `cuts` extra places.
-pub(crate) fn max_blocks_len(payload_len: usize, cuts: usize) -> usize {
-    let blocks = payload_len.div_ceil(MAX_BLOCK_CONTENT).max(1) + cuts;
+/// Upper bound of the blocks encoding `payload_len` bytes.
+pub(crate) fn max_blocks_len(payload_len: usize) -> usize {
+    let blocks = payload_len.div_ceil(MAX_BLOCK_CONTENT).max(1);
     payload_len + blocks * BLOCK_HEADER_LEN
 }
 
-/// Encodes `payload` as blocks into `out`, starting a new block at every
-/// offset in `cuts` (ascending, inside the payload) and every 8192 bytes.
-/// Returns bytes written, or `None` if `out` is too small (callers size it
-/// with [`max_blocks_len`], or accept the error). Compression goes through
-/// `scratch`, so the bytes chosen never depend on the size of `out`.
+/// Appends `payload` to `out` as blocks of at most 8192 bytes each, every
+/// one stored raw, RLE or zstd, whichever is smallest. Compression goes
+/// through `scratch`, so the bytes chosen never depend on `out`'s capacity.
+/// An empty payload writes nothing (a packet always has section metas).
 pub(crate) fn encode_blocks<B: Backend>(
     backend: &mut B,
     dict: Option<&CDict>,
     payload: &[u8],
-    cuts: &[usize],
     scratch: &mut Vec<u8>,
-    out: &mut [u8],
-) -> Option<usize> {
+    out: &mut Vec<u8>,
+) {
     scratch.resize(MAX_BLOCK_CONTENT, 0);
-    let mut pos = 0;
-    let mut start = 0;
-    let mut cut_iter = cuts
-        .iter()
-        .copied()
-        .filter(|&c| c > 0 && c < payload.len())
-        .peekable();
-    while start < payload.len() {
-        let mut end = (start + MAX_BLOCK_CONTENT).min(payload.len());
-        while let Some(&c) = cut_iter.peek() {
-            if c <= start {
-                cut_iter.next();
-            } else {
-                if c < end {
-                    end = c;
-                }
-                break;
-            }
-        }
-        let chunk = &payload[start..end];
+    let mut chunks = payload.chunks(MAX_BLOCK_CONTENT).peekable();
+    while let Some(chunk) = chunks.next() {
         let (block_type, body): (BlockType, &[u8]) =
             if chunk.len() > 1 && chunk.iter().all(|&b| b == chunk[0]) {
                 (BlockType::Rle, &chunk[..1])
@@ -123,7 +103,7 @@ pub(crate) fn encode_blocks<B: Backend>(
                 }
             };
         let header = BlockHeader {
-            last: end == payload.len(),
+            last: chunks.peek().is_none(),
             block_type,
             size: if block_type == BlockType::Rle {
                 chunk.len()
@@ -131,13 +111,9 @@ pub(crate) fn encode_blocks<B: Backend>(
                 body.len()
             },
         };
-        let dst = out.get_mut(pos..pos + BLOCK_HEADER_LEN + body.len())?;
-        dst[..BLOCK_HEADER_LEN].copy_from_slice(&header.to_bytes());
-        dst[BLOCK_HEADER_LEN..].copy_from_slice(body);
-        pos += dst.len();
-        start = end;
+        out.extend_from_slice(&header.to_bytes());
+        out.extend_from_slice(body);
     }
-    Some(pos)
 }
 
 /// Decodes blocks from `r` until the last one, appending content to `out`
@@ -210,11 +186,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn roundtrip(payload: &[u8], cuts: &[usize]) -> Vec<u8> {
+    fn roundtrip(payload: &[u8]) -> Vec<u8> {
         let mut z = ZstdBlocks::new(3);
-        let mut out = vec![0; max_blocks_len(payload.len(), cuts.len())];
-        let n = encode_blocks(&mut z, None, payload, cuts, &mut Vec::new(), &mut out).unwrap();
-        out.truncate(n);
+        let mut out = Vec::new();
+        encode_blocks(&mut z, None, payload, &mut Vec::new(), &mut out);
         let mut back = Vec::new();
         decode_blocks(&mut z, None, &mut Reader::new(&out), 1 << 20, &mut back).unwrap();
         assert_eq!(back, payload);
@@ -248,32 +223,32 @@ mod tests {
         }
 
         #[test]
-        fn blocks_roundtrip(payload in proptest::collection::vec(0u8..4, 1..20000), cut in 0usize..20000) {
-            let out = roundtrip(&payload, &[cut]);
+        fn blocks_roundtrip(payload in proptest::collection::vec(0u8..4, 1..20000)) {
+            let out = roundtrip(&payload);
             // Never larger than the input plus 2 bytes per block.
-            prop_assert!(out.len() <= max_blocks_len(payload.len(), 1));
+            prop_assert!(out.len() <= max_blocks_len(payload.len()));
         }
     }
 
     #[test]
     fn kinds_chosen() {
         // RLE: 3 bytes for 100 zeros.
-        assert_eq!(roundtrip(&[0; 100], &[]).len(), 3);
+        assert_eq!(roundtrip(&[0; 100]).len(), 3);
         // Incompressible: raw, +2 bytes.
         let noise: Vec<u8> = (0..200u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
-        assert_eq!(roundtrip(&noise, &[]).len(), 202);
+        assert_eq!(roundtrip(&noise).len(), 202);
         // Compressible: zstd.
         let text: Vec<u8> = b"abcdefgh".iter().cycle().take(3000).copied().collect();
-        let out = roundtrip(&text, &[]);
+        let out = roundtrip(&text);
         assert!(out.len() < 100);
         assert_eq!(
             BlockHeader::from_bytes([out[0], out[1]]).block_type,
             BlockType::Zstd
         );
         // 20000 bytes need 3 blocks.
-        let out = roundtrip(&vec![7; 20000], &[]);
+        let out = roundtrip(&vec![7; 20000]);
         assert_eq!(out.len(), 9);
     }
 
