@@ -94,8 +94,8 @@ impl PacketHeader {
                     return Err(DecodeError::BadBaselineDistance);
                 }
                 // The prior must stay within half the sequence space of the packet.
-                let total = u32::from(sequence.wrapping_sub(b)) + d;
-                if total > u32::from(MAX_BASELINE_DISTANCE) {
+                let total = u64::from(sequence.wrapping_sub(b)) + u64::from(d);
+                if total > u64::from(MAX_BASELINE_DISTANCE) {
                     return Err(DecodeError::BadVarint { offset: start });
                 }
                 Some(b.wrapping_sub(d as u16))
@@ -215,6 +215,11 @@ mod tests {
             PacketHeader::parse(&[0x91, 0, 0, 0, 0, 0, 0x40, 0xff, 0xff, 0x01, 0x02]),
             Err(DecodeError::BadVarint { offset: 10 }),
             "prior more than 32767 behind the packet"
+        );
+        // Found by fuzzing: a prior distance near u32::MAX must not overflow.
+        assert_eq!(
+            PacketHeader::parse(&[0x91, 0, 0, 0, 0, 0, 0, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+            Err(DecodeError::BadVarint { offset: 8 })
         );
         assert_eq!(
             PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0]),
