@@ -1,0 +1,192 @@
+//! [`DictionarySets`]: several sets side by side, picked per packet.
+
+#![forbid(unsafe_code)]
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::{DictSetError, DictionarySet, SetLimits, MANIFEST_FILE};
+use crate::decoder::Decoder;
+use crate::encoder::Baseline;
+use crate::packet::PacketHeader;
+use crate::snapshot::Snapshot;
+
+/// Dictionary sets held side by side, for instance two versions of a game
+/// while clients of the old one are still connected. Every dictionary id is
+/// unique across the sets held, so a packet's dictionary id names exactly
+/// one set; [`DictionarySets::decode`] picks it and decodes with it.
+///
+/// ```no_run
+/// use tickpack::dictset::{DictionarySet, DictionarySets};
+/// let mut sets = DictionarySets::new();
+/// sets.insert(DictionarySet::load("dictionaries/racer/1.4")?)?;
+/// sets.insert(DictionarySet::load("dictionaries/racer/1.5")?)?; // rollover
+/// # let packet: &[u8] = &[];
+/// let (header, snapshot) = sets.decode(packet, None)?; // either version's packets
+/// sets.remove("racer", "1.4"); // once the last old client has left
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct DictionarySets {
+    sets: Vec<DictionarySet>,
+    /// One decoder per schema id, holding every dictionary of the sets with
+    /// that schema. Built on first use, dropped when the sets change.
+    decoders: HashMap<u32, Decoder>,
+}
+
+impl DictionarySets {
+    /// No sets.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads every set under `root`, laid out `root/<game>/<version>/manifest.json`
+    /// (the repository's `dictionaries/` folder), in name order.
+    pub fn load_dir(root: impl AsRef<Path>, limits: SetLimits) -> Result<Self, DictSetError> {
+        let mut out = Self::new();
+        for game in sorted_dirs(root.as_ref())? {
+            for version in sorted_dirs(&game)? {
+                if version.join(MANIFEST_FILE).is_file() {
+                    out.insert(DictionarySet::load_with_limits(&version, limits)?)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds a set. Refuses a second set for the same game version, and a
+    /// set whose dictionary ids are already held ([`DictSetError::IdCollision`]).
+    pub fn insert(&mut self, set: DictionarySet) -> Result<(), DictSetError> {
+        if self.get(set.game(), set.version()).is_some() {
+            return Err(DictSetError::DuplicateSet {
+                game: set.game().to_owned(),
+                version: set.version().to_owned(),
+            });
+        }
+        for (_, d) in set.dictionaries() {
+            if self.by_dictionary(d.id()).is_ok() {
+                return Err(DictSetError::IdCollision { id: d.id() });
+            }
+        }
+        self.decoders.remove(&set.schema().id());
+        self.sets.push(set);
+        Ok(())
+    }
+
+    /// Removes the set of `game` at `version`, returning it.
+    pub fn remove(&mut self, game: &str, version: &str) -> Option<DictionarySet> {
+        let i = self
+            .sets
+            .iter()
+            .position(|s| s.game() == game && s.version() == version)?;
+        let set = self.sets.remove(i);
+        self.decoders.remove(&set.schema().id());
+        Some(set)
+    }
+
+    /// The set of `game` at `version`.
+    pub fn get(&self, game: &str, version: &str) -> Option<&DictionarySet> {
+        self.sets
+            .iter()
+            .find(|s| s.game() == game && s.version() == version)
+    }
+
+    /// The sets held, in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = &DictionarySet> + '_ {
+        self.sets.iter()
+    }
+
+    /// Number of sets held.
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+
+    /// Whether no set is held.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    /// The set holding dictionary `id`.
+    pub fn by_dictionary(&self, id: u32) -> Result<&DictionarySet, DictSetError> {
+        self.sets
+            .iter()
+            .find(|s| s.dictionaries().iter().any(|(_, d)| d.id() == id))
+            .ok_or(DictSetError::UnknownDictionary { id })
+    }
+
+    /// The set a packet was made with: by its dictionary id, or for a packet
+    /// without dictionary the first set with its schema id.
+    pub fn for_packet(&self, packet: &[u8]) -> Result<&DictionarySet, DictSetError> {
+        let (h, _) = PacketHeader::parse(packet).map_err(DictSetError::Decode)?;
+        self.for_header(&h)
+    }
+
+    fn for_header(&self, h: &PacketHeader) -> Result<&DictionarySet, DictSetError> {
+        match h.dictionary {
+            Some(id) => self.by_dictionary(id),
+            None => self
+                .sets
+                .iter()
+                .find(|s| s.schema().id() == h.schema_id)
+                .ok_or(DictSetError::UnknownSchema { id: h.schema_id }),
+        }
+    }
+
+    /// Decodes a packet made with any set held: picks the set by the
+    /// packet's dictionary id (an unknown id is
+    /// [`DictSetError::UnknownDictionary`]) and decodes with its schema.
+    pub fn decode(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+    ) -> Result<(PacketHeader, Snapshot), DictSetError> {
+        self.decode_predicted(packet, baseline, None)
+    }
+
+    /// Like [`DictionarySets::decode`] for packets that may name a prior
+    /// baseline (see [`Decoder::decode_predicted_into`]).
+    pub fn decode_predicted(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) -> Result<(PacketHeader, Snapshot), DictSetError> {
+        let (h, _) = PacketHeader::parse(packet).map_err(DictSetError::Decode)?;
+        let set = self.for_header(&h)?;
+        let schema_id = set.schema().id();
+        if h.schema_id != schema_id {
+            return Err(DictSetError::Decode(crate::DecodeError::SchemaMismatch {
+                expected: schema_id,
+                actual: h.schema_id,
+            }));
+        }
+        if !self.decoders.contains_key(&schema_id) {
+            let mut d = Decoder::new(set.schema().clone());
+            for s in self.sets.iter().filter(|s| s.schema().id() == schema_id) {
+                s.add_to(&mut d)?;
+            }
+            self.decoders.insert(schema_id, d);
+        }
+        let mut out = Snapshot::default();
+        match self.decoders.get_mut(&schema_id) {
+            Some(d) => d
+                .decode_predicted_into(packet, baseline, prior, &mut out)
+                .map(|h| (h, out))
+                .map_err(DictSetError::Decode),
+            None => Err(DictSetError::UnknownSchema { id: schema_id }),
+        }
+    }
+}
+
+fn sorted_dirs(dir: &Path) -> Result<Vec<std::path::PathBuf>, DictSetError> {
+    let rd = std::fs::read_dir(dir).map_err(|e| DictSetError::io(dir, &e))?;
+    let mut out = Vec::new();
+    for e in rd {
+        let e = e.map_err(|err| DictSetError::io(dir, &err))?;
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}

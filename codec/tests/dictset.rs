@@ -1,0 +1,414 @@
+//! Dictionary sets: save, load, verify, encode and decode with them, hold
+//! two versions side by side, and refuse damage with typed errors.
+#![forbid(unsafe_code)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use tickpack::dictset::{
+    dictionary_id, DictKind, DictSetError, DictionarySet, DictionarySets, Manifest, SetLimits,
+    MANIFEST_FILE,
+};
+use tickpack::{Baseline, DeltaOp, Field, PacketHeader, Primitive, Schema, Snapshot};
+
+fn base_schema() -> Schema {
+    Schema::builder()
+        .entity("ship")
+        .field("pos", Primitive::F32, 3)
+        .field("hp", Primitive::U16, 1)
+        .build()
+        .unwrap()
+}
+
+fn trained_schema(op: DeltaOp) -> Schema {
+    Schema::builder()
+        .entity("ship")
+        .field_with(Field {
+            name: "pos".into(),
+            ty: Primitive::F32,
+            len: 3,
+            delta: Some(op),
+        })
+        .field("hp", Primitive::U16, 1)
+        .build()
+        .unwrap()
+}
+
+fn empty_manifest(game: &str, version: &str) -> Manifest {
+    Manifest {
+        format: 0,
+        game: game.into(),
+        version: version.into(),
+        set_id: 0,
+        schema_id: 0,
+        base_schema_id: 0,
+        schema: serde_json::Value::Null,
+        default_records: Vec::new(),
+        fields: Vec::new(),
+        dictionaries: Vec::new(),
+        training: Default::default(),
+        measured: Default::default(),
+    }
+}
+
+/// Raw-content dictionaries: zstd takes any bytes as a content dictionary.
+fn dict_bytes(seed: u8) -> Vec<u8> {
+    (0..2048u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8 ^ seed)
+        .collect()
+}
+
+fn set(game: &str, version: &str, op: DeltaOp) -> DictionarySet {
+    DictionarySet::assemble(
+        empty_manifest(game, version),
+        trained_schema(op),
+        base_schema().id(),
+        vec![
+            (DictKind::Keyframe, dict_bytes(1), 4096),
+            (DictKind::Delta, dict_bytes(2), 2048),
+        ],
+    )
+    .unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("tickpack-dictset-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+fn ticks(schema: &Schema, n: usize) -> Vec<Snapshot> {
+    (0..n)
+        .map(|t| {
+            let mut s = Snapshot::new(schema);
+            for id in 0..20u32 {
+                if (id as usize + t).is_multiple_of(7) {
+                    continue;
+                }
+                let mut rec = Vec::new();
+                for k in 0..3 {
+                    rec.extend_from_slice(
+                        &(id as f32 * 3.0 + k as f32 + t as f32 * 0.5).to_le_bytes(),
+                    );
+                }
+                rec.extend_from_slice(&(100 - id as u16).to_le_bytes());
+                s.section_mut(0).unwrap().insert(id, &rec).unwrap();
+            }
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn save_load_and_round_trip_with_both_kinds() {
+    let dir = tmp("roundtrip");
+    let s = set("arena", "1.0", DeltaOp::Xor);
+    s.save(&dir).unwrap();
+    let loaded = DictionarySet::load(&dir).unwrap();
+    assert_eq!(loaded.manifest(), s.manifest());
+    assert_eq!(loaded.id(), s.id());
+    assert_eq!(loaded.schema().id(), trained_schema(DeltaOp::Xor).id());
+    assert_ne!(loaded.schema().id(), base_schema().id());
+    loaded.fits(&base_schema()).unwrap();
+    assert!(loaded
+        .fits(
+            &Schema::builder()
+                .entity("ship")
+                .field("pos", Primitive::F64, 3)
+                .build()
+                .unwrap()
+        )
+        .is_err());
+
+    let mut enc = loaded.encoder(3).unwrap();
+    let mut dec = loaded.decoder().unwrap();
+    let t = ticks(loaded.schema(), 4);
+    let key = enc.encode(&t[0], 0, None).unwrap();
+    let (h, got) = dec.decode(&key, None).unwrap();
+    assert_eq!(got, t[0]);
+    assert_eq!(
+        h.dictionary,
+        loaded.dictionary(DictKind::Keyframe).map(|d| d.id())
+    );
+    for i in 1..4 {
+        let b = Some(Baseline {
+            sequence: (i - 1) as u16,
+            snapshot: &t[i - 1],
+        });
+        let p = enc.encode(&t[i], i as u16, b).unwrap();
+        let (h, got) = dec.decode(&p, b).unwrap();
+        assert_eq!(got, t[i]);
+        assert_eq!(
+            h.dictionary,
+            loaded.dictionary(DictKind::Delta).map(|d| d.id())
+        );
+        assert_eq!(h.schema_id, loaded.schema().id());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ids_depend_on_version_operators_and_bytes() {
+    let a = set("arena", "1.0", DeltaOp::Int);
+    let b = set("arena", "1.1", DeltaOp::Int);
+    let c = set("arena", "1.0", DeltaOp::Sub);
+    let ids =
+        |s: &DictionarySet| -> Vec<u32> { s.dictionaries().iter().map(|(_, d)| d.id()).collect() };
+    assert_ne!(ids(&a), ids(&b));
+    assert_ne!(ids(&a), ids(&c));
+    assert_ne!(a.id(), b.id());
+    assert_ne!(
+        a.id(),
+        c.id(),
+        "different operator choices, different set id"
+    );
+    let id = dictionary_id(
+        "arena",
+        "1.0",
+        a.schema().id(),
+        DictKind::Delta,
+        &dict_bytes(2),
+    );
+    assert_eq!(a.dictionary(DictKind::Delta).unwrap().id(), id);
+}
+
+/// Writes a set, applies `damage` to its directory, loads it.
+fn damaged(name: &str, damage: impl FnOnce(&Path)) -> DictSetError {
+    let dir = tmp(name);
+    set("arena", "1.0", DeltaOp::Int).save(&dir).unwrap();
+    damage(&dir);
+    let e = DictionarySet::load_with_limits(
+        &dir,
+        SetLimits {
+            max_manifest_bytes: 64 << 10,
+            max_dictionary_bytes: 3000,
+        },
+    )
+    .unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!e.to_string().is_empty());
+    e
+}
+
+fn edit_manifest(dir: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let p = dir.join(MANIFEST_FILE);
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn damage_gives_typed_errors() {
+    let flip = |dir: &Path| {
+        let p = dir.join("delta.dict");
+        let mut b = std::fs::read(&p).unwrap();
+        b[100] ^= 1;
+        std::fs::write(&p, b).unwrap();
+    };
+    assert!(
+        matches!(damaged("flip", flip), DictSetError::Sha256Mismatch { file, .. } if file == "delta.dict")
+    );
+    let cut = |dir: &Path| {
+        let p = dir.join("keyframe.dict");
+        let b = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &b[..b.len() - 1]).unwrap();
+    };
+    assert!(matches!(
+        damaged("cut", cut),
+        DictSetError::SizeMismatch {
+            expected: 2048,
+            actual: 2047,
+            ..
+        }
+    ));
+    let big = |dir: &Path| std::fs::write(dir.join("delta.dict"), vec![0u8; 4000]).unwrap();
+    assert!(matches!(
+        damaged("big", big),
+        DictSetError::TooLarge { limit: 3000, .. }
+    ));
+    let gone = |dir: &Path| std::fs::remove_file(dir.join("delta.dict")).unwrap();
+    assert!(matches!(
+        damaged("gone", gone),
+        DictSetError::Io {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }
+    ));
+    let json = |dir: &Path| {
+        let p = dir.join(MANIFEST_FILE);
+        let mut b = std::fs::read(&p).unwrap();
+        b.truncate(b.len() / 2);
+        std::fs::write(&p, b).unwrap();
+    };
+    assert!(matches!(
+        damaged("json", json),
+        DictSetError::Manifest { .. }
+    ));
+    let format = |dir: &Path| edit_manifest(dir, |v| v["format"] = 9.into());
+    assert_eq!(
+        damaged("format", format),
+        DictSetError::UnsupportedFormat { format: 9 }
+    );
+    let set_id = |dir: &Path| edit_manifest(dir, |v| v["set_id"] = 1.into());
+    assert!(matches!(
+        damaged("setid", set_id),
+        DictSetError::SetIdMismatch { expected: 1, .. }
+    ));
+    let version = |dir: &Path| edit_manifest(dir, |v| v["version"] = "1.1".into());
+    assert!(matches!(
+        damaged("version", version),
+        DictSetError::IdMismatch { .. }
+    ));
+    let op = |dir: &Path| {
+        edit_manifest(dir, |v| {
+            v["schema"]["entities"][0]["fields"][0]["delta"] = "xor".into()
+        })
+    };
+    assert!(matches!(
+        damaged("op", op),
+        DictSetError::SchemaIdMismatch { .. }
+    ));
+    let choice = |dir: &Path| edit_manifest(dir, |v| v["fields"][1]["delta"] = "none".into());
+    assert!(matches!(
+        damaged("choice", choice),
+        DictSetError::FieldMismatch { field, .. } if field == "hp"
+    ));
+    let path = |dir: &Path| {
+        edit_manifest(dir, |v| {
+            v["dictionaries"][0]["file"] = "../delta.dict".into()
+        })
+    };
+    assert!(matches!(
+        damaged("path", path),
+        DictSetError::BadFileName { .. }
+    ));
+    let name = |dir: &Path| edit_manifest(dir, |v| v["game"] = "a/b".into());
+    assert!(matches!(
+        damaged("name", name),
+        DictSetError::BadName { .. }
+    ));
+    let twice = |dir: &Path| {
+        edit_manifest(dir, |v| {
+            let d = v["dictionaries"][0].clone();
+            v["dictionaries"].as_array_mut().unwrap().push(d);
+        })
+    };
+    assert!(matches!(
+        damaged("twice", twice),
+        DictSetError::DuplicateKind { .. }
+    ));
+    let schema =
+        |dir: &Path| edit_manifest(dir, |v| v["schema"] = serde_json::json!({"entities": []}));
+    assert!(matches!(damaged("schema", schema), DictSetError::Schema(_)));
+}
+
+#[test]
+fn two_versions_side_by_side() {
+    let (v1, v2) = (
+        set("arena", "1", DeltaOp::Int),
+        set("arena", "2", DeltaOp::Xor),
+    );
+    let mut sets = DictionarySets::new();
+    sets.insert(v1.clone()).unwrap();
+    sets.insert(v2.clone()).unwrap();
+    assert_eq!(sets.len(), 2);
+    assert!(matches!(
+        sets.insert(v1.clone()),
+        Err(DictSetError::DuplicateSet { .. })
+    ));
+
+    // Packets of both versions, interleaved, decode through the registry.
+    let mut e1 = v1.encoder(3).unwrap();
+    let mut e2 = v2.encoder(3).unwrap();
+    let (t1, t2) = (ticks(v1.schema(), 3), ticks(v2.schema(), 3));
+    for i in 0..3 {
+        let b1 = (i > 0).then(|| Baseline {
+            sequence: (i - 1) as u16,
+            snapshot: &t1[i - 1],
+        });
+        let b2 = (i > 0).then(|| Baseline {
+            sequence: (i - 1) as u16,
+            snapshot: &t2[i - 1],
+        });
+        let p1 = e1.encode(&t1[i], i as u16, b1).unwrap();
+        let p2 = e2.encode(&t2[i], i as u16, b2).unwrap();
+        assert_eq!(sets.for_packet(&p1).unwrap().version(), "1");
+        assert_eq!(sets.for_packet(&p2).unwrap().version(), "2");
+        assert_eq!(sets.decode(&p1, b1).unwrap().1, t1[i]);
+        assert_eq!(sets.decode(&p2, b2).unwrap().1, t2[i]);
+    }
+
+    // An id no set holds is refused by name.
+    let stranger = set("other", "9", DeltaOp::Int);
+    let p = stranger
+        .encoder(3)
+        .unwrap()
+        .encode(&ticks(stranger.schema(), 1)[0], 0, None)
+        .unwrap();
+    let id = PacketHeader::parse(&p).unwrap().0.dictionary.unwrap();
+    assert_eq!(
+        sets.decode(&p, None),
+        Err(DictSetError::UnknownDictionary { id })
+    );
+
+    // After the rollover the old version's packets are refused.
+    let old = e1.encode(&t1[0], 9, None).unwrap();
+    assert!(sets.remove("arena", "1").is_some());
+    let id = PacketHeader::parse(&old).unwrap().0.dictionary.unwrap();
+    assert_eq!(
+        sets.decode(&old, None),
+        Err(DictSetError::UnknownDictionary { id })
+    );
+    assert_eq!(sets.len(), 1);
+}
+
+/// Two versions whose dictionary ids collide by chance (found by a search
+/// over version names: 32-bit ids collide once in about 77,000 sets).
+#[test]
+fn a_chance_id_collision_is_refused() {
+    let schema = trained_schema(DeltaOp::Int);
+    let make = |version: &str| {
+        DictionarySet::assemble(
+            empty_manifest("arena", version),
+            schema.clone(),
+            base_schema().id(),
+            vec![(DictKind::Delta, dict_bytes(2), 2048)],
+        )
+        .unwrap()
+    };
+    let (a, b) = COLLIDING_VERSIONS;
+    let (a, b) = (make(a), make(b));
+    assert_eq!(
+        a.dictionary(DictKind::Delta).unwrap().id(),
+        b.dictionary(DictKind::Delta).unwrap().id()
+    );
+    let mut sets = DictionarySets::new();
+    sets.insert(a).unwrap();
+    assert!(matches!(
+        sets.insert(b),
+        Err(DictSetError::IdCollision { .. })
+    ));
+}
+
+const COLLIDING_VERSIONS: (&str, &str) = ("v15750", "v79304");
+
+#[test]
+fn load_dir_finds_every_set() {
+    let root = tmp("root");
+    set("arena", "1", DeltaOp::Int)
+        .save(root.join("arena/1"))
+        .unwrap();
+    set("arena", "2", DeltaOp::Sub)
+        .save(root.join("arena/2"))
+        .unwrap();
+    set("maze", "0.1", DeltaOp::Int)
+        .save(root.join("maze/0.1"))
+        .unwrap();
+    let sets = DictionarySets::load_dir(&root, SetLimits::default()).unwrap();
+    let names: Vec<_> = sets
+        .iter()
+        .map(|s| format!("{}/{}", s.game(), s.version()))
+        .collect();
+    assert_eq!(names, ["arena/1", "arena/2", "maze/0.1"]);
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -1,0 +1,129 @@
+//! [`TrainerError`]: what a trainer command can fail with.
+
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use tickpack::capture::CaptureError;
+use tickpack::dictset::DictSetError;
+use tickpack::{DecodeError, EncodeError, SchemaError};
+
+/// An error of a trainer command. `Display` gives the one line the binary prints.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TrainerError {
+    /// Bad command line; the binary prints usage and exits with 2.
+    Usage(String),
+    /// A file could not be opened, read or written.
+    Io {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        error: std::io::Error,
+    },
+    /// A capture is damaged or could not be written.
+    Capture {
+        /// The capture file.
+        file: String,
+        /// What went wrong, with the byte offset.
+        error: CaptureError,
+    },
+    /// An import input is malformed.
+    Import {
+        /// The input file.
+        file: String,
+        /// Where: `line N` or `byte N`.
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Captures given together have different schemas.
+    SchemaMismatch {
+        /// The capture that differs.
+        file: String,
+        /// What differs.
+        reason: String,
+    },
+    /// A schema could not be built or loaded.
+    Schema(SchemaError),
+    /// A dictionary set could not be loaded, built or saved.
+    DictSet(DictSetError),
+    /// The codec refused to encode a snapshot.
+    Encode(EncodeError),
+    /// The codec refused a packet it had just made.
+    Decode(DecodeError),
+    /// zstd failed (training or plain frames).
+    Zstd(String),
+    /// The input has nothing to work on (no ticks, no packets).
+    Empty(String),
+}
+
+impl TrainerError {
+    pub(crate) fn io(file: impl AsRef<std::path::Path>, error: std::io::Error) -> Self {
+        Self::Io {
+            file: file.as_ref().display().to_string(),
+            error,
+        }
+    }
+}
+
+impl fmt::Display for TrainerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Usage(m) => write!(f, "{m}"),
+            Self::Io { file, error } => write!(f, "{file}: {error}"),
+            Self::Capture { file, error } => write!(f, "{file}: {error}"),
+            Self::Import { file, at, message } => write!(f, "{file}, {at}: {message}"),
+            Self::SchemaMismatch { file, reason } => {
+                write!(
+                    f,
+                    "{file}: schema differs from the first capture's: {reason}"
+                )
+            }
+            Self::Schema(e) => write!(f, "schema: {e}"),
+            Self::DictSet(e) => write!(f, "dictionary set: {e}"),
+            Self::Encode(e) => write!(f, "encode: {e}"),
+            Self::Decode(e) => write!(f, "decode: {e}"),
+            Self::Zstd(m) => write!(f, "zstd: {m}"),
+            Self::Empty(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for TrainerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { error, .. } => Some(error),
+            Self::Capture { error, .. } => Some(error),
+            Self::Schema(e) => Some(e),
+            Self::DictSet(e) => Some(e),
+            Self::Encode(e) => Some(e),
+            Self::Decode(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<DictSetError> for TrainerError {
+    fn from(e: DictSetError) -> Self {
+        Self::DictSet(e)
+    }
+}
+
+impl From<EncodeError> for TrainerError {
+    fn from(e: EncodeError) -> Self {
+        Self::Encode(e)
+    }
+}
+
+impl From<DecodeError> for TrainerError {
+    fn from(e: DecodeError) -> Self {
+        Self::Decode(e)
+    }
+}
+
+impl From<SchemaError> for TrainerError {
+    fn from(e: SchemaError) -> Self {
+        Self::Schema(e)
+    }
+}

@@ -1,0 +1,254 @@
+//! `inspect`: what a capture, a dictionary file, a manifest or a set
+//! directory contains.
+
+#![forbid(unsafe_code)]
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use tickpack::capture::{CaptureReader, Record, MAGIC};
+use tickpack::dictset::{sha256_hex, DictSetError, DictionarySet, Manifest, MANIFEST_FILE};
+use tickpack::Schema;
+
+use crate::captures::op_name;
+use crate::TrainerError;
+
+/// The magic number of a zstd dictionary (`ZSTD_MAGIC_DICTIONARY`, little-endian).
+const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
+
+/// Describes `path`.
+pub fn inspect(path: &Path) -> Result<String, TrainerError> {
+    if path.is_dir() {
+        return Ok(set_dir(path, &path.join(MANIFEST_FILE)));
+    }
+    let mut head = [0u8; 8];
+    let n = {
+        let mut f = std::fs::File::open(path).map_err(|e| TrainerError::io(path, e))?;
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) => return Err(TrainerError::io(path, e)),
+            }
+        }
+        n
+    };
+    if n == 8 && head == MAGIC {
+        return capture(path);
+    }
+    if n >= 4 && head[..4] == ZSTD_DICT_MAGIC {
+        return dictionary(path);
+    }
+    if head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        return Ok(set_dir(dir, path));
+    }
+    Err(TrainerError::Usage(format!(
+        "{}: not a capture, a zstd dictionary or a manifest",
+        path.display()
+    )))
+}
+
+fn schema_lines(s: &mut String, schema: &Schema) {
+    let _ = writeln!(s, "schema {:#010x}", schema.id());
+    for t in schema.sections() {
+        let _ = writeln!(
+            s,
+            "  entity type `{}`: {}-byte records",
+            t.name(),
+            t.record_size()
+        );
+        let mut rows = vec![vec![
+            "    field".to_owned(),
+            "type".to_owned(),
+            "len".to_owned(),
+            "delta".to_owned(),
+        ]];
+        for f in t.fields() {
+            rows.push(vec![
+                format!("    {}", f.name),
+                format!("{:?}", f.ty).to_lowercase(),
+                f.len.to_string(),
+                op_name(f.delta_op()),
+            ]);
+        }
+        *s += &crate::table::render(&rows);
+    }
+}
+
+fn capture(path: &Path) -> Result<String, TrainerError> {
+    let f = std::fs::File::open(path).map_err(|e| TrainerError::io(path, e))?;
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut r =
+        CaptureReader::new(BufReader::new(f)).map_err(crate::captures::capture_err(path))?;
+    let h = r.header().clone();
+    let mut s = String::new();
+    let _ = writeln!(s, "capture {} ({size} bytes)", path.display());
+    let _ = writeln!(
+        s,
+        "game {:?}, version {:?}, {} Hz",
+        h.game, h.version, h.tick_rate
+    );
+    schema_lines(&mut s, &h.schema);
+    let (mut ticks, mut sent, mut raw) = (0u64, 0u64, 0u64);
+    let (mut first, mut last) = (None, 0u64);
+    let (mut min_e, mut max_e) = (usize::MAX, 0usize);
+    let mut clients = BTreeSet::new();
+    let status = loop {
+        match r.next_record() {
+            Ok(Some(Record::Tick { tick, snapshot })) => {
+                ticks += 1;
+                first.get_or_insert(tick);
+                last = tick;
+                raw += snapshot.raw_len() as u64;
+                min_e = min_e.min(snapshot.entity_count());
+                max_e = max_e.max(snapshot.entity_count());
+            }
+            Ok(Some(Record::Sent(x))) => {
+                sent += 1;
+                clients.insert(x.client);
+            }
+            Ok(None) => break "complete (end record present, every checksum good)".to_owned(),
+            Err(e) => break format!("DAMAGED: {e}; the {ticks} ticks before it are intact"),
+        }
+    };
+    match first {
+        Some(f) => {
+            let _ = writeln!(
+                s,
+                "ticks: {ticks} ({f}..={last}), entities per tick {min_e}..={max_e}"
+            );
+            let _ = writeln!(
+                s,
+                "disk: {:.1} bytes per tick against {:.1} record bytes per tick",
+                size as f64 / ticks as f64,
+                raw as f64 / ticks as f64
+            );
+        }
+        None => {
+            let _ = writeln!(s, "ticks: 0");
+        }
+    }
+    let _ = writeln!(s, "sent records: {sent} ({} clients)", clients.len());
+    let _ = writeln!(s, "status: {status}");
+    Ok(s)
+}
+
+fn dictionary(path: &Path) -> Result<String, TrainerError> {
+    let bytes = std::fs::read(path).map_err(|e| TrainerError::io(path, e))?;
+    let sha = sha256_hex(&bytes);
+    let zid = bytes
+        .get(4..8)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "zstd dictionary {} ({} bytes), zstd dictionary id {zid}, sha256 {sha}",
+        path.display(),
+        bytes.len()
+    );
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let manifest = std::fs::read(dir.join(MANIFEST_FILE))
+        .ok()
+        .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok());
+    match manifest {
+        Some(m) => match m.dictionaries.iter().find(|d| d.sha256 == sha) {
+            Some(d) => {
+                let _ = writeln!(
+                    s,
+                    "in set {} {} ({:#010x}): the {} dictionary, id {:#010x} on the wire",
+                    m.game,
+                    m.version,
+                    m.set_id,
+                    d.kind.name(),
+                    d.id
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "not listed by the manifest beside it (damaged, or from another set)"
+                );
+            }
+        },
+        None => {
+            let _ = writeln!(s, "no readable manifest beside it");
+        }
+    }
+    Ok(s)
+}
+
+fn set_dir(dir: &Path, manifest: &Path) -> String {
+    let mut s = String::new();
+    let text = match std::fs::read(manifest) {
+        Ok(t) => t,
+        Err(e) => return format!("{}: {e}\n", manifest.display()),
+    };
+    let verified = DictionarySet::from_manifest(&text, |file| {
+        std::fs::read(dir.join(file)).map_err(|e| DictSetError::Io {
+            file: dir.join(file),
+            kind: e.kind(),
+            message: e.to_string(),
+        })
+    });
+    let m = match (&verified, serde_json::from_slice::<Manifest>(&text)) {
+        (Ok(set), _) => set.manifest().clone(),
+        (Err(_), Ok(m)) => m,
+        (Err(e), Err(_)) => return format!("manifest {}: {e}\n", manifest.display()),
+    };
+    let _ = writeln!(
+        s,
+        "dictionary set {} {} in {}: set {:#010x}",
+        m.game,
+        m.version,
+        dir.display(),
+        m.set_id
+    );
+    let _ = writeln!(
+        s,
+        "verified: {}",
+        match &verified {
+            Ok(_) => "yes (sizes, sha256, ids)".to_owned(),
+            Err(e) => format!("NO: {e}"),
+        }
+    );
+    if let Ok(set) = &verified {
+        schema_lines(&mut s, set.schema());
+    }
+    let _ = writeln!(s, "captured schema {:#010x}", m.base_schema_id);
+    for d in &m.dictionaries {
+        let _ = writeln!(
+            s,
+            "{} dictionary {}: {} bytes (asked {}), id {:#010x}, sha256 {}",
+            d.kind.name(),
+            d.file,
+            d.size,
+            d.max_size,
+            d.id,
+            d.sha256
+        );
+    }
+    let t = &m.training;
+    let _ = writeln!(
+        s,
+        "trained by {} on {} capture(s): {} ticks, {} held out; baselines: {}",
+        t.trainer,
+        t.captures.len(),
+        t.train_ticks,
+        t.held_out_ticks,
+        t.baselines
+    );
+    let me = &m.measured;
+    let _ = writeln!(
+        s,
+        "held-out delta packets: {:.1} B untrained, {:.1} B with the set; keyframes {:.1} -> {:.1} B",
+        me.bytes_per_snapshot_without,
+        me.bytes_per_snapshot_with,
+        me.keyframe_bytes_without,
+        me.keyframe_bytes_with
+    );
+    s
+}

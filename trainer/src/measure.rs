@@ -1,0 +1,278 @@
+//! Running the real encoder over planned packets.
+
+#![forbid(unsafe_code)]
+
+use tickpack::capture::Capture;
+use tickpack::{Baseline, DeltaOp, Encoder, Schema, Snapshot, MAX_BLOCK_CONTENT};
+
+use crate::captures::{ops_of, with_ops};
+use crate::replay::Packet;
+use crate::TrainerError;
+
+/// One packet of one capture, ready to encode.
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    /// The snapshot sent.
+    pub snapshot: &'a Snapshot,
+    /// Its sequence (the tick number's low 16 bits).
+    pub sequence: u16,
+    /// Its baseline: sequence and snapshot.
+    pub baseline: Option<(u16, &'a Snapshot)>,
+    /// The prior baseline for predicted fields.
+    pub prior: Option<(u16, &'a Snapshot)>,
+}
+
+impl<'a> Job<'a> {
+    /// The job for `packet` of `capture`.
+    pub fn new(capture: &'a Capture, packet: Packet) -> Self {
+        let t = &capture.ticks[packet.tick];
+        let at = |i: usize| {
+            let b = &capture.ticks[i];
+            (b.tick as u16, &b.snapshot)
+        };
+        Self {
+            snapshot: &t.snapshot,
+            sequence: t.tick as u16,
+            baseline: packet.baseline.map(at),
+            prior: packet.baseline.and(packet.prior).map(at),
+        }
+    }
+
+    /// The same snapshot as a keyframe.
+    pub fn keyframe(&self) -> Self {
+        Self {
+            baseline: None,
+            prior: None,
+            ..*self
+        }
+    }
+
+    /// The baseline in the codec's form.
+    pub fn codec_baseline(&self) -> Option<Baseline<'a>> {
+        self.baseline
+            .map(|(sequence, snapshot)| Baseline { sequence, snapshot })
+    }
+
+    /// The prior in the codec's form.
+    pub fn codec_prior(&self) -> Option<Baseline<'a>> {
+        self.prior
+            .map(|(sequence, snapshot)| Baseline { sequence, snapshot })
+    }
+}
+
+/// Encodes `job` with `encoder`: with its prior when it has one (the
+/// encoder uses it only if the schema has `predict` fields).
+pub fn encode(encoder: &mut Encoder, job: &Job<'_>, out: &mut Vec<u8>) -> Result<(), TrainerError> {
+    match (job.codec_baseline(), job.codec_prior()) {
+        (Some(b), Some(p)) => {
+            encoder.encode_predicted_to_vec(job.snapshot, job.sequence, b, p, out)?
+        }
+        (b, _) => encoder.encode_to_vec(job.snapshot, job.sequence, b, out)?,
+    }
+    Ok(())
+}
+
+/// `b0` with every `predict` field of every entity also in `b1` replaced by
+/// the prediction `2·b0 − b1` (per element, wrapping, on the bit values):
+/// the baseline a packet with a prior is coded against (FORMAT.md,
+/// "Predicted baseline").
+pub fn predicted(schema: &Schema, b0: &Snapshot, b1: &Snapshot) -> Snapshot {
+    let mut out = b0.clone();
+    for (s, ty) in schema.sections().iter().enumerate() {
+        let elems: Vec<(usize, usize)> = ty
+            .fields()
+            .iter()
+            .zip(ty.offsets())
+            .filter(|(f, _)| f.delta_op() == DeltaOp::Predict)
+            .flat_map(|(f, &o)| (0..f.len).map(move |i| (o + i * f.ty.size(), f.ty.size())))
+            .collect();
+        let (Some(prior), Some(sec)) = (b1.sections().get(s), out.section_mut(s)) else {
+            continue;
+        };
+        if elems.is_empty() {
+            continue;
+        }
+        let ids = sec.ids().to_vec();
+        let mut rec = Vec::with_capacity(ty.record_size());
+        for id in ids {
+            let (Some(r0), Some(r1)) = (sec.get(id), prior.get(id)) else {
+                continue;
+            };
+            rec.clear();
+            rec.extend_from_slice(r0);
+            for &(o, w) in &elems {
+                let mut a = [0u8; 8];
+                let mut b = [0u8; 8];
+                a[..w].copy_from_slice(&r0[o..o + w]);
+                b[..w].copy_from_slice(&r1[o..o + w]);
+                let v = u64::from_le_bytes(a)
+                    .wrapping_mul(2)
+                    .wrapping_sub(u64::from_le_bytes(b));
+                rec[o..o + w].copy_from_slice(&v.to_le_bytes()[..w]);
+            }
+            // Same id, same size: replacing a record cannot fail.
+            let _ = sec.insert(id, &rec);
+        }
+    }
+    out
+}
+
+/// Total packet bytes of `jobs` with `encoder`.
+pub fn total_bytes(encoder: &mut Encoder, jobs: &[Job<'_>]) -> Result<u64, TrainerError> {
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    for j in jobs {
+        encode(encoder, j, &mut out)?;
+        total += out.len() as u64;
+    }
+    Ok(total)
+}
+
+/// The payloads an encoder with `schema` cuts into blocks for `jobs`, cut
+/// the same way (at most [`MAX_BLOCK_CONTENT`] bytes each): the samples a
+/// block dictionary is trained on. Returned as one buffer and the sample
+/// sizes.
+///
+/// [`Encoder::payload`] takes no prior; a packet with a prior is its
+/// `predict` fields coded as `int` against the predicted baseline, so those
+/// payloads come from the schema with `int` in place of `predict` and
+/// [`predicted`] baselines (`tests::predicted_payload_matches_the_codec`).
+pub fn block_samples(
+    schema: &Schema,
+    jobs: &[Job<'_>],
+) -> Result<(Vec<u8>, Vec<usize>), TrainerError> {
+    let ints: Vec<Vec<DeltaOp>> = ops_of(schema)
+        .into_iter()
+        .map(|s| {
+            s.into_iter()
+                .map(|o| {
+                    if o == DeltaOp::Predict {
+                        DeltaOp::Int
+                    } else {
+                        o
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut encoder = Encoder::new(with_ops(schema, &ints)?);
+    let mut data = Vec::new();
+    let mut sizes = Vec::new();
+    let mut payload = Vec::new();
+    for j in jobs {
+        match (j.baseline, j.prior) {
+            (Some((seq, b0)), Some((_, b1))) if schema.predicts() => {
+                let p = predicted(schema, b0, b1);
+                let base = Baseline {
+                    sequence: seq,
+                    snapshot: &p,
+                };
+                encoder.payload(j.snapshot, j.sequence, Some(base), &mut payload)?;
+            }
+            _ => encoder.payload(j.snapshot, j.sequence, j.codec_baseline(), &mut payload)?,
+        }
+        for chunk in payload.chunks(MAX_BLOCK_CONTENT) {
+            data.extend_from_slice(chunk);
+            sizes.push(chunk.len());
+        }
+    }
+    Ok((data, sizes))
+}
+
+/// The "raw snapshot" plain zstd frames compress in `eval`: per section, the
+/// entity count (`u32`), the ids (`u32` each) and the records, little-endian.
+pub fn raw_snapshot(s: &Snapshot, out: &mut Vec<u8>) {
+    out.clear();
+    for sec in s.sections() {
+        out.extend_from_slice(&(sec.len() as u32).to_le_bytes());
+        for id in sec.ids() {
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+        out.extend_from_slice(sec.records());
+    }
+}
+
+/// Mean of `total` over `n` (0 when `n` is 0).
+pub fn mean(total: u64, n: usize) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        total as f64 / n as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::{Field, PacketHeader, Primitive};
+
+    /// The samples of a predicted packet are the bytes the codec compresses:
+    /// same blocks as `encode_predicted_to_vec`, header aside.
+    #[test]
+    fn predicted_payload_matches_the_codec() {
+        let schema = Schema::builder()
+            .entity("car")
+            .field_with(Field {
+                name: "pos".into(),
+                ty: Primitive::F32,
+                len: 3,
+                delta: Some(DeltaOp::Predict),
+            })
+            .field_with(Field {
+                name: "lap".into(),
+                ty: Primitive::U16,
+                len: 1,
+                delta: Some(DeltaOp::Predict),
+            })
+            .field("hp", Primitive::U8, 1)
+            .build()
+            .unwrap();
+        let snap = |t: u32| {
+            let mut s = Snapshot::new(&schema);
+            for id in 0..10u32 {
+                if (id + t).is_multiple_of(4) {
+                    continue;
+                }
+                let mut rec = Vec::new();
+                for k in 0..3 {
+                    let v = id as f32 * 10.0 + k as f32 + (t * t) as f32 * 0.37;
+                    rec.extend_from_slice(&v.to_le_bytes());
+                }
+                rec.extend_from_slice(&((t * 300) as u16).to_le_bytes());
+                rec.push((id + t) as u8);
+                s.section_mut(0).unwrap().insert(id, &rec).unwrap();
+            }
+            s
+        };
+        let (b1, b0, cur) = (snap(1), snap(2), snap(3));
+        let job = Job {
+            snapshot: &cur,
+            sequence: 3,
+            baseline: Some((2, &b0)),
+            prior: Some((1, &b1)),
+        };
+        let mut packet = Vec::new();
+        encode(&mut Encoder::new(schema.clone()), &job, &mut packet).unwrap();
+        let (h, len) = PacketHeader::parse(&packet).unwrap();
+        assert_eq!(h.prior, Some(1));
+        // Encode the sample payload the same way, as a packet of the int schema.
+        let ints = with_ops(&schema, &[vec![DeltaOp::Int; 3]]).unwrap();
+        let p = predicted(&schema, &b0, &b1);
+        let mut same = Vec::new();
+        Encoder::new(ints)
+            .encode_to_vec(
+                &cur,
+                3,
+                Some(Baseline {
+                    sequence: 2,
+                    snapshot: &p,
+                }),
+                &mut same,
+            )
+            .unwrap();
+        let (_, len2) = PacketHeader::parse(&same).unwrap();
+        assert_eq!(packet[len..], same[len2..]);
+        let (data, sizes) = block_samples(&schema, &[job]).unwrap();
+        assert_eq!(sizes.iter().sum::<usize>(), data.len());
+    }
+}

@@ -1,0 +1,284 @@
+//! Which packets to replay: each tick of a capture against which baseline.
+
+#![forbid(unsafe_code)]
+
+use tickpack::capture::{Capture, CapturedTick};
+use tickpack::MAX_BASELINE_DISTANCE;
+
+/// The simulated ack delay used when a capture has no recorded sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rtt {
+    /// Round-trip time, milliseconds: the baseline is the newest tick at
+    /// least this old. Default 100.
+    pub rtt_ms: u32,
+    /// Up to this many extra ticks of delay, varying per tick
+    /// (deterministically). Default 2.
+    pub jitter_ticks: u32,
+}
+
+impl Default for Rtt {
+    fn default() -> Self {
+        Self {
+            rtt_ms: 100,
+            jitter_ticks: 2,
+        }
+    }
+}
+
+/// How each packet picks its baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaselineModel {
+    /// Tick `t` against tick `t - N`; ticks without one are not sent (the
+    /// 2015 challenge uses 6).
+    Distance(u32),
+    /// The sends recorded in the capture, if it has any; else one client
+    /// acking with the [`Rtt`] delay (its first packets are keyframes, as
+    /// for a client that just joined).
+    Auto(Rtt),
+}
+
+/// One packet: the snapshot of tick index `tick`, against tick index
+/// `baseline` (a keyframe if `None`), with tick index `prior` as the older
+/// baseline for predicted fields (used only by schemas with `predict`
+/// fields). Indices are into the capture's ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Packet {
+    /// Index of the tick sent.
+    pub tick: usize,
+    /// Index of its baseline tick.
+    pub baseline: Option<usize>,
+    /// Index of the prior baseline tick (older than the baseline).
+    pub prior: Option<usize>,
+}
+
+impl Packet {
+    /// A keyframe of tick index `tick`.
+    pub fn keyframe(tick: usize) -> Self {
+        Self {
+            tick,
+            baseline: None,
+            prior: None,
+        }
+    }
+}
+
+/// The packets `model` sends for `capture`, in tick order, and a short
+/// description of where the baselines came from.
+pub fn plan(capture: &Capture, model: BaselineModel) -> (Vec<Packet>, String) {
+    let ticks = &capture.ticks;
+    match model {
+        BaselineModel::Distance(n) => {
+            let back = |i: usize| -> Option<usize> {
+                let want = ticks[i].tick.checked_sub(u64::from(n))?;
+                ticks[..i].binary_search_by_key(&want, |t| t.tick).ok()
+            };
+            let out = (0..ticks.len())
+                .filter_map(|i| {
+                    let j = back(i)?;
+                    let prior = back(j).filter(|&k| close_enough(ticks, i, k));
+                    Some(Packet {
+                        tick: i,
+                        baseline: Some(j),
+                        prior,
+                    })
+                })
+                .collect();
+            (
+                out,
+                format!("baseline distance {n} (prior {})", 2 * u64::from(n)),
+            )
+        }
+        BaselineModel::Auto(rtt) => {
+            if ticks.iter().any(|t| !t.sent.is_empty()) {
+                (recorded(ticks), "recorded sends".into())
+            } else {
+                let rate = if capture.header.tick_rate == 0 {
+                    60
+                } else {
+                    capture.header.tick_rate
+                };
+                let delay = (u64::from(rtt.rtt_ms) * u64::from(rate))
+                    .div_ceil(1000)
+                    .max(1);
+                (
+                    simulated(ticks, delay, rtt.jitter_ticks),
+                    format!(
+                        "simulated acks: {} ms RTT (+0..{} ticks) at {rate} Hz",
+                        rtt.rtt_ms, rtt.jitter_ticks
+                    ),
+                )
+            }
+        }
+    }
+}
+
+fn close_enough(ticks: &[CapturedTick], i: usize, j: usize) -> bool {
+    ticks[i].tick - ticks[j].tick <= u64::from(MAX_BASELINE_DISTANCE)
+}
+
+/// One packet per recorded send (identical ones once per tick). A send's
+/// baseline (and prior) sequence is resolved to the tick in which the same
+/// client was sent that sequence; failing that, to the newest earlier tick
+/// whose number has those low 16 bits (captures imported from JSON lines).
+fn recorded(ticks: &[CapturedTick]) -> Vec<Packet> {
+    let mut out: Vec<Packet> = Vec::new();
+    let mut last_sent: std::collections::HashMap<(u32, u16), usize> = Default::default();
+    for (i, t) in ticks.iter().enumerate() {
+        let first = out.len();
+        for s in &t.sent {
+            let resolve = |seq: u16| -> Option<usize> {
+                let by_client = last_sent.get(&(s.client, seq)).copied();
+                by_client
+                    .or_else(|| (0..i).rev().find(|&j| ticks[j].tick as u16 == seq))
+                    .filter(|&j| close_enough(ticks, i, j))
+            };
+            let baseline = match s.baseline {
+                None => None,
+                Some(seq) => match resolve(seq) {
+                    Some(j) => Some(j),
+                    None => continue,
+                },
+            };
+            let prior = s
+                .prior
+                .and_then(resolve)
+                .filter(|&k| baseline.is_some_and(|j| k < j));
+            let p = Packet {
+                tick: i,
+                baseline,
+                prior,
+            };
+            if !out[first..].contains(&p) {
+                out.push(p);
+            }
+        }
+        for s in &t.sent {
+            last_sent.insert((s.client, s.sequence), i);
+        }
+    }
+    out
+}
+
+/// One client: the packet of tick `s` is acked `delay + jitter(s)` ticks
+/// after it was sent, and each packet is coded against the newest tick
+/// whose ack has arrived (so baselines never move backwards), with the ack
+/// before that one as its prior, as the session server does.
+fn simulated(ticks: &[CapturedTick], delay: u64, jitter: u32) -> Vec<Packet> {
+    let arrives = |s: u64| s + delay + splitmix(s) % (u64::from(jitter) + 1);
+    let mut out = Vec::with_capacity(ticks.len());
+    let (mut acked, mut prior): (Option<usize>, Option<usize>) = (None, None);
+    for (i, t) in ticks.iter().enumerate() {
+        let from = acked.map_or(0, |a| a + 1);
+        if let Some(k) = (from..i).rev().find(|&k| arrives(ticks[k].tick) <= t.tick) {
+            prior = acked;
+            acked = Some(k);
+        }
+        let baseline = acked.filter(|&a| close_enough(ticks, i, a));
+        let prior = prior.filter(|&p| baseline.is_some() && close_enough(ticks, i, p));
+        out.push(Packet {
+            tick: i,
+            baseline,
+            prior,
+        });
+    }
+    out
+}
+
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::capture::{CaptureHeader, SentRecord};
+    use tickpack::{Primitive, Schema, Snapshot};
+
+    fn capture(ticks: &[u64]) -> Capture {
+        let schema = Schema::builder()
+            .entity("a")
+            .field("x", Primitive::U8, 1)
+            .build()
+            .unwrap();
+        Capture {
+            header: CaptureHeader::new("g", "1", 60, schema.clone()),
+            ticks: ticks
+                .iter()
+                .map(|&tick| CapturedTick {
+                    tick,
+                    snapshot: Snapshot::new(&schema),
+                    sent: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn distance_skips_ticks_without_a_baseline() {
+        let (p, _) = plan(&capture(&[0, 1, 2, 3, 5, 9]), BaselineModel::Distance(2));
+        let pairs: Vec<_> = p.iter().map(|p| (p.tick, p.baseline, p.prior)).collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (2, Some(0), None),
+                (3, Some(1), None),
+                (4, Some(3), Some(1))
+            ]
+        );
+    }
+
+    #[test]
+    fn simulated_acks_start_with_keyframes() {
+        let c = capture(&(0..40).collect::<Vec<_>>());
+        let (p, _) = plan(&c, BaselineModel::Auto(Rtt::default()));
+        assert_eq!(p.len(), 40);
+        assert_eq!(p[0].baseline, None);
+        for q in &p {
+            if let Some(b) = q.baseline {
+                let d = q.tick - b;
+                assert!((6..=8).contains(&d), "{q:?}");
+                if let Some(r) = q.prior {
+                    assert!(r < b, "{q:?}");
+                }
+            }
+        }
+        assert!(p.windows(2).all(|w| w[0].baseline <= w[1].baseline));
+        assert!(p[20..].iter().all(|q| q.prior.is_some()));
+        assert!(p[20..].iter().all(|q| q.baseline.is_some()));
+    }
+
+    #[test]
+    fn recorded_sends_resolve_by_client_then_by_tick() {
+        let mut c = capture(&[10, 11, 12]);
+        let s = |client, sequence, baseline| SentRecord {
+            client,
+            sequence,
+            baseline,
+            prior: None,
+            bytes: 0,
+        };
+        c.ticks[0].sent = vec![s(1, 500, None), s(2, 10, None)];
+        c.ticks[1].sent = vec![s(1, 501, Some(500)), s(2, 11, Some(10))];
+        c.ticks[2].sent = vec![s(1, 502, Some(500)), s(2, 12, Some(10)), s(3, 12, Some(99))];
+        c.ticks[2].sent[1].prior = Some(10);
+        c.ticks[2].sent[0].baseline = Some(501);
+        c.ticks[2].sent[0].prior = Some(500);
+        let (p, why) = plan(&c, BaselineModel::Auto(Rtt::default()));
+        assert_eq!(why, "recorded sends");
+        let pairs: Vec<_> = p.iter().map(|p| (p.tick, p.baseline, p.prior)).collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (0, None, None),
+                (1, Some(0), None),
+                (2, Some(1), Some(0)),
+                (2, Some(0), None)
+            ],
+            "duplicates merged, a prior not older than its baseline dropped, \
+             unresolvable send 99 dropped"
+        );
+    }
+}

@@ -1,0 +1,489 @@
+//! `train`: per-field operators and per-kind dictionaries from captures.
+//!
+//! 1. Every capture's ticks are split: the latest 20% are held out (not a
+//!    random sample: a dictionary must work on the ticks that come next).
+//! 2. Packets are planned as `eval` plans them (recorded sends, else an RTT
+//!    model), plus a keyframe every `keyframe_every` ticks.
+//! 3. Per field, the delta operator that minimises the held-out delta bytes
+//!    (no dictionary) is chosen by coordinate descent, the other fields fixed.
+//! 4. With those operators, the real encoder builds its uncompressed
+//!    payloads ([`tickpack::Encoder::payload`]) for the training packets, cut
+//!    into blocks as the codec cuts them: the samples. For keyframes and for
+//!    deltas, zstd's fastCover trainer makes a dictionary of each size tried;
+//!    the one giving the fewest held-out bytes is kept, or none if none helps.
+//! 5. The set (schema with the chosen operators, dictionaries, manifest) is
+//!    written, loaded back and verified.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use tickpack::dictset::{
+    dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
+    Measured, Training,
+};
+use tickpack::{DeltaOp, Dictionary, Encoder, Schema};
+
+use crate::captures::{held_out_start, load_all, op_name, ops_of, with_ops, Loaded};
+use crate::measure::{block_samples, mean, total_bytes, Job};
+use crate::replay::{plan, BaselineModel, Packet, Rtt};
+use crate::TrainerError;
+
+/// Dictionary sizes tried by default: 512 B to 16 KiB.
+pub const DEFAULT_SIZES: [usize; 6] = [512, 1024, 2048, 4096, 8192, 16384];
+
+/// The operators tried on every field. `predict` codes against `2·b0 − b1`
+/// from the packet's two newest acked baselines (the prior comes from the
+/// recorded sends or the baseline model).
+pub const OPS: [DeltaOp; 5] = [
+    DeltaOp::Int,
+    DeltaOp::Sub,
+    DeltaOp::Xor,
+    DeltaOp::None,
+    DeltaOp::Predict,
+];
+
+/// What `train` does.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    /// Captures to train on (same schema layout).
+    pub captures: Vec<PathBuf>,
+    /// The set's directory (`dictionaries/<game>/<version>`).
+    pub out: PathBuf,
+    /// Game name (default: the first capture's).
+    pub game: Option<String>,
+    /// Game version (default: the first capture's).
+    pub version: Option<String>,
+    /// zstd level the packets are measured at.
+    pub level: i32,
+    /// Dictionary sizes tried.
+    pub sizes: Vec<usize>,
+    /// Fraction of each capture's ticks held out (the latest).
+    pub held_out: f64,
+    /// How packets pick baselines.
+    pub model: BaselineModel,
+    /// A keyframe sample every this many ticks.
+    pub keyframe_every: usize,
+    /// Show a progress bar (on a terminal).
+    pub progress: bool,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        Self {
+            captures: Vec::new(),
+            out: PathBuf::new(),
+            game: None,
+            version: None,
+            level: tickpack::DEFAULT_LEVEL,
+            sizes: DEFAULT_SIZES.to_vec(),
+            held_out: 0.2,
+            model: BaselineModel::Auto(Rtt::default()),
+            keyframe_every: 10,
+            progress: true,
+        }
+    }
+}
+
+/// The result of `train`: `--json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainReport {
+    /// Where the set was written.
+    pub out: String,
+    /// Wall time, seconds.
+    pub seconds: f64,
+    /// The manifest written.
+    pub manifest: Manifest,
+}
+
+struct Split<'a> {
+    train_delta: Vec<Job<'a>>,
+    train_key: Vec<Job<'a>>,
+    held_delta: Vec<Job<'a>>,
+    held_key: Vec<Job<'a>>,
+}
+
+fn split_jobs<'a>(loaded: &'a [Loaded], opts: &TrainOptions) -> (Split<'a>, String, u64, u64) {
+    let mut s = Split {
+        train_delta: Vec::new(),
+        train_key: Vec::new(),
+        held_delta: Vec::new(),
+        held_key: Vec::new(),
+    };
+    let (mut train_ticks, mut held_ticks) = (0u64, 0u64);
+    let mut why = String::new();
+    for l in loaded {
+        let c = &l.capture;
+        let n = c.ticks.len();
+        let start = held_out_start(n, opts.held_out);
+        train_ticks += start as u64;
+        held_ticks += (n - start) as u64;
+        let (packets, w) = plan(c, opts.model);
+        why = w;
+        let mut keys: Vec<usize> = packets
+            .iter()
+            .filter(|p| p.baseline.is_none())
+            .map(|p| p.tick)
+            .collect();
+        keys.extend((0..n).step_by(opts.keyframe_every.max(1)));
+        keys.sort_unstable();
+        keys.dedup();
+        for p in packets.iter().filter(|p| p.baseline.is_some()) {
+            let j = Job::new(c, *p);
+            if p.tick >= start {
+                s.held_delta.push(j);
+            } else {
+                s.train_delta.push(j);
+            }
+        }
+        for k in keys {
+            let j = Job::new(c, Packet::keyframe(k));
+            if k >= start {
+                s.held_key.push(j);
+            } else {
+                s.train_key.push(j);
+            }
+        }
+    }
+    (s, why, train_ticks, held_ticks)
+}
+
+/// Evenly spaced subset of at most `max` jobs.
+fn thin<'a>(jobs: &[Job<'a>], max: usize) -> Vec<Job<'a>> {
+    if jobs.len() <= max {
+        return jobs.to_vec();
+    }
+    (0..max).map(|i| jobs[i * jobs.len() / max]).collect()
+}
+
+fn bar(opts: &TrainOptions, len: u64) -> ProgressBar {
+    if !opts.progress {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}") {
+        pb.set_style(style);
+    }
+    pb
+}
+
+/// Trains a set and writes it to `opts.out`.
+pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), TrainerError> {
+    let started = Instant::now();
+    let loaded = load_all(&opts.captures)?;
+    let first = &loaded[0].capture.header;
+    let game = opts.game.clone().unwrap_or_else(|| first.game.clone());
+    let version = opts
+        .version
+        .clone()
+        .unwrap_or_else(|| first.version.clone());
+    let base = first.schema.clone();
+    let (jobs, why, train_ticks, held_ticks) = split_jobs(&loaded, opts);
+    if jobs.held_delta.is_empty() && jobs.held_key.is_empty() {
+        return Err(TrainerError::Empty(
+            "no held-out packets: give captures with more ticks".into(),
+        ));
+    }
+
+    // Step 3: operators, by coordinate descent on held-out delta bytes.
+    let field_count: usize = base.sections().iter().map(|t| t.fields().len()).sum();
+    let passes = 2;
+    let pb = bar(
+        opts,
+        (field_count * (OPS.len() - 1) * passes + opts.sizes.len() * 2) as u64,
+    );
+    let objective = if jobs.held_delta.is_empty() {
+        thin(&jobs.held_key, 200)
+    } else {
+        thin(&jobs.held_delta, 1000)
+    };
+    let cost = |ops: &[Vec<DeltaOp>]| -> Result<u64, TrainerError> {
+        let schema = with_ops(&base, ops)?;
+        total_bytes(&mut Encoder::with_level(schema, opts.level), &objective)
+    };
+    let mut ops = ops_of(&base);
+    let mut best = cost(&ops)?;
+    let mut tried: Vec<Vec<std::collections::BTreeMap<String, u64>>> = ops
+        .iter()
+        .map(|s| vec![Default::default(); s.len()])
+        .collect();
+    for pass in 0..passes {
+        let mut changed = false;
+        for s in 0..ops.len() {
+            for f in 0..ops[s].len() {
+                let name = &base.sections()[s].fields()[f].name;
+                pb.set_message(format!("operators, pass {}: {name}", pass + 1));
+                let current = ops[s][f];
+                tried[s][f].insert(op_name(current), best);
+                for &op in OPS.iter().filter(|&&o| o != current) {
+                    let mut cand = ops.clone();
+                    cand[s][f] = op;
+                    let c = cost(&cand)?;
+                    tried[s][f].insert(op_name(op), c);
+                    if c < best {
+                        best = c;
+                        ops = cand;
+                        changed = true;
+                    }
+                    pb.inc(1);
+                }
+            }
+        }
+        if !changed {
+            pb.inc((field_count * (OPS.len() - 1) * (passes - pass - 1)) as u64);
+            break;
+        }
+    }
+    let schema = with_ops(&base, &ops)?;
+
+    // Step 4: dictionaries per kind.
+    let mut dictionaries = Vec::new();
+    let mut candidates = Vec::new();
+    for kind in [DictKind::Delta, DictKind::Keyframe] {
+        let (train, held) = match kind {
+            DictKind::Delta => (&jobs.train_delta, &jobs.held_delta),
+            DictKind::Keyframe => (&jobs.train_key, &jobs.held_key),
+        };
+        let mut enc = Encoder::with_level(schema.clone(), opts.level);
+        let (data, sizes) = block_samples(&schema, train)?;
+        let plain = total_bytes(&mut enc, held)?;
+        candidates.push(Candidate {
+            kind,
+            max_size: 0,
+            size: 0,
+            bytes_mean: mean(plain, held.len()),
+        });
+        let mut best: Option<(u64, Vec<u8>, u64)> = None;
+        for &size in &opts.sizes {
+            pb.set_message(format!("{} dictionary, {size} bytes", kind.name()));
+            pb.inc(1);
+            if held.is_empty() || sizes.len() < 8 {
+                continue;
+            }
+            let Ok(bytes) = zstd::dict::from_continuous(&data, &sizes, size) else {
+                continue;
+            };
+            let id = dictionary_id(&game, &version, schema.id(), kind, &bytes);
+            let dict = Dictionary::new(id, bytes.clone());
+            if enc.set_dictionary(Some(&dict)).is_err() {
+                continue;
+            }
+            let total = total_bytes(&mut enc, held)?;
+            candidates.push(Candidate {
+                kind,
+                max_size: size as u64,
+                size: bytes.len() as u64,
+                bytes_mean: mean(total, held.len()),
+            });
+            if total < plain && best.as_ref().is_none_or(|b| total < b.0) {
+                best = Some((total, bytes, size as u64));
+            }
+        }
+        if let Some((_, bytes, max_size)) = best {
+            dictionaries.push((kind, bytes, max_size));
+        }
+    }
+    pb.finish_and_clear();
+
+    // Step 5: measure, assemble, save, verify.
+    let manifest = Manifest {
+        format: 0,
+        game: game.clone(),
+        version: version.clone(),
+        set_id: 0,
+        schema_id: 0,
+        base_schema_id: 0,
+        schema: serde_json::Value::Null,
+        default_records: Vec::new(),
+        fields: base
+            .sections()
+            .iter()
+            .zip(&tried)
+            .flat_map(|(t, tried)| {
+                t.fields().iter().zip(tried).map(|(f, m)| FieldChoice {
+                    entity: t.name().to_owned(),
+                    field: f.name.clone(),
+                    delta: f.delta_op(),
+                    held_out_bytes: m.clone(),
+                })
+            })
+            .collect(),
+        dictionaries: Vec::new(),
+        training: Training {
+            trainer: format!("tickpack-trainer {}", env!("CARGO_PKG_VERSION")),
+            captures: loaded
+                .iter()
+                .map(|l| CaptureSource {
+                    file: l
+                        .path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                    sha256: l.sha256.clone(),
+                    ticks: l.capture.ticks.len() as u64,
+                })
+                .collect(),
+            train_ticks,
+            held_out_ticks: held_ticks,
+            held_out_fraction: opts.held_out,
+            level: opts.level,
+            algorithm: "zstd fastCover (ZDICT_trainFromBuffer: d=8, 4 k steps, f=20, \
+                        split 0.75) on encoder payloads cut into blocks"
+                .into(),
+            sizes_tried: opts.sizes.iter().map(|&s| s as u64).collect(),
+            ops_tried: OPS.to_vec(),
+            baselines: why,
+            keyframe_every: opts.keyframe_every as u64,
+        },
+        measured: Measured::default(),
+    };
+    let mut set = DictionarySet::assemble(manifest, schema.clone(), base.id(), dictionaries)?;
+    let measured = measure(&set, &base, &jobs, opts.level, candidates)?;
+    let mut manifest = set.manifest().clone();
+    manifest.measured = measured;
+    let dicts = set
+        .dictionaries()
+        .iter()
+        .map(|(k, d)| {
+            let max = set
+                .manifest()
+                .dictionaries
+                .iter()
+                .find(|e| e.kind == *k)
+                .map_or(0, |e| e.max_size);
+            (*k, d.bytes().to_vec(), max)
+        })
+        .collect();
+    set = DictionarySet::assemble(manifest, schema, base.id(), dicts)?;
+    set.save(&opts.out)?;
+    let set = DictionarySet::load(&opts.out)?;
+    let report = TrainReport {
+        out: opts.out.display().to_string(),
+        seconds: started.elapsed().as_secs_f64(),
+        manifest: set.manifest().clone(),
+    };
+    Ok((set, report))
+}
+
+fn measure(
+    set: &DictionarySet,
+    base: &Schema,
+    jobs: &Split<'_>,
+    level: i32,
+    candidates: Vec<Candidate>,
+) -> Result<Measured, TrainerError> {
+    let untrained = |held: &[Job<'_>]| -> Result<u64, TrainerError> {
+        total_bytes(&mut Encoder::with_level(base.clone(), level), held)
+    };
+    let ops_only = total_bytes(
+        &mut Encoder::with_level(set.schema().clone(), level),
+        &jobs.held_delta,
+    )?;
+    let mut enc = set.encoder(level)?;
+    let with_delta = total_bytes(enc.encoder_mut(DictKind::Delta), &jobs.held_delta)?;
+    let with_key = total_bytes(enc.encoder_mut(DictKind::Keyframe), &jobs.held_key)?;
+    let (nd, nk) = (jobs.held_delta.len(), jobs.held_key.len());
+    Ok(Measured {
+        delta_packets: nd as u64,
+        keyframes: nk as u64,
+        bytes_per_snapshot_without: mean(untrained(&jobs.held_delta)?, nd),
+        bytes_per_snapshot_with: mean(with_delta, nd),
+        bytes_per_snapshot_ops_only: mean(ops_only, nd),
+        keyframe_bytes_without: mean(untrained(&jobs.held_key)?, nk),
+        keyframe_bytes_with: mean(with_key, nk),
+        candidates,
+    })
+}
+
+/// The summary table printed after training.
+pub fn summary(report: &TrainReport) -> String {
+    use std::fmt::Write;
+    let m = &report.manifest;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "wrote {} ({} {}): set {:#010x}, schema {:#010x} (captured {:#010x}), {:.1} s",
+        report.out, m.game, m.version, m.set_id, m.schema_id, m.base_schema_id, report.seconds
+    );
+    let t = &m.training;
+    let _ = writeln!(
+        s,
+        "{} capture(s): {} ticks trained, {} held out; baselines: {}",
+        t.captures.len(),
+        t.train_ticks,
+        t.held_out_ticks,
+        t.baselines
+    );
+    let _ = writeln!(s);
+    let mut rows = vec![vec![
+        "field".to_owned(),
+        "chosen".to_owned(),
+        "int".to_owned(),
+        "sub".to_owned(),
+        "xor".to_owned(),
+        "none".to_owned(),
+        "predict".to_owned(),
+    ]];
+    for f in &m.fields {
+        let mut r = vec![format!("{}.{}", f.entity, f.field), op_name(f.delta)];
+        for op in ["int", "sub", "xor", "none", "predict"] {
+            r.push(
+                f.held_out_bytes
+                    .get(op)
+                    .map_or_else(|| "-".into(), |v| v.to_string()),
+            );
+        }
+        rows.push(r);
+    }
+    s += &crate::table::render(&rows);
+    let _ = writeln!(s);
+    let mut rows = vec![vec![
+        "kind".to_owned(),
+        "size asked".to_owned(),
+        "size".to_owned(),
+        "held-out mean".to_owned(),
+        "chosen".to_owned(),
+    ]];
+    for c in &m.measured.candidates {
+        let chosen = m
+            .dictionaries
+            .iter()
+            .any(|d| d.kind == c.kind && d.max_size == c.max_size)
+            || (c.max_size == 0 && !m.dictionaries.iter().any(|d| d.kind == c.kind));
+        rows.push(vec![
+            c.kind.name().to_owned(),
+            if c.max_size == 0 {
+                "none".into()
+            } else {
+                c.max_size.to_string()
+            },
+            c.size.to_string(),
+            format!("{:.1}", c.bytes_mean),
+            if chosen { "*".into() } else { String::new() },
+        ]);
+    }
+    s += &crate::table::render(&rows);
+    let me = &m.measured;
+    let gain = |a: f64, b: f64| if a > 0.0 { 100.0 * (a - b) / a } else { 0.0 };
+    let _ = writeln!(
+        s,
+        "\nheld-out delta packets ({}): {:.1} B untrained -> {:.1} B with operators -> {:.1} B with the set ({:.1}% smaller)",
+        me.delta_packets,
+        me.bytes_per_snapshot_without,
+        me.bytes_per_snapshot_ops_only,
+        me.bytes_per_snapshot_with,
+        gain(me.bytes_per_snapshot_without, me.bytes_per_snapshot_with)
+    );
+    let _ = writeln!(
+        s,
+        "held-out keyframes ({}): {:.1} B untrained -> {:.1} B with the set ({:.1}% smaller)",
+        me.keyframes,
+        me.keyframe_bytes_without,
+        me.keyframe_bytes_with,
+        gain(me.keyframe_bytes_without, me.keyframe_bytes_with)
+    );
+    s
+}

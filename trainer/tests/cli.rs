@@ -1,0 +1,340 @@
+//! The trainer's commands end to end: importers, export, train, eval, inspect.
+#![forbid(unsafe_code)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tickpack::capture::{Capture, CaptureLimits, SentRecord};
+use tickpack_benches::scenarios::{cube_pile, cube_schema};
+use tickpack_trainer::{run, TrainerError};
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("tickpack-trainer-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+fn cmd(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<String, TrainerError> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect();
+    let mut out = Vec::new();
+    run(&args, &mut out)?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+fn read(p: &Path) -> Capture {
+    Capture::read(&std::fs::read(p).unwrap()[..], CaptureLimits::default()).unwrap()
+}
+
+/// The stable keys of `eval --json`, in order (README, "Trainer").
+const EVAL_KEYS: [&str; 13] = [
+    "packets",
+    "raw_bytes_mean",
+    "bytes_mean",
+    "bytes_p95",
+    "bytes_max",
+    "keyframe_bytes_mean",
+    "encode_us_mean",
+    "decode_us_mean",
+    "zstd_frame_bytes_mean",
+    "zstd_frame_dict_bytes_mean",
+    "zstd_frame_encode_us_mean",
+    "zstd_frame_decode_us_mean",
+    "roundtrip_ok",
+];
+
+fn eval_json(text: &str) -> serde_json::Map<String, serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let m = v.as_object().unwrap().clone();
+    let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+    let mut want = EVAL_KEYS.to_vec();
+    want.sort_unstable();
+    assert_eq!(keys, want, "exactly the documented keys");
+    let order: Vec<usize> = EVAL_KEYS
+        .iter()
+        .map(|k| text.find(&format!("\"{k}\"")).unwrap())
+        .collect();
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "in the documented order"
+    );
+    m
+}
+
+#[test]
+fn fiedler_import_keeps_every_cube() {
+    let dir = tmp("fiedler");
+    let s = cube_pile(3, 4);
+    let bin: Vec<u8> = s
+        .ticks
+        .iter()
+        .flat_map(|t| t.sections()[0].records().to_vec())
+        .collect();
+    std::fs::write(dir.join("delta_data.bin"), &bin).unwrap();
+    let out = cmd(&[
+        &"import",
+        &"fiedler",
+        &dir.join("delta_data.bin"),
+        &dir.join("c.tpcap"),
+    ])
+    .unwrap();
+    assert!(out.contains("4 ticks"), "{out}");
+    let c = read(&dir.join("c.tpcap"));
+    assert_eq!(
+        (c.header.game.as_str(), c.header.version.as_str()),
+        ("cube-pile", "1")
+    );
+    assert_eq!(c.header.schema, cube_schema());
+    let ticks: Vec<_> = c.ticks.iter().map(|t| t.snapshot.clone()).collect();
+    assert_eq!(ticks, s.ticks);
+    assert_eq!(c.ticks[3].tick, 3);
+    assert_eq!(c.ticks[0].snapshot.sections()[0].ids().len(), 901);
+
+    // A partial frame is refused, naming where it starts.
+    std::fs::write(dir.join("cut.bin"), &bin[..bin.len() - 10]).unwrap();
+    let e = cmd(&[
+        &"import",
+        &"fiedler",
+        &dir.join("cut.bin"),
+        &dir.join("x.tpcap"),
+    ])
+    .unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Import { at, .. } if at == "byte 86496"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The JSON-lines example of the README, verbatim.
+fn readme_jsonl() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let trainer = &readme[readme.find("## Trainer").unwrap()..];
+    let block = &trainer[trainer.find("```json\n").unwrap() + 8..];
+    block[..block.find("```").unwrap()].to_owned()
+}
+
+#[test]
+fn jsonl_readme_example_imports() {
+    let dir = tmp("jsonl");
+    let text = readme_jsonl();
+    assert_eq!(text.lines().count(), 3);
+    std::fs::write(dir.join("m.jsonl"), &text).unwrap();
+    cmd(&[
+        &"import",
+        &"jsonl",
+        &dir.join("m.jsonl"),
+        &dir.join("m.tpcap"),
+    ])
+    .unwrap();
+    let c = read(&dir.join("m.tpcap"));
+    assert_eq!((c.header.game.as_str(), c.header.tick_rate), ("arena", 30));
+    let ships = |t: usize| c.ticks[t].snapshot.sections()[0].clone();
+    assert_eq!(ships(0).ids(), &[3, 7]);
+    assert_eq!(ships(1).ids(), &[3, 12], "7 is gone, 12 spawned");
+    let rec = ships(1).get(3).unwrap().to_vec();
+    assert_eq!(f32::from_le_bytes(rec[0..4].try_into().unwrap()), 100.25);
+    assert_eq!(f32::from_le_bytes(rec[4..8].try_into().unwrap()), -2.5);
+    assert_eq!(u16::from_le_bytes(rec[8..10].try_into().unwrap()), 249);
+    assert!(c.ticks[0].sent.is_empty());
+    assert_eq!(
+        c.ticks[1].sent,
+        vec![SentRecord {
+            client: 0,
+            sequence: 1,
+            baseline: Some(0),
+            prior: None,
+            bytes: 0
+        }]
+    );
+    // eval replays the recorded send, entities matched by id.
+    let m = eval_json(&cmd(&[&"eval", &dir.join("m.tpcap"), &"--json"]).unwrap());
+    assert_eq!(m["packets"], 1);
+    assert_eq!(m["roundtrip_ok"], true);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn jsonl_errors_name_the_line() {
+    let dir = tmp("jsonl-bad");
+    let head = readme_jsonl().lines().next().unwrap().to_owned();
+    let cases = [
+        ("{\"game\":\"g\"}", 1, "header"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1,2]}]}}", 2, "lacks field `hp`"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1,2],\"hp\":70000}]}}", 2, "out of range"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1,2],\"hp\":1,\"x\":0}]}}", 2, "no field `x`"),
+        ("{\"tick\":0,\"sections\":{\"boat\":[]}}", 2, "unknown entity type"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":1,\"hp\":1}]}}", 2, "array of 2"),
+        ("{\"tick\":0}\n\n{\"tick\":0}", 4, "does not follow"),
+        ("{\"tick\":5,\"baseline\":5}", 2, "baseline 5"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1,2],\"hp\":1},{\"id\":1,\"pos\":[1,2],\"hp\":1}]}}", 2, "twice"),
+    ];
+    for (i, (body, line, what)) in cases.iter().enumerate() {
+        let text = if *line == 1 {
+            body.to_string()
+        } else {
+            format!("{head}\n{body}\n")
+        };
+        let input = dir.join(format!("{i}.jsonl"));
+        std::fs::write(&input, text).unwrap();
+        let e = cmd(&[&"import", &"jsonl", &input, &dir.join("o.tpcap")]).unwrap_err();
+        match &e {
+            TrainerError::Import { at, message, .. } => {
+                assert_eq!(at, &format!("line {line}"), "case {i}: {e}");
+                assert!(message.contains(what), "case {i}: {e}");
+            }
+            _ => panic!("case {i}: {e}"),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn train_then_eval_on_a_tiny_capture() {
+    let dir = tmp("e2e");
+    let cap = dir.join("cubes.tpcap");
+    let out = cmd(&[
+        &"export", &"cubes", &cap, &"--ticks", &"90", &"--seed", &"4",
+    ])
+    .unwrap();
+    assert!(out.contains("90 ticks"), "{out}");
+    let set = dir.join("sets/cube-pile/1");
+    let text = cmd(&[
+        &"train",
+        &cap,
+        &"--out",
+        &set,
+        &"--sizes",
+        &"4096",
+        &"--keyframe-every",
+        &"30",
+        &"--json",
+    ])
+    .unwrap();
+    let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let m = &report["manifest"];
+    assert_eq!(m["game"], "cube-pile");
+    assert_eq!(m["training"]["held_out_ticks"], 18);
+    assert_eq!(m["fields"].as_array().unwrap().len(), 8);
+    assert!(set.join("manifest.json").is_file());
+
+    let plain = eval_json(
+        &cmd(&[
+            &"eval",
+            &cap,
+            &"--baseline-distance",
+            &"6",
+            &"--held-out",
+            &"--json",
+        ])
+        .unwrap(),
+    );
+    let with = eval_json(
+        &cmd(&[
+            &"eval",
+            &cap,
+            &"--baseline-distance",
+            &"6",
+            &"--held-out",
+            &"--json",
+            &"--dictionaries",
+            &dir.join("sets"),
+        ])
+        .unwrap(),
+    );
+    for m in [&plain, &with] {
+        assert_eq!(m["packets"], 18);
+        assert_eq!(m["roundtrip_ok"], true);
+        assert_eq!(m["raw_bytes_mean"], 28832.0);
+    }
+    let held = report["manifest"]["measured"]["delta_packets"]
+        .as_u64()
+        .unwrap();
+    assert!(held > 0);
+
+    // The readable forms.
+    let table = cmd(&[&"eval", &cap, &"--dictionaries", &set]).unwrap();
+    assert!(
+        table.contains("bytes mean") && table.contains("round trip ok"),
+        "{table}"
+    );
+    let summary = cmd(&[
+        &"train",
+        &cap,
+        &"--out",
+        &dir.join("again"),
+        &"--sizes",
+        &"4096",
+        &"--quiet",
+    ])
+    .unwrap();
+    assert!(summary.contains("held-out delta packets"), "{summary}");
+
+    // inspect knows all three kinds of file.
+    let i = cmd(&[&"inspect", &cap]).unwrap();
+    assert!(i.contains("ticks: 90") && i.contains("complete"), "{i}");
+    let i = cmd(&[&"inspect", &set]).unwrap();
+    assert!(i.contains("verified: yes"), "{i}");
+    let i = cmd(&[&"inspect", &set.join("manifest.json")]).unwrap();
+    assert!(i.contains("dictionary set cube-pile 1"), "{i}");
+    if set.join("delta.dict").is_file() {
+        let i = cmd(&[&"inspect", &set.join("delta.dict")]).unwrap();
+        assert!(i.contains("the delta dictionary"), "{i}");
+    }
+    // A damaged capture is inspected up to the damage.
+    let mut bytes = std::fs::read(&cap).unwrap();
+    let n = bytes.len();
+    bytes.truncate(n - n / 3);
+    std::fs::write(dir.join("cut.tpcap"), bytes).unwrap();
+    let i = cmd(&[&"inspect", &dir.join("cut.tpcap")]).unwrap();
+    assert!(i.contains("DAMAGED") && i.contains("truncated"), "{i}");
+    let e = cmd(&[&"eval", &dir.join("cut.tpcap")]).unwrap_err();
+    assert!(matches!(e, TrainerError::Capture { .. }), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn usage_errors_and_exit_codes() {
+    for args in [
+        vec!["train"],
+        vec!["eval", "--bogus"],
+        vec!["export", "racing"],
+        vec!["export", "nope", "x.tpcap"],
+        vec!["eval", "x", "--baseline-distance", "0"],
+        vec!["frobnicate"],
+    ] {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        assert!(
+            matches!(run(&args, &mut Vec::new()), Err(TrainerError::Usage(_))),
+            "{args:?}"
+        );
+    }
+    let bin = env!("CARGO_BIN_EXE_tickpack-trainer");
+    let o = Command::new(bin).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("usage:"));
+    let o = Command::new(bin).arg("--version").output().unwrap();
+    assert!(o.status.success());
+    let o = Command::new(bin)
+        .args(["inspect", "/nonexistent.tpcap"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn readme_documents_every_eval_key() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let trainer = &readme[readme.find("## Trainer").unwrap()..];
+    for k in EVAL_KEYS {
+        assert!(trainer.contains(&format!("`{k}`")), "README lacks {k}");
+    }
+}
