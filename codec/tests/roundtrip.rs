@@ -222,3 +222,37 @@ mod prediction {
         );
     }
 }
+
+#[test]
+fn small_dictionaries_still_compress_large_blocks() {
+    // A 512-byte dictionary once capped zstd's block size below the 8 KiB
+    // the format allows, so every larger block was stored raw.
+    let schema = Schema::builder()
+        .entity("e")
+        .field("v", tickpack::Primitive::U32, 4)
+        .build()
+        .unwrap();
+    let mut snap = Snapshot::new(&schema);
+    for id in 0..400u32 {
+        let rec: Vec<u8> = [id % 7, 100, id / 3, 5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+    }
+    let plain = roundtrip(&schema, &snap, 1, None, None);
+    let dict = Dictionary::new(9, (0..512u32).map(|i| (i % 13) as u8).collect::<Vec<u8>>());
+    let with = roundtrip(&schema, &snap, 1, None, Some(&dict));
+    assert!(
+        with.len() < snap.raw_len() / 4,
+        "{} of {} raw",
+        with.len(),
+        snap.raw_len()
+    );
+    assert!(
+        with.len() <= plain.len() + 32,
+        "with dict {} vs without {}",
+        with.len(),
+        plain.len()
+    );
+}

@@ -137,7 +137,22 @@ impl CCtx {
         match dict {
             // SAFETY: cctx is a live context owned by self; the CDict is live
             // for the call and only read.
-            Some(d) => check(unsafe { sys::ZSTD_compressBegin_usingCDict(cctx, d.0.as_ptr()) })?,
+            // A pledged size lets zstd size the window for this block (a
+            // small dictionary's CDict would otherwise cap the block size
+            // below 8 KiB) and attach a large CDict instead of copying its
+            // tables on every block.
+            Some(d) => check(unsafe {
+                sys::ZSTD_compressBegin_usingCDict_advanced(
+                    cctx,
+                    d.0.as_ptr(),
+                    sys::ZSTD_frameParameters {
+                        contentSizeFlag: 0,
+                        checksumFlag: 0,
+                        noDictIDFlag: 1,
+                    },
+                    src.len() as u64,
+                )
+            })?,
             None => {
                 let c = cparams(level, src.len().max(1), 0);
                 let params = sys::ZSTD_parameters {
