@@ -267,6 +267,28 @@ impl Encoder {
         Ok(())
     }
 
+    /// Like [`Encoder::payload`] for a packet predicted from `baseline` and
+    /// `prior` ([`Encoder::encode_predicted_to_vec`]).
+    pub fn payload_predicted(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Baseline<'_>,
+        prior: Baseline<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            Some(baseline),
+            Some(prior),
+        )?;
+        out.clear();
+        out.extend_from_slice(&self.payload);
+        Ok(())
+    }
+
     fn bound(&self) -> usize {
         self.header.len() + block::max_blocks_len(self.payload.len())
     }

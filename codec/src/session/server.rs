@@ -121,6 +121,8 @@ struct Sent {
     sequence: u16,
     world: Arc<Snapshot>,
     view: View,
+    /// The client acked this snapshot, so it holds it.
+    acked: bool,
 }
 
 impl Sent {
@@ -144,8 +146,6 @@ impl Sent {
 struct ClientSlot {
     ring: Vec<Option<Sent>>,
     acked: Option<u16>,
-    /// The ack before `acked`: the prior baseline for predicted fields.
-    prior: Option<u16>,
     want_full: bool,
 }
 
@@ -158,6 +158,24 @@ impl ClientSlot {
             .as_ref()
             .filter(|s| s.sequence == seq)
             .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(now, seq)))
+    }
+
+    /// The prior for predicting `now` from baseline `b`: an acked snapshot
+    /// older than `b` whose distance to `b` is closest to `now − b`, since
+    /// `2·b − prior` extrapolates by exactly the distance from prior to `b`.
+    fn prior_for(&self, b: u16, now: u16) -> Option<&Sent> {
+        let want = i32::from(seq_distance(now, b));
+        self.ring
+            .iter()
+            .flatten()
+            .filter(|s| s.acked && seq_newer(b, s.sequence))
+            .filter(|s| {
+                u32::from(seq_distance(now, s.sequence)) <= u32::from(MAX_BASELINE_DISTANCE)
+            })
+            .min_by_key(|s| {
+                let d = i32::from(seq_distance(b, s.sequence));
+                ((d - want).abs(), d)
+            })
     }
 }
 
@@ -236,7 +254,6 @@ impl Server {
             ClientSlot {
                 ring: vec![None; self.history],
                 acked: None,
-                prior: None,
                 want_full: false,
             },
         );
@@ -283,10 +300,7 @@ impl Server {
         } else {
             let base = slot.held(slot.acked, seq).cloned();
             let prior = match (&base, self.predicts) {
-                (Some(b), true) => slot
-                    .held(slot.prior, seq)
-                    .filter(|p| seq_newer(b.sequence, p.sequence))
-                    .cloned(),
+                (Some(b), true) => slot.prior_for(b.sequence, seq).cloned(),
                 _ => None,
             };
             (base, prior)
@@ -296,6 +310,7 @@ impl Server {
             sequence: seq,
             world: world.clone(),
             view: view.clone(),
+            acked: false,
         });
         let key = base.as_ref().map(|b| b.sequence);
         let prior_key = prior.as_ref().map(|p| p.sequence);
@@ -350,17 +365,16 @@ impl Server {
             .clients
             .get_mut(&id)
             .ok_or(SessionError::UnknownClient { id })?;
-        let sent = slot.ring[usize::from(sequence) % history]
-            .as_ref()
-            .is_some_and(|s| s.sequence == sequence)
-            && !seq_newer(sequence, now);
-        if !sent {
-            return Ok(AckOutcome::Unknown);
+        let entry = slot.ring[usize::from(sequence) % history]
+            .as_mut()
+            .filter(|s| s.sequence == sequence && !seq_newer(sequence, now));
+        match entry {
+            Some(e) => e.acked = true,
+            None => return Ok(AckOutcome::Unknown),
         }
         match slot.acked {
             Some(a) if !seq_newer(sequence, a) => Ok(AckOutcome::Stale),
             _ => {
-                slot.prior = slot.acked;
                 slot.acked = Some(sequence);
                 Ok(AckOutcome::Advanced(sequence))
             }
@@ -375,7 +389,9 @@ impl Server {
             .ok_or(SessionError::UnknownClient { id })?;
         slot.want_full = true;
         slot.acked = None;
-        slot.prior = None;
+        for s in slot.ring.iter_mut().flatten() {
+            s.acked = false;
+        }
         Ok(())
     }
 
