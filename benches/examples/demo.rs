@@ -108,10 +108,15 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
         3 * (ticks + 1),
         generated.as_secs_f64(),
     );
+    let untrained = LobbyConfig {
+        trained_set: false,
+        ..*lobby_cfg
+    };
+    let base = lobby::simulate(&untrained)?;
     let r = lobby::simulate(lobby_cfg)?;
-    print_lobby(lobby_cfg, &r);
+    print_lobby(lobby_cfg, &r, &base);
     println!("\ntotal {:.2} s", start.elapsed().as_secs_f64());
-    if r.undecodable > 0 || r.out_of_sync > 0 {
+    if r.undecodable + base.undecodable > 0 || r.out_of_sync + base.out_of_sync > 0 {
         return Err(format!(
             "{} undecodable packets, {} clients out of sync",
             r.undecodable, r.out_of_sync
@@ -121,56 +126,88 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
     Ok(())
 }
 
-fn print_lobby(cfg: &LobbyConfig, r: &lobby::LobbyReport) {
+fn print_lobby(cfg: &LobbyConfig, r: &lobby::LobbyReport, base: &lobby::LobbyReport) {
     println!(
         "\n## racing lobby, session layer: {} clients, {:.0}% loss each way, {} ticks latency + 0..{} jitter, {} ticks",
-        r.clients,
-        cfg.loss * 100.0,
-        cfg.latency_ticks,
-        cfg.jitter_ticks,
-        r.ticks
+        r.clients, cfg.loss * 100.0, cfg.latency_ticks, cfg.jitter_ticks, r.ticks
     );
-    println!("| per tick, averaged                           |      value |");
-    println!("|----------------------------------------------|------------|");
-    let row = |k: &str, v: String| println!("| {k:<44} | {v:>10} |");
-    row("raw bytes (world records)", format!("{:.1}", r.raw_bytes));
+    println!("trained set: dictionaries/racing-lobby/1 (per-field operators, keyframe and delta dictionaries)");
+    println!("| per tick, averaged                          | trained set | no set |");
+    println!("|---------------------------------------------|-------------|--------|");
+    let row = |k: &str, a: String, b: String| println!("| {k:<43} | {a:>11} | {b:>6} |");
+    let f1 = |v: f64| format!("{v:.1}");
+    let f2 = |v: f64| format!("{v:.2}");
+    row(
+        "raw bytes (world records)",
+        f1(r.raw_bytes),
+        f1(base.raw_bytes),
+    );
     row(
         "sent bytes per client",
-        format!("{:.1}", r.bytes_per_client),
+        f1(r.bytes_per_client),
+        f1(base.bytes_per_client),
     );
     row(
         "full snapshots sent (run total)",
         r.full_snapshots.to_string(),
+        base.full_snapshots.to_string(),
     );
-    row("packets lost on the link (run total)", r.lost.to_string());
     row(
-        "dropped by clients: stale/no baseline (total)",
+        "packets lost on the link (run total)",
+        r.lost.to_string(),
+        base.lost.to_string(),
+    );
+    row(
+        "dropped: stale or no baseline (run total)",
         r.dropped.to_string(),
+        base.dropped.to_string(),
     );
-    row("undecodable packets (must be 0)", r.undecodable.to_string());
     row(
-        "encoder runs per tick (rest shared)",
-        format!("{:.2}", r.encodes as f64 / r.ticks as f64),
+        "undecodable packets (must be 0)",
+        r.undecodable.to_string(),
+        base.undecodable.to_string(),
+    );
+    let runs = |x: &lobby::LobbyReport| f2(x.encodes as f64 / x.ticks as f64);
+    row(
+        "encoder runs per tick (the rest shared)",
+        runs(r),
+        runs(base),
     );
     row(
         "server encode time per tick, µs",
-        format!("{:.1}", r.encode_us_per_tick),
+        f1(r.encode_us_per_tick),
+        f1(base.encode_us_per_tick),
     );
     row(
-        "upload Mbps, all clients at 60 Hz",
-        format!("{:.2}", r.upload_mbps),
+        "upload Mbit/s, all clients at 60 Hz",
+        f2(r.upload_mbps),
+        f2(base.upload_mbps),
     );
-    row("  budget (seed 003: 63 clients)", "50.00".to_owned());
     row(
-        "  same traffic as zstd -3 frames, Mbps",
-        format!("{:.2}", r.zstd_frame_upload_mbps),
+        "  budget of seed 003 for 63 clients",
+        "50.00".into(),
+        "50.00".into(),
+    );
+    row(
+        "  same traffic as zstd -3 frames",
+        f2(r.zstd_frame_upload_mbps),
+        f2(base.zstd_frame_upload_mbps),
     );
     row(
         "server memory per client, bytes",
         r.client_memory.to_string(),
+        base.client_memory.to_string(),
     );
-    row("shared world history, bytes", r.shared_memory.to_string());
-    row("clients out of sync at the end", r.out_of_sync.to_string());
+    row(
+        "shared world history, bytes",
+        r.shared_memory.to_string(),
+        base.shared_memory.to_string(),
+    );
+    row(
+        "clients out of sync at the end",
+        r.out_of_sync.to_string(),
+        base.out_of_sync.to_string(),
+    );
 }
 
 /// What one scenario measured.

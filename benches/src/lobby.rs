@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tickpack::dictset::{DictKind, DictionarySet};
 use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
 use tickpack::Snapshot;
 
@@ -29,6 +30,9 @@ pub struct LobbyConfig {
     pub seed: u64,
     /// Share encodes between clients with the same baseline.
     pub share_encodes: bool,
+    /// Use the trained set shipped in `dictionaries/racing-lobby/1`
+    /// (its per-field operators and its keyframe and delta dictionaries).
+    pub trained_set: bool,
 }
 
 impl Default for LobbyConfig {
@@ -41,6 +45,7 @@ impl Default for LobbyConfig {
             jitter_ticks: 1,
             seed: 1,
             share_encodes: true,
+            trained_set: true,
         }
     }
 }
@@ -87,18 +92,25 @@ pub struct LobbyReport {
 pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Error>> {
     let scenario = racing_lobby(cfg.seed, cfg.ticks);
     let worlds: Vec<Arc<Snapshot>> = scenario.ticks.into_iter().map(Arc::new).collect();
-    let server_cfg = ServerConfig {
+    let mut server_cfg = ServerConfig {
         share_encodes: cfg.share_encodes,
         ..ServerConfig::default()
     };
-    let mut server = Server::new(scenario.schema.clone(), server_cfg)?;
+    let mut client_cfg = ClientConfig::default();
+    let mut schema = scenario.schema.clone();
+    if cfg.trained_set {
+        let set = DictionarySet::load(shipped_racing_set())?;
+        set.fits(&schema)?;
+        schema = set.schema().clone();
+        server_cfg.dictionary = set.dictionary(DictKind::Delta).cloned();
+        server_cfg.keyframe_dictionary = set.dictionary(DictKind::Keyframe).cloned();
+        client_cfg.dictionaries = set.dictionaries().iter().map(|(_, d)| d.clone()).collect();
+    }
+    let mut server = Server::new(schema.clone(), server_cfg)?;
     let mut clients = Vec::new();
     for id in 1..=cfg.clients {
         server.connect(id);
-        clients.push(Client::new(
-            scenario.schema.clone(),
-            ClientConfig::default(),
-        )?);
+        clients.push(Client::new(schema.clone(), client_cfg.clone())?);
     }
     let mut rng = SplitMix64::new(cfg.seed ^ 0x5eed);
     let n = usize::from(cfg.clients);
@@ -185,6 +197,11 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
     report.client_memory = server.client_memory(1).unwrap_or(0);
     report.shared_memory = server.shared_memory();
     Ok(report)
+}
+
+/// Where the racing lobby's trained set is shipped.
+pub fn shipped_racing_set() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/racing-lobby/1")
 }
 
 fn insert_sorted<T>(q: &mut VecDeque<(usize, T)>, item: (usize, T)) {

@@ -48,6 +48,9 @@ pub struct Encoder {
     limits: Limits,
     blocks: ZstdBlocks,
     dict: Option<(u32, CDict)>,
+    keyframe_dict: Option<(u32, CDict)>,
+    /// Whether the packet being built is a keyframe (no baseline).
+    keyframe: bool,
     checksum: bool,
     scratch: Vec<EncodeScratch>,
     predicted: Vec<crate::snapshot::Section>,
@@ -91,6 +94,8 @@ impl Encoder {
             limits: Limits::default(),
             blocks: ZstdBlocks::new(level),
             dict: None,
+            keyframe_dict: None,
+            keyframe: false,
             checksum: false,
             scratch,
             predicted,
@@ -110,15 +115,39 @@ impl Encoder {
     /// Compresses every following packet with `dict`, digested once here at
     /// the encoder's level. `None` goes back to no dictionary.
     pub fn set_dictionary(&mut self, dict: Option<&Dictionary>) -> Result<(), DictionaryError> {
-        self.dict = match dict {
+        self.dict = self.prepare(dict)?;
+        Ok(())
+    }
+
+    /// Compresses keyframes (packets without baseline) with `dict` instead
+    /// of the [`set_dictionary`](Encoder::set_dictionary) one: keyframes and
+    /// deltas have different statistics, and the trainer makes one
+    /// dictionary for each. `None`: keyframes use the main dictionary.
+    pub fn set_keyframe_dictionary(
+        &mut self,
+        dict: Option<&Dictionary>,
+    ) -> Result<(), DictionaryError> {
+        self.keyframe_dict = self.prepare(dict)?;
+        Ok(())
+    }
+
+    fn prepare(&self, dict: Option<&Dictionary>) -> Result<Option<(u32, CDict)>, DictionaryError> {
+        Ok(match dict {
             None => None,
             Some(d) => Some((
                 d.id(),
                 CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
                     .ok_or(DictionaryError::Rejected { id: d.id() })?,
             )),
-        };
-        Ok(())
+        })
+    }
+
+    /// The dictionary for the packet being built.
+    fn active_dict(&self) -> Option<&(u32, CDict)> {
+        match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(k),
+            _ => self.dict.as_ref(),
+        }
     }
 
     /// Sends a 16-bit checksum of the snapshot in every packet (2 bytes),
@@ -324,6 +353,7 @@ impl Encoder {
                 });
             }
         }
+        self.keyframe = baseline.is_none();
         self.payload.clear();
         self.planes.clear();
         let limit = self.limits.max_entities_per_section;
@@ -393,7 +423,7 @@ impl Encoder {
             sequence,
             baseline: baseline.map(|b| b.sequence),
             prior: prior.map(|p| p.sequence),
-            dictionary: self.dict.as_ref().map(|d| d.0),
+            dictionary: self.active_dict().map(|d| d.0),
             checksum: None,
         };
         if self.checksum {
@@ -408,7 +438,10 @@ impl Encoder {
         out.clear();
         out.reserve(self.bound());
         out.extend_from_slice(&self.header);
-        let dict = self.dict.as_ref().map(|d| &d.1);
+        let dict = match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(&k.1),
+            _ => self.dict.as_ref().map(|d| &d.1),
+        };
         block::encode_blocks(
             &mut self.blocks,
             dict,

@@ -31,6 +31,9 @@ pub struct ServerConfig {
     pub checksum: bool,
     /// Compress with this dictionary.
     pub dictionary: Option<Dictionary>,
+    /// Compress full snapshots with this one instead (a set's keyframe
+    /// dictionary); `None`: full snapshots use `dictionary`.
+    pub keyframe_dictionary: Option<Dictionary>,
     /// Sequence of the first tick (tests start near the wrap).
     pub first_sequence: u16,
     /// Give clients with the same baseline and view the same bytes, encoded
@@ -46,6 +49,7 @@ impl Default for ServerConfig {
             limits: Limits::default(),
             checksum: true,
             dictionary: None,
+            keyframe_dictionary: None,
             first_sequence: 0,
             share_encodes: true,
         }
@@ -228,6 +232,9 @@ impl Server {
         encoder.set_checksum(config.checksum);
         encoder
             .set_dictionary(config.dictionary.as_ref())
+            .map_err(SessionError::Dictionary)?;
+        encoder
+            .set_keyframe_dictionary(config.keyframe_dictionary.as_ref())
             .map_err(SessionError::Dictionary)?;
         Ok(Self {
             cur_view: Snapshot::new(&schema),
