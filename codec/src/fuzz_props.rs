@@ -17,8 +17,9 @@ use arbitrary::{Result as AResult, Unstructured};
 use crate::internals::{subset_decode, subset_encode, Blocks};
 use crate::{
     decode, encode, Baseline, BlockHeader, BlockType, DecodeError, Decoder, DeltaOp, Dictionary,
-    EncodeError, Encoder, Field, Limits, PacketHeader, Primitive, Schema, Section, SectionRef,
-    Snapshot, BLOCK_HEADER_LEN, MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
+    EncodeError, Encoder, EntityType, Field, Limits, PacketHeader, Primitive, Schema, Section,
+    SectionRef, Snapshot, BLOCK_HEADER_LEN, MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT,
+    MAX_HEADER_LEN,
 };
 
 /// A property: panics on the input that violates it.
@@ -42,10 +43,10 @@ pub const DICT_ID: u32 = 0xd1c7_0001;
 // ---------------------------------------------------------------------------
 
 /// Arbitrary bytes decoded as a packet, with an arbitrary small schema, an
-/// optional baseline (passed with the sequence the packet names), an optional
-/// registered dictionary and optionally tight [`Limits`]. Some inputs get a
-/// valid header (or valid header and blocks, or are a valid packet with
-/// mutations) so decoding reaches blocks and payload parsing.
+/// optional baseline and prior (passed with the sequences the packet names),
+/// an optional registered dictionary and optionally tight [`Limits`]. Some
+/// inputs get a valid header (or valid header and blocks, or are a valid
+/// packet with mutations) so decoding reaches blocks and payload parsing.
 ///
 /// Decoding must return `Ok` or `Err`, never panic. A successful decode must
 /// give a well-formed snapshot that respects the limits and survives a
@@ -54,12 +55,14 @@ pub fn decode_corrupt(data: &[u8]) {
     let _ = decode_corrupt_inner(&mut Unstructured::new(data));
 }
 
-/// Arbitrary schema, snapshot, baseline, dictionary, level, limits and
-/// sequence numbers: encode then decode gives the identical snapshot and
-/// header, through [`Encoder::encode`], [`Encoder::encode_into`] (exactly
-/// sized and [`Encoder::max_encoded_len`]-sized buffers),
-/// [`Encoder::encode_to_vec`], [`Encoder::encode_sections`] and the one-shot
-/// [`encode`]/[`decode`]. Encoder errors must be justified by the inputs.
+/// Arbitrary schema (every [`DeltaOp`]), snapshot, baseline, prior,
+/// dictionary, level, limits, checksum and sequence numbers (across the u16
+/// wrap): encode then decode gives the identical snapshot and header, through
+/// [`Encoder::encode`], [`Encoder::encode_into`] (exactly sized and
+/// [`Encoder::max_encoded_len`]-sized buffers), [`Encoder::encode_to_vec`],
+/// [`Encoder::encode_sections`], [`Encoder::encode_predicted_to_vec`] and the
+/// one-shot [`encode`]/[`decode`]. Encoder errors must be justified by the
+/// inputs.
 pub fn roundtrip(data: &[u8]) {
     let _ = roundtrip_inner(&mut Unstructured::new(data));
 }
@@ -81,6 +84,19 @@ pub fn header_roundtrip(data: &[u8]) {
         assert!(n <= MAX_HEADER_LEN && n <= data.len(), "header length {n}");
         if let Some(d) = h.baseline_distance() {
             assert!((1..=MAX_BASELINE_DISTANCE).contains(&d), "distance {d}");
+        }
+        if let Some(p) = h.prior {
+            let Some(b) = h.baseline else {
+                panic!("a prior without a baseline: {h:?}")
+            };
+            let total = h.sequence.wrapping_sub(p);
+            assert!(
+                b != p
+                    && (1..=MAX_BASELINE_DISTANCE).contains(&total)
+                    && total > h.sequence.wrapping_sub(b),
+                "prior {p} not strictly before baseline {b} within 32767 of {}",
+                h.sequence
+            );
         }
         let mut out = Vec::new();
         h.write(&mut out);
@@ -115,13 +131,9 @@ fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     } else {
         Limits::default()
     };
-    let base = if u.ratio(2, 3)? {
-        Some(arb_snapshot(u, &schema, false)?)
-    } else {
-        None
-    };
+    let refs = arb_refs(u, &schema, false)?;
     let dict = if u.ratio(1, 2)? {
-        Some(arb_dictionary(u, DICT_ID, base.as_ref())?)
+        Some(arb_dictionary(u, DICT_ID, refs.base.as_ref())?)
     } else {
         None
     };
@@ -133,14 +145,14 @@ fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             return Ok(());
         }
     }
-    let (choice, other) = (u.arbitrary()?, u.arbitrary()?);
-    let packet = arb_packet(u, &schema, base.as_ref(), dict.as_ref())?;
-    let baseline = pick_baseline(choice, other, &packet, base.as_ref());
-    let result = dec.decode(&packet, baseline);
-    let Ok((header, snap)) = result else {
+    let picks: [u8; 6] = u.arbitrary()?;
+    let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
+    let (baseline, prior) = refs.pick(picks, &packet);
+    let mut snap = Snapshot::default();
+    let Ok(header) = dec.decode_predicted_into(&packet, baseline, prior, &mut snap) else {
         return Ok(());
     };
-    check_decoded(&schema, &limits, &packet, &header, baseline, &snap);
+    check_decoded(&schema, &limits, &packet, &header, baseline, prior, &snap);
     Ok(())
 }
 
@@ -152,6 +164,7 @@ fn check_decoded(
     packet: &[u8],
     header: &PacketHeader,
     baseline: Option<Baseline<'_>>,
+    prior: Option<Baseline<'_>>,
     snap: &Snapshot,
 ) {
     match PacketHeader::parse(packet) {
@@ -162,8 +175,8 @@ fn check_decoded(
     if let Err(e) = snap.check(schema) {
         panic!("decoded snapshot does not fit the schema: {e:?}");
     }
-    // With a baseline over the limit the decoder cannot keep a packet that
-    // deletes nothing under it; the limit is checked for baselines within it.
+    // The decoder caps spawns, not the entities a baseline already over the
+    // limit keeps; so the limit is checked for baselines within it.
     let base_within = baseline.is_none_or(|b| {
         b.snapshot
             .sections()
@@ -185,48 +198,107 @@ fn check_decoded(
     }
     // Whatever was accepted must survive a canonical re-encode. Default
     // limits: the canonical payload is never larger than the one accepted.
-    let rebase = match (header.baseline, baseline) {
-        (Some(seq), Some(b)) => Some(Baseline {
-            sequence: seq,
-            snapshot: b.snapshot,
-        }),
-        _ => None,
+    let (rebase, reprior) = (named(header.baseline, baseline), named(header.prior, prior));
+    let mut enc = Encoder::new(schema.clone());
+    let mut packet2 = Vec::new();
+    let r = match (rebase, reprior) {
+        (Some(b), Some(p)) => {
+            enc.encode_predicted_to_vec(snap, header.sequence, b, p, &mut packet2)
+        }
+        _ => enc.encode_to_vec(snap, header.sequence, rebase, &mut packet2),
     };
-    let packet2 = match encode(schema, snap, header.sequence, rebase) {
-        Ok(p) => p,
+    match r {
+        Ok(()) => {}
         // A canonical changed set can cost a few bytes more than the one
         // accepted; only a payload at the default limit could tip over.
         Err(EncodeError::PayloadTooLarge { .. }) => return,
         Err(e) => panic!("re-encoding a decoded snapshot failed: {e:?}"),
-    };
-    match decode(schema, &packet2, rebase) {
-        Ok((h2, s2)) => {
+    }
+    let mut s2 = Snapshot::default();
+    match Decoder::new(schema.clone()).decode_predicted_into(&packet2, rebase, reprior, &mut s2) {
+        Ok(h2) => {
             assert_eq!(h2.sequence, header.sequence);
             assert_eq!(h2.baseline, header.baseline);
+            let prior = if schema.predicts() {
+                header.prior
+            } else {
+                None
+            };
+            assert_eq!(h2.prior, prior);
             assert!(&s2 == snap, "re-encoded snapshot decodes differently");
         }
         Err(e) => panic!("re-encoded packet does not decode: {e:?}"),
     }
 }
 
-/// The baseline to pass for `packet`: usually the one it names (so decoding
-/// goes deep), sometimes none or one with the wrong sequence. `choice` and
-/// `other` are drawn before the packet, which takes the rest of the input.
-fn pick_baseline<'a>(
+/// The snapshots a packet may be decoded against: a baseline and, with it,
+/// sometimes a prior for [`DeltaOp::Predict`] fields.
+struct Refs {
+    base: Option<Snapshot>,
+    prior: Option<Snapshot>,
+}
+
+fn arb_refs(u: &mut Unstructured<'_>, schema: &Schema, bulk: bool) -> AResult<Refs> {
+    let base = if u.ratio(2, 3)? {
+        Some(arb_snapshot(u, schema, bulk)?)
+    } else {
+        None
+    };
+    let prior = match &base {
+        Some(b) if u.ratio(1, 2)? => Some(evolve_snapshot(u, schema, b, bulk)?),
+        _ => None,
+    };
+    Ok(Refs { base, prior })
+}
+
+impl Refs {
+    /// The baseline and prior to pass for `packet`: usually the ones it
+    /// names (so decoding goes deep), sometimes none or a wrong sequence.
+    /// `picks` is drawn before the packet, which takes the rest of the input.
+    fn pick(&self, picks: [u8; 6], packet: &[u8]) -> (Option<Baseline<'_>>, Option<Baseline<'_>>) {
+        let header = PacketHeader::parse(packet).ok().map(|(h, _)| h);
+        (
+            pick_ref(
+                picks[0],
+                [picks[1], picks[2]],
+                header.and_then(|h| h.baseline),
+                self.base.as_ref(),
+            ),
+            pick_ref(
+                picks[3],
+                [picks[4], picks[5]],
+                header.and_then(|h| h.prior),
+                self.prior.as_ref(),
+            ),
+        )
+    }
+}
+
+/// `b`'s snapshot under sequence `seq`, if both are given.
+fn named<'a>(seq: Option<u16>, b: Option<Baseline<'a>>) -> Option<Baseline<'a>> {
+    match (seq, b) {
+        (Some(sequence), Some(b)) => Some(Baseline {
+            sequence,
+            snapshot: b.snapshot,
+        }),
+        _ => None,
+    }
+}
+
+/// Usually `snap` under the sequence the packet names, sometimes nothing or
+/// another sequence.
+fn pick_ref<'a>(
     choice: u8,
-    other: u16,
-    packet: &[u8],
-    base: Option<&'a Snapshot>,
+    other: [u8; 2],
+    named: Option<u16>,
+    snap: Option<&'a Snapshot>,
 ) -> Option<Baseline<'a>> {
-    let snapshot = base?;
-    let named = PacketHeader::parse(packet)
-        .ok()
-        .and_then(|(h, _)| h.baseline);
+    let snapshot = snap?;
     match (named, choice % 8) {
         (_, 0) => None,
         (Some(sequence), 2..) => Some(Baseline { sequence, snapshot }),
         _ => Some(Baseline {
-            sequence: other,
+            sequence: u16::from_le_bytes(other),
             snapshot,
         }),
     }
@@ -238,7 +310,7 @@ fn pick_baseline<'a>(
 fn arb_packet(
     u: &mut Unstructured<'_>,
     schema: &Schema,
-    base: Option<&Snapshot>,
+    refs: &Refs,
     dict: Option<&Dictionary>,
 ) -> AResult<Vec<u8>> {
     let mode = u.int_in_range(0u8..=9)?;
@@ -246,14 +318,19 @@ fn arb_packet(
         return Ok(rest(u)?.to_vec());
     }
     if mode >= 7 {
-        return arb_mutated_packet(u, schema, base, dict);
+        return arb_mutated_packet(u, schema, refs, dict);
     }
     // A header that passes the header, schema, baseline and dictionary checks
     // (mostly), then fuzzer-controlled blocks or payload.
     let sequence: u16 = u.arbitrary()?;
-    let baseline = match base {
-        Some(_) if u.ratio(3, 4)? => {
-            Some(sequence.wrapping_sub(u.int_in_range(1..=MAX_BASELINE_DISTANCE)?))
+    let distance = u.int_in_range(1..=MAX_BASELINE_DISTANCE)?;
+    let baseline = match refs.base {
+        Some(_) if u.ratio(3, 4)? => Some(sequence.wrapping_sub(distance)),
+        _ => None,
+    };
+    let prior = match baseline {
+        Some(b) if distance < MAX_BASELINE_DISTANCE && u.ratio(2, 3)? => {
+            Some(b.wrapping_sub(u.int_in_range(1..=MAX_BASELINE_DISTANCE - distance)?))
         }
         _ => None,
     };
@@ -278,6 +355,7 @@ fn arb_packet(
         schema_id,
         sequence,
         baseline,
+        prior,
         dictionary,
         checksum,
     }
@@ -326,34 +404,48 @@ fn raw_blocks(payload: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// A valid packet (against `base`, with `dict`), then up to 8 mutations:
-/// byte sets, bit flips, truncation, insertion, removal.
+/// A valid packet (against the baseline and prior of `refs`, with `dict`),
+/// then up to 8 mutations: byte sets, bit flips, truncation, insertion,
+/// removal.
 fn arb_mutated_packet(
     u: &mut Unstructured<'_>,
     schema: &Schema,
-    base: Option<&Snapshot>,
+    refs: &Refs,
     dict: Option<&Dictionary>,
 ) -> AResult<Vec<u8>> {
-    let cur = match base {
+    let cur = match &refs.base {
         Some(b) => evolve_snapshot(u, schema, b, false)?,
         None => arb_snapshot(u, schema, false)?,
     };
     let sequence: u16 = u.arbitrary()?;
-    let bseq = sequence.wrapping_sub(u.int_in_range(1..=MAX_BASELINE_DISTANCE)?);
+    let distance = u.int_in_range(1..=MAX_BASELINE_DISTANCE - 1)?;
+    let bseq = sequence.wrapping_sub(distance);
+    let pseq = bseq.wrapping_sub(u.int_in_range(1..=MAX_BASELINE_DISTANCE - distance)?);
     let mut enc = Encoder::with_level(schema.clone(), *u.choose(&[-1, 1, 3])?);
     if let Some(d) = dict {
         if u.ratio(3, 4)? && enc.set_dictionary(Some(d)).is_err() {
             return Ok(Vec::new());
         }
     }
-    let baseline = base.map(|snapshot| Baseline {
+    let baseline = refs.base.as_ref().map(|snapshot| Baseline {
         sequence: bseq,
         snapshot,
     });
+    let prior = refs.prior.as_ref().map(|snapshot| Baseline {
+        sequence: pseq,
+        snapshot,
+    });
     enc.set_checksum(u.ratio(1, 4)?);
-    let Ok(mut packet) = enc.encode(&cur, sequence, baseline) else {
-        return Ok(Vec::new());
+    let mut packet = Vec::new();
+    let r = match (baseline, prior) {
+        (Some(b), Some(p)) if u.ratio(3, 4)? => {
+            enc.encode_predicted_to_vec(&cur, sequence, b, p, &mut packet)
+        }
+        _ => enc.encode_to_vec(&cur, sequence, baseline, &mut packet),
     };
+    if r.is_err() {
+        return Ok(Vec::new());
+    }
     let count = u.int_in_range(0u8..=8)?;
     for _ in 0..count {
         if packet.is_empty() {
@@ -385,18 +477,20 @@ fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     } else {
         Limits::default()
     };
-    let base = if u.ratio(2, 3)? {
-        Some(arb_snapshot(u, &schema, true)?)
-    } else {
-        None
-    };
-    let cur = match &base {
-        Some(b) if u.ratio(7, 8)? => evolve_snapshot(u, &schema, b, true)?,
+    let refs = arb_refs(u, &schema, true)?;
+    let cur = match &refs.base {
+        Some(b) if u.ratio(7, 8)? => {
+            let mut cur = evolve_snapshot(u, &schema, b, true)?;
+            if let Some(p) = &refs.prior {
+                apply_predictions(u, &schema, b, p, &mut cur)?;
+            }
+            cur
+        }
         _ => arb_snapshot(u, &schema, true)?,
     };
     let dict_id: u32 = u.arbitrary()?;
     let dict = if u.ratio(1, 3)? {
-        Some(arb_dictionary(u, dict_id, base.as_ref())?)
+        Some(arb_dictionary(u, dict_id, refs.base.as_ref())?)
     } else {
         None
     };
@@ -409,11 +503,28 @@ fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         _ => u.int_in_range(1..=MAX_BASELINE_DISTANCE)?,
     };
     let bseq = sequence.wrapping_sub(distance);
-    let baseline = base.as_ref().map(|snapshot| Baseline {
+    let baseline = refs.base.as_ref().map(|snapshot| Baseline {
         sequence: bseq,
         snapshot,
     });
     let distance_ok = (1..=MAX_BASELINE_DISTANCE).contains(&distance);
+    // The prior's distance from the baseline; baseline and prior together
+    // must stay within 32767 of the packet.
+    let room = MAX_BASELINE_DISTANCE.saturating_sub(distance).max(1);
+    let prior_distance: u16 = match u.int_in_range(0u8..=15)? {
+        0 => 1,
+        1 => room,
+        2 => 0,
+        3 => u.int_in_range(room..=u16::MAX)?,
+        _ => u.int_in_range(1..=room)?,
+    };
+    let prior_ok = distance_ok
+        && prior_distance != 0
+        && u32::from(distance) + u32::from(prior_distance) <= u32::from(MAX_BASELINE_DISTANCE);
+    let prior = refs.prior.as_ref().map(|snapshot| Baseline {
+        sequence: bseq.wrapping_sub(prior_distance),
+        snapshot,
+    });
 
     let mut enc = Encoder::with_level(schema.clone(), level);
     let mut dec = Decoder::new(schema.clone());
@@ -427,17 +538,40 @@ fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     }
     let checksum = u.ratio(1, 3)?;
     enc.set_checksum(checksum);
-    let mut expected = PacketHeader {
-        schema_id: schema.id(),
-        sequence,
-        baseline: baseline.map(|b| b.sequence),
-        dictionary: dict.as_ref().map(Dictionary::id),
-        checksum: None,
+    let header = |prior: Option<u16>| {
+        let mut h = PacketHeader {
+            schema_id: schema.id(),
+            sequence,
+            baseline: baseline.map(|b| b.sequence),
+            prior,
+            dictionary: dict.as_ref().map(Dictionary::id),
+            checksum: None,
+        };
+        if checksum {
+            h.checksum = Some(cur.checksum(h.checksum_seed()));
+        }
+        h
     };
-    if checksum {
-        expected.checksum = Some(cur.checksum(expected.checksum_seed()));
+
+    // With a prior first, so a leak of prediction state into the plain
+    // encode below would show.
+    if let (Some(b), Some(p)) = (baseline, prior) {
+        let mut packet = Vec::new();
+        let bad = !distance_ok || (schema.predicts() && !prior_ok);
+        match enc.encode_predicted_to_vec(&cur, sequence, b, p, &mut packet) {
+            Ok(()) => {
+                assert!(
+                    !bad,
+                    "encoded baseline {distance} and prior {prior_distance} back"
+                );
+                let named = schema.predicts().then_some(p.sequence);
+                check_predicted(&mut enc, &mut dec, &header(named), &packet, &cur, b, p);
+            }
+            Err(e) => check_encode_error(&e, bad, &limits, &cur),
+        }
     }
 
+    let expected = header(None);
     match enc.encode(&cur, sequence, baseline) {
         Ok(packet) => {
             assert!(
@@ -488,6 +622,122 @@ fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         ),
     }
     Ok(())
+}
+
+/// Checks a packet from [`Encoder::encode_predicted_to_vec`]: it decodes
+/// with baseline and prior, is refused without the prior it names or with
+/// another, and is the plain packet when the schema does not predict.
+fn check_predicted(
+    enc: &mut Encoder,
+    dec: &mut Decoder,
+    expected: &PacketHeader,
+    packet: &[u8],
+    cur: &Snapshot,
+    baseline: Baseline<'_>,
+    prior: Baseline<'_>,
+) {
+    match PacketHeader::parse(packet) {
+        Ok((h, _)) => assert_eq!(&h, expected, "parsed header (predicted)"),
+        Err(e) => panic!("header of a predicted packet does not parse: {e:?}"),
+    }
+    let mut out = cur.clone();
+    match dec.decode_predicted_into(packet, Some(baseline), Some(prior), &mut out) {
+        Ok(h) => {
+            assert_eq!(&h, expected, "decoded header (predicted)");
+            assert!(&out == cur, "predicted packet decodes to another snapshot");
+        }
+        Err(e) => panic!("predicted packet does not decode: {e:?}"),
+    }
+    if expected.prior.is_some() {
+        let r = dec.decode_into(packet, Some(baseline), &mut out);
+        assert_eq!(
+            r,
+            Err(DecodeError::MissingPrior {
+                sequence: prior.sequence
+            }),
+            "predicted packet without its prior"
+        );
+        let wrong = Baseline {
+            sequence: prior.sequence.wrapping_add(1),
+            snapshot: prior.snapshot,
+        };
+        let r = dec.decode_predicted_into(packet, Some(baseline), Some(wrong), &mut out);
+        assert_eq!(
+            r,
+            Err(DecodeError::PriorMismatch {
+                expected: prior.sequence,
+                actual: wrong.sequence
+            }),
+            "predicted packet with another prior"
+        );
+    } else {
+        // No Predict field: the prior is ignored.
+        match enc.encode(cur, expected.sequence, Some(baseline)) {
+            Ok(p) => assert!(
+                p == packet,
+                "a prior changed a packet that predicts nothing"
+            ),
+            Err(e) => panic!("plain encode after a predicted one failed: {e:?}"),
+        }
+    }
+}
+
+/// Sets some entities of `cur` to exactly the prediction `2·base − prior` on
+/// their [`DeltaOp::Predict`] fields (and the baseline elsewhere), the case
+/// a predicting encoder codes as unchanged. Computed here independently of
+/// the codec.
+fn apply_predictions(
+    u: &mut Unstructured<'_>,
+    schema: &Schema,
+    base: &Snapshot,
+    prior: &Snapshot,
+    cur: &mut Snapshot,
+) -> AResult<()> {
+    for (i, ty) in schema.sections().iter().enumerate() {
+        if !ty.predicts() {
+            continue;
+        }
+        let (b, p) = (&base.sections()[i], &prior.sections()[i]);
+        let mode = u.int_in_range(0u8..=3)?;
+        let mut rng = Rng(u.arbitrary()?);
+        let Some(sec) = cur.section_mut(i) else { break };
+        for (id, b0) in b.iter() {
+            let Some(b1) = p.get(id) else { continue };
+            let take = match mode {
+                0 => false,
+                1 => true,
+                _ => rng.below(2) == 0,
+            };
+            if take && (sec.get(id).is_some() || rng.below(4) == 0) {
+                if let Err(e) = sec.insert(id, &oracle_predict(ty, b0, b1)) {
+                    panic!("inserting a prediction: {e:?}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `2·b0 − b1` element-wise (wrapping, little-endian) on the fields coded
+/// with [`DeltaOp::Predict`], `b0` elsewhere.
+fn oracle_predict(ty: &EntityType, b0: &[u8], b1: &[u8]) -> Vec<u8> {
+    let mut out = b0.to_vec();
+    for (f, &off) in ty.fields().iter().zip(ty.offsets()) {
+        if f.delta_op() != DeltaOp::Predict {
+            continue;
+        }
+        let w = f.ty.size();
+        for at in (off..off + f.size()).step_by(w) {
+            let (mut x, mut y) = ([0u8; 8], [0u8; 8]);
+            x[..w].copy_from_slice(&b0[at..at + w]);
+            y[..w].copy_from_slice(&b1[at..at + w]);
+            let v = u64::from_le_bytes(x)
+                .wrapping_mul(2)
+                .wrapping_sub(u64::from_le_bytes(y));
+            out[at..at + w].copy_from_slice(&v.to_le_bytes()[..w]);
+        }
+    }
+    out
 }
 
 /// An encoder error must be the one the inputs call for.
@@ -613,13 +863,9 @@ fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     } else {
         Limits::default()
     };
-    let base = if u.ratio(2, 3)? {
-        Some(arb_snapshot(u, &schema, false)?)
-    } else {
-        None
-    };
+    let refs = arb_refs(u, &schema, false)?;
     let dict = if u.ratio(1, 3)? {
-        Some(arb_dictionary(u, DICT_ID, base.as_ref())?)
+        Some(arb_dictionary(u, DICT_ID, refs.base.as_ref())?)
     } else {
         None
     };
@@ -634,33 +880,69 @@ fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         }
     }
 
-    // Dirty the second decoder's scratch with another packet first.
-    let other = arb_snapshot(u, &schema, true)?;
+    // Dirty the second decoder's scratch with another packet first, a
+    // predicted one when there is a prior.
+    let other = match &refs.base {
+        Some(b) => evolve_snapshot(u, &schema, b, true)?,
+        None => arb_snapshot(u, &schema, true)?,
+    };
     let mut enc = Encoder::new(schema.clone());
-    let prior_seq: u16 = u.arbitrary()?;
-    if let Ok(p) = enc.encode(&other, prior_seq, None) {
-        let _ = used.decode(&p, None);
+    enc.set_limits(limits);
+    let seq: u16 = u.arbitrary()?;
+    let mut p = Vec::new();
+    let r = match (&refs.base, &refs.prior) {
+        (Some(b), Some(pr)) => enc.encode_predicted_to_vec(
+            &other,
+            seq,
+            Baseline {
+                sequence: seq.wrapping_sub(1),
+                snapshot: b,
+            },
+            Baseline {
+                sequence: seq.wrapping_sub(2),
+                snapshot: pr,
+            },
+            &mut p,
+        ),
+        _ => enc.encode_to_vec(&other, seq, None, &mut p),
+    };
+    if r.is_ok() {
+        let b = refs.base.as_ref().map(|snapshot| Baseline {
+            sequence: seq.wrapping_sub(1),
+            snapshot,
+        });
+        let pr = refs.prior.as_ref().map(|snapshot| Baseline {
+            sequence: seq.wrapping_sub(2),
+            snapshot,
+        });
+        let mut s = Snapshot::default();
+        if let Err(e) = used.decode_predicted_into(&p, b, pr, &mut s) {
+            panic!("valid packet does not decode: {e:?}");
+        }
     }
     let mut junk = arb_junk(u, &schema)?;
 
-    let (choice, other) = (u.arbitrary()?, u.arbitrary()?);
-    let packet = arb_packet(u, &schema, base.as_ref(), dict.as_ref())?;
-    let baseline = pick_baseline(choice, other, &packet, base.as_ref());
-    let expected = fresh.decode(&packet, baseline);
-    let got = used.decode_into(&packet, baseline, &mut junk);
+    let picks: [u8; 6] = u.arbitrary()?;
+    let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
+    let (baseline, prior) = refs.pick(picks, &packet);
+    let mut out = Snapshot::default();
+    let expected = fresh.decode_predicted_into(&packet, baseline, prior, &mut out);
+    let got = used.decode_predicted_into(&packet, baseline, prior, &mut junk);
     assert_eq!(
-        expected.as_ref().map(|(h, _)| *h),
-        got.as_ref().copied(),
+        expected, got,
         "decoding into junk with a used decoder gives a different result"
     );
     match expected {
-        Ok((_, s)) => assert!(s == junk, "decoding into junk gives a different snapshot"),
-        Err(_) => assert!(
-            junk == Snapshot::new(&schema),
-            "output not left empty on error: {} entities, {} sections",
-            junk.entity_count(),
-            junk.sections().len()
-        ),
+        Ok(_) => assert!(out == junk, "decoding into junk gives a different snapshot"),
+        Err(_) => {
+            assert!(
+                junk == Snapshot::new(&schema),
+                "output not left empty on error: {} entities, {} sections",
+                junk.entity_count(),
+                junk.sections().len()
+            );
+            assert!(out == junk, "fresh output not left empty on error");
+        }
     }
     Ok(())
 }
@@ -705,10 +987,25 @@ fn header_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         2 => Some(MAX_BASELINE_DISTANCE),
         _ => Some(u.int_in_range(1..=MAX_BASELINE_DISTANCE)?),
     };
+    let baseline = distance.map(|d| sequence.wrapping_sub(d));
+    // Baseline and prior together stay within 32767 of the packet.
+    let prior = match distance {
+        Some(d) if d < MAX_BASELINE_DISTANCE && u.ratio(1, 2)? => {
+            let room = MAX_BASELINE_DISTANCE - d;
+            let p = match u.int_in_range(0u8..=3)? {
+                0 => 1,
+                1 => room,
+                _ => u.int_in_range(1..=room)?,
+            };
+            baseline.map(|b| b.wrapping_sub(p))
+        }
+        _ => None,
+    };
     let h = PacketHeader {
         schema_id: u.arbitrary()?,
         sequence,
-        baseline: distance.map(|d| sequence.wrapping_sub(d)),
+        baseline,
+        prior,
         dictionary: u.arbitrary()?,
         checksum: u.arbitrary()?,
     };
@@ -973,12 +1270,13 @@ const PRIMITIVES: [Primitive; 10] = [
     Primitive::F64,
 ];
 
-const DELTA_OPS: [Option<DeltaOp>; 5] = [
+const DELTA_OPS: [Option<DeltaOp>; 6] = [
     None,
     Some(DeltaOp::Sub),
     Some(DeltaOp::Xor),
     Some(DeltaOp::Int),
     Some(DeltaOp::None),
+    Some(DeltaOp::Predict),
 ];
 
 /// A valid schema: 1..=`sections` entity types of 1..=`fields` fields, each
