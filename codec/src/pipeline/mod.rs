@@ -141,6 +141,15 @@ pub(crate) fn decode_meta(
     };
     subset::decode(r, base_len, &mut m.removed).map_err(|()| bad(r))?;
     let kept = base_len - m.removed.len();
+    // A baseline the caller holds may itself be over the limit: what is
+    // kept of it counts too.
+    if kept > max_entities {
+        return Err(DecodeError::TooManyEntities {
+            section,
+            count: kept,
+            limit: max_entities,
+        });
+    }
     subset::decode(r, kept, &mut m.changed).map_err(|()| bad(r))?;
     ids::decode(r, max_entities.saturating_sub(kept), &mut m.spawned).map_err(|e| match e {
         ids::IdsError::Wire(e) => e,
