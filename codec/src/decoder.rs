@@ -129,6 +129,30 @@ impl Decoder {
         r
     }
 
+    /// The snapshot the header names (`named`), which the caller must have
+    /// supplied (`given`) and which must fit the schema.
+    fn named<'b>(
+        &self,
+        named: Option<u16>,
+        given: Option<Baseline<'b>>,
+        missing: fn(u16) -> DecodeError,
+        mismatch: fn(u16, u16) -> DecodeError,
+    ) -> Result<Option<&'b Snapshot>, DecodeError> {
+        match (named, given) {
+            (None, _) => Ok(None),
+            (Some(sequence), None) => Err(missing(sequence)),
+            (Some(expected), Some(b)) if b.sequence != expected => {
+                Err(mismatch(expected, b.sequence))
+            }
+            (Some(_), Some(b)) => {
+                b.snapshot
+                    .check(&self.schema)
+                    .map_err(DecodeError::BadBaseline)?;
+                Ok(Some(b.snapshot))
+            }
+        }
+    }
+
     fn decode_inner(
         &mut self,
         packet: &[u8],
@@ -144,38 +168,18 @@ impl Decoder {
                 actual: header.schema_id,
             });
         }
-        let base = match (header.baseline, baseline) {
-            (None, _) => None,
-            (Some(sequence), None) => return Err(DecodeError::MissingBaseline { sequence }),
-            (Some(expected), Some(b)) if b.sequence != expected => {
-                return Err(DecodeError::BaselineMismatch {
-                    expected,
-                    actual: b.sequence,
-                })
-            }
-            (Some(_), Some(b)) => {
-                b.snapshot
-                    .check(&self.schema)
-                    .map_err(DecodeError::BadBaseline)?;
-                Some(b.snapshot)
-            }
-        };
-        let prior = match (header.prior, prior) {
-            (None, _) => None,
-            (Some(sequence), None) => return Err(DecodeError::MissingPrior { sequence }),
-            (Some(expected), Some(p)) if p.sequence != expected => {
-                return Err(DecodeError::PriorMismatch {
-                    expected,
-                    actual: p.sequence,
-                })
-            }
-            (Some(_), Some(p)) => {
-                p.snapshot
-                    .check(&self.schema)
-                    .map_err(DecodeError::BadBaseline)?;
-                Some(p.snapshot)
-            }
-        };
+        let base = self.named(
+            header.baseline,
+            baseline,
+            |sequence| DecodeError::MissingBaseline { sequence },
+            |expected, actual| DecodeError::BaselineMismatch { expected, actual },
+        )?;
+        let prior = self.named(
+            header.prior,
+            prior,
+            |sequence| DecodeError::MissingPrior { sequence },
+            |expected, actual| DecodeError::PriorMismatch { expected, actual },
+        )?;
         let dict = match header.dictionary {
             None => None,
             Some(id) => Some(

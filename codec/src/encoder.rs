@@ -198,13 +198,7 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        snapshot.check(&self.schema)?;
-        self.build(
-            snapshot.sections().iter().map(|s| s.as_ref()),
-            sequence,
-            baseline,
-            None,
-        )?;
+        self.build_snapshot(snapshot, sequence, baseline, None)?;
         self.finish_vec(out);
         Ok(())
     }
@@ -218,13 +212,7 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         out: &mut [u8],
     ) -> Result<usize, EncodeError> {
-        snapshot.check(&self.schema)?;
-        self.build(
-            snapshot.sections().iter().map(|s| s.as_ref()),
-            sequence,
-            baseline,
-            None,
-        )?;
+        self.build_snapshot(snapshot, sequence, baseline, None)?;
         self.finish(out)
     }
 
@@ -263,13 +251,7 @@ impl Encoder {
         prior: Baseline<'_>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        snapshot.check(&self.schema)?;
-        self.build(
-            snapshot.sections().iter().map(|s| s.as_ref()),
-            sequence,
-            Some(baseline),
-            Some(prior),
-        )?;
+        self.build_snapshot(snapshot, sequence, Some(baseline), Some(prior))?;
         self.finish_vec(out);
         Ok(())
     }
@@ -284,13 +266,7 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        snapshot.check(&self.schema)?;
-        self.build(
-            snapshot.sections().iter().map(|s| s.as_ref()),
-            sequence,
-            baseline,
-            None,
-        )?;
+        self.build_snapshot(snapshot, sequence, baseline, None)?;
         out.clear();
         out.extend_from_slice(&self.payload);
         Ok(())
@@ -306,13 +282,7 @@ impl Encoder {
         prior: Baseline<'_>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        snapshot.check(&self.schema)?;
-        self.build(
-            snapshot.sections().iter().map(|s| s.as_ref()),
-            sequence,
-            Some(baseline),
-            Some(prior),
-        )?;
+        self.build_snapshot(snapshot, sequence, Some(baseline), Some(prior))?;
         out.clear();
         out.extend_from_slice(&self.payload);
         Ok(())
@@ -320,6 +290,22 @@ impl Encoder {
 
     fn bound(&self) -> usize {
         self.header.len() + block::max_blocks_len(self.payload.len())
+    }
+
+    fn build_snapshot(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            baseline,
+            prior,
+        )
     }
 
     /// Builds header and payload into the scratch buffers.
