@@ -476,12 +476,24 @@ fn a_baseline_over_the_limit_is_refused() {
     for id in 0..5 {
         big.section_mut(0).unwrap().insert(id, &[id as u8]).unwrap();
     }
-    let b = Baseline { sequence: 9, snapshot: &big };
-    let p = tickpack::Encoder::new(s.clone()).encode(&big, 10, Some(b)).unwrap();
+    let b = Baseline {
+        sequence: 9,
+        snapshot: &big,
+    };
+    let p = tickpack::Encoder::new(s.clone())
+        .encode(&big, 10, Some(b))
+        .unwrap();
     let mut dec = Decoder::new(s.clone());
-    dec.set_limits(Limits { max_entities_per_section: 2, max_decoded_bytes: 1 << 20 });
+    dec.set_limits(Limits {
+        max_entities_per_section: 2,
+        max_decoded_bytes: 1 << 20,
+    });
     assert_eq!(
         dec.decode(&p, Some(b)).map(|_| ()),
-        Err(DecodeError::TooManyEntities { section: 0, count: 5, limit: 2 })
+        Err(DecodeError::TooManyEntities {
+            section: 0,
+            count: 5,
+            limit: 2
+        })
     );
 }
