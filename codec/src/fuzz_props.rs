@@ -33,6 +33,9 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("header_roundtrip", header_roundtrip),
     ("subset_roundtrip", subset_roundtrip),
     ("blocks_decode", blocks_decode),
+    ("session_ops", session_ops),
+    ("capture_read", capture_read),
+    ("dictset_load", dictset_load),
 ];
 
 /// The id the fuzzed decoders register their dictionary under.
@@ -41,6 +44,32 @@ pub const DICT_ID: u32 = 0xd1c7_0001;
 // ---------------------------------------------------------------------------
 // Properties
 // ---------------------------------------------------------------------------
+
+/// The per-client baseline state machine, server and client sides, driven
+/// by an arbitrary list of operations (tick and send, deliver, drop,
+/// duplicate, reorder, ack, garbage ack, garbage packet, request full).
+/// After every step: whatever the client applied equals what the server
+/// sent for that sequence, its newest state is a state the server sent, the
+/// server's baseline only moves forward and is a snapshot it sent, and no
+/// packet the server made is ever undecodable.
+pub fn session_ops(data: &[u8]) {
+    let _ = session_ops_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary bytes, or a valid capture truncated or with bytes changed,
+/// read as a `.tpcap` with tight limits: ticks come out or a typed error
+/// naming an offset within the input, never a panic; an intact capture
+/// reads back exactly what was written.
+pub fn capture_read(data: &[u8]) {
+    let _ = capture_read_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary manifest bytes and dictionary files (or a valid set with bytes
+/// changed) loaded as a dictionary set: `Ok` or a typed error, never a
+/// panic; a loaded set's dictionaries match their manifest.
+pub fn dictset_load(data: &[u8]) {
+    let _ = dictset_load_inner(&mut Unstructured::new(data));
+}
 
 /// Arbitrary bytes decoded as a packet, with an arbitrary small schema, an
 /// optional baseline and prior (passed with the sequences the packet names),
@@ -1579,4 +1608,233 @@ impl Rng {
         }
         r
     }
+}
+
+// ---------------------------------------------------------------------------
+// Session, capture and dictionary-set properties
+// ---------------------------------------------------------------------------
+
+fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    use crate::session::{
+        seq_newer, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
+    };
+    use std::sync::Arc;
+
+    let schema = arb_schema(u, 2, 3, 2)?;
+    let history = u.int_in_range(1..=12usize)?;
+    let config = ServerConfig {
+        history,
+        first_sequence: u.arbitrary()?,
+        checksum: u.arbitrary()?,
+        ..ServerConfig::default()
+    };
+    let Ok(mut server) = Server::new(schema.clone(), config) else {
+        return Ok(());
+    };
+    let client_cfg = ClientConfig {
+        history,
+        ..ClientConfig::default()
+    };
+    let Ok(mut client) = Client::new(schema.clone(), client_cfg) else {
+        return Ok(());
+    };
+    server.connect(1);
+    let mut world = arb_snapshot(u, &schema, false)?;
+    let mut sent: BTreeMap<u16, Arc<Snapshot>> = BTreeMap::new();
+    let mut flight: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..u.int_in_range(1..=200usize)? {
+        if u.is_empty() {
+            break;
+        }
+        let before = server.acked(1);
+        match u.int_in_range(0..=8u8)? {
+            0 | 1 => {
+                world = evolve_snapshot(u, &schema, &world, false)?;
+                let w = Arc::new(world.clone());
+                let seq = server.begin_tick(w.clone());
+                sent.insert(seq, w);
+                if let Ok(p) = server.send(1, &View::all()) {
+                    flight.push(p.to_vec());
+                }
+            }
+            2 | 3 if !flight.is_empty() => {
+                let i = u.choose_index(flight.len())?;
+                let p = flight.remove(i);
+                match client.receive(&p) {
+                    Received::Applied { sequence, .. } => {
+                        assert_eq!(
+                            client.get(sequence),
+                            sent.get(&sequence).map(|s| &**s),
+                            "applied a wrong state"
+                        );
+                    }
+                    Received::Dropped(DropReason::Undecodable(e)) => {
+                        panic!("server packet undecodable: {e}")
+                    }
+                    Received::Dropped(_) => {}
+                }
+            }
+            4 if !flight.is_empty() => {
+                let i = u.choose_index(flight.len())?;
+                flight.remove(i);
+            }
+            5 if !flight.is_empty() => {
+                let i = u.choose_index(flight.len())?;
+                let p = flight[i].clone();
+                flight.push(p);
+            }
+            6 => {
+                let _ = server.handle_message(&client.message(1).to_bytes());
+            }
+            7 => {
+                let _ = server.ack(1, u.arbitrary()?);
+                let garbage: Vec<u8> = u.arbitrary()?;
+                let _ = server.handle_message(&garbage);
+                let r = client.receive(&garbage);
+                if let Received::Applied { sequence, .. } = r {
+                    // Only a byte-exact copy of a real packet can apply.
+                    assert_eq!(client.get(sequence), sent.get(&sequence).map(|s| &**s));
+                }
+            }
+            _ => client.request_full(),
+        }
+        if let Some((seq, snap)) = client.latest() {
+            assert_eq!(
+                Some(snap),
+                sent.get(&seq).map(|s| &**s),
+                "newest state not one the server sent"
+            );
+        }
+        if let (Some(b), Some(a)) = (before, server.acked(1)) {
+            assert!(
+                a == b || seq_newer(a, b),
+                "baseline moved backwards: {b} -> {a}"
+            );
+        }
+        if let Some(a) = server.acked(1) {
+            assert!(sent.contains_key(&a), "baseline {a} was never sent");
+        }
+    }
+    Ok(())
+}
+
+fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    use crate::capture::{CaptureHeader, CaptureLimits, CaptureReader, CaptureWriter};
+
+    let limits = CaptureLimits {
+        max_header_bytes: 64 << 10,
+        max_record_bytes: 256 << 10,
+        decoder: Limits {
+            max_entities_per_section: 1000,
+            max_decoded_bytes: 256 << 10,
+        },
+    };
+    let (bytes, written) = if u.arbitrary()? {
+        (rest(u)?.to_vec(), None)
+    } else {
+        let schema = arb_schema(u, 2, 3, 2)?;
+        let header = CaptureHeader::new("fuzz", "1", 60, schema.clone());
+        let Ok(mut w) = CaptureWriter::new(Vec::new(), &header, Default::default()) else {
+            return Ok(());
+        };
+        let mut snap = arb_snapshot(u, &schema, false)?;
+        let mut ticks = Vec::new();
+        for t in 0..u.int_in_range(0..=6u64)? {
+            if w.tick(t, &snap).is_err() {
+                return Ok(());
+            }
+            ticks.push(snap.clone());
+            snap = evolve_snapshot(u, &schema, &snap, false)?;
+        }
+        let Ok(mut bytes) = w.finish() else {
+            return Ok(());
+        };
+        let intact = !u.arbitrary::<bool>()?;
+        if !intact && !bytes.is_empty() {
+            for _ in 0..u.int_in_range(1..=4usize)? {
+                let i = u.choose_index(bytes.len())?;
+                bytes[i] = u.arbitrary()?;
+            }
+            let keep = u.int_in_range(0..=bytes.len())?;
+            bytes.truncate(keep);
+        }
+        (bytes, intact.then_some(ticks))
+    };
+    let len = bytes.len() as u64;
+    let reader = match CaptureReader::with_limits(&bytes[..], limits) {
+        Ok(r) => r,
+        Err(e) => {
+            assert!(written.is_none(), "intact capture refused: {e}");
+            assert!(e.offset().is_none_or(|o| o <= len), "offset past the input");
+            return Ok(());
+        }
+    };
+    let mut got = Vec::new();
+    for t in reader.ticks() {
+        match t {
+            Ok(t) => got.push(t.snapshot),
+            Err(e) => {
+                assert!(written.is_none(), "intact capture failed: {e}");
+                assert!(e.offset().is_none_or(|o| o <= len), "offset past the input");
+                break;
+            }
+        }
+    }
+    if let Some(w) = written {
+        assert_eq!(got, w, "capture round trip");
+    }
+    Ok(())
+}
+
+fn dictset_load_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    use crate::dictset::{DictSetError, DictionarySet};
+
+    let mut manifest: Vec<u8>;
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    if u.arbitrary()? {
+        manifest = u.arbitrary()?;
+        for _ in 0..u.int_in_range(0..=2usize)? {
+            files.insert(u.arbitrary()?, u.arbitrary()?);
+        }
+    } else {
+        // The shipped racing set, with bytes of the manifest or of one
+        // dictionary changed.
+        manifest = include_bytes!("../../dictionaries/racing-lobby/1/manifest.json").to_vec();
+        files.insert(
+            "keyframe.dict".into(),
+            include_bytes!("../../dictionaries/racing-lobby/1/keyframe.dict").to_vec(),
+        );
+        files.insert(
+            "delta.dict".into(),
+            include_bytes!("../../dictionaries/racing-lobby/1/delta.dict").to_vec(),
+        );
+        for _ in 0..u.int_in_range(0..=3usize)? {
+            let target = match u.int_in_range(0..=2u8)? {
+                0 => &mut manifest,
+                1 => files.entry("keyframe.dict".into()).or_default(),
+                _ => files.entry("delta.dict".into()).or_default(),
+            };
+            if !target.is_empty() {
+                let i = u.choose_index(target.len())?;
+                target[i] = u.arbitrary()?;
+            }
+        }
+    }
+    let r = DictionarySet::from_manifest(&manifest, |name| {
+        files.get(name).cloned().ok_or_else(|| DictSetError::Io {
+            file: name.into(),
+            kind: std::io::ErrorKind::NotFound,
+            message: "missing".into(),
+        })
+    });
+    if let Ok(set) = r {
+        for (_, d) in set.dictionaries() {
+            assert!(
+                set.manifest().dictionaries.iter().any(|e| e.id == d.id()),
+                "dictionary not in manifest"
+            );
+        }
+        let _ = set.decoder();
+    }
+    Ok(())
 }
