@@ -74,6 +74,46 @@ pub(crate) fn kept_indices(base_len: usize, removed: &[u32], out: &mut Vec<u32>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Inverse law: the baseline, the removed and changed sets and the
+        /// spawned entities rebuild the current section exactly.
+        #[test]
+        fn inverse(
+            base in proptest::collection::btree_map(0u32..64, any::<u8>(), 0..40),
+            cur in proptest::collection::btree_map(0u32..64, any::<u8>(), 0..40),
+        ) {
+            let (bi, br): (Vec<u32>, Vec<u8>) = base.into_iter().unzip();
+            let (ci, cr): (Vec<u32>, Vec<u8>) = cur.into_iter().unzip();
+            let b = SectionRef::new(&bi, &br, 1).unwrap();
+            let c = SectionRef::new(&ci, &cr, 1).unwrap();
+            let mut a = Alignment::default();
+            align(&b, &c, &mut a);
+            let mut kept = Vec::new();
+            kept_indices(b.len(), &a.removed, &mut kept);
+            prop_assert_eq!(kept.len(), a.kept);
+            // Rebuild: kept entities (changed ones take the current record),
+            // then spawned ones, sorted by id.
+            let mut rebuilt: Vec<(u32, u8)> = kept
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| {
+                    let id = bi[i as usize];
+                    let changed = a.changed.binary_search(&(k as u32)).is_ok();
+                    let rec = if changed { cr[ci.binary_search(&id).unwrap()] } else { br[i as usize] };
+                    (id, rec)
+                })
+                .chain(a.spawned.iter().map(|&j| (ci[j as usize], cr[j as usize])))
+                .collect();
+            rebuilt.sort_unstable();
+            prop_assert_eq!(rebuilt, ci.iter().copied().zip(cr.iter().copied()).collect::<Vec<_>>());
+            // Only entities whose record differs are in the changed set.
+            for &(cj, bj) in &a.changed_rows {
+                prop_assert_ne!(cr[cj as usize], br[bj as usize]);
+            }
+        }
+    }
 
     #[test]
     fn example() {
