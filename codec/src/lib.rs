@@ -21,6 +21,7 @@ mod packet;
 mod pipeline;
 pub mod schema;
 pub mod session;
+pub mod transport;
 mod snapshot;
 mod wire;
 
