@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::block::{self, DDict, ZstdBlocks};
+use crate::block::{self, DDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::encoder::{Baseline, DEFAULT_LEVEL};
 use crate::error::{DecodeError, DictionaryError};
@@ -25,7 +25,7 @@ pub struct Decoder {
     schema: Schema,
     limits: Limits,
     blocks: ZstdBlocks,
-    dicts: HashMap<u32, Arc<DDict>>,
+    dicts: HashMap<u32, (Arc<DDict>, Option<Arc<HuffmanTable>>)>,
     payload: Vec<u8>,
     metas: Vec<SectionMeta>,
     predicted: Vec<crate::snapshot::Section>,
@@ -79,7 +79,8 @@ impl Decoder {
     /// Adds (or replaces) a dictionary; packets name it by its id.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
-        self.dicts.insert(dict.id(), Arc::new(d));
+        self.dicts
+            .insert(dict.id(), (Arc::new(d), dict.huffman_arc()));
         Ok(())
     }
 
@@ -191,7 +192,8 @@ impl Decoder {
         };
         block::decode_blocks(
             &mut self.blocks,
-            dict.as_deref(),
+            dict.as_ref().map(|d| &*d.0),
+            dict.as_ref().and_then(|d| d.1.as_deref()),
             &mut r,
             self.limits.max_decoded_bytes,
             &mut self.payload,

@@ -5,12 +5,15 @@
 
 use std::sync::Arc;
 
+use crate::block::HuffmanTable;
+
 /// A zstd dictionary (trained with `zstd --train` or the tickpack trainer,
 /// or any raw content) and the id packets name it by.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Dictionary {
     id: u32,
     bytes: Arc<[u8]>,
+    huffman: Option<Arc<HuffmanTable>>,
 }
 
 impl core::fmt::Debug for Dictionary {
@@ -18,6 +21,7 @@ impl core::fmt::Debug for Dictionary {
         f.debug_struct("Dictionary")
             .field("id", &format_args!("{:#010x}", self.id))
             .field("len", &self.bytes.len())
+            .field("huffman", &self.huffman.is_some())
             .finish()
     }
 }
@@ -28,7 +32,24 @@ impl Dictionary {
         Self {
             id,
             bytes: bytes.into(),
+            huffman: None,
         }
+    }
+
+    /// Attaches a trained Huffman table: blocks may then be stored as
+    /// Huffman blocks (type 3) when that is smaller than zstd.
+    pub fn with_huffman(mut self, table: HuffmanTable) -> Self {
+        self.huffman = Some(Arc::new(table));
+        self
+    }
+
+    /// The attached Huffman table.
+    pub fn huffman(&self) -> Option<&HuffmanTable> {
+        self.huffman.as_deref()
+    }
+
+    pub(crate) fn huffman_arc(&self) -> Option<Arc<HuffmanTable>> {
+        self.huffman.clone()
     }
 
     /// The id carried in packet headers.

@@ -2,7 +2,9 @@
 
 #![forbid(unsafe_code)]
 
-use crate::block::{self, CDict, ZstdBlocks};
+use std::sync::Arc;
+
+use crate::block::{self, CDict, Coders, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
@@ -18,6 +20,26 @@ pub struct Baseline<'a> {
     pub sequence: u16,
     /// The baseline state, as the receiver holds it.
     pub snapshot: &'a Snapshot,
+}
+
+/// Which entropy coders the encoder may use for each block. Raw and RLE
+/// blocks are always available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Entropy {
+    /// The smallest of zstd and the dictionary's Huffman table, per block.
+    #[default]
+    Best,
+    /// zstd only.
+    Zstd,
+    /// The Huffman table only (zstd if the dictionary has none).
+    Huffman,
+}
+
+/// A dictionary digested for this encoder's level.
+struct Prepared {
+    id: u32,
+    cdict: CDict,
+    huffman: Option<Arc<HuffmanTable>>,
 }
 
 /// The default zstd level: 3, zstd's own default.
@@ -47,8 +69,9 @@ pub struct Encoder {
     schema: Schema,
     limits: Limits,
     blocks: ZstdBlocks,
-    dict: Option<(u32, CDict)>,
-    keyframe_dict: Option<(u32, CDict)>,
+    dict: Option<Prepared>,
+    keyframe_dict: Option<Prepared>,
+    entropy: Entropy,
     /// Whether the packet being built is a keyframe (no baseline).
     keyframe: bool,
     checksum: bool,
@@ -66,7 +89,7 @@ impl core::fmt::Debug for Encoder {
         f.debug_struct("Encoder")
             .field("schema_id", &self.schema.id())
             .field("level", &self.blocks.level())
-            .field("dictionary", &self.dict.as_ref().map(|d| d.0))
+            .field("dictionary", &self.dict.as_ref().map(|d| d.id))
             .finish()
     }
 }
@@ -95,6 +118,7 @@ impl Encoder {
             blocks: ZstdBlocks::new(level),
             dict: None,
             keyframe_dict: None,
+            entropy: Entropy::Best,
             keyframe: false,
             checksum: false,
             scratch,
@@ -131,19 +155,25 @@ impl Encoder {
         Ok(())
     }
 
-    fn prepare(&self, dict: Option<&Dictionary>) -> Result<Option<(u32, CDict)>, DictionaryError> {
+    fn prepare(&self, dict: Option<&Dictionary>) -> Result<Option<Prepared>, DictionaryError> {
         Ok(match dict {
             None => None,
-            Some(d) => Some((
-                d.id(),
-                CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
+            Some(d) => Some(Prepared {
+                id: d.id(),
+                cdict: CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
                     .ok_or(DictionaryError::Rejected { id: d.id() })?,
-            )),
+                huffman: d.huffman_arc(),
+            }),
         })
     }
 
+    /// Which entropy coders blocks may use (default [`Entropy::Best`]).
+    pub fn set_entropy(&mut self, entropy: Entropy) {
+        self.entropy = entropy;
+    }
+
     /// The dictionary for the packet being built.
-    fn active_dict(&self) -> Option<&(u32, CDict)> {
+    fn active_dict(&self) -> Option<&Prepared> {
         match (&self.keyframe_dict, self.keyframe) {
             (Some(k), true) => Some(k),
             _ => self.dict.as_ref(),
@@ -409,7 +439,7 @@ impl Encoder {
             sequence,
             baseline: baseline.map(|b| b.sequence),
             prior: prior.map(|p| p.sequence),
-            dictionary: self.active_dict().map(|d| d.0),
+            dictionary: self.active_dict().map(|d| d.id),
             checksum: None,
         };
         if self.checksum {
@@ -424,13 +454,19 @@ impl Encoder {
         out.clear();
         out.reserve(self.bound());
         out.extend_from_slice(&self.header);
-        let dict = match (&self.keyframe_dict, self.keyframe) {
-            (Some(k), true) => Some(&k.1),
-            _ => self.dict.as_ref().map(|d| &d.1),
+        let prepared = match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(k),
+            _ => self.dict.as_ref(),
+        };
+        let huffman = prepared.and_then(|p| p.huffman.as_deref());
+        let coders = Coders {
+            zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
+            dict: prepared.map(|p| &p.cdict),
+            huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
         };
         block::encode_blocks(
             &mut self.blocks,
-            dict,
+            coders,
             &self.payload,
             &mut self.block_scratch,
             out,

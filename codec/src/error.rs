@@ -325,10 +325,19 @@ pub enum DecodeError {
         /// Dictionary id in the packet.
         id: u32,
     },
-    /// A block header uses the reserved block type.
-    ReservedBlockType {
+    /// A Huffman block, but the packet's dictionary has no Huffman table
+    /// (or the packet names no dictionary).
+    MissingHuffmanTable {
         /// Byte offset of the block header.
         offset: usize,
+    },
+    /// A Huffman block is malformed: its length is 0 or above 8192, its
+    /// stream ends early, or bytes follow the last code.
+    Huffman {
+        /// Byte offset of the block header.
+        offset: usize,
+        /// What is wrong.
+        error: crate::HuffmanError,
     },
     /// A block header sits past the end of the packet, or no block had the last bit.
     MissingLastBlock,
@@ -430,8 +439,14 @@ impl fmt::Display for DecodeError {
                 "packet predicts from prior {expected}, prior given is {actual}"
             ),
             Self::UnknownDictionary { id } => write!(f, "unknown dictionary {id:#010x}"),
-            Self::ReservedBlockType { offset } => {
-                write!(f, "reserved block type at offset {offset}")
+            Self::MissingHuffmanTable { offset } => {
+                write!(
+                    f,
+                    "Huffman block at offset {offset} without a Huffman table"
+                )
+            }
+            Self::Huffman { offset, error } => {
+                write!(f, "Huffman block at offset {offset}: {error}")
             }
             Self::MissingLastBlock => write!(f, "no block is marked last"),
             Self::TrailingBytes { count } => write!(f, "{count} bytes after the last block"),

@@ -87,7 +87,16 @@ impl Blocks {
     /// capacity and this coder's scratch.
     pub fn encode_into(&mut self, payload: &[u8], out: &mut Vec<u8>) {
         out.clear();
-        block::encode_blocks(&mut self.0, None, payload, &mut self.1, out);
+        block::encode_blocks(
+            &mut self.0,
+            block::Coders {
+                zstd: true,
+                ..Default::default()
+            },
+            payload,
+            &mut self.1,
+            out,
+        );
     }
 
     /// Decodes blocks into `out`, regenerating at most `max` bytes.
@@ -97,6 +106,6 @@ impl Blocks {
         max: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), DecodeError> {
-        block::decode_blocks(&mut self.0, None, &mut Reader::new(data), max, out)
+        block::decode_blocks(&mut self.0, None, None, &mut Reader::new(data), max, out)
     }
 }

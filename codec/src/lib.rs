@@ -21,18 +21,20 @@ mod packet;
 mod pipeline;
 pub mod schema;
 pub mod session;
-pub mod transport;
 mod snapshot;
+pub mod transport;
 mod wire;
 
 pub mod format {
     #![doc = include_str!("../FORMAT.md")]
 }
 
-pub use block::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
+pub use block::{
+    BlockHeader, BlockType, HuffmanError, HuffmanTable, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT,
+};
 pub use decoder::Decoder;
 pub use dict::Dictionary;
-pub use encoder::{Baseline, Encoder, DEFAULT_LEVEL};
+pub use encoder::{Baseline, Encoder, Entropy, DEFAULT_LEVEL};
 pub use error::{DecodeError, DictionaryError, EncodeError, SchemaError, SnapshotError};
 pub use limits::Limits;
 pub use packet::{PacketHeader, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};

@@ -206,10 +206,10 @@ fn corrupt_table() {
             DecodeError::MissingLastBlock,
         ),
         (
-            "reserved block type",
+            "Huffman block without a table",
             packet(id, None, None, &[0x07, 0x00, 0x00]),
             None,
-            DecodeError::ReservedBlockType { offset: 7 },
+            DecodeError::MissingHuffmanTable { offset: 7 },
         ),
         (
             "bytes after last block",

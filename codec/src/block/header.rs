@@ -16,8 +16,9 @@ pub enum BlockType {
     Rle = 1,
     /// A raw zstd block (no frame) regenerating the content.
     Zstd = 2,
-    /// Reserved for a trained entropy coder; rejected by this version.
-    Reserved = 3,
+    /// A trained static Huffman code: a varint regenerated length, then the
+    /// codes (see [`HuffmanTable`](crate::HuffmanTable)).
+    Huffman = 3,
 }
 
 /// A parsed block header.
@@ -48,7 +49,7 @@ impl BlockHeader {
             0 => BlockType::Raw,
             1 => BlockType::Rle,
             2 => BlockType::Zstd,
-            _ => BlockType::Reserved,
+            _ => BlockType::Huffman,
         };
         Self {
             last: v & 1 == 1,

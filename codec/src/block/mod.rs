@@ -14,9 +14,11 @@
 // `#![forbid(unsafe_code)]`; `zstd_raw` is the crate's one unsafe module.
 
 mod header;
+mod huffman;
 mod stream;
 mod zstd_raw;
 
 pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
-pub(crate) use stream::{decode_blocks, encode_blocks, max_blocks_len, ZstdBlocks};
+pub use huffman::{HuffmanError, HuffmanTable};
+pub(crate) use stream::{decode_blocks, encode_blocks, max_blocks_len, Coders, ZstdBlocks};
 pub(crate) use zstd_raw::{CDict, DDict};

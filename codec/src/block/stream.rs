@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use super::header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
+use super::huffman::{HuffmanError, HuffmanTable};
 use super::zstd_raw::{self, CDict, DDict};
 use crate::error::DecodeError;
 use crate::wire::Reader;
@@ -78,13 +79,26 @@ pub(crate) fn max_blocks_len(payload_len: usize) -> usize {
     payload_len + blocks * BLOCK_HEADER_LEN
 }
 
+/// The entropy coders a block may use.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Coders<'a> {
+    /// Try zstd.
+    pub(crate) zstd: bool,
+    /// zstd's dictionary.
+    pub(crate) dict: Option<&'a CDict>,
+    /// A trained Huffman table to try.
+    pub(crate) huffman: Option<&'a HuffmanTable>,
+}
+
 /// Appends `payload` to `out` as blocks of at most 8192 bytes each, every
-/// one stored raw, RLE or zstd, whichever is smallest. Compression goes
-/// through `scratch`, so the bytes chosen never depend on `out`'s capacity.
-/// An empty payload writes nothing (a packet always has section metas).
+/// one stored raw, RLE, zstd or Huffman, whichever is smallest. The
+/// Huffman size is computed exactly and cheaply first; zstd then only has
+/// to beat it. Compression goes through `scratch`, so the bytes chosen
+/// never depend on `out`'s capacity. An empty payload writes nothing (a
+/// packet always has section metas).
 pub(crate) fn encode_blocks<B: Backend>(
     backend: &mut B,
-    dict: Option<&CDict>,
+    coders: Coders<'_>,
     payload: &[u8],
     scratch: &mut Vec<u8>,
     out: &mut Vec<u8>,
@@ -92,27 +106,42 @@ pub(crate) fn encode_blocks<B: Backend>(
     scratch.resize(MAX_BLOCK_CONTENT, 0);
     let mut chunks = payload.chunks(MAX_BLOCK_CONTENT).peekable();
     while let Some(chunk) = chunks.next() {
-        let (block_type, body): (BlockType, &[u8]) =
-            if chunk.len() > 1 && chunk.iter().all(|&b| b == chunk[0]) {
-                (BlockType::Rle, &chunk[..1])
-            } else {
-                // Only a strictly smaller result is worth a zstd block.
-                match backend.compress(chunk, &mut scratch[..chunk.len() - 1], dict) {
-                    Some(n) => (BlockType::Zstd, &scratch[..n]),
-                    None => (BlockType::Raw, chunk),
-                }
-            };
-        let header = BlockHeader {
-            last: chunks.peek().is_none(),
+        let last = chunks.peek().is_none();
+        let header = |block_type, size| BlockHeader {
+            last,
             block_type,
-            size: if block_type == BlockType::Rle {
-                chunk.len()
-            } else {
-                body.len()
-            },
+            size,
         };
-        out.extend_from_slice(&header.to_bytes());
-        out.extend_from_slice(body);
+        if chunk.len() > 1 && chunk.iter().all(|&b| b == chunk[0]) {
+            out.extend_from_slice(&header(BlockType::Rle, chunk.len()).to_bytes());
+            out.push(chunk[0]);
+            continue;
+        }
+        let huff = coders
+            .huffman
+            .map(|t| (t, t.encoded_len(chunk)))
+            .filter(|&(_, n)| n < chunk.len());
+        let best = huff.map_or(chunk.len(), |h| h.1);
+        // Only a strictly smaller result is worth a zstd block.
+        let zstd = if coders.zstd {
+            backend.compress(chunk, &mut scratch[..best - 1], coders.dict)
+        } else {
+            None
+        };
+        match (zstd, huff) {
+            (Some(n), _) => {
+                out.extend_from_slice(&header(BlockType::Zstd, n).to_bytes());
+                out.extend_from_slice(&scratch[..n]);
+            }
+            (None, Some((t, n))) => {
+                out.extend_from_slice(&header(BlockType::Huffman, n).to_bytes());
+                t.encode(chunk, out);
+            }
+            (None, None) => {
+                out.extend_from_slice(&header(BlockType::Raw, chunk.len()).to_bytes());
+                out.extend_from_slice(chunk);
+            }
+        }
     }
 }
 
@@ -121,6 +150,7 @@ pub(crate) fn encode_blocks<B: Backend>(
 pub(crate) fn decode_blocks<B: Backend>(
     backend: &mut B,
     dict: Option<&DDict>,
+    huffman: Option<&HuffmanTable>,
     r: &mut Reader<'_>,
     max_decoded: usize,
     out: &mut Vec<u8>,
@@ -168,7 +198,22 @@ pub(crate) fn decode_blocks<B: Backend>(
                     }
                 }
             }
-            BlockType::Reserved => return Err(DecodeError::ReservedBlockType { offset: at }),
+            BlockType::Huffman => {
+                let body = r.bytes(h.size)?;
+                let table = huffman.ok_or(DecodeError::MissingHuffmanTable { offset: at })?;
+                let bad = |error| DecodeError::Huffman { offset: at, error };
+                let mut b = Reader::new(body);
+                let n = b.varint().map_err(|_| bad(HuffmanError::Truncated))? as usize;
+                let stream = &body[b.pos()..];
+                // Every code is at least one bit.
+                if n == 0 || n > MAX_BLOCK_CONTENT || n > stream.len() * 8 {
+                    return Err(bad(HuffmanError::BadCount { count: n }));
+                }
+                if n > room {
+                    return Err(DecodeError::DecodedTooLarge { limit: max_decoded });
+                }
+                table.decode(stream, n, out).map_err(bad)?;
+            }
         }
         if h.last {
             if r.remaining() != 0 {
@@ -189,9 +234,26 @@ mod tests {
     fn roundtrip(payload: &[u8]) -> Vec<u8> {
         let mut z = ZstdBlocks::new(3);
         let mut out = Vec::new();
-        encode_blocks(&mut z, None, payload, &mut Vec::new(), &mut out);
+        encode_blocks(
+            &mut z,
+            Coders {
+                zstd: true,
+                ..Coders::default()
+            },
+            payload,
+            &mut Vec::new(),
+            &mut out,
+        );
         let mut back = Vec::new();
-        decode_blocks(&mut z, None, &mut Reader::new(&out), 1 << 20, &mut back).unwrap();
+        decode_blocks(
+            &mut z,
+            None,
+            None,
+            &mut Reader::new(&out),
+            1 << 20,
+            &mut back,
+        )
+        .unwrap();
         assert_eq!(back, payload);
         out
     }
@@ -217,9 +279,7 @@ mod tests {
         #[test]
         fn header_roundtrip(v: u16) {
             let h = BlockHeader::from_bytes(v.to_le_bytes());
-            if h.block_type != BlockType::Reserved {
-                prop_assert_eq!(u16::from_le_bytes(h.to_bytes()), v);
-            }
+            prop_assert_eq!(u16::from_le_bytes(h.to_bytes()), v);
         }
 
         #[test]
@@ -256,8 +316,9 @@ mod tests {
     fn rejects_bad_blocks() {
         let mut z = ZstdBlocks::new(3);
         let mut out = Vec::new();
-        let mut dec =
-            |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), limit, &mut out);
+        let mut dec = |b: &[u8], limit| {
+            decode_blocks(&mut z, None, None, &mut Reader::new(b), limit, &mut out)
+        };
         assert_eq!(dec(&[], 100), Err(DecodeError::MissingLastBlock));
         // not-last raw block of 1 byte, then nothing
         assert_eq!(
@@ -265,8 +326,8 @@ mod tests {
             Err(DecodeError::MissingLastBlock)
         );
         assert_eq!(
-            dec(&[0x07, 0x00], 100),
-            Err(DecodeError::ReservedBlockType { offset: 0 })
+            dec(&[0x07, 0x00, 0x01], 100),
+            Err(DecodeError::MissingHuffmanTable { offset: 0 })
         );
         assert_eq!(
             dec(&[0x01, 0x00, 0xaa, 0xbb], 100),
@@ -287,6 +348,96 @@ mod tests {
                 offset: 2,
                 needed: 1
             })
+        );
+    }
+
+    #[test]
+    fn huffman_blocks() {
+        let mut counts = [0u64; 256];
+        counts[0] = 1000;
+        counts[1] = 300;
+        counts[2] = 100;
+        let t = HuffmanTable::from_counts(&counts);
+        // Low-entropy data over three byte values.
+        let payload: Vec<u8> = (0..3000u32)
+            .map(|i| [0, 0, 1, 0, 2, 0, 1, 0][(i.wrapping_mul(2654435761) >> 29) as usize])
+            .collect();
+        let mut z = ZstdBlocks::new(3);
+        let mut encode = |zstd, huffman| {
+            let mut o = Vec::new();
+            let c = Coders {
+                zstd,
+                dict: None,
+                huffman,
+            };
+            encode_blocks(&mut z, c, &payload, &mut Vec::new(), &mut o);
+            o
+        };
+        let zstd_only = encode(true, None).len();
+        let huff = encode(false, Some(&t));
+        let best = encode(true, Some(&t)).len();
+        assert!(
+            best <= zstd_only.min(huff.len()),
+            "{best} vs {zstd_only} / {}",
+            huff.len()
+        );
+        assert!(huff.len() < payload.len() / 3, "{}", huff.len());
+        assert_eq!(
+            BlockHeader::from_bytes([huff[0], huff[1]]).block_type,
+            BlockType::Huffman
+        );
+        let mut back = Vec::new();
+        decode_blocks(
+            &mut z,
+            None,
+            Some(&t),
+            &mut Reader::new(&huff),
+            1 << 20,
+            &mut back,
+        )
+        .unwrap();
+        assert_eq!(back, payload);
+        // Without the table: a typed error.
+        assert_eq!(
+            decode_blocks(
+                &mut z,
+                None,
+                None,
+                &mut Reader::new(&huff),
+                1 << 20,
+                &mut back
+            ),
+            Err(DecodeError::MissingHuffmanTable { offset: 0 })
+        );
+        // A block claiming more symbols than its bits allow, or none.
+        let bad = |body: &[u8]| {
+            let h = BlockHeader {
+                last: true,
+                block_type: BlockType::Huffman,
+                size: body.len(),
+            };
+            let mut b = h.to_bytes().to_vec();
+            b.extend_from_slice(body);
+            let mut o = Vec::new();
+            decode_blocks(
+                &mut ZstdBlocks::new(3),
+                None,
+                Some(&t),
+                &mut Reader::new(&b),
+                1 << 20,
+                &mut o,
+            )
+        };
+        let err = |error| Err(DecodeError::Huffman { offset: 0, error });
+        assert_eq!(
+            bad(&[17, 0xff, 0xff]),
+            err(HuffmanError::BadCount { count: 17 })
+        );
+        assert_eq!(bad(&[0, 0xff]), err(HuffmanError::BadCount { count: 0 }));
+        assert_eq!(bad(&[0x80]), err(HuffmanError::Truncated));
+        assert_eq!(
+            bad(&[0x80, 0x80, 0x01, 0]),
+            err(HuffmanError::BadCount { count: 16384 })
         );
     }
 }
