@@ -20,7 +20,7 @@ use std::collections::BinaryHeap;
 pub(crate) const MAX_CODE_LEN: u8 = 15;
 /// Bytes of a serialized table.
 pub(crate) const TABLE_BYTES: usize = 128;
-const LUT_BITS: u32 = 11;
+const LUT_BITS: u32 = 12;
 
 /// Why a table or a Huffman block was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +79,10 @@ impl std::error::Error for HuffmanError {}
 pub struct HuffmanTable {
     lengths: [u8; 256],
     codes: [u16; 256],
-    /// `symbol | len << 8`, 0 where the code is longer than `LUT_BITS`.
-    lut: Vec<u16>,
+    /// Per `LUT_BITS`-bit window: `sym1 | sym2 << 8 | bits << 16 | count << 24`,
+    /// two symbols when both codes fit the window, 0 where the first code
+    /// is longer than the window.
+    lut: Vec<u32>,
     /// Per length: first canonical code, index of its first symbol, count.
     first_code: [u32; 16],
     first_index: [u16; 16],
@@ -163,24 +165,31 @@ impl HuffmanTable {
                 }
             }
         }
-        let mut lut = vec![0u16; 1 << LUT_BITS];
-        for s in 0..256usize {
-            let l = u32::from(lengths[s]);
-            if l <= LUT_BITS {
-                let start = (u32::from(codes[s]) << (LUT_BITS - l)) as usize;
-                let end = start + (1 << (LUT_BITS - l));
-                lut[start..end].fill(s as u16 | (l as u16) << 8);
-            }
-        }
-        Ok(Self {
+        let mut t = Self {
             lengths: *lengths,
             codes,
-            lut,
+            lut: Vec::new(),
             first_code,
             first_index,
             count,
             sorted,
-        })
+        };
+        t.lut = (0..1u64 << LUT_BITS)
+            .map(|w| {
+                let top = w << (64 - LUT_BITS);
+                let (s1, l1) = t.slow(top);
+                if l1 > LUT_BITS {
+                    return 0;
+                }
+                let (s2, l2) = t.slow(top << l1);
+                if l1 + l2 <= LUT_BITS {
+                    u32::from(s1) | u32::from(s2) << 8 | (l1 + l2) << 16 | 2 << 24
+                } else {
+                    u32::from(s1) | l1 << 16 | 1 << 24
+                }
+            })
+            .collect();
+        Ok(t)
     }
 
     /// Reads a serialized table: 256 lengths, two per byte, low nibble first.
@@ -248,32 +257,63 @@ impl HuffmanTable {
         n: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), HuffmanError> {
-        out.reserve(n);
-        // `buf` holds `have` unread bits at its top.
+        let start = out.len();
+        out.resize(start + n, 0);
+        let r = self.decode_into(src, &mut out[start..]);
+        if r.is_err() {
+            out.truncate(start);
+        }
+        r
+    }
+
+    fn decode_into(&self, src: &[u8], dst: &mut [u8]) -> Result<(), HuffmanError> {
+        // `buf` holds `have` unread bits at its top. A fast refill ORs in 8
+        // bytes but counts only whole bytes that fit; the extra bits it
+        // loads are the next bytes of the stream, which the next refill
+        // ORs in again at the same place, so they do no harm.
         let (mut buf, mut have, mut pos) = (0u64, 0u32, 0usize);
-        for _ in 0..n {
-            while have <= 56 {
-                match src.get(pos) {
-                    Some(&b) => {
-                        buf |= u64::from(b) << (56 - have);
-                        have += 8;
-                        pos += 1;
-                    }
-                    None => break,
+        let mut out = dst.iter_mut().peekable();
+        while out.peek().is_some() {
+            if let Some(chunk) = src.get(pos..pos + 8) {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(chunk);
+                buf |= u64::from_be_bytes(b) >> have;
+                let take = (63 - have) >> 3;
+                pos += take as usize;
+                have += take << 3;
+            } else {
+                while have <= 56 {
+                    let Some(&b) = src.get(pos) else { break };
+                    buf |= u64::from(b) << (56 - have);
+                    have += 8;
+                    pos += 1;
                 }
             }
-            let e = self.lut[(buf >> (64 - LUT_BITS)) as usize];
-            let (sym, len) = if e != 0 {
-                (e as u8, u32::from(e >> 8))
-            } else {
-                self.slow(buf)
-            };
-            if len > have {
-                return Err(HuffmanError::Truncated);
+            // Decode while a longest code surely fits, or the stream is spent.
+            while have >= u32::from(MAX_CODE_LEN) || pos == src.len() {
+                let Some(slot) = out.next() else { break };
+                let e = self.lut[(buf >> (64 - LUT_BITS)) as usize];
+                let both = (e >> 16) & 0xff;
+                let (sym, len) = if e >> 24 == 2 && both <= have {
+                    match out.next() {
+                        Some(second) => {
+                            *second = (e >> 8) as u8;
+                            (e as u8, both)
+                        }
+                        None => (e as u8, u32::from(self.lengths[usize::from(e as u8)])),
+                    }
+                } else if e != 0 {
+                    (e as u8, u32::from(self.lengths[usize::from(e as u8)]))
+                } else {
+                    self.slow(buf)
+                };
+                if len > have {
+                    return Err(HuffmanError::Truncated);
+                }
+                *slot = sym;
+                buf <<= len;
+                have -= len;
             }
-            out.push(sym);
-            buf <<= len;
-            have -= len;
         }
         // Whatever is left must be the zero padding of the last byte.
         if pos != src.len() || have >= 8 || buf != 0 {
