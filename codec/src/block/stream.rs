@@ -92,8 +92,8 @@ pub(crate) struct Coders<'a> {
 
 /// Appends `payload` to `out` as blocks of at most 8192 bytes each, every
 /// one stored raw, RLE, zstd or Huffman, whichever is smallest. The
-/// Huffman size is computed exactly and cheaply first; zstd then only has
-/// to beat it. Compression goes through `scratch`, so the bytes chosen
+/// Huffman size is computed exactly and cheaply (a table lookup per byte);
+/// zstd runs too and wins only when strictly smaller. Compression goes through `scratch`, so the bytes chosen
 /// never depend on `out`'s capacity. An empty payload writes nothing (a
 /// packet always has section metas).
 pub(crate) fn encode_blocks<B: Backend>(
@@ -121,10 +121,13 @@ pub(crate) fn encode_blocks<B: Backend>(
             .huffman
             .map(|t| (t, t.encoded_len(chunk)))
             .filter(|&(_, n)| n < chunk.len());
+        // zstd gets the whole scratch (it refuses tight buffers even when its
+        // output would fit); only a result smaller than the rest counts.
         let best = huff.map_or(chunk.len(), |h| h.1);
-        // Only a strictly smaller result is worth a zstd block.
         let zstd = if coders.zstd {
-            backend.compress(chunk, &mut scratch[..best - 1], coders.dict)
+            backend
+                .compress(chunk, &mut scratch[..chunk.len() - 1], coders.dict)
+                .filter(|&n| n < best)
         } else {
             None
         };
