@@ -42,6 +42,7 @@ pub use manifest::{
 };
 pub use registry::DictionarySets;
 
+use crate::block::HuffmanTable;
 use crate::capture::rebuild_schema;
 use crate::decoder::Decoder;
 use crate::dict::Dictionary;
@@ -336,6 +337,35 @@ pub fn dictionary_id(
     ])
 }
 
+/// [`dictionary_id`] over the dictionary bytes followed by the Huffman
+/// table's 128 bytes when there is one.
+fn dictionary_id_with(
+    game: &str,
+    version: &str,
+    schema_id: u32,
+    kind: DictKind,
+    bytes: &[u8],
+    table: Option<&HuffmanTable>,
+) -> u32 {
+    match table {
+        None => dictionary_id(game, version, schema_id, kind, bytes),
+        Some(t) => {
+            let mut all = bytes.to_vec();
+            all.extend_from_slice(&t.to_bytes());
+            dictionary_id(game, version, schema_id, kind, &all)
+        }
+    }
+}
+
+fn parse_huffman(h: &str) -> Result<HuffmanTable, DictSetError> {
+    let bytes = unhex(h).ok_or_else(|| DictSetError::Manifest {
+        message: "huffman table is not hex".into(),
+    })?;
+    HuffmanTable::from_bytes(&bytes).map_err(|e| DictSetError::Manifest {
+        message: format!("huffman table: {e}"),
+    })
+}
+
 /// The id of a set: a SHA-256 (first 4 bytes) over the game, the version,
 /// the schema id (which covers every per-field operator choice) and each
 /// dictionary's kind and id. Different choices give a different set id.
@@ -513,7 +543,18 @@ impl DictionarySet {
                     actual: sha,
                 });
             }
-            let id = dictionary_id(&m.game, &m.version, m.schema_id, e.kind, &bytes);
+            let table = match &e.huffman {
+                None => None,
+                Some(h) => Some(parse_huffman(h)?),
+            };
+            let id = dictionary_id_with(
+                &m.game,
+                &m.version,
+                m.schema_id,
+                e.kind,
+                &bytes,
+                table.as_ref(),
+            );
             if id != e.id {
                 return Err(DictSetError::IdMismatch {
                     file: e.file.clone(),
@@ -521,7 +562,11 @@ impl DictionarySet {
                     actual: id,
                 });
             }
-            dictionaries.push((e.kind, Dictionary::new(id, bytes)));
+            let mut dict = Dictionary::new(id, bytes);
+            if let Some(t) = table {
+                dict = dict.with_huffman(t);
+            }
+            dictionaries.push((e.kind, dict));
         }
         let ids: Vec<(DictKind, u32)> = dictionaries.iter().map(|(k, d)| (*k, d.id())).collect();
         let actual = set_id(&m.game, &m.version, m.schema_id, &ids);
@@ -604,6 +649,7 @@ impl DictionarySet {
                 size: bytes.len() as u64,
                 sha256: sha256_hex(&bytes),
                 max_size,
+                huffman: None,
             });
             dicts.push((kind, Dictionary::new(id, bytes)));
         }
@@ -614,6 +660,47 @@ impl DictionarySet {
             schema,
             dictionaries: dicts,
         })
+    }
+
+    /// Attaches a trained Huffman table to the dictionary of `kind`: its
+    /// packets may then use Huffman blocks where they beat zstd. The
+    /// table goes into the manifest and into the dictionary and set ids.
+    pub fn with_huffman(
+        mut self,
+        kind: DictKind,
+        table: &HuffmanTable,
+    ) -> Result<Self, DictSetError> {
+        let missing = || DictSetError::Manifest {
+            message: format!("no {} dictionary to attach a Huffman table to", kind.name()),
+        };
+        let (game, version, schema_id) = (
+            self.manifest.game.clone(),
+            self.manifest.version.clone(),
+            self.manifest.schema_id,
+        );
+        let slot = self
+            .dictionaries
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .ok_or_else(missing)?;
+        let bytes = slot.1.bytes().to_vec();
+        let id = dictionary_id_with(&game, &version, schema_id, kind, &bytes, Some(table));
+        slot.1 = Dictionary::new(id, bytes).with_huffman(table.clone());
+        let entry = self
+            .manifest
+            .dictionaries
+            .iter_mut()
+            .find(|e| e.kind == kind)
+            .ok_or_else(missing)?;
+        entry.huffman = Some(hex(&table.to_bytes()));
+        entry.id = id;
+        let ids: Vec<(DictKind, u32)> = self
+            .dictionaries
+            .iter()
+            .map(|(k, d)| (*k, d.id()))
+            .collect();
+        self.manifest.set_id = set_id(&game, &version, schema_id, &ids);
+        Ok(self)
     }
 
     /// Writes the dictionary files and `manifest.json` into `dir`

@@ -412,3 +412,49 @@ fn load_dir_finds_every_set() {
     assert_eq!(names, ["arena/1", "arena/2", "maze/0.1"]);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn huffman_tables_travel_with_the_set() {
+    let plain = set("huff", "1", DeltaOp::Int);
+    let mut counts = [1u64; 256];
+    counts[0] = 5000;
+    let table = tickpack::HuffmanTable::from_counts(&counts);
+    let with = plain.clone().with_huffman(DictKind::Delta, &table).unwrap();
+    // The table changes the delta dictionary's id and the set id.
+    let id = |s: &DictionarySet| s.dictionary(DictKind::Delta).unwrap().id();
+    assert_ne!(id(&plain), id(&with));
+    assert_ne!(plain.id(), with.id());
+    let dir = tmp("huffman");
+    with.save(&dir).unwrap();
+    let loaded = DictionarySet::load(&dir).unwrap();
+    assert_eq!(
+        loaded.dictionary(DictKind::Delta).unwrap().huffman(),
+        Some(&table)
+    );
+    assert_eq!(
+        loaded.dictionary(DictKind::Keyframe).unwrap().huffman(),
+        None
+    );
+    // Packets round-trip through the loaded set in every entropy mode.
+    let schema = loaded.schema().clone();
+    let t = ticks(&schema, 3);
+    for mode in [tickpack::Entropy::Best, tickpack::Entropy::Huffman] {
+        let mut enc = loaded.encoder(3).unwrap();
+        enc.encoder_mut(DictKind::Delta).set_entropy(mode);
+        let b = tickpack::Baseline {
+            sequence: 1,
+            snapshot: &t[1],
+        };
+        let p = enc.encode(&t[2], 2, Some(b)).unwrap();
+        let mut dec = loaded.decoder().unwrap();
+        assert_eq!(dec.decode(&p, Some(b)).unwrap().1, t[2]);
+    }
+    // A damaged table is a typed error, not a panic or a wrong code.
+    edit_manifest(&dir, |m| {
+        m["dictionaries"][0]["huffman"] = serde_json::Value::String("77".repeat(128));
+    });
+    assert!(matches!(
+        DictionarySet::load(&dir),
+        Err(DictSetError::Manifest { .. })
+    ));
+}

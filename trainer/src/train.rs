@@ -25,7 +25,7 @@ use tickpack::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
 };
-use tickpack::{DeltaOp, Dictionary, Encoder, Schema};
+use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema};
 
 use crate::captures::{held_out_start, load_all, op_name, ops_of, with_ops, Loaded};
 use crate::measure::{block_samples, mean, total_bytes, Job};
@@ -241,6 +241,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
 
     // Step 4: dictionaries per kind.
     let mut dictionaries = Vec::new();
+    let mut huffman: Vec<(DictKind, HuffmanTable)> = Vec::new();
     let mut candidates = Vec::new();
     for kind in [DictKind::Delta, DictKind::Keyframe] {
         let (train, held) = match kind {
@@ -282,7 +283,21 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
                 best = Some((total, bytes, size as u64));
             }
         }
-        if let Some((_, bytes, max_size)) = best {
+        if let Some((total, bytes, max_size)) = best {
+            // A static Huffman table from the same samples: kept when
+            // best-of zstd and Huffman beats zstd alone on held-out ticks.
+            let mut counts = [0u64; 256];
+            for &b in &data {
+                counts[usize::from(b)] += 1;
+            }
+            let table = HuffmanTable::from_counts(&counts);
+            let id = dictionary_id(&game, &version, schema.id(), kind, &bytes);
+            let dict = Dictionary::new(id, bytes.clone()).with_huffman(table.clone());
+            let keep =
+                enc.set_dictionary(Some(&dict)).is_ok() && total_bytes(&mut enc, held)? < total;
+            if keep {
+                huffman.push((kind, table));
+            }
             dictionaries.push((kind, bytes, max_size));
         }
     }
@@ -341,6 +356,9 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         measured: Measured::default(),
     };
     let mut set = DictionarySet::assemble(manifest, schema.clone(), base.id(), dictionaries)?;
+    for (kind, table) in &huffman {
+        set = set.with_huffman(*kind, table)?;
+    }
     let measured = measure(&set, &base, &jobs, opts.level, candidates)?;
     let mut manifest = set.manifest().clone();
     manifest.measured = measured;
@@ -358,6 +376,9 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         })
         .collect();
     set = DictionarySet::assemble(manifest, schema, base.id(), dicts)?;
+    for (kind, table) in &huffman {
+        set = set.with_huffman(*kind, table)?;
+    }
     set.save(&opts.out)?;
     let set = DictionarySet::load(&opts.out)?;
     let report = TrainReport {
