@@ -1,6 +1,52 @@
 //! Sans-IO transport pieces from the seeds: fragmentation and reassembly,
 //! chunk/slice reliable transfer, the token bucket, distance-based rates
 //! and the jitter buffer. They carry bytes and know nothing of snapshots;
-//! packets and time are passed in.
+//! packets and time are passed in (time as a [`Duration`](std::time::Duration)
+//! since any fixed origin).
+//!
+//! | piece | seed | use it for |
+//! |-------|------|------------|
+//! | [`fragment`] | 002 | snapshots above the MTU: dropped whole if a part is lost |
+//! | [`chunk`] | 000 | large must-arrive blocks (full state at connect, a dictionary set): resent until acked |
+//! | [`bucket`] | 003 | the per-client byte budget checked before sending (CIR, CBS, EBS) |
+//! | [`rate`] | 003 | which entities a client gets this tick, by distance |
+//! | [`jitter`] | 003/004 | client-side playout at the tick rate, late and gap counts |
+//!
+//! ```
+//! use std::time::Duration;
+//! use tickpack::transport::{FragmentConfig, Fragmenter, Reassembler};
+//!
+//! let config = FragmentConfig::default(); // 1200-byte datagrams
+//! let mut tx = Fragmenter::new(config);
+//! let mut rx = Reassembler::new(config);
+//! let packet = vec![7u8; 5000];
+//! let mut parts = tx.split(&packet)?;
+//! assert_eq!(parts.len(), 5);
+//! parts.reverse(); // any order, duplicates ignored
+//! let mut out = None;
+//! for part in &parts {
+//!     out = out.or(rx.handle(part, Duration::ZERO)?);
+//! }
+//! assert_eq!(out, Some(packet));
+//! # Ok::<(), tickpack::transport::FragmentError>(())
+//! ```
 
 #![forbid(unsafe_code)]
+
+pub mod bucket;
+pub mod chunk;
+pub mod fragment;
+pub mod jitter;
+pub mod rate;
+
+pub use bucket::{Conformance, TokenBucket, TokenBucketConfig};
+pub use chunk::{
+    ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, ResendDelay, SenderStats, MAX_CHUNK_SIZE,
+    MAX_SLICES_PER_CHUNK, SLICE_SIZE,
+};
+pub use fragment::{
+    FragmentConfig, FragmentError, FragmentHeader, Fragmenter, Reassembler, ReassemblyStats,
+    DEFAULT_MTU, FRAGMENT_HEADER_LEN,
+};
+pub use jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, Pushed};
+pub use rate::RateTiers;

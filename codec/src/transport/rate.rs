@@ -1,0 +1,146 @@
+//! Distance-based rate reduction (seed 003): entities far from a client's
+//! viewpoint are sent to it every 2nd or every 4th tick instead of every
+//! tick, never less often than a quarter of the tick rate (so a token
+//! bucket whose committed burst covers four ticks absorbs the regular
+//! "send to all" ticks; see [`bucket`](super::bucket)).
+//!
+//! The helper only decides *which* entities go into a client's packet this
+//! tick; the caller feeds that set to the per-client visible set of the
+//! baselines layer, so a skipped entity keeps its last acked baseline.
+
+#![forbid(unsafe_code)]
+
+/// Distance thresholds of the tiers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateTiers {
+    /// Up to this distance: every tick. Default 100 (the seed's).
+    pub near: f32,
+    /// Up to this distance: every 2nd tick; beyond: every 4th. Default 200.
+    pub far: f32,
+    /// Spread reduced-rate entities over the ticks by id (`(tick + id) %
+    /// n`) instead of sending all of them on the same tick (`tick % n`, the
+    /// seed's). Default off.
+    pub stagger: bool,
+}
+
+impl Default for RateTiers {
+    fn default() -> Self {
+        Self {
+            near: 100.0,
+            far: 200.0,
+            stagger: false,
+        }
+    }
+}
+
+/// The longest interval: a quarter of the tick rate.
+pub const MAX_INTERVAL: u32 = 4;
+
+impl RateTiers {
+    /// Ticks between updates for an entity at `distance`: 1, 2 or 4. A NaN
+    /// distance counts as near (sending too often is the safe error).
+    pub fn interval(&self, distance: f32) -> u32 {
+        if distance.is_nan() || distance <= self.near {
+            1
+        } else if distance <= self.far {
+            2
+        } else {
+            MAX_INTERVAL
+        }
+    }
+
+    /// Whether entity `id` at `distance` is sent on `tick`.
+    pub fn should_send(&self, tick: u32, id: u32, distance: f32) -> bool {
+        let n = self.interval(distance);
+        let phase = if self.stagger {
+            tick.wrapping_add(id)
+        } else {
+            tick
+        };
+        phase % n == 0
+    }
+
+    /// Appends to `out` the ids of `entities` (id and position) to send
+    /// this `tick` to a client viewing from `viewer`. Returns how many were
+    /// skipped.
+    pub fn select(
+        &self,
+        tick: u32,
+        viewer: [f32; 3],
+        entities: impl IntoIterator<Item = (u32, [f32; 3])>,
+        out: &mut Vec<u32>,
+    ) -> usize {
+        let mut skipped = 0;
+        for (id, pos) in entities {
+            if self.should_send(tick, id, distance(viewer, pos)) {
+                out.push(id);
+            } else {
+                skipped += 1;
+            }
+        }
+        skipped
+    }
+}
+
+/// Euclidean distance between two points.
+pub fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
+    let [dx, dy, dz] = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    (dx * dx + dy * dy + dz * dz).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_tiers() {
+        let t = RateTiers::default();
+        assert_eq!(t.interval(0.0), 1);
+        assert_eq!(t.interval(100.0), 1);
+        assert_eq!(t.interval(150.0), 2);
+        assert_eq!(t.interval(200.0), 2);
+        assert_eq!(t.interval(1e30), 4);
+        assert_eq!(t.interval(f32::INFINITY), 4);
+        assert_eq!(t.interval(f32::NAN), 1);
+        let sent: Vec<bool> = (0..8).map(|k| t.should_send(k, 9, 300.0)).collect();
+        assert_eq!(sent, [true, false, false, false, true, false, false, false]);
+    }
+
+    #[test]
+    fn every_entity_sent_at_least_every_4th_tick() {
+        for stagger in [false, true] {
+            let t = RateTiers {
+                stagger,
+                ..RateTiers::default()
+            };
+            let ents: Vec<(u32, [f32; 3])> =
+                (0..64).map(|i| (i, [i as f32 * 10.0, 0.0, 0.0])).collect();
+            let mut last = [0u32; 64];
+            for tick in 0..40 {
+                let mut out = Vec::new();
+                let skipped = t.select(tick, [0.0; 3], ents.iter().copied(), &mut out);
+                assert_eq!(out.len() + skipped, 64);
+                for id in out {
+                    last[id as usize] = tick;
+                }
+                for &l in &last {
+                    assert!(tick < 4 || tick - l < MAX_INTERVAL);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stagger_spreads_the_load() {
+        let t = RateTiers {
+            stagger: true,
+            ..RateTiers::default()
+        };
+        let far: Vec<(u32, [f32; 3])> = (0..64).map(|i| (i, [1000.0, 0.0, 0.0])).collect();
+        for tick in 0..8 {
+            let mut out = Vec::new();
+            t.select(tick, [0.0; 3], far.iter().copied(), &mut out);
+            assert_eq!(out.len(), 16);
+        }
+    }
+}
