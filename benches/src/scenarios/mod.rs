@@ -7,10 +7,13 @@
 //!   (f32 positions, quaternions, velocities and controls);
 //! - [`cube_pile`]: the 2015 networked-physics compression challenge scene
 //!   (901 cubes, 8 quantised `i32` per cube, most at rest);
-//! - [`idle`]: nothing moves, for the per-packet header floor.
+//! - [`idle`]: nothing moves, for the per-packet header floor;
+//! - [`arena_shooter`]: 32 players and 200-320 projectiles that spawn and
+//!   despawn every tick, two sections, with per-client views ([`arena_view`]).
 
 #![forbid(unsafe_code)]
 
+mod arena;
 mod cube_pile;
 mod math;
 mod racing;
@@ -18,6 +21,10 @@ pub(crate) mod rng;
 
 use tickpack::{Schema, Section, Snapshot};
 
+pub use arena::{
+    arena_client_view, arena_schema, arena_shooter, arena_view, ARENA_CENTRE, GRENADE_TICKS,
+    PLAYER_COUNT, RIFLE_TICKS, VIEW_RADIUS,
+};
 pub use cube_pile::{cube_pile, cube_schema, idle, CUBE_COUNT, CUBE_FIELDS};
 pub use racing::{racing_lobby, racing_schema, CAR_COUNT, TRACK_CENTRE};
 
