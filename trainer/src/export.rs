@@ -6,16 +6,19 @@
 use std::path::Path;
 
 use tickpack::capture::CaptureHeader;
-use tickpack_benches::scenarios::{cube_pile, idle, racing_lobby, Scenario, TICK_RATE};
+use tickpack_benches::scenarios::{
+    arena_shooter, cube_pile, idle, racing_lobby, Scenario, TICK_RATE,
+};
 
 use crate::captures::{capture_err, create_capture, finish_capture};
 use crate::import::Imported;
 use crate::TrainerError;
 
 /// Scenario names `export` takes, with the game name their captures get.
-pub const SCENARIOS: [(&str, &str); 3] = [
+pub const SCENARIOS: [(&str, &str); 4] = [
     ("racing", "racing-lobby"),
     ("cubes", "cube-pile"),
+    ("arena", "arena-shooter"),
     ("idle", "idle"),
 ];
 
@@ -34,12 +37,13 @@ pub fn scenario(
         .map(|(_, g)| *g)
         .ok_or_else(|| {
             TrainerError::Usage(format!(
-                "unknown scenario `{name}`: use racing, cubes or idle"
+                "unknown scenario `{name}`: use racing, cubes, arena or idle"
             ))
         })?;
     let s = match name {
         "racing" => racing_lobby(seed, ticks),
         "cubes" => cube_pile(seed, ticks),
+        "arena" => arena_shooter(seed, ticks),
         _ => idle(ticks),
     };
     Ok((s, game))
