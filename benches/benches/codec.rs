@@ -1,5 +1,6 @@
 //! Criterion benches of every pipeline stage and of whole packets, on one
-//! snapshot of the 64-car racing lobby and one of the 901-cube pile.
+//! snapshot of the 64-car racing lobby, one of the 901-cube pile and one of
+//! the arena shooter.
 //!
 //! Each case is measured twice with the same closures: in group
 //! `<case>/bytes` the throughput is raw record bytes per second (entity count
@@ -8,8 +9,7 @@
 //! against the snapshot 6 ticks earlier, `to_columns`, `to_planes`, zstd
 //! `blocks`); the end-to-end benches are the real [`Encoder`] and
 //! [`Decoder`], so for the cube pile they only carry the changed cubes.
-//! Every buffer is allocated before the measured closure and reused, except
-//! inside `Blocks::encode`, which returns a new `Vec`.
+//! Every buffer is allocated before the measured closure and reused.
 //!
 //! ```sh
 //! cargo bench -p tickpack-benches --bench codec              # measure
@@ -45,6 +45,7 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     let racing = scenarios::racing_lobby(1, 61 + DISTANCE);
+    let arena = scenarios::arena_shooter(1, 301 + DISTANCE);
     // The cube pile's activity varies a lot: bench the tick with the median
     // number of changed cubes over 10 s.
     let cubes = scenarios::cube_pile(1, 600);
@@ -74,6 +75,15 @@ fn cases() -> Vec<Case> {
             cur: cubes.ticks[tick].clone(),
             base: cubes.ticks[tick - DISTANCE].clone(),
             schema: cubes.schema,
+        },
+        // Two sections; the stage benches run over the players (section 0,
+        // a fixed 32), the end-to-end benches over everything, projectiles
+        // spawning and despawning included.
+        Case {
+            label: "arena",
+            cur: arena.ticks[300 + DISTANCE].clone(),
+            base: arena.ticks[300].clone(),
+            schema: arena.schema,
         },
     ]
 }
@@ -137,6 +147,8 @@ fn bench_case(c: &mut Criterion, case: &Case) {
     let ty = &case.schema.sections()[0];
     let s = Stages::new(case);
     let raw = (s.n * ty.record_size()) as u64;
+    // End to end covers every section (the arena has two).
+    let raw_all = case.cur.raw_len() as u64;
 
     // Packets for the decode benches, checked once.
     let mut enc = Encoder::new(case.schema.clone());
@@ -196,14 +208,18 @@ fn bench_case(c: &mut Criterion, case: &Case) {
             b.iter(|| internals::delta_decode(ty, black_box(&s.deltas), &s.base_rows, &mut out))
         });
         let mut blocks = Blocks::new(DEFAULT_LEVEL);
+        let mut encoded = Vec::with_capacity(s.blocks.len() + 64);
         g.bench_function("blocks_encode", |b| {
-            b.iter(|| blocks.encode(black_box(&s.payload)))
+            b.iter(|| blocks.encode_into(black_box(&s.payload), &mut encoded))
         });
         let mut regenerated = Vec::with_capacity(s.payload.len());
         g.bench_function("blocks_decode", |b| {
             b.iter(|| blocks.decode(black_box(&s.blocks), MAX_DECODED, &mut regenerated))
         });
 
+        if kind == "bytes" {
+            g.throughput(Throughput::Bytes(raw_all));
+        }
         let mut packet = Vec::with_capacity(key_packet.len().max(delta_packet.len()));
         g.bench_function("encode_keyframe", |b| {
             b.iter(|| enc.encode_to_vec(black_box(&case.cur), CUR_SEQ, None, &mut packet))
