@@ -44,9 +44,11 @@ fn short(name: &str) -> String {
 }
 
 fn colour(k: usize) -> RGBColor {
-    const C: [RGBColor; 12] = [
+    // tickpack in reds, zstd frames in blues, the rest distinct.
+    const C: [RGBColor; 14] = [
         RGBColor(214, 39, 40),
         RGBColor(148, 18, 20),
+        RGBColor(250, 128, 114),
         RGBColor(31, 119, 180),
         RGBColor(23, 90, 140),
         RGBColor(12, 50, 90),
@@ -57,6 +59,7 @@ fn colour(k: usize) -> RGBColor {
         RGBColor(44, 160, 44),
         RGBColor(148, 103, 189),
         RGBColor(140, 86, 75),
+        RGBColor(90, 90, 90),
     ];
     C[k % C.len()]
 }
