@@ -183,10 +183,12 @@ impl ClientSlot {
     }
 }
 
+/// An encode other clients may reuse: same baseline and prior, sent with
+/// the same views, and the same view now.
 #[derive(Debug)]
 struct Shared {
-    baseline: Option<u16>,
-    prior: Option<u16>,
+    baseline: Option<(u16, View)>,
+    prior: Option<(u16, View)>,
     view: View,
     bytes: Arc<[u8]>,
 }
@@ -319,8 +321,10 @@ impl Server {
             view: view.clone(),
             acked: false,
         });
-        let key = base.as_ref().map(|b| b.sequence);
-        let prior_key = prior.as_ref().map(|p| p.sequence);
+        // The baseline's content depends on the view it was sent with, not
+        // only its sequence: the key holds both.
+        let key = base.as_ref().map(|b| (b.sequence, b.view.clone()));
+        let prior_key = prior.as_ref().map(|p| (p.sequence, p.view.clone()));
         let shared = self
             .shared
             .iter()
@@ -357,7 +361,7 @@ impl Server {
             }
         };
         self.stats.packets += 1;
-        self.stats.full += u64::from(key.is_none());
+        self.stats.full += u64::from(base.is_none());
         self.stats.bytes += bytes.len() as u64;
         Ok(bytes)
     }
