@@ -358,6 +358,16 @@ impl Snapshot {
         }
     }
 
+    /// Empties every section, keeping `other`'s section count and record
+    /// sizes (and this snapshot's allocations).
+    pub(crate) fn reset_like(&mut self, other: &Snapshot) {
+        self.sections
+            .resize_with(other.sections.len(), Section::default);
+        for (s, o) in self.sections.iter_mut().zip(&other.sections) {
+            s.clear_for(o.record_size);
+        }
+    }
+
     pub(crate) fn sections_mut(&mut self) -> &mut [Section] {
         &mut self.sections
     }

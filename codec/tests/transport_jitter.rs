@@ -143,8 +143,9 @@ fn distance_rates_save_bandwidth_on_a_spread_out_lobby() {
     let viewer = cars[0].1;
     let mut sent = 0;
     for tick in 0..60 {
-        let mut out = Vec::new();
-        tiers.select(tick, viewer, cars.iter().copied(), &mut out);
+        let (mut out, mut skipped) = (Vec::new(), Vec::new());
+        tiers.select(tick, viewer, cars.iter().copied(), &mut out, &mut skipped);
+        assert_eq!(out.len() + skipped.len(), 64);
         sent += out.len();
     }
     let full = 64 * 60;

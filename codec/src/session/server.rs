@@ -125,24 +125,58 @@ struct Sent {
     sequence: u16,
     world: Arc<Snapshot>,
     view: View,
+    /// The held entities of `view` with the records the packet gave them
+    /// (from its baseline); `None` when the view holds nothing.
+    held: Option<Arc<Snapshot>>,
     /// The client acked this snapshot, so it holds it.
     acked: bool,
 }
 
 impl Sent {
-    /// This client's view of the sent world, as a baseline: the shared world
-    /// itself for a full view, else the view written into `scratch`.
+    /// This client's snapshot as sent, as a baseline: the shared world
+    /// itself for a full view, else composed into `scratch`.
     fn materialize<'a>(&'a self, scratch: &'a mut Snapshot) -> Baseline<'a> {
         let snapshot: &Snapshot = if self.view.is_all() {
             &self.world
         } else {
-            self.view.apply(&self.world, scratch);
+            self.view
+                .compose(&self.world, self.held.as_deref(), scratch, None);
             scratch
         };
         Baseline {
             sequence: self.sequence,
             snapshot,
         }
+    }
+
+    /// What decides the snapshot's content beyond the world of its tick.
+    fn key(&self) -> SentKey {
+        SentKey {
+            sequence: self.sequence,
+            view: self.view.clone(),
+            held: self.held.clone(),
+        }
+    }
+}
+
+/// Identifies a sent snapshot's content: its sequence (hence its world),
+/// the view it was sent with and the records its held entities got.
+#[derive(Debug, Clone)]
+struct SentKey {
+    sequence: u16,
+    view: View,
+    held: Option<Arc<Snapshot>>,
+}
+
+impl PartialEq for SentKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.sequence == other.sequence
+            && self.view == other.view
+            && match (&self.held, &other.held) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+                _ => false,
+            }
     }
 }
 
@@ -156,7 +190,7 @@ struct ClientSlot {
 impl ClientSlot {
     /// The sent snapshot `seq`, if still in the ring and within the
     /// distance a packet at `now` can name.
-    fn held(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
+    fn sent_at(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
         let seq = seq?;
         self.ring[usize::from(seq) % self.ring.len()]
             .as_ref()
@@ -183,14 +217,16 @@ impl ClientSlot {
     }
 }
 
-/// An encode other clients may reuse: same baseline and prior, sent with
-/// the same views, and the same view now.
+/// An encode other clients may reuse: same baseline and prior (sequence,
+/// view and held records), and the same view now.
 #[derive(Debug)]
 struct Shared {
-    baseline: Option<(u16, View)>,
-    prior: Option<(u16, View)>,
+    baseline: Option<SentKey>,
+    prior: Option<SentKey>,
     view: View,
     bytes: Arc<[u8]>,
+    /// The held records this encode gave (the same for every sharer).
+    held: Option<Arc<Snapshot>>,
 }
 
 /// The server side of the protocol. See the [module docs](super).
@@ -206,6 +242,7 @@ pub struct Server {
     cur_view: Snapshot,
     base_view: Snapshot,
     prior_view: Snapshot,
+    held_view: Snapshot,
     predicts: bool,
     out: Vec<u8>,
     stats: ServerStats,
@@ -242,6 +279,7 @@ impl Server {
             cur_view: Snapshot::new(&schema),
             base_view: Snapshot::new(&schema),
             prior_view: Snapshot::new(&schema),
+            held_view: Snapshot::new(&schema),
             predicts: schema.predicts(),
             schema,
             encoder,
@@ -307,39 +345,42 @@ impl Server {
         let (base, prior) = if slot.want_full {
             (None, None)
         } else {
-            let base = slot.held(slot.acked, seq).cloned();
+            let base = slot.sent_at(slot.acked, seq).cloned();
             let prior = match (&base, self.predicts) {
                 (Some(b), true) => slot.prior_for(b.sequence, seq).cloned(),
                 _ => None,
             };
             (base, prior)
         };
-        slot.want_full = false;
-        slot.ring[usize::from(seq) % history] = Some(Sent {
-            sequence: seq,
-            world: world.clone(),
-            view: view.clone(),
-            acked: false,
-        });
-        // The baseline's content depends on the view it was sent with, not
-        // only its sequence: the key holds both.
-        let key = base.as_ref().map(|b| (b.sequence, b.view.clone()));
-        let prior_key = prior.as_ref().map(|p| (p.sequence, p.view.clone()));
+        // The baseline's content depends on the view it was sent with and
+        // its held records, not only its sequence: the key holds all three.
+        let key = base.as_ref().map(Sent::key);
+        let prior_key = prior.as_ref().map(Sent::key);
         let shared = self
             .shared
             .iter()
             .find(|s| self.share && s.baseline == key && s.prior == prior_key && s.view == *view)
-            .map(|s| s.bytes.clone());
-        let bytes = match shared {
+            .map(|s| (s.bytes.clone(), s.held.clone()));
+        let (bytes, held) = match shared {
             Some(b) => b,
             None => {
+                let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
+                let mut held = None;
                 let cur: &Snapshot = if view.is_all() {
                     &world
+                } else if view.has_held() {
+                    view.compose(
+                        &world,
+                        baseline.as_ref().map(|b| b.snapshot),
+                        &mut self.cur_view,
+                        Some(&mut self.held_view),
+                    );
+                    held = Some(Arc::new(self.held_view.clone()));
+                    &self.cur_view
                 } else {
                     view.apply(&world, &mut self.cur_view);
                     &self.cur_view
                 };
-                let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
                 let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
                 match (baseline, prior_base) {
                     (Some(b), Some(p)) => {
@@ -356,10 +397,21 @@ impl Server {
                     prior: prior_key,
                     view: view.clone(),
                     bytes: bytes.clone(),
+                    held: held.clone(),
                 });
-                bytes
+                (bytes, held)
             }
         };
+        if let Some(slot) = self.clients.get_mut(&id) {
+            slot.want_full = false;
+            slot.ring[usize::from(seq) % history] = Some(Sent {
+                sequence: seq,
+                world,
+                view: view.clone(),
+                held,
+                acked: false,
+            });
+        }
         self.stats.packets += 1;
         self.stats.full += u64::from(base.is_none());
         self.stats.bytes += bytes.len() as u64;
@@ -443,10 +495,21 @@ impl Server {
         let ring = slot.ring.capacity() * core::mem::size_of::<Option<Sent>>();
         let mut views: Vec<&View> = slot.ring.iter().flatten().map(|s| &s.view).collect();
         views.dedup();
+        let mut held: Vec<&Arc<Snapshot>> = slot
+            .ring
+            .iter()
+            .flatten()
+            .filter_map(|s| s.held.as_ref())
+            .collect();
+        held.dedup_by(|a, b| Arc::ptr_eq(a, b));
         Some(
             core::mem::size_of::<ClientSlot>()
                 + ring
-                + views.iter().map(|v| v.heap_bytes()).sum::<usize>(),
+                + views.iter().map(|v| v.heap_bytes()).sum::<usize>()
+                + held
+                    .iter()
+                    .map(|h| h.raw_len() + h.entity_count() * 4)
+                    .sum::<usize>(),
         )
     }
 

@@ -1,31 +1,73 @@
-//! Interest management: which entities one client sees.
+//! Interest management: which entities one client sees, and which of them
+//! it gets fresh this tick.
 
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
 
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Section, Snapshot};
 
 /// The entities a client sees: everything, or per section a set of ids.
+///
+/// A filtered view has two sets per section:
+///
+/// * **sent** ids go into the client's snapshot with this tick's record;
+/// * **held** ids stay in the client's snapshot with the record the client
+///   already has (the one in the packet's baseline). They are neither
+///   updated nor removed, so an entity skipped this tick (distance-based
+///   rates, a bandwidth cut) keeps its baseline, and its next update is a
+///   delta, not a re-spawn. A held id the baseline lacks is sent with this
+///   tick's record (the client cannot keep what it does not have); a held
+///   id gone from the world is removed.
+///
+/// Ids in neither set are not in the client's snapshot at all (out of
+/// interest: the client sees them disappear).
+///
 /// Cheap to clone (shared); two views compare equal when they select the
 /// same ids, which is what lets clients share one encode.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct View(Option<Arc<Vec<Vec<u32>>>>);
+pub struct View(Option<Arc<Sets>>);
+
+#[derive(Debug, PartialEq, Eq, Hash, Default)]
+struct Sets {
+    send: Vec<Vec<u32>>,
+    hold: Vec<Vec<u32>>,
+}
+
+fn normalize(sections: &mut [Vec<u32>]) {
+    for s in sections {
+        s.sort_unstable();
+        s.dedup();
+    }
+}
 
 impl View {
-    /// Every entity of every section.
+    /// Every entity of every section, fresh every tick.
     pub fn all() -> Self {
         Self(None)
     }
 
-    /// Per section, the ids visible (any order; duplicates ignored).
-    /// Sections past the end of `sections` see nothing.
-    pub fn filter(mut sections: Vec<Vec<u32>>) -> Self {
-        for s in &mut sections {
-            s.sort_unstable();
-            s.dedup();
+    /// Per section, the ids visible (any order; duplicates ignored), all
+    /// sent fresh. Sections past the end of `sections` see nothing.
+    pub fn filter(sections: Vec<Vec<u32>>) -> Self {
+        Self::with_held(sections, Vec::new())
+    }
+
+    /// Per section, the ids sent fresh this tick (`send`) and the ids held
+    /// at the client's baseline record (`hold`); see the [type docs](View).
+    /// Any order, duplicates ignored; an id in both sets is sent.
+    pub fn with_held(mut send: Vec<Vec<u32>>, mut hold: Vec<Vec<u32>>) -> Self {
+        normalize(&mut send);
+        normalize(&mut hold);
+        for (i, h) in hold.iter_mut().enumerate() {
+            if let Some(s) = send.get(i) {
+                h.retain(|id| s.binary_search(id).is_err());
+            }
         }
-        Self(Some(Arc::new(sections)))
+        while hold.last().is_some_and(Vec::is_empty) {
+            hold.pop();
+        }
+        Self(Some(Arc::new(Sets { send, hold })))
     }
 
     /// Whether this is [`View::all`].
@@ -33,20 +75,185 @@ impl View {
         self.0.is_none()
     }
 
-    /// Writes the part of `world` this view sees into `out`.
+    /// Whether any id is held.
+    pub fn has_held(&self) -> bool {
+        self.0.as_ref().is_some_and(|s| !s.hold.is_empty())
+    }
+
+    /// The ids of section `index` sent fresh (ascending); `None` for
+    /// [`View::all`] (every id).
+    pub fn sent_ids(&self, index: usize) -> Option<&[u32]> {
+        self.0
+            .as_ref()
+            .map(|s| s.send.get(index).map_or(&[][..], Vec::as_slice))
+    }
+
+    /// The ids of section `index` held (ascending).
+    pub fn held_ids(&self, index: usize) -> &[u32] {
+        self.0
+            .as_ref()
+            .and_then(|s| s.hold.get(index))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Writes the part of `world` this view sends fresh into `out`. For a
+    /// view without held ids that is the client's whole snapshot; with held
+    /// ids the server adds them from the baseline (see [`View`]).
     pub fn apply(&self, world: &Snapshot, out: &mut Snapshot) {
         out.clone_from(world);
-        let Some(filter) = &self.0 else { return };
+        let Some(sets) = &self.0 else { return };
         for (i, sec) in out.sections_mut().iter_mut().enumerate() {
-            let keep: &[u32] = filter.get(i).map_or(&[], Vec::as_slice);
+            let keep: &[u32] = sets.send.get(i).map_or(&[], Vec::as_slice);
             sec.retain_ids(keep);
+        }
+    }
+
+    /// The client's snapshot: sent ids with `world`'s records, held ids
+    /// with `held_from`'s record where it has one, else `world`'s. Held
+    /// entities (with the records used) are also written to `held_out`.
+    pub(crate) fn compose(
+        &self,
+        world: &Snapshot,
+        held_from: Option<&Snapshot>,
+        out: &mut Snapshot,
+        mut held_out: Option<&mut Snapshot>,
+    ) {
+        let Some(sets) = &self.0 else {
+            out.clone_from(world);
+            return;
+        };
+        out.clone_from(world);
+        if let Some(h) = held_out.as_deref_mut() {
+            h.reset_like(world);
+        }
+        for (i, sec) in out.sections_mut().iter_mut().enumerate() {
+            let send: &[u32] = sets.send.get(i).map_or(&[], Vec::as_slice);
+            let hold: &[u32] = sets.hold.get(i).map_or(&[], Vec::as_slice);
+            let from = held_from.and_then(|h| h.sections().get(i));
+            let held_sec = held_out
+                .as_deref_mut()
+                .and_then(|h| h.sections_mut().get_mut(i));
+            compose_section(sec, send, hold, from, held_sec);
         }
     }
 
     /// Heap bytes this view holds (shared between clones).
     pub fn heap_bytes(&self) -> usize {
-        self.0
-            .as_ref()
-            .map_or(0, |f| f.iter().map(|s| s.capacity() * 4 + 24).sum())
+        self.0.as_ref().map_or(0, |s| {
+            s.send
+                .iter()
+                .chain(&s.hold)
+                .map(|v| v.capacity() * 4 + 24)
+                .sum()
+        })
+    }
+}
+
+/// In place over `sec` (a copy of the world's section): keeps sent ids,
+/// keeps held ids with the record from `from` when it has one. `held`
+/// (also a copy of the world's section) ends up with the held entities.
+fn compose_section(
+    sec: &mut Section,
+    send: &[u32],
+    hold: &[u32],
+    from: Option<&Section>,
+    held: Option<&mut Section>,
+) {
+    let rs = sec.record_size();
+    let (ids, records) = sec.parts_mut();
+    let mut held = held.map(Section::parts_mut);
+    let (mut s, mut h, mut w) = (0, 0, 0);
+    for r in 0..ids.len() {
+        let id = ids[r];
+        while send.get(s).is_some_and(|&x| x < id) {
+            s += 1;
+        }
+        while hold.get(h).is_some_and(|&x| x < id) {
+            h += 1;
+        }
+        let sent = send.get(s) == Some(&id);
+        let kept = !sent && hold.get(h) == Some(&id);
+        if !sent && !kept {
+            continue;
+        }
+        ids[w] = id;
+        records.copy_within(r * rs..(r + 1) * rs, w * rs);
+        if kept {
+            let base = from.and_then(|f| f.get(id)).filter(|rec| rec.len() == rs);
+            if let Some(rec) = base {
+                records[w * rs..(w + 1) * rs].copy_from_slice(rec);
+            }
+            if let Some((hi, hr)) = held.as_mut() {
+                hi.push(id);
+                hr.extend_from_slice(&records[w * rs..(w + 1) * rs]);
+            }
+        }
+        w += 1;
+    }
+    ids.truncate(w);
+    records.truncate(w * rs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Primitive, Schema};
+
+    fn world(schema: &Schema, ids: &[u32], value: u8) -> Snapshot {
+        let mut w = Snapshot::new(schema);
+        for &id in ids {
+            w.section_mut(0)
+                .unwrap()
+                .insert(id, &[value, id as u8])
+                .unwrap();
+        }
+        w
+    }
+
+    #[test]
+    fn held_ids_keep_the_baseline_record() {
+        let schema = Schema::builder()
+            .entity("e")
+            .field("v", Primitive::U8, 2)
+            .build()
+            .unwrap();
+        let now = world(&schema, &[1, 2, 3, 4, 6], 9);
+        let base = world(&schema, &[1, 2, 3, 5], 1);
+        // 1 sent, 2 held (in base), 4 held (not in base: sent fresh),
+        // 5 held but gone from the world, 3 and 6 out of interest.
+        let v = View::with_held(vec![vec![1, 2]], vec![vec![2, 4, 5]]);
+        assert_eq!(v.held_ids(0), &[4, 5]);
+        assert_eq!(v.sent_ids(0), Some(&[1, 2][..]));
+        let v = View::with_held(vec![vec![1]], vec![vec![5, 4, 2, 2]]);
+        assert!(v.has_held());
+        let mut out = Snapshot::new(&schema);
+        let mut held = Snapshot::new(&schema);
+        v.compose(&now, Some(&base), &mut out, Some(&mut held));
+        let s = &out.sections()[0];
+        assert_eq!(s.ids(), &[1, 2, 4]);
+        assert_eq!(s.records(), &[9, 1, 1, 2, 9, 4]);
+        assert_eq!(held.sections()[0].ids(), &[2, 4]);
+        assert_eq!(held.sections()[0].records(), &[1, 2, 9, 4]);
+        // Re-composing from the held part reproduces the snapshot.
+        let mut again = Snapshot::new(&schema);
+        v.compose(&now, Some(&held), &mut again, None);
+        assert_eq!(again, out);
+        // Without a baseline, held ids are sent fresh.
+        v.compose(&now, None, &mut out, None);
+        assert_eq!(out.sections()[0].records(), &[9, 1, 9, 2, 9, 4]);
+        // `apply` writes the sent part only.
+        v.apply(&now, &mut out);
+        assert_eq!(out.sections()[0].ids(), &[1]);
+    }
+
+    #[test]
+    fn filter_and_all_hold_nothing() {
+        assert!(!View::all().has_held());
+        assert!(!View::filter(vec![vec![1]]).has_held());
+        assert!(!View::with_held(vec![vec![1]], vec![vec![1], vec![]]).has_held());
+        assert_eq!(
+            View::with_held(vec![vec![2, 1]], vec![]),
+            View::filter(vec![vec![1, 2]])
+        );
     }
 }

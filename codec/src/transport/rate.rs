@@ -5,8 +5,23 @@
 //! "send to all" ticks; see [`bucket`](super::bucket)).
 //!
 //! The helper only decides *which* entities go into a client's packet this
-//! tick; the caller feeds that set to the per-client visible set of the
-//! baselines layer, so a skipped entity keeps its last acked baseline.
+//! tick; the caller feeds the two sets to the per-client view of the
+//! baselines layer, sent ones fresh and skipped ones held
+//! ([`View::with_held`](crate::session::View::with_held)), so a skipped
+//! entity stays in the client's snapshot at its baseline record and its
+//! next update is a delta against it:
+//!
+//! ```
+//! use tickpack::session::View;
+//! use tickpack::transport::RateTiers;
+//!
+//! let cars = [(0, [0.0, 0.0, 0.0]), (1, [150.0, 0.0, 0.0]), (2, [500.0, 0.0, 0.0])];
+//! let (mut send, mut hold) = (Vec::new(), Vec::new());
+//! RateTiers::default().select(1, [0.0; 3], cars, &mut send, &mut hold);
+//! assert_eq!((send.as_slice(), hold.as_slice()), (&[0][..], &[1, 2][..]));
+//! let view = View::with_held(vec![send], vec![hold]);
+//! assert!(view.has_held());
+//! ```
 
 #![forbid(unsafe_code)]
 
@@ -60,25 +75,24 @@ impl RateTiers {
         phase % n == 0
     }
 
-    /// Appends to `out` the ids of `entities` (id and position) to send
-    /// this `tick` to a client viewing from `viewer`. Returns how many were
-    /// skipped.
+    /// Sorts `entities` (id and position) for a client viewing from
+    /// `viewer` on `tick`: ids to send are appended to `send`, ids skipped
+    /// this tick (to hold at the client's baseline) to `skip`.
     pub fn select(
         &self,
         tick: u32,
         viewer: [f32; 3],
         entities: impl IntoIterator<Item = (u32, [f32; 3])>,
-        out: &mut Vec<u32>,
-    ) -> usize {
-        let mut skipped = 0;
+        send: &mut Vec<u32>,
+        skip: &mut Vec<u32>,
+    ) {
         for (id, pos) in entities {
             if self.should_send(tick, id, distance(viewer, pos)) {
-                out.push(id);
+                send.push(id);
             } else {
-                skipped += 1;
+                skip.push(id);
             }
         }
-        skipped
     }
 }
 
@@ -117,9 +131,9 @@ mod tests {
                 (0..64).map(|i| (i, [i as f32 * 10.0, 0.0, 0.0])).collect();
             let mut last = [0u32; 64];
             for tick in 0..40 {
-                let mut out = Vec::new();
-                let skipped = t.select(tick, [0.0; 3], ents.iter().copied(), &mut out);
-                assert_eq!(out.len() + skipped, 64);
+                let (mut out, mut skipped) = (Vec::new(), Vec::new());
+                t.select(tick, [0.0; 3], ents.iter().copied(), &mut out, &mut skipped);
+                assert_eq!(out.len() + skipped.len(), 64);
                 for id in out {
                     last[id as usize] = tick;
                 }
@@ -138,8 +152,8 @@ mod tests {
         };
         let far: Vec<(u32, [f32; 3])> = (0..64).map(|i| (i, [1000.0, 0.0, 0.0])).collect();
         for tick in 0..8 {
-            let mut out = Vec::new();
-            t.select(tick, [0.0; 3], far.iter().copied(), &mut out);
+            let (mut out, mut skipped) = (Vec::new(), Vec::new());
+            t.select(tick, [0.0; 3], far.iter().copied(), &mut out, &mut skipped);
             assert_eq!(out.len(), 16);
         }
     }
