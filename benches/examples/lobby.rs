@@ -1,7 +1,7 @@
 //! The racing lobby over real UDP sockets on 127.0.0.1.
 //!
 //! ```sh
-//! cargo run --release --example lobby [-- --clients N] [--seconds S] [--loss P] [--latency-ms M] [--json]
+//! cargo run --release --example lobby [-- --clients N] [--seconds S] [--loss P] [--latency-ms M] [--budget-mbps B] [--json]
 //! ```
 //!
 //! One server socket and `--clients` client sockets (default 63) on the
@@ -26,21 +26,31 @@
 //!   and regular snapshots start, as deltas against it.
 //! * Snapshots: `session::Server::send` per client per tick, with a per-client
 //!   view from the distance-based rate tiers (cars beyond 100 m every 2nd
-//!   tick, beyond 200 m every 4th), split by the transport fragmenter
-//!   (1200-byte datagrams), reassembled on the client, applied with
-//!   `Client::receive` and pushed into a jitter buffer. A second session
-//!   server, fed the same ticks and acks but sending `View::all()`, prices
-//!   the traffic without rate tiers. Clients whose baseline, prior and
-//!   views (then and now) agree share one encode.
+//!   tick, beyond 200 m every 4th; `View::filter` leaves the skipped ones
+//!   out), split by the transport fragmenter (1200-byte datagrams),
+//!   reassembled on the client, applied with `Client::receive` and pushed
+//!   into a jitter buffer, whose released snapshots feed the client's
+//!   presented world (`session::Persist`: a car a snapshot omits keeps its
+//!   newest record). A second session server, fed the same ticks and acks
+//!   but sending `View::all()`, prices the traffic without rate tiers.
+//!   Clients whose baseline, prior and views (then and now) agree share one
+//!   encode.
 //! * Full snapshots after the connect chunk ("resyncs") happen when the
 //!   chunk took longer than the 32-tick baseline ring, until the first ack
 //!   of a regular snapshot arrives.
-//! * Each send is checked against the client's token bucket (its share of
-//!   the 50 Mbit/s budget); red sends are counted, never dropped.
+//! * Each client has a token bucket: its share of the `--budget-mbps`
+//!   upload budget (default 50, seed 003), CBS a quarter second, EBS twice
+//!   that. It pays for every datagram: snapshots through
+//!   `Fragmenter::split_paced` (a red snapshot is held back whole; the next
+//!   one is a delta against whatever the client acked) and connect-chunk
+//!   slices through `ChunkSender::poll_transmit_paced` (committed tokens
+//!   only, never the excess).
 //!
-//! Exits non-zero if a packet was undecodable or a client's final applied
+//! Exits non-zero if a packet was undecodable, a client's final applied
 //! state differs from what the server sent it for that sequence (the world
-//! of that tick, restricted to the client's view of that tick).
+//! of that tick, restricted to the client's view of that tick), or its
+//! presented world lacks a car or shows a record that car did not have at
+//! the tick the presented world says it was updated.
 
 #![forbid(unsafe_code)]
 
@@ -57,12 +67,12 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use tickpack::dictset::{DictKind, DictionarySet};
 use tickpack::session::{
-    Client, ClientConfig, ClientMessage, DropReason, Received, Server, ServerConfig, View,
+    Client, ClientConfig, ClientMessage, DropReason, Persist, Received, Server, ServerConfig, View,
 };
 use tickpack::transport::{
     ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
-    JitterConfig, RateTiers, Reassembler, ResendDelay, TokenBucket, TokenBucketConfig,
-    MAX_CHUNK_SIZE,
+    JitterConfig, Paced, Playout, RateTiers, Reassembler, ResendDelay, TokenBucket,
+    TokenBucketConfig, MAX_CHUNK_SIZE,
 };
 use tickpack::Snapshot;
 use tickpack_benches::lobby::shipped_racing_set;
@@ -78,6 +88,9 @@ const MTU: usize = 1200;
 const UDP_IP_OVERHEAD: u64 = 28;
 /// The server's upload budget for the whole lobby (seed 003).
 const BUDGET_MBPS: f64 = 50.0;
+/// Ticks the presented world keeps a car no snapshot updated: the longest
+/// rate interval (4) plus what loss and held-back snapshots add.
+const LINGER: u32 = 20;
 const ZSTD_LEVEL: i32 = 3;
 /// Most datagrams read from one socket per loop turn.
 const MAX_READS: usize = 4096;
@@ -88,6 +101,7 @@ struct Args {
     seconds: f64,
     loss: f64,
     latency: Duration,
+    budget_mbps: f64,
     json: bool,
     seed: u64,
 }
@@ -109,6 +123,7 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
         seconds: 10.0,
         loss: 0.05,
         latency: Duration::from_millis(50),
+        budget_mbps: BUDGET_MBPS,
         json: false,
         seed: 1,
     };
@@ -137,12 +152,14 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
                 };
             }
             "--latency-ms" => a.latency = Duration::from_millis(value()?.parse()?),
+            "--budget-mbps" => a.budget_mbps = value()?.parse()?,
             "--seed" => a.seed = value()?.parse()?,
             "--json" => a.json = true,
             "-h" | "--help" => {
                 println!(
                     "usage: lobby [--clients N (1-63, default 63)] [--seconds S (default 10)] \
-                     [--loss P (0.05 or 5%, default 5%)] [--latency-ms M (default 50)] [--seed S] [--json]"
+                     [--loss P (0.05 or 5%, default 5%)] [--latency-ms M (default 50)] \
+                     [--budget-mbps B (upload budget for all clients, default 50)] [--seed S] [--json]"
                 );
                 std::process::exit(0);
             }
@@ -160,6 +177,9 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     }
     if a.latency > Duration::from_secs(2) {
         return Err("--latency-ms must be at most 2000".into());
+    }
+    if !(a.budget_mbps >= 0.1 && a.budget_mbps <= 100_000.0) {
+        return Err("--budget-mbps must be in [0.1, 100000]".into());
     }
     Ok(a)
 }
@@ -277,15 +297,61 @@ fn positions(world: &Snapshot) -> Vec<(u32, [f32; 3])> {
         .unwrap_or_default()
 }
 
-/// The view of client `id` (in car `id`) on `tick`.
-fn view_for(rates: &RateTiers, tick: usize, id: u16, cars: &[(u32, [f32; 3])]) -> View {
+/// The view of client `id` (in car `id`) on `tick`: the cars the rate
+/// tiers find due (by the tick each was last sent to this client); the
+/// others are left out.
+fn view_for(
+    rates: &RateTiers,
+    tick: usize,
+    id: u16,
+    cars: &[(u32, [f32; 3])],
+    last_sent: &[Option<u32>],
+) -> View {
     let viewer = cars
         .iter()
         .find(|(car, _)| *car == u32::from(id))
         .map_or([0.0; 3], |c| c.1);
-    let mut ids = Vec::with_capacity(cars.len());
-    rates.select(tick as u32, viewer, cars.iter().copied(), &mut ids);
-    View::filter(vec![ids])
+    let mut send = Vec::with_capacity(cars.len());
+    let mut skip = Vec::with_capacity(cars.len());
+    let entities = cars.iter().map(|&(car, pos)| {
+        let last = usize::try_from(car)
+            .ok()
+            .and_then(|i| last_sent.get(i))
+            .copied()
+            .flatten();
+        (car, pos, last)
+    });
+    rates.select_due(tick as u32, viewer, entities, &mut send, &mut skip);
+    View::filter(vec![send])
+}
+
+/// Checks a client's presented world against the worlds: every car there,
+/// each with the record it had at the tick `persist` says it was updated.
+/// `offset` maps the client's unrolled ticks to world indices. Pushes each
+/// car's age (ticks since its update) to `ages`.
+fn presented_ok(
+    persist: &Persist,
+    worlds: &[Arc<Snapshot>],
+    offset: i64,
+    ages: &mut Vec<u32>,
+) -> bool {
+    let Some(cars) = persist.state().sections().first() else {
+        return false;
+    };
+    let newest = persist.newest().map_or(0, i64::from);
+    cars.len() == worlds[0].entity_count()
+        && cars.iter().all(|(id, rec)| {
+            let Some(age) = persist.age(0, id) else {
+                return false;
+            };
+            ages.push(age);
+            usize::try_from(newest - i64::from(age) - offset)
+                .ok()
+                .and_then(|w| worlds.get(w))
+                .and_then(|w| w.sections().first())
+                .and_then(|s| s.get(id))
+                == Some(rec)
+        })
 }
 
 /// The server's side of one client.
@@ -304,9 +370,17 @@ struct Peer {
     all_bytes: u64,
     /// Full snapshots on the regular path (after the connect chunk).
     resyncs: u64,
+    /// Snapshots paid from committed tokens / borrowed / held back (red).
     green: u64,
     yellow: u64,
-    red: u64,
+    held_back: u64,
+    /// Car updates sent and skipped by the rate tiers.
+    cars_sent: u64,
+    cars_held: u64,
+    /// Per car id, the tick it was last sent to this client.
+    last_sent: Vec<Option<u32>>,
+    /// The views of the last snapshots sent, by sequence (for the check).
+    views: std::collections::VecDeque<(u16, View)>,
     addr_changes: u64,
 }
 
@@ -320,6 +394,8 @@ struct Player {
     reasm: Reassembler,
     chunks: ChunkReceiver,
     jitter: JitterBuffer<u16>,
+    /// The presented world, fed by the jitter buffer.
+    persist: Persist,
     connected_at: Option<Duration>,
     unwrap: Option<(u16, i64)>,
     undecodable: u64,
@@ -384,10 +460,8 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
     };
     let mut server = Server::new(schema.clone(), server_cfg.clone())?;
     let mut shadow = Server::new(schema.clone(), server_cfg)?;
-    let rates = RateTiers {
-        stagger: true,
-        ..RateTiers::default()
-    };
+    // Tiers by distance; who is due comes from each car's last send.
+    let rates = RateTiers::default();
     let frag_cfg = FragmentConfig {
         mtu: MTU - 1,
         ..FragmentConfig::default()
@@ -401,8 +475,8 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
         initial_burst: true,
         ..ChunkConfig::default()
     };
-    // Each client's share of the 50 Mbit/s budget, in bytes per second.
-    let cir = (BUDGET_MBPS * 1e6 / 8.0 / f64::from(a.clients)) as u64;
+    // Each client's share of the budget, in bytes per second.
+    let cir = (a.budget_mbps * 1e6 / 8.0 / f64::from(a.clients)) as u64;
 
     let server_socket = UdpSocket::bind("127.0.0.1:0")?;
     server_socket.set_nonblocking(true)?;
@@ -420,6 +494,7 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
             reasm: Reassembler::new(frag_cfg),
             chunks: ChunkReceiver::new(MAX_CHUNK_SIZE),
             jitter: JitterBuffer::new(JitterConfig::default()),
+            persist: Persist::new(&Snapshot::new(&schema), LINGER),
             connected_at: None,
             unwrap: None,
             undecodable: 0,
@@ -487,27 +562,42 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
                     if !peer.live {
                         continue;
                     }
-                    let view = view_for(&rates, k, id, &cars);
+                    let view = view_for(&rates, k, id, &cars, &peer.last_sent);
                     let full_before = server.stats().full;
                     let packet = server.send(id, &view)?;
-                    peer.resyncs += server.stats().full - full_before;
                     peer.all_bytes += shadow.send(id, &View::all())?.len() as u64;
-                    peer.bytes += packet.len() as u64;
                     peer.ticks += 1;
                     zstd_bytes += zstd_len;
                     raw_bytes += raw;
-                    let parts = peer.frag.split(&packet)?;
-                    let wire: u64 = parts
-                        .iter()
-                        .map(|p| p.len() as u64 + 1 + UDP_IP_OVERHEAD)
-                        .sum();
-                    match peer.bucket.try_consume(wire, now_d) {
-                        Conformance::Green => peer.green += 1,
-                        Conformance::Yellow => peer.yellow += 1,
-                        Conformance::Red => peer.red += 1,
-                    }
-                    for part in parts {
-                        down.push(now, peer.addr, framed(CH_FRAGMENT, &[], &part));
+                    let overhead = 1 + UDP_IP_OVERHEAD as usize; // channel byte, UDP/IP
+                    match peer
+                        .frag
+                        .split_paced(&packet, &mut peer.bucket, now_d, overhead)?
+                    {
+                        Paced::Held { .. } => peer.held_back += 1,
+                        Paced::Send { parts, conformance } => {
+                            match conformance {
+                                Conformance::Yellow => peer.yellow += 1,
+                                _ => peer.green += 1,
+                            }
+                            peer.resyncs += server.stats().full - full_before;
+                            for &car in view.sent_ids(0).unwrap_or(&[]) {
+                                if let Some(slot) = peer.last_sent.get_mut(car as usize) {
+                                    *slot = Some(k as u32);
+                                }
+                            }
+                            peer.views.push_back((server.sequence(), view.clone()));
+                            if peer.views.len() > 64 {
+                                peer.views.pop_front();
+                            }
+                            peer.bytes += packet.len() as u64;
+                            peer.cars_sent += view.sent_ids(0).map_or(0, <[u32]>::len) as u64;
+                            peer.cars_held +=
+                                (cars.len() - view.sent_ids(0).map_or(0, <[u32]>::len)) as u64;
+                            for part in parts {
+                                down.push(now, peer.addr, framed(CH_FRAGMENT, &[], &part));
+                            }
+                        }
                     }
                 }
                 k += 1;
@@ -542,7 +632,7 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
                 continue;
             }
             for _ in 0..64 {
-                let Some(slice) = peer.chunk.poll_transmit(now_d) else {
+                let Some(slice) = peer.chunk.poll_transmit_paced(now_d, &mut peer.bucket) else {
                     break;
                 };
                 down.push(now, peer.addr, framed(CH_SLICE, &[], &slice));
@@ -595,7 +685,14 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
                             resyncs: 0,
                             green: 0,
                             yellow: 0,
-                            red: 0,
+                            held_back: 0,
+                            cars_sent: 0,
+                            cars_held: 0,
+                            // Stagger: car `i` is first due `i % 4` ticks early.
+                            last_sent: (0..64u32)
+                                .map(|i| Some((k as u32).saturating_sub(i % 4)))
+                                .collect(),
+                            views: std::collections::VecDeque::new(),
                             addr_changes: 0,
                         });
                     }
@@ -667,8 +764,12 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
                         if let Some(chunk) = p.chunks.poll_chunk() {
                             if p.connected_at.is_none() {
                                 let r = p.client.receive(&chunk);
-                                if matches!(r, Received::Applied { .. }) {
+                                if let Received::Applied { sequence, .. } = r {
                                     p.connected_at = Some(now_d);
+                                    let tick = p.tick_of(sequence);
+                                    if let Some(snap) = p.client.get(sequence) {
+                                        p.persist.apply(tick, snap);
+                                    }
                                 }
                                 p.applied(r, now_d, false);
                             }
@@ -689,8 +790,17 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
             while p
                 .unwrap
                 .is_some_and(|(_, t)| i64::from(p.jitter.next_tick()) <= t)
-                && p.jitter.poll(now_d).is_some()
-            {}
+            {
+                match p.jitter.poll(now_d) {
+                    Some(Playout::Snapshot { tick, item }) => {
+                        if let Some(snap) = p.client.get(item) {
+                            p.persist.apply(tick, snap);
+                        }
+                    }
+                    Some(Playout::Gap { .. }) => {}
+                    None => break,
+                }
+            }
         }
 
         // ---- sleep until something is due ----
@@ -713,24 +823,45 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
 
     // ---- verify ----
     let mut out_of_sync = Vec::new();
-    let mut scratch = Snapshot::new(&schema);
+    let mut want = Snapshot::new(&schema);
+    let mut exact = Snapshot::new(&schema);
+    // Ages (in ticks) of the cars in the clients' presented worlds.
+    let mut ages = Vec::new();
     for p in &players {
-        let ok = match (p.client.latest(), peers.get(&p.id)) {
-            (Some((seq, snap)), Some(peer)) => tick_of_seq.get(&seq).is_some_and(|&t| {
+        let latest = p.client.latest();
+        let tick = latest.and_then(|(seq, _)| tick_of_seq.get(&seq).copied());
+        let ok = match (latest, tick, p.unwrap, peers.get(&p.id)) {
+            (Some((seq, snap)), Some(t), Some((useq, utick)), Some(peer)) => {
                 let view = if seq == peer.chunk_seq {
-                    View::all()
+                    Some(View::all())
                 } else {
-                    view_for(&rates, t, p.id, &positions(&worlds[t]))
+                    peer.views
+                        .iter()
+                        .find(|(s, _)| *s == seq)
+                        .map(|v| v.1.clone())
                 };
-                view.apply(&worlds[t], &mut scratch);
-                scratch == *snap
-            }),
+                let Some(view) = view else {
+                    out_of_sync.push(p.id);
+                    continue;
+                };
+                view.apply(&worlds[t], &mut exact);
+                let offset = tick_of_seq
+                    .get(&useq)
+                    .map_or(i64::MIN / 2, |&w| utick - w as i64);
+                server.sent_state(p.id, seq, &mut want)
+                    && want == *snap
+                    && exact == *snap
+                    && presented_ok(&p.persist, &worlds, offset, &mut ages)
+            }
             _ => false,
         };
         if !ok {
             out_of_sync.push(p.id);
         }
     }
+    ages.sort_unstable();
+    let age_mean = f64::from(ages.iter().sum::<u32>()) / ages.len().max(1) as f64;
+    let age_max = ages.last().copied().unwrap_or(0);
 
     // ---- report ----
     let sum = |f: fn(&Peer) -> u64| peers.values().map(f).sum::<u64>();
@@ -751,7 +882,8 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
     let up_offered: u64 = players.iter().map(|p| p.up.offered).sum();
     let refused = down.refused + players.iter().map(|p| p.up.refused).sum::<u64>();
     let transport_errors: u64 = players.iter().map(|p| p.transport_errors).sum();
-    let (green, yellow, red) = (sum(|p| p.green), sum(|p| p.yellow), sum(|p| p.red));
+    let (green, yellow, held_back) = (sum(|p| p.green), sum(|p| p.yellow), sum(|p| p.held_back));
+    let (cars_sent, cars_held) = (sum(|p| p.cars_sent), sum(|p| p.cars_held));
     let seconds_run = k as f64 / f64::from(TICK_RATE);
     // Everything the server socket uploaded (framing, fragment headers,
     // connect chunks and resends; no UDP/IP headers), averaged over the run.
@@ -778,7 +910,7 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
             "upload_mbps": mbps(bytes),
             "view_all_upload_mbps": mbps(all_bytes),
             "wire_upload_mbps": wire_mbps,
-            "budget_mbps": BUDGET_MBPS,
+            "budget_mbps": a.budget_mbps,
             "zstd_frame_upload_mbps": mbps(zstd_bytes as f64),
             "full_snapshots": server_stats.full,
             "connect_chunks": connects,
@@ -790,7 +922,11 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
             "jitter_missing": gaps,
             "bucket_green": green,
             "bucket_yellow": yellow,
-            "bucket_red": red,
+            "bucket_red_held_back": held_back,
+            "car_updates_sent": cars_sent,
+            "car_updates_skipped": cars_held,
+            "presented_car_age_ticks_mean": age_mean,
+            "presented_car_age_ticks_max": age_max,
             "datagrams_lost_down": down.lost,
             "datagrams_lost_up": up_lost,
             "nat_rebinds": rebinds,
@@ -811,7 +947,7 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
     println!();
     println!(
         "{:>6} {:>9} {:>9} {:>6} {:>7} {:>6} {:>6} {:>6} {:>6} {:>5}",
-        "client", "B/tick", "all B/t", "save", "conn ms", "resync", "late", "miss", "red", "sync"
+        "client", "B/tick", "all B/t", "save", "conn ms", "resync", "late", "miss", "held", "sync"
     );
     for p in &players {
         let Some(peer) = peers.get(&p.id) else {
@@ -830,7 +966,7 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
             peer.resyncs,
             js.late,
             js.gaps,
-            peer.red,
+            peer.held_back,
             if out_of_sync.contains(&p.id) {
                 "NO"
             } else {
@@ -858,11 +994,23 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
         ),
     );
     row(
+        "  car updates sent / skipped by the tiers",
+        format!(
+            "{cars_sent} / {cars_held} ({:.1}% skipped)",
+            100.0 * cars_held as f64 / (cars_sent + cars_held).max(1) as f64
+        ),
+    );
+    row(
+        "  presented cars (Persist): age mean / max",
+        format!("{age_mean:.2} / {age_max} ticks ({} cars)", ages.len()),
+    );
+    row(
         "upload, all clients, 60 Hz",
         format!(
-            "{:.2} Mbit/s of the {BUDGET_MBPS} Mbit/s budget ({:.1}%)",
+            "{:.2} Mbit/s of the {} Mbit/s budget ({:.1}%)",
             mbps(bytes),
-            100.0 * mbps(bytes) / BUDGET_MBPS
+            a.budget_mbps,
+            100.0 * mbps(bytes) / a.budget_mbps
         ),
     );
     row("  with View::all", format!("{:.2} Mbit/s", mbps(all_bytes)));
@@ -901,8 +1049,8 @@ fn run(a: &Args) -> Result<bool, Box<dyn Error>> {
         format!("{released} / {late} / {gaps}"),
     );
     row(
-        "token bucket: green / yellow / red",
-        format!("{green} / {yellow} / {red}"),
+        "token bucket: green / yellow / red (held back)",
+        format!("{green} / {yellow} / {held_back}"),
     );
     row(
         "datagrams lost: down / up",

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tickpack::transport::chunk::{ResendDelay, ACK_PACKET, SLICE_PACKET};
 use tickpack::transport::{
-    ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, MAX_CHUNK_SIZE, SLICE_SIZE,
+    ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, Conformance, TokenBucket,
+    TokenBucketConfig, MAX_CHUNK_SIZE, SLICE_SIZE,
 };
 
 struct Rng(u64);
@@ -29,6 +30,15 @@ struct Outcome {
     seconds: f64,
     slices_sent: u64,
     slices_resent: u64,
+    /// Snapshot sends by colour (green, yellow, red), when paced.
+    snapshots: [u64; 3],
+}
+
+/// A token bucket paying for the chunk's slices, and snapshot traffic of
+/// `snapshot_bytes` per 10 ms update paid from it first.
+struct Pacing {
+    bucket: TokenBucket,
+    snapshot_bytes: u64,
 }
 
 /// Sends `chunks` from sender to receiver, updating both at 100 Hz, losing
@@ -42,6 +52,19 @@ fn transfer(
     seed: u64,
     limit: Duration,
 ) -> Outcome {
+    transfer_paced(config, chunks, loss_per_mille, latency, seed, limit, None)
+}
+
+fn transfer_paced(
+    config: ChunkConfig,
+    chunks: &[Vec<u8>],
+    loss_per_mille: u64,
+    latency: Duration,
+    seed: u64,
+    limit: Duration,
+    mut pacing: Option<Pacing>,
+) -> Outcome {
+    let mut snapshots = [0u64; 3];
     let mut rng = Rng(seed);
     let mut s = ChunkSender::new(config);
     let mut r = ChunkReceiver::new(MAX_CHUNK_SIZE);
@@ -54,7 +77,20 @@ fn transfer(
     let mut to_sender: Vec<(Duration, Vec<u8>)> = Vec::new();
     let mut got = Vec::new();
     while got.len() < chunks.len() && now <= limit {
-        while let Some(p) = s.poll_transmit(now) {
+        if let Some(p) = pacing.as_mut().filter(|p| p.snapshot_bytes > 0) {
+            let colour = match p.bucket.try_consume(p.snapshot_bytes, now) {
+                Conformance::Green => 0,
+                Conformance::Yellow => 1,
+                Conformance::Red => 2,
+            };
+            snapshots[colour] += 1;
+        }
+        loop {
+            let next = match pacing.as_mut() {
+                Some(p) => s.poll_transmit_paced(now, &mut p.bucket),
+                None => s.poll_transmit(now),
+            };
+            let Some(p) = next else { break };
             assert!(p.len() <= 1200);
             if !rng.chance(loss_per_mille) {
                 to_receiver.push((now + latency, p));
@@ -85,6 +121,7 @@ fn transfer(
         seconds: now.as_secs_f64(),
         slices_sent: s.stats().slices_sent,
         slices_resent: s.stats().slices_resent,
+        snapshots,
     }
 }
 
@@ -136,6 +173,76 @@ fn chunk_256k_at_512kbps_takes_about_4s() {
 #[test]
 fn chunk_256k_at_1mbps_takes_about_2s() {
     timed(125_000, 2.0);
+}
+
+/// The chunk paced by a token bucket alone (its own bandwidth far above).
+#[test]
+fn token_bucket_paces_the_chunk() {
+    let data = chunk(MAX_CHUNK_SIZE, 9);
+    let config = ChunkConfig {
+        bandwidth: 100_000_000,
+        ..ChunkConfig::default()
+    };
+    let bucket = TokenBucket::new(TokenBucketConfig::for_rate(32_000));
+    let o = transfer_paced(
+        config,
+        std::slice::from_ref(&data),
+        10,
+        Duration::from_millis(25),
+        3,
+        Duration::from_secs(60),
+        Some(Pacing {
+            bucket,
+            snapshot_bytes: 0,
+        }),
+    );
+    eprintln!(
+        "256 KiB paced by a 256 kbps bucket, 1% loss: {:.2} s, {} slices sent",
+        o.seconds, o.slices_sent
+    );
+    assert_eq!(o.chunks, [data]);
+    // The committed burst (a quarter second) goes at once, the rest at the
+    // committed rate.
+    let floor = (MAX_CHUNK_SIZE as f64 - 8000.0) / 32_000.0;
+    assert!(o.seconds >= floor, "{} < {floor}", o.seconds);
+    assert!(o.seconds <= floor * 1.15, "{} > {floor} * 1.15", o.seconds);
+}
+
+/// Snapshots and a chunk share one client's bucket: the chunk gets what the
+/// snapshots leave and never borrows, so snapshots stay green.
+#[test]
+fn chunk_uses_what_snapshots_leave() {
+    let data = chunk(MAX_CHUNK_SIZE / 2, 10);
+    let config = ChunkConfig {
+        bandwidth: 100_000_000,
+        initial_burst: true,
+        ..ChunkConfig::default()
+    };
+    // 512 kbps for the client; snapshots take 320 B every 10 ms (256 kbps).
+    let bucket = TokenBucket::new(TokenBucketConfig::for_rate(64_000));
+    let o = transfer_paced(
+        config,
+        std::slice::from_ref(&data),
+        10,
+        Duration::from_millis(25),
+        4,
+        Duration::from_secs(60),
+        Some(Pacing {
+            bucket,
+            snapshot_bytes: 320,
+        }),
+    );
+    eprintln!(
+        "128 KiB beside 256 kbps of snapshots in a 512 kbps bucket: {:.2} s, snapshots {:?}",
+        o.seconds, o.snapshots
+    );
+    assert_eq!(o.chunks, [data]);
+    assert_eq!(o.snapshots[1..], [0, 0], "the chunk made snapshots borrow");
+    // About 32 000 B/s left for the chunk: ~4 s for 128 KiB, minus the
+    // initial committed burst, plus overhead and resends.
+    let floor = (MAX_CHUNK_SIZE as f64 / 2.0 - 16_000.0) / 32_000.0;
+    assert!(o.seconds >= floor, "{} < {floor}", o.seconds);
+    assert!(o.seconds <= floor * 1.2, "{} > {floor} * 1.2", o.seconds);
 }
 
 #[test]

@@ -37,12 +37,14 @@
 
 mod client;
 mod message;
+mod persist;
 mod seq;
 mod server;
 mod view;
 
 pub use client::{Client, ClientConfig, ClientStats, DropReason, Received};
 pub use message::ClientMessage;
+pub use persist::Persist;
 pub use seq::{seq_distance, seq_newer};
 pub use server::{AckOutcome, Server, ServerConfig, ServerStats, SessionError};
 pub use view::View;

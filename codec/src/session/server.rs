@@ -346,8 +346,10 @@ impl Server {
             (None, None)
         } else {
             let base = slot.sent_at(slot.acked, seq).cloned();
+            // A held entity keeps its baseline record: against a prediction
+            // that is a change (its last motion), against the baseline none.
             let prior = match (&base, self.predicts) {
-                (Some(b), true) => slot.prior_for(b.sequence, seq).cloned(),
+                (Some(b), true) if !view.has_held() => slot.prior_for(b.sequence, seq).cloned(),
                 _ => None,
             };
             (base, prior)
@@ -476,6 +478,23 @@ impl Server {
             return Err(SessionError::UnknownClient { id: m.client_id });
         }
         Ok((m.client_id, outcome))
+    }
+
+    /// Writes into `out` the snapshot client `id` holds once it applies the
+    /// packet sent to it as `sequence` (its view of that tick's world, held
+    /// entities at the records the packet gave them). `false` if that
+    /// packet has left the client's ring or was never sent.
+    pub fn sent_state(&self, id: u16, sequence: u16, out: &mut Snapshot) -> bool {
+        let Some(sent) = self.clients.get(&id).and_then(|slot| {
+            slot.ring[usize::from(sequence) % slot.ring.len()]
+                .as_ref()
+                .filter(|s| s.sequence == sequence)
+        }) else {
+            return false;
+        };
+        sent.view
+            .compose(&sent.world, sent.held.as_deref(), out, None);
+        true
     }
 
     /// The sequence client `id` has acked, if any.

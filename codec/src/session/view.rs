@@ -12,13 +12,24 @@ use crate::snapshot::{Section, Snapshot};
 /// A filtered view has two sets per section:
 ///
 /// * **sent** ids go into the client's snapshot with this tick's record;
-/// * **held** ids stay in the client's snapshot with the record the client
-///   already has (the one in the packet's baseline). They are neither
-///   updated nor removed, so an entity skipped this tick (distance-based
-///   rates, a bandwidth cut) keeps its baseline, and its next update is a
-///   delta, not a re-spawn. A held id the baseline lacks is sent with this
-///   tick's record (the client cannot keep what it does not have); a held
-///   id gone from the world is removed.
+/// * **held** ids stay in the client's snapshot with the record of the
+///   packet's baseline. They are neither updated nor removed, cost nothing
+///   on the wire (the server codes such packets without a prior, so they
+///   are "unchanged"), and their next update is a delta, not a re-spawn. A
+///   held id the baseline lacks is sent with this tick's record (the client
+///   cannot keep what it does not have); a held id gone from the world is
+///   removed.
+///
+/// **Hold only what may wait.** A held record is as old as the client's
+/// chain of baselines makes it: when the round trip is longer than the
+/// hold, it is older than a record the client already applied (a moving
+/// entity steps back), and if the skip schedule keeps missing the ticks the
+/// baselines come from it does not refresh at all. In the UDP lobby
+/// (100 ms round trip, far cars held 3 ticks of 4) held car records were
+/// 25 ticks old on average and up to 147. Hold parked, static or
+/// unimportant entities; to send moving entities less often, leave them
+/// out with [`View::filter`] and keep them on the client with
+/// [`Persist`](super::Persist), which never steps back.
 ///
 /// Ids in neither set are not in the client's snapshot at all (out of
 /// interest: the client sees them disappear).

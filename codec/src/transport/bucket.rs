@@ -132,6 +132,23 @@ impl TokenBucket {
     }
 }
 
+impl TokenBucket {
+    /// Consumes `bytes` at `now` only if committed tokens cover them
+    /// (green), never borrowing from the excess burst. For background
+    /// traffic such as chunk slices, which should use what the snapshots
+    /// leave and never the excess they may need. Returns whether consumed.
+    pub fn try_consume_committed(&mut self, bytes: u64, now: Duration) -> bool {
+        self.refill(now);
+        let cost = i128::from(bytes) * SCALE;
+        if self.balance >= cost {
+            self.balance -= cost;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +171,25 @@ mod tests {
         assert_eq!(b.tokens(), 100.0);
         // Time going backwards adds nothing.
         assert_eq!(b.refill(Duration::from_secs(1)), 0.0);
+    }
+
+    #[test]
+    fn committed_only_never_borrows() {
+        let mut b = TokenBucket::new(TokenBucketConfig {
+            cir: 1000,
+            cbs: 100,
+            ebs: 50,
+            initial: 100,
+        });
+        let t0 = Duration::ZERO;
+        assert!(b.try_consume_committed(60, t0));
+        assert!(!b.try_consume_committed(41, t0));
+        assert_eq!(b.tokens(), 40.0);
+        // A snapshot may still borrow; then background traffic waits for
+        // the balance to come back above its size.
+        assert_eq!(b.try_consume(80, t0), Conformance::Yellow);
+        assert!(!b.try_consume_committed(1, Duration::from_millis(40)));
+        assert!(b.try_consume_committed(10, Duration::from_millis(50)));
+        assert_eq!(b.tokens(), 0.0);
     }
 }

@@ -40,6 +40,8 @@ use core::fmt;
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::bucket::TokenBucket;
+
 /// Bytes per slice (all but the last slice of a chunk are this size).
 pub const SLICE_SIZE: usize = 1024;
 /// Most slices per chunk.
@@ -541,6 +543,24 @@ impl ChunkSender {
     /// The next slice packet to send at `now`, if the budget allows one.
     /// Call until it returns `None`, then again on the next update.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Vec<u8>> {
+        self.poll(now, None)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit), with every slice (burst
+    /// included) also paid from `bucket`'s committed tokens, packet
+    /// overhead included: the client's byte budget paces the chunk, which
+    /// gets what the snapshots leave and never borrows from the excess
+    /// burst. The sender's own `bandwidth` still caps it; set it high to
+    /// let the bucket alone decide.
+    pub fn poll_transmit_paced(
+        &mut self,
+        now: Duration,
+        bucket: &mut TokenBucket,
+    ) -> Option<Vec<u8>> {
+        self.poll(now, Some(bucket))
+    }
+
+    fn poll(&mut self, now: Duration, mut bucket: Option<&mut TokenBucket>) -> Option<Vec<u8>> {
         // Accumulate budget from bandwidth × dt.
         let dt = self.last.map_or(Duration::ZERO, |l| now.saturating_sub(l));
         if self.last.is_none_or(|l| now > l) {
@@ -577,6 +597,12 @@ impl ChunkSender {
         // Initial burst: every slice once, then a pause.
         if cur.burst_next < cur.num_slices {
             let i = cur.burst_next;
+            let cost = slice_packet_len(cur.data.len(), cur.num_slices, i) + overhead;
+            if let Some(b) = bucket.as_deref_mut() {
+                if !b.try_consume_committed(cost as u64, now) {
+                    return None;
+                }
+            }
             cur.burst_next += 1;
             if cur.burst_next == cur.num_slices {
                 cur.burst_pause_until = Some(now.saturating_add(self.config.burst_pause));
@@ -596,10 +622,15 @@ impl ChunkSender {
                     .flatten()
                     .is_none_or(|t| now.saturating_sub(t) >= delay);
             if eligible {
-                let cost = slice_packet_len(cur.data.len(), cur.num_slices, i) + overhead;
-                let cost = cost as u128 * 1_000_000_000;
+                let bytes = slice_packet_len(cur.data.len(), cur.num_slices, i) + overhead;
+                let cost = bytes as u128 * 1_000_000_000;
                 if self.budget < cost {
                     return None;
+                }
+                if let Some(b) = bucket.as_deref_mut() {
+                    if !b.try_consume_committed(bytes as u64, now) {
+                        return None;
+                    }
                 }
                 self.budget -= cost;
                 cur.current = (i + 1) % cur.num_slices;

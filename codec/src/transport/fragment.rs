@@ -25,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::bucket::{Conformance, TokenBucket};
 use core::fmt;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -239,6 +240,23 @@ impl FragmentHeader {
     }
 }
 
+/// What [`Fragmenter::split_paced`] did with a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Paced {
+    /// Paid for: send these datagrams.
+    Send {
+        /// The datagrams, as [`Fragmenter::split`] makes them.
+        parts: Vec<Vec<u8>>,
+        /// Green (committed tokens) or yellow (borrowed from the excess).
+        conformance: Conformance,
+    },
+    /// Red: over budget. Nothing was consumed and no sequence used.
+    Held {
+        /// What the packet would have cost, framing and overhead included.
+        wire_bytes: u64,
+    },
+}
+
 /// Splits packets into parts of at most [`FragmentConfig::mtu`] bytes,
 /// numbering packets with a wrapping sequence.
 #[derive(Debug, Clone)]
@@ -295,6 +313,44 @@ impl Fragmenter {
         }
         self.next_sequence = sequence.wrapping_add(1);
         Ok(out)
+    }
+
+    /// Bytes `packet` takes on the wire once split: every datagram's
+    /// header and part, plus `overhead` per datagram (the caller's framing
+    /// and UDP/IP headers).
+    pub fn wire_bytes(&self, packet_len: usize, overhead: usize) -> u64 {
+        let count = packet_len.div_ceil(self.config.part_payload()).max(1);
+        (packet_len + count * (FRAGMENT_HEADER_LEN + overhead)) as u64
+    }
+
+    /// [`split`](Self::split), paid for from `bucket` at `now` first, with
+    /// `overhead` bytes charged per datagram. All or nothing: a packet
+    /// missing a part is lost whole, so a red packet is not split at all.
+    /// Holding a snapshot back is safe in the last-acked model: the next
+    /// one is coded against whatever the client acked.
+    pub fn split_paced(
+        &mut self,
+        packet: &[u8],
+        bucket: &mut TokenBucket,
+        now: Duration,
+        overhead: usize,
+    ) -> Result<Paced, FragmentError> {
+        let limit = self.config.max_packet_len();
+        if packet.len() > limit {
+            return Err(FragmentError::PacketTooLarge {
+                len: packet.len(),
+                limit,
+            });
+        }
+        let wire_bytes = self.wire_bytes(packet.len(), overhead);
+        let conformance = bucket.try_consume(wire_bytes, now);
+        if !conformance.allowed() {
+            return Ok(Paced::Held { wire_bytes });
+        }
+        Ok(Paced::Send {
+            parts: self.split(packet)?,
+            conformance,
+        })
     }
 }
 
@@ -675,5 +731,48 @@ mod tests {
             }
             assert_eq!(out.unwrap(), p);
         }
+    }
+
+    #[test]
+    fn paced_split_is_all_or_nothing() {
+        use crate::transport::TokenBucketConfig;
+        let cfg = FragmentConfig::default(); // 1200-byte datagrams
+        let mut f = Fragmenter::new(cfg);
+        let mut bucket = TokenBucket::new(TokenBucketConfig {
+            cir: 60_000,
+            cbs: 3000,
+            ebs: 1000,
+            initial: 3000,
+        });
+        let packet = vec![1u8; 2500]; // 3 datagrams
+        let wire = f.wire_bytes(packet.len(), 29);
+        assert_eq!(wire, 2500 + 3 * (FRAGMENT_HEADER_LEN as u64 + 29));
+        let Ok(Paced::Send { parts, conformance }) = f.split_paced(&packet, &mut bucket, ms(0), 29)
+        else {
+            panic!("first packet fits the committed burst");
+        };
+        assert_eq!((parts.len(), conformance), (3, Conformance::Green));
+        // 3000 - 2608 = 392 tokens: the next one borrows, the third is held.
+        let Ok(Paced::Send { conformance, .. }) =
+            f.split_paced(&packet[..1000], &mut bucket, ms(0), 29)
+        else {
+            panic!("the second borrows from the excess");
+        };
+        assert_eq!(conformance, Conformance::Yellow);
+        let before = bucket.tokens();
+        assert_eq!(
+            f.split_paced(&packet, &mut bucket, ms(0), 29),
+            Ok(Paced::Held { wire_bytes: wire })
+        );
+        assert_eq!(bucket.tokens(), before);
+        assert_eq!(f.next_sequence(), 2, "a held packet uses no sequence");
+        // 60 ms later the rate has repaid it (3600 tokens, capped at CBS).
+        assert!(matches!(
+            f.split_paced(&packet, &mut bucket, ms(60), 29),
+            Ok(Paced::Send { .. })
+        ));
+        // Too large is an error, not a hold.
+        let huge = vec![0u8; cfg.max_packet_len() + 1];
+        assert!(f.split_paced(&huge, &mut bucket, ms(60), 29).is_err());
     }
 }

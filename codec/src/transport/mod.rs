@@ -8,7 +8,7 @@
 //! |-------|------|------------|
 //! | [`fragment`] | 002 | snapshots above the MTU: dropped whole if a part is lost |
 //! | [`chunk`] | 000 | large must-arrive blocks (full state at connect, a dictionary set): resent until acked |
-//! | [`bucket`] | 003 | the per-client byte budget checked before sending (CIR, CBS, EBS) |
+//! | [`bucket`] | 003 | the per-client byte budget (CIR, CBS, EBS) paying for snapshots ([`Fragmenter::split_paced`]) and chunk slices ([`ChunkSender::poll_transmit_paced`]) |
 //! | [`rate`] | 003 | which entities a client gets this tick, by distance |
 //! | [`jitter`] | 003/004 | client-side playout at the tick rate, late and gap counts |
 //!
@@ -45,7 +45,7 @@ pub use chunk::{
     MAX_SLICES_PER_CHUNK, SLICE_SIZE,
 };
 pub use fragment::{
-    FragmentConfig, FragmentError, FragmentHeader, Fragmenter, Reassembler, ReassemblyStats,
+    FragmentConfig, FragmentError, FragmentHeader, Fragmenter, Paced, Reassembler, ReassemblyStats,
     DEFAULT_MTU, FRAGMENT_HEADER_LEN,
 };
 pub use jitter::{JitterBuffer, JitterConfig, JitterStats, Playout, Pushed};

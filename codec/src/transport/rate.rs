@@ -96,6 +96,33 @@ impl RateTiers {
     }
 }
 
+impl RateTiers {
+    /// Like [`select`](Self::select), but by the ticks since each entity was
+    /// last *sent* to this client (`None`: never) instead of the tick's
+    /// phase: an entity goes out once `tick − last_sent ≥ interval`. Use it
+    /// when packets can be held back (a token bucket) or lost before the
+    /// send: a missed update is then made up on the next tick instead of an
+    /// interval later. Record `tick` as sent for the `send` ids only once
+    /// their packet actually goes out.
+    pub fn select_due(
+        &self,
+        tick: u32,
+        viewer: [f32; 3],
+        entities: impl IntoIterator<Item = (u32, [f32; 3], Option<u32>)>,
+        send: &mut Vec<u32>,
+        skip: &mut Vec<u32>,
+    ) {
+        for (id, pos, last) in entities {
+            let n = self.interval(distance(viewer, pos));
+            if last.is_none_or(|l| tick.wrapping_sub(l) >= n) {
+                send.push(id);
+            } else {
+                skip.push(id);
+            }
+        }
+    }
+}
+
 /// Euclidean distance between two points.
 pub fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
     let [dx, dy, dz] = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
@@ -142,6 +169,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn due_selection_makes_up_missed_sends() {
+        let t = RateTiers::default();
+        let mut last: Option<u32> = None;
+        let mut sent_at = Vec::new();
+        for tick in 0..16 {
+            let (mut send, mut skip) = (Vec::new(), Vec::new());
+            t.select_due(
+                tick,
+                [0.0; 3],
+                [(7, [500.0, 0.0, 0.0], last)],
+                &mut send,
+                &mut skip,
+            );
+            assert_eq!(send.len() + skip.len(), 1);
+            // Ticks 4-6: the packet is held back, so nothing is recorded.
+            if !send.is_empty() && !(4..7).contains(&tick) {
+                last = Some(tick);
+                sent_at.push(tick);
+            }
+        }
+        assert_eq!(sent_at, [0, 7, 11, 15]);
     }
 
     #[test]
