@@ -5,23 +5,29 @@
 //! "send to all" ticks; see [`bucket`](super::bucket)).
 //!
 //! The helper only decides *which* entities go into a client's packet this
-//! tick; the caller feeds the two sets to the per-client view of the
-//! baselines layer, sent ones fresh and skipped ones held
-//! ([`View::with_held`](crate::session::View::with_held)), so a skipped
-//! entity stays in the client's snapshot at its baseline record and its
-//! next update is a delta against it:
+//! tick. The caller turns that into the client's view in the baselines
+//! layer: leave the skipped ones out ([`View::filter`]) and keep them on the
+//! client with [`Persist`], which shows an omitted entity at its newest
+//! record (it never steps back), or hold them at the baseline's record
+//! ([`View::with_held`], only for entities that may wait; see there why).
+//! [`RateTiers::select_due`] decides by each entity's last actual send, so
+//! a packet held back by the token bucket does not delay it an interval.
 //!
 //! ```
 //! use tickpack::session::View;
 //! use tickpack::transport::RateTiers;
 //!
 //! let cars = [(0, [0.0, 0.0, 0.0]), (1, [150.0, 0.0, 0.0]), (2, [500.0, 0.0, 0.0])];
-//! let (mut send, mut hold) = (Vec::new(), Vec::new());
-//! RateTiers::default().select(1, [0.0; 3], cars, &mut send, &mut hold);
-//! assert_eq!((send.as_slice(), hold.as_slice()), (&[0][..], &[1, 2][..]));
-//! let view = View::with_held(vec![send], vec![hold]);
-//! assert!(view.has_held());
+//! let (mut send, mut skip) = (Vec::new(), Vec::new());
+//! RateTiers::default().select(1, [0.0; 3], cars, &mut send, &mut skip);
+//! assert_eq!((send.as_slice(), skip.as_slice()), (&[0][..], &[1, 2][..]));
+//! let view = View::filter(vec![send]);
+//! # let _ = view;
 //! ```
+//!
+//! [`View::filter`]: crate::session::View::filter
+//! [`View::with_held`]: crate::session::View::with_held
+//! [`Persist`]: crate::session::Persist
 
 #![forbid(unsafe_code)]
 
