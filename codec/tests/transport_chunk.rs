@@ -175,32 +175,45 @@ fn chunk_256k_at_1mbps_takes_about_2s() {
     timed(125_000, 2.0);
 }
 
-/// The chunk paced by a token bucket alone (its own bandwidth far above).
-#[test]
-fn token_bucket_paces_the_chunk() {
-    let data = chunk(MAX_CHUNK_SIZE, 9);
+/// Sends a `len`-byte chunk at 1% loss with a sender whose own bandwidth is
+/// far above the bucket's `cir`, `snapshot_bytes` of snapshots per 10 ms
+/// paid from the bucket first. Checks the chunk arrives and returns the run.
+fn paced(len: usize, seed: u64, cir: u64, snapshot_bytes: u64, initial_burst: bool) -> Outcome {
+    let data = chunk(len, seed);
     let config = ChunkConfig {
         bandwidth: 100_000_000,
+        initial_burst,
         ..ChunkConfig::default()
     };
-    let bucket = TokenBucket::new(TokenBucketConfig::for_rate(32_000));
     let o = transfer_paced(
         config,
         std::slice::from_ref(&data),
         10,
         Duration::from_millis(25),
-        3,
+        seed,
         Duration::from_secs(60),
         Some(Pacing {
-            bucket,
-            snapshot_bytes: 0,
+            bucket: TokenBucket::new(TokenBucketConfig::for_rate(cir)),
+            snapshot_bytes,
         }),
     );
     eprintln!(
-        "256 KiB paced by a 256 kbps bucket, 1% loss: {:.2} s, {} slices sent",
-        o.seconds, o.slices_sent
+        "{} KiB, bucket {} kbps, snapshots {} B per 10 ms, 1% loss: {:.2} s, {} slices, snapshots by colour {:?}",
+        len / 1024,
+        cir * 8 / 1000,
+        snapshot_bytes,
+        o.seconds,
+        o.slices_sent,
+        o.snapshots
     );
     assert_eq!(o.chunks, [data]);
+    o
+}
+
+/// The chunk paced by a token bucket alone (its own bandwidth far above).
+#[test]
+fn token_bucket_paces_the_chunk() {
+    let o = paced(MAX_CHUNK_SIZE, 3, 32_000, 0, false);
     // The committed burst (a quarter second) goes at once, the rest at the
     // committed rate.
     let floor = (MAX_CHUNK_SIZE as f64 - 8000.0) / 32_000.0;
@@ -212,31 +225,8 @@ fn token_bucket_paces_the_chunk() {
 /// snapshots leave and never borrows, so snapshots stay green.
 #[test]
 fn chunk_uses_what_snapshots_leave() {
-    let data = chunk(MAX_CHUNK_SIZE / 2, 10);
-    let config = ChunkConfig {
-        bandwidth: 100_000_000,
-        initial_burst: true,
-        ..ChunkConfig::default()
-    };
     // 512 kbps for the client; snapshots take 320 B every 10 ms (256 kbps).
-    let bucket = TokenBucket::new(TokenBucketConfig::for_rate(64_000));
-    let o = transfer_paced(
-        config,
-        std::slice::from_ref(&data),
-        10,
-        Duration::from_millis(25),
-        4,
-        Duration::from_secs(60),
-        Some(Pacing {
-            bucket,
-            snapshot_bytes: 320,
-        }),
-    );
-    eprintln!(
-        "128 KiB beside 256 kbps of snapshots in a 512 kbps bucket: {:.2} s, snapshots {:?}",
-        o.seconds, o.snapshots
-    );
-    assert_eq!(o.chunks, [data]);
+    let o = paced(MAX_CHUNK_SIZE / 2, 4, 64_000, 320, true);
     assert_eq!(o.snapshots[1..], [0, 0], "the chunk made snapshots borrow");
     // About 32 000 B/s left for the chunk: ~4 s for 128 KiB, minus the
     // initial committed burst, plus overhead and resends.
