@@ -1,0 +1,325 @@
+//! Encoders, decoders and packet headers.
+
+// `#[no_mangle]` exports; pointers are dereferenced only through
+// `boundary`, each call in an `unsafe` block stating the caller's contract.
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use tickpack::{Decoder, PacketHeader};
+
+use crate::adapter::{self, Encoder};
+use crate::boundary::{
+    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, slice,
+};
+use crate::error::TpStatus;
+use crate::{TpDecoder, TpDictSet, TpEncoder, TpSchema, TpSnapshot};
+
+/// The default zstd level.
+pub const TP_DEFAULT_LEVEL: i32 = 3;
+// A literal above so that cbindgen can write it into the header.
+const _: () = assert!(TP_DEFAULT_LEVEL == tickpack::DEFAULT_LEVEL);
+
+/// An encoder and the buffer its packets are built in before they are
+/// copied to the caller.
+pub(crate) struct EncoderState {
+    encoder: Encoder,
+    packet: Vec<u8>,
+}
+
+/// What a packet header says.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TpPacketInfo {
+    /// Id of the schema the packet was encoded with.
+    pub schema_id: u32,
+    /// The packet's sequence.
+    pub sequence: u16,
+    /// Whether the packet is a delta against a baseline (else a full
+    /// snapshot).
+    pub has_baseline: bool,
+    /// The baseline's sequence, when `has_baseline`.
+    pub baseline: u16,
+    /// Whether the packet also names a prior (older) baseline for
+    /// predicted fields; only the session layer makes such packets.
+    pub has_prior: bool,
+    /// The prior's sequence, when `has_prior`.
+    pub prior: u16,
+    /// Whether the blocks were compressed with a dictionary.
+    pub has_dictionary: bool,
+    /// That dictionary's id, when `has_dictionary`.
+    pub dictionary: u32,
+}
+
+impl From<PacketHeader> for TpPacketInfo {
+    fn from(h: PacketHeader) -> Self {
+        Self {
+            schema_id: h.schema_id,
+            sequence: h.sequence,
+            has_baseline: h.baseline.is_some(),
+            baseline: h.baseline.unwrap_or(0),
+            has_prior: h.prior.is_some(),
+            prior: h.prior.unwrap_or(0),
+            has_dictionary: h.dictionary.is_some(),
+            dictionary: h.dictionary.unwrap_or(0),
+        }
+    }
+}
+
+/// Makes an encoder for `schema` at zstd level `level` (`TP_DEFAULT_LEVEL`
+/// is a good start; 1..=22, negative is faster), without dictionary.
+///
+/// # Safety
+/// `schema` is a live handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_new(
+    schema: *const TpSchema,
+    level: i32,
+    out: *mut *mut TpEncoder,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        let encoder = Encoder::new(schema.clone(), level);
+        let state = EncoderState {
+            encoder,
+            packet: Vec::new(),
+        };
+        // SAFETY: as above.
+        unsafe { new_handle(out, state) }
+    })
+}
+
+/// Makes an encoder using dictionary set `set`: its schema (snapshots must
+/// be made from `tp_dictset_schema`), its keyframe dictionary for full
+/// snapshots and its delta dictionary for deltas.
+///
+/// # Safety
+/// `set` is a live handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_from_dictset(
+    set: *const TpDictSet,
+    level: i32,
+    out: *mut *mut TpEncoder,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let set = unsafe { get(set)? };
+        let state = EncoderState {
+            encoder: Encoder::from_set(set, level)?,
+            packet: Vec::new(),
+        };
+        // SAFETY: as above.
+        unsafe { new_handle(out, state) }
+    })
+}
+
+/// Frees an encoder. Null is accepted and does nothing.
+///
+/// # Safety
+/// `encoder` is null or a live `TpEncoder` not used again.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_free(encoder: *mut TpEncoder) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { free(encoder) })
+}
+
+/// Turns the 16-bit snapshot checksum in every packet on or off (off by
+/// default; costs 2 bytes, lets the receiver detect a wrong reconstruction).
+///
+/// # Safety
+/// `encoder` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: bool) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { get_mut(encoder)? }.encoder.set_checksum(on);
+        Ok(())
+    })
+}
+
+/// Writes to `*size` an upper bound on the packet size for `snapshot`
+/// against `baseline` (null for a full snapshot): a buffer this large never
+/// gets `TP_STATUS_BUFFER_TOO_SMALL` from `tp_encoder_encode`.
+///
+/// # Safety
+/// `encoder` and `snapshot` are live handles, `baseline` is null or one;
+/// `size` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_max_size(
+    encoder: *mut TpEncoder,
+    snapshot: *const TpSnapshot,
+    baseline: *const TpSnapshot,
+    size: *mut usize,
+) -> TpStatus {
+    call(|| {
+        disjoint(encoder, &[snapshot.cast(), baseline.cast()])?;
+        // SAFETY: forwarded from this function's contract; the encoder is
+        // not among the other arguments.
+        let (state, snapshot) = unsafe { (get_mut(encoder)?, get(snapshot)?) };
+        let base = if baseline.is_null() {
+            None
+        } else {
+            // SAFETY: as above; non-null.
+            Some((0, &**unsafe { get(baseline)? }))
+        };
+        let n = state.encoder.max_encoded_len(snapshot, base);
+        // SAFETY: as above.
+        unsafe { put(size, n, "size") }
+    })
+}
+
+/// Encodes `snapshot` as packet number `sequence` into `out` (room for
+/// `capacity` bytes) and writes the packet's length to `*written`.
+/// With `baseline` non-null the packet is a delta against that snapshot,
+/// which the receiver holds as packet `baseline_sequence` (1..=32767
+/// sequences older); with null it is a full snapshot. When `capacity` is
+/// too small, `*written` gets the size needed and the call returns
+/// `TP_STATUS_BUFFER_TOO_SMALL`.
+///
+/// # Safety
+/// `encoder` and `snapshot` are live handles, `baseline` is null or one;
+/// `out` is valid for writes of `capacity` bytes; `written` is valid for a
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_encode(
+    encoder: *mut TpEncoder,
+    snapshot: *const TpSnapshot,
+    sequence: u16,
+    baseline: *const TpSnapshot,
+    baseline_sequence: u16,
+    out: *mut u8,
+    capacity: usize,
+    written: *mut usize,
+) -> TpStatus {
+    call(|| {
+        disjoint(encoder, &[snapshot.cast(), baseline.cast()])?;
+        // SAFETY: forwarded from this function's contract; the encoder is
+        // not among the other arguments.
+        let (state, snapshot) = unsafe { (get_mut(encoder)?, get(snapshot)?) };
+        let base = if baseline.is_null() {
+            None
+        } else {
+            // SAFETY: as above; non-null.
+            Some((baseline_sequence, &**unsafe { get(baseline)? }))
+        };
+        state
+            .encoder
+            .encode(snapshot, sequence, base, &mut state.packet)?;
+        // SAFETY: as above.
+        unsafe { copy_out(out, capacity, &state.packet, written, "out") }
+    })
+}
+
+/// Makes a decoder for `schema`, without dictionaries.
+///
+/// # Safety
+/// `schema` is a live handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_decoder_new(
+    schema: *const TpSchema,
+    out: *mut *mut TpDecoder,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        let decoder = Decoder::new(schema.clone());
+        // SAFETY: as above.
+        unsafe { new_handle(out, decoder) }
+    })
+}
+
+/// Makes a decoder with `set`'s schema holding all its dictionaries.
+///
+/// # Safety
+/// `set` is a live handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_decoder_from_dictset(
+    set: *const TpDictSet,
+    out: *mut *mut TpDecoder,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let set = unsafe { get(set)? };
+        let decoder = set.decoder()?;
+        // SAFETY: as above.
+        unsafe { new_handle(out, decoder) }
+    })
+}
+
+/// Frees a decoder. Null is accepted and does nothing.
+///
+/// # Safety
+/// `decoder` is null or a live `TpDecoder` not used again.
+#[no_mangle]
+pub unsafe extern "C" fn tp_decoder_free(decoder: *mut TpDecoder) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { free(decoder) })
+}
+
+/// Decodes `len` bytes of `packet` into `out`, replacing its contents. A
+/// delta packet needs the baseline it names (`tp_packet_info` tells which):
+/// pass that snapshot as `baseline` and its sequence as
+/// `baseline_sequence`; for a full snapshot pass null. Writes the header to
+/// `*info` unless `info` is null. Malformed input gives `TP_STATUS_DECODE`
+/// and leaves `out` empty; it never reads past `len` bytes nor allocates
+/// beyond the decoder's limits.
+///
+/// # Safety
+/// `decoder` and `out` are live handles, `baseline` is null or one;
+/// `packet` is valid for reads of `len` bytes; `info` is null or valid for
+/// a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_decoder_decode(
+    decoder: *mut TpDecoder,
+    packet: *const u8,
+    len: usize,
+    baseline: *const TpSnapshot,
+    baseline_sequence: u16,
+    out: *mut TpSnapshot,
+    info: *mut TpPacketInfo,
+) -> TpStatus {
+    call(|| {
+        disjoint(decoder, &[baseline.cast(), out.cast_const().cast()])?;
+        disjoint(out, &[baseline.cast()])?;
+        // SAFETY: forwarded from this function's contract; the two handles
+        // borrowed mutably are none of the other handle arguments.
+        let (decoder, packet, out) = unsafe {
+            (
+                get_mut(decoder)?,
+                slice(packet, len, "packet")?,
+                get_mut(out)?,
+            )
+        };
+        let base = if baseline.is_null() {
+            None
+        } else {
+            // SAFETY: as above; non-null.
+            Some((baseline_sequence, &**unsafe { get(baseline)? }))
+        };
+        let header = adapter::decode(decoder, packet, base, Arc::make_mut(out))?;
+        // SAFETY: as above.
+        unsafe { put_opt(info, header.into(), "info") }
+    })
+}
+
+/// Reads the header of `len` bytes of `packet` into `*info` without
+/// decoding the rest: which baseline the packet needs, its sequence, its
+/// schema and dictionary ids.
+///
+/// # Safety
+/// `packet` is valid for reads of `len` bytes; `info` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_packet_info(
+    packet: *const u8,
+    len: usize,
+    info: *mut TpPacketInfo,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let packet = unsafe { slice(packet, len, "packet")? };
+        let (header, _) = PacketHeader::parse(packet)?;
+        // SAFETY: as above.
+        unsafe { put(info, header.into(), "info") }
+    })
+}

@@ -1,0 +1,217 @@
+//! Schemas and dictionary sets.
+
+// `#[no_mangle]` exports; pointers are dereferenced only through
+// `boundary`, each call in an `unsafe` block stating the caller's contract.
+#![allow(unsafe_code)]
+
+use tickpack::dictset::DictionarySet;
+use tickpack::Schema;
+
+use crate::boundary::{call, free, get, new_handle, put, text};
+use crate::error::{Error, TpStatus};
+use crate::{TpDictSet, TpSchema};
+
+fn parse(
+    text_ptr: *const u8,
+    len: usize,
+    out: *mut *mut TpSchema,
+    parse: fn(&str) -> Result<Schema, tickpack::SchemaError>,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: the caller passes `len` readable bytes at `text_ptr`.
+        let text = unsafe { text(text_ptr, len, "text")? };
+        let schema = parse(text)?;
+        // SAFETY: the caller passes a writable `out`.
+        unsafe { new_handle(out, schema) }
+    })
+}
+
+/// Parses a schema from JSON text (`len` bytes of UTF-8 at `text`, no NUL
+/// needed) into a new handle in `*out`.
+///
+/// The format is the one of tickpack's `Schema::from_json`:
+/// `{"entities":[{"name":"car","fields":[{"name":"pos","type":"f32","len":3}]}]}`.
+///
+/// # Safety
+/// `text` is valid for reads of `len` bytes; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_from_json(
+    text: *const u8,
+    len: usize,
+    out: *mut *mut TpSchema,
+) -> TpStatus {
+    parse(text, len, out, Schema::from_json)
+}
+
+/// Parses a schema from TOML text (`len` bytes of UTF-8 at `text`) into a
+/// new handle in `*out`; same fields as the JSON form.
+///
+/// # Safety
+/// `text` is valid for reads of `len` bytes; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_from_toml(
+    text: *const u8,
+    len: usize,
+    out: *mut *mut TpSchema,
+) -> TpStatus {
+    parse(text, len, out, Schema::from_toml)
+}
+
+/// Frees a schema. Null is accepted and does nothing. Handles made from it
+/// (snapshots, encoders, sessions) stay valid: they hold their own copy.
+///
+/// # Safety
+/// `schema` is null or a live `TpSchema` not used again.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_free(schema: *mut TpSchema) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { free(schema) })
+}
+
+/// Writes the schema's 32-bit id (the one packets carry) to `*id`.
+///
+/// # Safety
+/// `schema` is a live handle; `id` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_id(schema: *const TpSchema, id: *mut u32) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        // SAFETY: as above.
+        unsafe { put(id, schema.id(), "id") }
+    })
+}
+
+/// Writes the number of entity types (snapshot sections) to `*count`.
+///
+/// # Safety
+/// `schema` is a live handle; `count` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_entity_types(
+    schema: *const TpSchema,
+    count: *mut usize,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        // SAFETY: as above.
+        unsafe { put(count, schema.sections().len(), "count") }
+    })
+}
+
+/// Writes the record size in bytes of entity type `entity_type` (0-based,
+/// in schema order) to `*size`: the `sizeof` of the matching C struct,
+/// which must have no padding.
+///
+/// # Safety
+/// `schema` is a live handle; `size` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_record_size(
+    schema: *const TpSchema,
+    entity_type: usize,
+    size: *mut usize,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        let ty = schema.sections().get(entity_type).ok_or_else(|| {
+            Error::invalid(format_args!(
+                "entity type {entity_type} is past the schema's {}",
+                schema.sections().len()
+            ))
+        })?;
+        // SAFETY: as above.
+        unsafe { put(size, ty.record_size(), "size") }
+    })
+}
+
+/// Finds an entity type by name (`len` bytes of UTF-8 at `name`) and
+/// writes its index to `*entity_type`; `TP_STATUS_INVALID_ARGUMENT` when
+/// the schema has no such type.
+///
+/// # Safety
+/// `schema` is a live handle; `name` is valid for reads of `len` bytes;
+/// `entity_type` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_schema_entity_type_index(
+    schema: *const TpSchema,
+    name: *const u8,
+    len: usize,
+    entity_type: *mut usize,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let (schema, name) = unsafe { (get(schema)?, text(name, len, "name")?) };
+        let index = schema
+            .sections()
+            .iter()
+            .position(|t| t.name() == name)
+            .ok_or_else(|| Error::invalid(format_args!("no entity type named {name:?}")))?;
+        // SAFETY: as above.
+        unsafe { put(entity_type, index, "entity_type") }
+    })
+}
+
+/// Loads the dictionary set in directory `dir` (`len` bytes of UTF-8, no
+/// NUL needed): its `manifest.json` and dictionaries, verifying sizes,
+/// SHA-256 hashes and ids as the Rust API does.
+///
+/// # Safety
+/// `dir` is valid for reads of `len` bytes; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_dictset_load(
+    dir: *const u8,
+    len: usize,
+    out: *mut *mut TpDictSet,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let dir = unsafe { text(dir, len, "dir")? };
+        let set = DictionarySet::load(dir)?;
+        // SAFETY: as above.
+        unsafe { new_handle(out, set) }
+    })
+}
+
+/// Frees a dictionary set. Null is accepted and does nothing.
+///
+/// # Safety
+/// `set` is null or a live `TpDictSet` not used again.
+#[no_mangle]
+pub unsafe extern "C" fn tp_dictset_free(set: *mut TpDictSet) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { free(set) })
+}
+
+/// Writes the set's 32-bit id to `*id`.
+///
+/// # Safety
+/// `set` is a live handle; `id` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_dictset_id(set: *const TpDictSet, id: *mut u32) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let set = unsafe { get(set)? };
+        // SAFETY: as above.
+        unsafe { put(id, set.id(), "id") }
+    })
+}
+
+/// Writes a new handle to the set's schema (the layout it was trained for,
+/// with the trained delta operators) to `*out`. Snapshots, encoders and
+/// sessions used with the set must be made from this schema.
+///
+/// # Safety
+/// `set` is a live handle; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_dictset_schema(
+    set: *const TpDictSet,
+    out: *mut *mut TpSchema,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let set = unsafe { get(set)? };
+        // SAFETY: as above.
+        unsafe { new_handle(out, set.schema().clone()) }
+    })
+}
