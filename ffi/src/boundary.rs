@@ -169,16 +169,20 @@ unsafe fn slot<'a>(ptr: *const Slot, name: &str) -> Result<&'a Slot, Error> {
             format_args!("{name} is not a handle (misaligned)"),
         ));
     }
-    // SAFETY: non-null and aligned; by the caller's contract it is a live
-    // `Slot` made by `new_handle` and not mutably borrowed.
-    let slot = unsafe { &*ptr };
-    if slot.magic != MAGIC {
+    // SAFETY: non-null and aligned; by the caller's contract it points to
+    // a live `Slot`. Only the magic is read, through the raw pointer, so
+    // memory that is not a slot at all is rejected before any reference
+    // to it exists.
+    let magic = unsafe { core::ptr::addr_of!((*ptr).magic).read() };
+    if magic != MAGIC {
         return Err(Error::new(
             TpStatus::WrongHandle,
             format_args!("{name} is not a tickpack handle"),
         ));
     }
-    Ok(slot)
+    // SAFETY: a live `Slot` made by `new_handle` (the magic agrees), not
+    // mutably borrowed by the caller's contract.
+    Ok(unsafe { &*ptr })
 }
 
 fn wrong_kind<K: Kind>(object: &Object) -> Error {

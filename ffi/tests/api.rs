@@ -1,0 +1,643 @@
+//! The C API called from Rust as C would call it: round trips through
+//! every handle kind, and each failure mode giving its status code and a
+//! message.
+
+// These tests call the `unsafe extern "C"` functions directly.
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+use std::ptr::{null, null_mut};
+
+use tickpack_ffi::codec::*;
+use tickpack_ffi::schema::*;
+use tickpack_ffi::session::*;
+use tickpack_ffi::snapshot::*;
+use tickpack_ffi::*;
+
+/// Calls the C API. Every call site passes live handles from this file
+/// and pointers to local buffers of the lengths it states.
+macro_rules! ffi {
+    ($e:expr) => {
+        // SAFETY: see the macro's documentation.
+        unsafe { $e }
+    };
+}
+
+const SCHEMA: &str = r#"{"entities":[
+    {"name":"car","fields":[{"name":"pos","type":"f32","len":3},{"name":"lap","type":"u8"}]},
+    {"name":"flag","fields":[{"name":"team","type":"u16"}]}]}"#;
+const CAR: usize = 13;
+
+fn last_message() -> String {
+    // SAFETY: the message is never null and NUL-terminated.
+    unsafe { CStr::from_ptr(tp_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[track_caller]
+fn ok(status: TpStatus) {
+    assert_eq!(status, TpStatus::Ok, "{}", last_message());
+}
+
+#[track_caller]
+fn fails(status: TpStatus, expected: TpStatus, message: &str) {
+    assert_eq!(status, expected);
+    let m = last_message();
+    assert!(m.contains(message), "message {m:?} lacks {message:?}");
+}
+
+fn schema() -> *mut TpSchema {
+    let mut s = null_mut();
+    ok(ffi!(tp_schema_from_json(
+        SCHEMA.as_ptr(),
+        SCHEMA.len(),
+        &mut s
+    )));
+    s
+}
+
+fn car(x: f32, lap: u8) -> [u8; CAR] {
+    let mut r = [0u8; CAR];
+    for k in 0..3 {
+        r[k * 4..k * 4 + 4].copy_from_slice(&(x + k as f32).to_le_bytes());
+    }
+    r[12] = lap;
+    r
+}
+
+fn snapshot_with(schema: *const TpSchema, ids: &[u32], cars: &[[u8; CAR]]) -> *mut TpSnapshot {
+    let mut s = null_mut();
+    ok(ffi!(tp_snapshot_new(schema, &mut s)));
+    ok(ffi!(tp_snapshot_set_section(
+        s,
+        0,
+        ids.as_ptr(),
+        cars.as_ptr().cast(),
+        ids.len(),
+        CAR
+    )));
+    s
+}
+
+#[test]
+fn schema_queries() {
+    let s = schema();
+    let (mut id, mut types, mut size, mut index) = (0u32, 0usize, 0usize, 0usize);
+    ok(ffi!(tp_schema_id(s, &mut id)));
+    assert_eq!(id, tickpack::Schema::from_json(SCHEMA).unwrap().id());
+    ok(ffi!(tp_schema_entity_types(s, &mut types)));
+    assert_eq!(types, 2);
+    ok(ffi!(tp_schema_record_size(s, 0, &mut size)));
+    assert_eq!(size, CAR);
+    ok(ffi!(tp_schema_entity_type_index(
+        s,
+        "flag".as_ptr(),
+        4,
+        &mut index
+    )));
+    assert_eq!(index, 1);
+    fails(
+        ffi!(tp_schema_record_size(s, 2, &mut size)),
+        TpStatus::InvalidArgument,
+        "entity type 2",
+    );
+    fails(
+        ffi!(tp_schema_entity_type_index(
+            s,
+            "boat".as_ptr(),
+            4,
+            &mut index
+        )),
+        TpStatus::InvalidArgument,
+        "boat",
+    );
+    ok(ffi!(tp_schema_free(s)));
+
+    let toml = "[[entities]]\nname = \"car\"\nfields = [{ name = \"x\", type = \"f32\" }]\n";
+    let mut t = null_mut();
+    ok(ffi!(tp_schema_from_toml(toml.as_ptr(), toml.len(), &mut t)));
+    ok(ffi!(tp_schema_record_size(t, 0, &mut size)));
+    assert_eq!(size, 4);
+    ok(ffi!(tp_schema_free(t)));
+}
+
+#[test]
+fn bad_schema_text() {
+    let mut s = null_mut();
+    let bad = r#"{"entities":[]}"#;
+    fails(
+        ffi!(tp_schema_from_json(bad.as_ptr(), bad.len(), &mut s)),
+        TpStatus::Schema,
+        "schema",
+    );
+    assert!(s.is_null());
+    let not_utf8 = [0xffu8, 0xfe];
+    fails(
+        ffi!(tp_schema_from_json(not_utf8.as_ptr(), 2, &mut s)),
+        TpStatus::InvalidArgument,
+        "utf-8",
+    );
+    fails(
+        ffi!(tp_schema_from_json(null(), 5, &mut s)),
+        TpStatus::NullPointer,
+        "text is null",
+    );
+    fails(
+        ffi!(tp_schema_from_json(
+            SCHEMA.as_ptr(),
+            SCHEMA.len(),
+            null_mut()
+        )),
+        TpStatus::NullPointer,
+        "handle out-parameter",
+    );
+}
+
+#[test]
+fn sections_sort_refuse_duplicates_and_read_back() {
+    let s = schema();
+    let snap = snapshot_with(s, &[9, 3, 5], &[car(9.0, 1), car(3.0, 2), car(5.0, 3)]);
+    let mut count = 0usize;
+    ok(ffi!(tp_snapshot_section_len(snap, 0, &mut count)));
+    assert_eq!(count, 3);
+
+    let mut ids = [0u32; 3];
+    let mut recs = [[0u8; CAR]; 3];
+    fails(
+        ffi!(tp_snapshot_get_section(
+            snap,
+            0,
+            ids.as_mut_ptr(),
+            recs.as_mut_ptr().cast(),
+            2,
+            CAR,
+            &mut count
+        )),
+        TpStatus::BufferTooSmall,
+        "needs 3",
+    );
+    assert_eq!((count, ids), (3, [0; 3]), "nothing copied when too small");
+    ok(ffi!(tp_snapshot_get_section(
+        snap,
+        0,
+        ids.as_mut_ptr(),
+        recs.as_mut_ptr().cast(),
+        3,
+        CAR,
+        &mut count
+    )));
+    assert_eq!(ids, [3, 5, 9]);
+    assert_eq!(recs, [car(3.0, 2), car(5.0, 3), car(9.0, 1)]);
+    fails(
+        ffi!(tp_snapshot_get_section(
+            snap,
+            0,
+            null_mut(),
+            null_mut(),
+            3,
+            4,
+            &mut count
+        )),
+        TpStatus::InvalidArgument,
+        "record size 4",
+    );
+
+    let dup = [1u32, 1];
+    let two = [car(0.0, 0), car(1.0, 1)];
+    fails(
+        ffi!(tp_snapshot_set_section(
+            snap,
+            0,
+            dup.as_ptr(),
+            two.as_ptr().cast(),
+            2,
+            CAR
+        )),
+        TpStatus::InvalidArgument,
+        "appears twice",
+    );
+    fails(
+        ffi!(tp_snapshot_set_section(
+            snap,
+            0,
+            null(),
+            two.as_ptr().cast(),
+            2,
+            CAR
+        )),
+        TpStatus::NullPointer,
+        "ids",
+    );
+    // Refused calls leave the section as it was.
+    ok(ffi!(tp_snapshot_section_len(snap, 0, &mut count)));
+    assert_eq!(count, 3);
+    ok(ffi!(tp_snapshot_clear(snap)));
+    ok(ffi!(tp_snapshot_section_len(snap, 0, &mut count)));
+    assert_eq!(count, 0);
+    ok(ffi!(tp_snapshot_free(snap)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
+#[test]
+fn handles_of_the_wrong_kind_are_refused() {
+    let s = schema();
+    let snap = snapshot_with(s, &[1], &[car(1.0, 1)]);
+    let mut size = 0usize;
+    fails(
+        ffi!(tp_schema_record_size(snap.cast(), 0, &mut size)),
+        TpStatus::WrongHandle,
+        "expected a TpSchema, got a TpSnapshot",
+    );
+    fails(
+        ffi!(tp_schema_free(snap.cast())),
+        TpStatus::WrongHandle,
+        "expected a TpSchema",
+    );
+    // Memory that is no handle at all.
+    let fake = [0u64; 8];
+    fails(
+        ffi!(tp_snapshot_clear(fake.as_ptr().cast_mut().cast())),
+        TpStatus::WrongHandle,
+        "not a tickpack handle",
+    );
+    // Null handles, and freeing null.
+    fails(
+        ffi!(tp_snapshot_clear(null_mut())),
+        TpStatus::NullPointer,
+        "TpSnapshot is null",
+    );
+    ok(ffi!(tp_snapshot_free(null_mut())));
+    // The same handle as two arguments of one call.
+    let mut enc = null_mut();
+    ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
+    let mut buf = [0u8; 256];
+    let mut n = 0usize;
+    fails(
+        ffi!(tp_encoder_encode(
+            enc,
+            enc.cast(),
+            0,
+            null(),
+            0,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )),
+        TpStatus::InvalidArgument,
+        "passed twice",
+    );
+    ok(ffi!(tp_encoder_free(enc)));
+    ok(ffi!(tp_snapshot_free(snap)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
+#[test]
+fn encoder_and_decoder_round_trip_with_a_baseline() {
+    let s = schema();
+    let t0 = snapshot_with(s, &[1, 2], &[car(1.0, 0), car(2.0, 0)]);
+    let t1 = snapshot_with(s, &[2, 3], &[car(2.5, 1), car(3.0, 0)]);
+    let (mut enc, mut dec, mut got0, mut got1) = (null_mut(), null_mut(), null_mut(), null_mut());
+    ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
+    ok(ffi!(tp_encoder_set_checksum(enc, true)));
+    ok(ffi!(tp_decoder_new(s, &mut dec)));
+    ok(ffi!(tp_snapshot_new(s, &mut got0)));
+    ok(ffi!(tp_snapshot_new(s, &mut got1)));
+
+    let mut key = [0u8; 512];
+    let (mut n, mut bound) = (0usize, 0usize);
+    ok(ffi!(tp_encoder_max_size(enc, t0, null(), &mut bound)));
+    fails(
+        ffi!(tp_encoder_encode(
+            enc,
+            t0,
+            7,
+            null(),
+            0,
+            key.as_mut_ptr(),
+            3,
+            &mut n
+        )),
+        TpStatus::BufferTooSmall,
+        "out needs",
+    );
+    let needed = n;
+    assert!(needed > 3 && needed <= bound, "{needed} {bound}");
+    ok(ffi!(tp_encoder_encode(
+        enc,
+        t0,
+        7,
+        null(),
+        0,
+        key.as_mut_ptr(),
+        key.len(),
+        &mut n
+    )));
+    assert_eq!(n, needed);
+    let mut info = TpPacketInfo::default();
+    ok(ffi!(tp_decoder_decode(
+        dec,
+        key.as_ptr(),
+        n,
+        null(),
+        0,
+        got0,
+        &mut info
+    )));
+    assert_eq!((info.sequence, info.has_baseline), (7, false));
+    let mut eq = false;
+    ok(ffi!(tp_snapshot_equal(got0, t0, &mut eq)));
+    assert!(eq);
+
+    let mut delta = [0u8; 512];
+    let mut m = 0usize;
+    ok(ffi!(tp_encoder_encode(
+        enc,
+        t1,
+        8,
+        got0,
+        7,
+        delta.as_mut_ptr(),
+        delta.len(),
+        &mut m
+    )));
+    ok(ffi!(tp_packet_info(delta.as_ptr(), m, &mut info)));
+    assert_eq!(
+        (info.sequence, info.has_baseline, info.baseline),
+        (8, true, 7)
+    );
+    fails(
+        ffi!(tp_decoder_decode(
+            dec,
+            delta.as_ptr(),
+            m,
+            null(),
+            0,
+            got1,
+            null_mut()
+        )),
+        TpStatus::Decode,
+        "baseline",
+    );
+    ok(ffi!(tp_decoder_decode(
+        dec,
+        delta.as_ptr(),
+        m,
+        got0,
+        7,
+        got1,
+        null_mut()
+    )));
+    ok(ffi!(tp_snapshot_equal(got1, t1, &mut eq)));
+    assert!(eq);
+
+    // Every truncation of the delta is refused with a typed error.
+    for len in 0..m {
+        let st = ffi!(tp_decoder_decode(
+            dec,
+            delta.as_ptr(),
+            len,
+            got0,
+            7,
+            got1,
+            null_mut()
+        ));
+        assert_eq!(st, TpStatus::Decode, "length {len}");
+    }
+    for h in [got1, got0, t1, t0] {
+        ok(ffi!(tp_snapshot_free(h)));
+    }
+    ok(ffi!(tp_decoder_free(dec)));
+    ok(ffi!(tp_encoder_free(enc)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
+#[test]
+fn dictionary_set_from_a_directory() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../dictionaries/cube-pile/1");
+    let mut set = null_mut();
+    ok(ffi!(tp_dictset_load(dir.as_ptr(), dir.len(), &mut set)));
+    let (mut s, mut enc, mut dec, mut got) = (null_mut(), null_mut(), null_mut(), null_mut());
+    ok(ffi!(tp_dictset_schema(set, &mut s)));
+    let (mut size, mut set_id) = (0usize, 0u32);
+    ok(ffi!(tp_schema_record_size(s, 0, &mut size)));
+    ok(ffi!(tp_dictset_id(set, &mut set_id)));
+    assert_ne!(set_id, 0);
+
+    let mut world = null_mut();
+    ok(ffi!(tp_snapshot_new(s, &mut world)));
+    let ids: Vec<u32> = (0..40).collect();
+    let records: Vec<u8> = (0..40 * size).map(|i| (i % 7) as u8).collect();
+    ok(ffi!(tp_snapshot_set_section(
+        world,
+        0,
+        ids.as_ptr(),
+        records.as_ptr().cast(),
+        40,
+        size
+    )));
+    ok(ffi!(tp_encoder_from_dictset(
+        set,
+        TP_DEFAULT_LEVEL,
+        &mut enc
+    )));
+    ok(ffi!(tp_decoder_from_dictset(set, &mut dec)));
+    ok(ffi!(tp_snapshot_new(s, &mut got)));
+    let mut packet = vec![0u8; 64 * 1024];
+    let mut n = 0usize;
+    ok(ffi!(tp_encoder_encode(
+        enc,
+        world,
+        0,
+        null(),
+        0,
+        packet.as_mut_ptr(),
+        packet.len(),
+        &mut n
+    )));
+    let mut info = TpPacketInfo::default();
+    ok(ffi!(tp_decoder_decode(
+        dec,
+        packet.as_ptr(),
+        n,
+        null(),
+        0,
+        got,
+        &mut info
+    )));
+    assert!(info.has_dictionary, "keyframes use the set's dictionary");
+    let mut eq = false;
+    ok(ffi!(tp_snapshot_equal(got, world, &mut eq)));
+    assert!(eq);
+
+    // A server with the set needs the set's schema.
+    let plain = schema();
+    let mut server = null_mut();
+    fails(
+        ffi!(tp_server_new(plain, set, null(), &mut server)),
+        TpStatus::InvalidArgument,
+        "tp_dictset_schema",
+    );
+    ok(ffi!(tp_server_new(s, set, null(), &mut server)));
+    ok(ffi!(tp_server_free(server)));
+
+    let missing = "/nonexistent/set";
+    let mut none = null_mut();
+    fails(
+        ffi!(tp_dictset_load(missing.as_ptr(), missing.len(), &mut none)),
+        TpStatus::Dictionary,
+        "dictionary set",
+    );
+    ok(ffi!(tp_schema_free(plain)));
+    for h in [got, world] {
+        ok(ffi!(tp_snapshot_free(h)));
+    }
+    ok(ffi!(tp_decoder_free(dec)));
+    ok(ffi!(tp_encoder_free(enc)));
+    ok(ffi!(tp_schema_free(s)));
+    ok(ffi!(tp_dictset_free(set)));
+}
+
+#[test]
+fn session_errors_and_outcomes() {
+    let s = schema();
+    let (mut server, mut client, mut seen) = (null_mut(), null_mut(), null_mut());
+    let bad = TpServerConfig {
+        history: 0,
+        ..TpServerConfig::default()
+    };
+    fails(
+        ffi!(tp_server_new(s, null(), &bad, &mut server)),
+        TpStatus::Session,
+        "history",
+    );
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    ok(ffi!(tp_client_new(s, null(), null(), &mut client)));
+    ok(ffi!(tp_snapshot_new(s, &mut seen)));
+    let mut buf = [0u8; 1024];
+    let mut n = 0usize;
+    fails(
+        ffi!(tp_server_encode(
+            server,
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )),
+        TpStatus::Session,
+        "before begin_tick",
+    );
+    fails(
+        ffi!(tp_client_latest(client, seen, null_mut())),
+        TpStatus::Empty,
+        "no packet applied",
+    );
+
+    let world = snapshot_with(s, &[4], &[car(4.0, 4)]);
+    let mut seq = 0u16;
+    ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+    fails(
+        ffi!(tp_server_encode(
+            server,
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )),
+        TpStatus::Session,
+        "no client with id 1",
+    );
+    ok(ffi!(tp_server_add_client(server, 1)));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+
+    let mut r = TpReceived {
+        outcome: TpOutcome::Undecodable,
+        sequence: 0,
+        has_baseline: false,
+        baseline: 0,
+    };
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!(
+        (r.outcome, r.sequence, r.has_baseline),
+        (TpOutcome::Applied, seq, false)
+    );
+    assert_eq!(last_message(), "");
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!(r.outcome, TpOutcome::Stale);
+    assert!(last_message().contains("not newer"), "{}", last_message());
+
+    let mut latest = 0u16;
+    ok(ffi!(tp_client_latest(client, seen, &mut latest)));
+    let mut eq = false;
+    ok(ffi!(tp_snapshot_equal(seen, world, &mut eq)));
+    assert!(eq && latest == seq);
+
+    let mut msg = [0u8; TP_CLIENT_MESSAGE_MAX];
+    let mut m = 0usize;
+    fails(
+        ffi!(tp_client_message(client, 1, msg.as_mut_ptr(), 2, &mut m)),
+        TpStatus::BufferTooSmall,
+        "needs 5",
+    );
+    ok(ffi!(tp_client_message(
+        client,
+        1,
+        msg.as_mut_ptr(),
+        msg.len(),
+        &mut m
+    )));
+    let mut from = 0u16;
+    ok(ffi!(tp_server_on_message(
+        server,
+        msg.as_ptr(),
+        m,
+        &mut from
+    )));
+    assert_eq!(from, 1);
+    fails(
+        ffi!(tp_server_on_message(server, msg.as_ptr(), 1, &mut from)),
+        TpStatus::Session,
+        "client message",
+    );
+
+    // The next tick is a delta against the acked one.
+    ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!((r.outcome, r.has_baseline), (TpOutcome::Applied, true));
+    let mut stats = TpServerStats::default();
+    ok(ffi!(tp_server_stats(server, &mut stats)));
+    assert_eq!((stats.packets, stats.full), (2, 1));
+
+    let mut was = false;
+    ok(ffi!(tp_server_remove_client(server, 1, &mut was)));
+    assert!(was);
+    ok(ffi!(tp_server_remove_client(server, 1, &mut was)));
+    assert!(!was);
+    ok(ffi!(tp_snapshot_free(world)));
+    ok(ffi!(tp_snapshot_free(seen)));
+    ok(ffi!(tp_client_free(client)));
+    ok(ffi!(tp_server_free(server)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
+#[test]
+fn status_names() {
+    // SAFETY: `tp_status_name` returns static NUL-terminated strings.
+    let name = |s: i32| unsafe { CStr::from_ptr(tp_status_name(s)) };
+    assert_eq!(name(3).to_str(), Ok("TP_STATUS_BUFFER_TOO_SMALL"));
+    assert_eq!(name(TpStatus::Panic as i32).to_str(), Ok("TP_STATUS_PANIC"));
+    assert_eq!(name(-1).to_str(), Ok("TP_STATUS_UNKNOWN"));
+}
