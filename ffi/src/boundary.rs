@@ -55,6 +55,12 @@ impl Object {
     }
 }
 
+// Handles may move between threads (the header promises it).
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Object>();
+};
+
 /// The allocation behind every handle.
 struct Slot {
     magic: u64,

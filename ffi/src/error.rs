@@ -186,11 +186,16 @@ pub(crate) fn set_last(message: Option<&str>) {
 #[no_mangle]
 pub extern "C" fn tp_last_error_message() -> *const c_char {
     const EMPTY: &[u8] = b"\0";
-    LAST.try_with(|l| match l.try_borrow() {
-        Ok(l) => l.as_ref().map_or(EMPTY.as_ptr().cast(), |m| m.as_ptr()),
-        Err(_) => EMPTY.as_ptr().cast(),
+    let empty = EMPTY.as_ptr().cast();
+    // Not through `call`, which would clear the message being asked for.
+    std::panic::catch_unwind(|| {
+        LAST.try_with(|l| match l.try_borrow() {
+            Ok(l) => l.as_ref().map_or(empty, |m| m.as_ptr()),
+            Err(_) => empty,
+        })
+        .unwrap_or(empty)
     })
-    .unwrap_or(EMPTY.as_ptr().cast())
+    .unwrap_or(empty)
 }
 
 /// The name of a status code as a static NUL-terminated string
@@ -198,9 +203,14 @@ pub extern "C" fn tp_last_error_message() -> *const c_char {
 /// is no status. Never null.
 #[no_mangle]
 pub extern "C" fn tp_status_name(status: i32) -> *const c_char {
-    let name = TpStatus::ALL
-        .iter()
-        .find(|s| **s as i32 == status)
-        .map_or("TP_STATUS_UNKNOWN\0", |s| s.name());
-    name.as_ptr().cast()
+    const UNKNOWN: &str = "TP_STATUS_UNKNOWN\0";
+    std::panic::catch_unwind(|| {
+        TpStatus::ALL
+            .iter()
+            .find(|s| **s as i32 == status)
+            .map_or(UNKNOWN, |s| s.name())
+    })
+    .unwrap_or(UNKNOWN)
+    .as_ptr()
+    .cast()
 }

@@ -1,4 +1,4 @@
-//! The C ABI of [tickpack](tickpack): opaque handles, caller-owned
+//! The C ABI of [`tickpack`]: opaque handles, caller-owned
 //! buffers, status codes, and a header (`include/tickpack.h`) generated
 //! from this crate by cbindgen.
 //!
