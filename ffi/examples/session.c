@@ -5,9 +5,11 @@
  * Every tick the server moves its cars, starts a tick with the new world and
  * encodes one packet per client (a delta against what that client acked).
  * Each client link loses a share of the packets and of the acks in both
- * directions and sometimes delivers two packets in swapped order. After a
- * last few ticks without loss, every client must hold exactly the server's
- * world, read back through the same C structs the server wrote.
+ * directions and sometimes delivers two packets in swapped order. Every
+ * snapshot a client applies must equal the world of the tick it was sent
+ * in, and after a last few ticks without loss every client must hold
+ * exactly the server's world, read back through the same C structs the
+ * server wrote.
  *
  * Build (from the repository root, after `cargo build -p tickpack-ffi`):
  *   cc -std=c99 -Iffi/include ffi/examples/session.c \
@@ -57,6 +59,7 @@ static const char SCHEMA[] =
 #define TICKS 300
 #define SETTLE_TICKS 4
 #define PACKET_CAP 4096
+#define HISTORY 64 /* worlds kept to check what clients apply */
 
 static int failures = 0;
 
@@ -102,12 +105,25 @@ typedef struct Peer {
     Held held;
 } Peer;
 
+/* The server's world of each recent tick, by sequence, and a scratch
+ * snapshot to read a client's state into. */
+static TpSnapshot *history[HISTORY];
+static TpSnapshot *seen;
+
 static void deliver(Peer *peer, TpServer *server, const uint8_t *packet, size_t len) {
     TpReceived r;
     uint8_t msg[TP_CLIENT_MESSAGE_MAX];
     size_t msg_len = 0;
     if (!check(tp_client_receive(peer->client, packet, len, &r), "receive")) {
         return;
+    }
+    if (r.outcome == TP_OUTCOME_APPLIED) {
+        uint16_t latest = 0;
+        bool equal = false;
+        check(tp_client_latest(peer->client, seen, &latest), "latest");
+        expect(latest == r.sequence, "the applied packet is the newest");
+        check(tp_snapshot_equal(seen, history[r.sequence % HISTORY], &equal), "equal");
+        expect(equal, "an applied snapshot is the world of its tick");
     }
     /* Dropped packets are normal on a lossy link: late ones arrive stale,
      * and a delta whose baseline was lost cannot apply. */
@@ -150,7 +166,7 @@ static void move_world(Car *cars, Pickup *pickups, uint32_t *pickup_ids, unsigne
 int main(void) {
     TpSchema *schema = NULL;
     TpServer *server = NULL;
-    TpSnapshot *world = NULL, *seen = NULL;
+    TpSnapshot *world = NULL;
     Peer peers[CLIENTS];
     Car cars[CARS];
     uint32_t car_ids[CARS];
@@ -174,6 +190,9 @@ int main(void) {
     check(tp_server_new(schema, NULL, &config, &server), "server");
     check(tp_snapshot_new(schema, &world), "world");
     check(tp_snapshot_new(schema, &seen), "client view");
+    for (unsigned i = 0; i < HISTORY; i++) {
+        check(tp_snapshot_new(schema, &history[i]), "history");
+    }
     for (unsigned i = 0; i < CLIENTS; i++) {
         peers[i].id = (uint16_t)(10 + i);
         peers[i].loss_percent = losses[i];
@@ -205,6 +224,9 @@ int main(void) {
         size_t needed = 0, written = 0;
         check(tp_snapshot_set_section(world, 0, car_ids, cars, CARS, sizeof(Car)), "cars");
         check(tp_server_begin_tick(server, world, &seq), "begin tick");
+        check(tp_snapshot_set_section(history[seq % HISTORY], 0, car_ids, cars, CARS,
+                                      sizeof(Car)),
+              "history");
         expect(tp_server_encode(server, peers[0].id, packet, 4, &needed) ==
                    TP_STATUS_BUFFER_TOO_SMALL,
                "tiny buffer is too small");
@@ -232,6 +254,12 @@ int main(void) {
         check(tp_snapshot_set_section(world, 1, pickup_ids, pickups, PICKUPS, sizeof(Pickup)),
               "pickups");
         check(tp_server_begin_tick(server, world, &seq), "begin tick");
+        {
+            TpSnapshot *h = history[seq % HISTORY];
+            check(tp_snapshot_set_section(h, 0, car_ids, cars, CARS, sizeof(Car)), "history");
+            check(tp_snapshot_set_section(h, 1, pickup_ids, pickups, PICKUPS, sizeof(Pickup)),
+                  "history");
+        }
         for (unsigned i = 0; i < CLIENTS; i++) {
             Peer *p = &peers[i];
             size_t len = 0;
@@ -301,6 +329,9 @@ int main(void) {
         check(tp_client_free(peers[i].client), "free client");
     }
     check(tp_snapshot_free(seen), "free snapshot");
+    for (unsigned i = 0; i < HISTORY; i++) {
+        check(tp_snapshot_free(history[i]), "free snapshot");
+    }
     check(tp_snapshot_free(world), "free snapshot");
     check(tp_server_free(server), "free server");
     check(tp_schema_free(schema), "free schema");
