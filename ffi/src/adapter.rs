@@ -1,5 +1,6 @@
-//! The one place that calls tickpack's encoding, decoding and session entry
-//! points, so that a change of their signatures touches this file only.
+//! The one place that calls tickpack's encoder, decoder, dictionary-set and
+//! session entry points, so that a change of their signatures touches this
+//! file only. Schemas, snapshots and sections are used directly.
 
 #![forbid(unsafe_code)]
 
@@ -7,7 +8,8 @@ use std::sync::Arc;
 
 use tickpack::dictset::{DictSetError, DictionarySet, SetEncoder};
 use tickpack::session::{
-    Client, ClientConfig, Received, Server, ServerConfig, ServerStats, SessionError, View,
+    Client, ClientConfig, ClientStats, Received, Server, ServerConfig, ServerStats, SessionError,
+    View,
 };
 use tickpack::{Baseline, DecodeError, Decoder, EncodeError, PacketHeader, Schema, Snapshot};
 
@@ -69,6 +71,21 @@ impl Encoder {
     }
 }
 
+/// Loads and verifies the dictionary set in `dir`.
+pub(crate) fn load_set(dir: &str) -> Result<DictionarySet, DictSetError> {
+    DictionarySet::load(dir)
+}
+
+/// A decoder for `schema` without dictionaries.
+pub(crate) fn decoder(schema: Schema) -> Decoder {
+    Decoder::new(schema)
+}
+
+/// A decoder with `set`'s schema and dictionaries.
+pub(crate) fn decoder_from_set(set: &DictionarySet) -> Result<Decoder, DictSetError> {
+    set.decoder()
+}
+
 /// Decodes `packet` against `base` into `out` (left empty on error).
 pub(crate) fn decode(
     decoder: &mut Decoder,
@@ -97,6 +114,21 @@ pub(crate) fn server(
         },
     };
     Server::new(schema, config)
+}
+
+/// Adds (or resets) client `id`.
+pub(crate) fn connect(server: &mut Server, id: u16) {
+    server.connect(id);
+}
+
+/// Removes client `id`; returns whether it was connected.
+pub(crate) fn disconnect(server: &mut Server, id: u16) -> bool {
+    server.disconnect(id)
+}
+
+/// The current tick's sequence.
+pub(crate) fn sequence(server: &Server) -> u16 {
+    server.sequence()
 }
 
 /// Starts a tick with `world`; returns its sequence.
@@ -143,6 +175,11 @@ pub(crate) fn receive(client: &mut Client, packet: &[u8]) -> Received {
 /// The newest applied snapshot and its sequence.
 pub(crate) fn latest(client: &Client) -> Option<(u16, &Snapshot)> {
     client.latest()
+}
+
+/// The client's counters.
+pub(crate) fn client_stats(client: &Client) -> ClientStats {
+    client.stats()
 }
 
 /// The message (ack and full-snapshot request) the client sends now.

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use tickpack::{Decoder, PacketHeader};
+use tickpack::PacketHeader;
 
 use crate::adapter::{self, Encoder};
 use crate::boundary::{
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn tp_decoder_new(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let schema = unsafe { get(schema)? };
-        let decoder = Decoder::new(schema.clone());
+        let decoder = adapter::decoder(schema.clone());
         // SAFETY: as above.
         unsafe { new_handle(out, decoder) }
     })
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn tp_decoder_from_dictset(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let set = unsafe { get(set)? };
-        let decoder = set.decoder()?;
+        let decoder = adapter::decoder_from_set(set)?;
         // SAFETY: as above.
         unsafe { new_handle(out, decoder) }
     })

@@ -4,9 +4,9 @@
 // `boundary`, each call in an `unsafe` block stating the caller's contract.
 #![allow(unsafe_code)]
 
-use tickpack::dictset::DictionarySet;
 use tickpack::Schema;
 
+use crate::adapter;
 use crate::boundary::{call, free, get, new_handle, put, text};
 use crate::error::{Error, TpStatus};
 use crate::{TpDictSet, TpSchema};
@@ -167,7 +167,7 @@ pub unsafe extern "C" fn tp_dictset_load(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let dir = unsafe { text(dir, len, "dir")? };
-        let set = DictionarySet::load(dir)?;
+        let set = adapter::load_set(dir)?;
         // SAFETY: as above.
         unsafe { new_handle(out, set) }
     })

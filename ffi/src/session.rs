@@ -287,7 +287,7 @@ pub unsafe extern "C" fn tp_server_free(server: *mut TpServer) -> TpStatus {
 pub unsafe extern "C" fn tp_server_add_client(server: *mut TpServer, client_id: u16) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        unsafe { get_mut(server)? }.server.connect(client_id);
+        adapter::connect(&mut unsafe { get_mut(server)? }.server, client_id);
         Ok(())
     })
 }
@@ -305,7 +305,7 @@ pub unsafe extern "C" fn tp_server_remove_client(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let removed = unsafe { get_mut(server)? }.server.disconnect(client_id);
+        let removed = adapter::disconnect(&mut unsafe { get_mut(server)? }.server, client_id);
         // SAFETY: as above.
         unsafe { put_opt(was_connected, removed, "was_connected") }
     })
@@ -359,7 +359,7 @@ pub unsafe extern "C" fn tp_server_encode(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let state = unsafe { get_mut(server)? };
-        let sequence = state.server.sequence();
+        let sequence = adapter::sequence(&state.server);
         let bytes = match state.pending.take() {
             Some(p) if p.client == client_id && p.sequence == sequence => p.bytes,
             _ => adapter::send(&mut state.server, client_id)?,
@@ -572,7 +572,7 @@ pub unsafe extern "C" fn tp_client_stats(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let s = unsafe { get::<TpClient>(client)? }.stats();
+        let s = adapter::client_stats(unsafe { get(client)? });
         let s = TpClientStats {
             applied: s.applied,
             full: s.full,
