@@ -18,14 +18,14 @@
 #include <stdint.h>
 
 /**
- * The default zstd level.
- */
-#define TP_DEFAULT_LEVEL 3
-
-/**
  * Largest client message (`tp_client_message`), in bytes.
  */
 #define TP_CLIENT_MESSAGE_MAX 5
+
+/**
+ * The default zstd level.
+ */
+#define TP_DEFAULT_LEVEL 3
 
 /**
  * What a call did. Every function of the API returns one; `TP_STATUS_OK`
@@ -178,6 +178,72 @@ typedef struct TpServer TpServer;
 typedef struct TpSnapshot TpSnapshot;
 
 /**
+ * Client settings; `tp_client_config_default` fills in the defaults.
+ */
+typedef struct TpClientConfig {
+  /**
+   * Snapshots kept, at least the server's `history` (default 32).
+   */
+  size_t history;
+  /**
+   * The server's `max_entities_per_section`.
+   */
+  size_t max_entities_per_section;
+  /**
+   * The server's `max_decoded_bytes`.
+   */
+  size_t max_decoded_bytes;
+} TpClientConfig;
+
+/**
+ * The result of `tp_client_receive`.
+ */
+typedef struct TpReceived {
+  /**
+   * Applied, or why not.
+   */
+  TpOutcome outcome;
+  /**
+   * The packet's sequence (0 when undecodable).
+   */
+  uint16_t sequence;
+  /**
+   * Whether the packet named a baseline.
+   */
+  bool has_baseline;
+  /**
+   * That baseline, when `has_baseline`.
+   */
+  uint16_t baseline;
+} TpReceived;
+
+/**
+ * Client counters.
+ */
+typedef struct TpClientStats {
+  /**
+   * Packets applied.
+   */
+  uint64_t applied;
+  /**
+   * Of those, full snapshots.
+   */
+  uint64_t full;
+  /**
+   * Dropped as late or duplicate.
+   */
+  uint64_t stale;
+  /**
+   * Dropped for a baseline not held.
+   */
+  uint64_t unknown_baseline;
+  /**
+   * Dropped as malformed or with a wrong checksum.
+   */
+  uint64_t undecodable;
+} TpClientStats;
+
+/**
  * What a packet header says.
  */
 typedef struct TpPacketInfo {
@@ -257,24 +323,6 @@ typedef struct TpServerConfig {
 } TpServerConfig;
 
 /**
- * Client settings; `tp_client_config_default` fills in the defaults.
- */
-typedef struct TpClientConfig {
-  /**
-   * Snapshots kept, at least the server's `history` (default 32).
-   */
-  size_t history;
-  /**
-   * The server's `max_entities_per_section`.
-   */
-  size_t max_entities_per_section;
-  /**
-   * The server's `max_decoded_bytes`.
-   */
-  size_t max_decoded_bytes;
-} TpClientConfig;
-
-/**
  * Server counters.
  */
 typedef struct TpServerStats {
@@ -296,57 +344,93 @@ typedef struct TpServerStats {
   uint64_t bytes;
 } TpServerStats;
 
-/**
- * The result of `tp_client_receive`.
- */
-typedef struct TpReceived {
-  /**
-   * Applied, or why not.
-   */
-  TpOutcome outcome;
-  /**
-   * The packet's sequence (0 when undecodable).
-   */
-  uint16_t sequence;
-  /**
-   * Whether the packet named a baseline.
-   */
-  bool has_baseline;
-  /**
-   * That baseline, when `has_baseline`.
-   */
-  uint16_t baseline;
-} TpReceived;
-
-/**
- * Client counters.
- */
-typedef struct TpClientStats {
-  /**
-   * Packets applied.
-   */
-  uint64_t applied;
-  /**
-   * Of those, full snapshots.
-   */
-  uint64_t full;
-  /**
-   * Dropped as late or duplicate.
-   */
-  uint64_t stale;
-  /**
-   * Dropped for a baseline not held.
-   */
-  uint64_t unknown_baseline;
-  /**
-   * Dropped as malformed or with a wrong checksum.
-   */
-  uint64_t undecodable;
-} TpClientStats;
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Writes the default client settings to `*config`.
+ *
+ * # Safety
+ * `config` is valid for a write.
+ */
+TpStatus tp_client_config_default(struct TpClientConfig *config);
+
+/**
+ * Makes a session client for `schema` in `*out`. With `set` non-null it
+ * holds the set's dictionaries, and `schema` must be the set's. `config`
+ * null means the defaults.
+ *
+ * # Safety
+ * `schema` is a live handle, `set` null or one; `config` is null or valid
+ * for a read; `out` is valid for a write.
+ */
+TpStatus tp_client_new(const struct TpSchema *schema,
+                       const struct TpDictSet *set,
+                       const struct TpClientConfig *config,
+                       struct TpClient **out);
+
+/**
+ * Frees a client. Null is accepted and does nothing.
+ *
+ * # Safety
+ * `client` is null or a live `TpClient` not used again.
+ */
+TpStatus tp_client_free(struct TpClient *client);
+
+/**
+ * Takes one packet from the server (`len` bytes at `packet`) and writes
+ * what happened to `*result`: applied, or dropped with the reason. A
+ * dropped packet is not an error (the call returns `TP_STATUS_OK`, the
+ * client's state is unchanged, and `tp_last_error_message` describes the
+ * reason); any bytes at all are safe to pass.
+ *
+ * # Safety
+ * `client` is a live handle; `packet` is valid for reads of `len` bytes;
+ * `result` is valid for a write.
+ */
+TpStatus tp_client_receive(struct TpClient *client,
+                           const uint8_t *packet,
+                           size_t len,
+                           struct TpReceived *result);
+
+/**
+ * Copies the client's newest applied snapshot into `out` (replacing its
+ * contents) and writes its sequence to `*sequence` unless that is null;
+ * `TP_STATUS_EMPTY` while no packet has been applied.
+ *
+ * # Safety
+ * `client` and `out` are live handles; `sequence` is null or valid for a
+ * write.
+ */
+TpStatus tp_client_latest(const struct TpClient *client,
+                          struct TpSnapshot *out,
+                          uint16_t *sequence);
+
+/**
+ * Writes the message to send the server now into `out` (room for
+ * `capacity` bytes, `TP_CLIENT_MESSAGE_MAX` is always enough) and its
+ * length to `*written`: `client_id`, the newest applied sequence (the
+ * ack), and whether a full snapshot is needed. Send it after every
+ * received packet, or at least every tick.
+ *
+ * # Safety
+ * `client` is a live handle; `out` is valid for writes of `capacity`
+ * bytes; `written` is valid for a write.
+ */
+TpStatus tp_client_message(const struct TpClient *client,
+                           uint16_t client_id,
+                           uint8_t *out,
+                           size_t capacity,
+                           size_t *written);
+
+/**
+ * Writes the client's counters to `*stats`.
+ *
+ * # Safety
+ * `client` is a live handle; `stats` is valid for a write.
+ */
+TpStatus tp_client_stats(const struct TpClient *client, struct TpClientStats *stats);
 
 /**
  * Makes an encoder for `schema` at zstd level `level` (`TP_DEFAULT_LEVEL`
@@ -482,7 +566,7 @@ TpStatus tp_packet_info(const uint8_t *packet, size_t len, struct TpPacketInfo *
 /**
  * The message describing the last call made on this thread: empty after a
  * success, a sentence after a failure, the reason after a dropped packet
- * ([`tp_client_receive`](crate::session::tp_client_receive)). Never null.
+ * ([`tp_client_receive`](crate::client::tp_client_receive)). Never null.
  * The text is owned by the library and stays valid until the next call
  * into the library on this thread; copy it to keep it.
  */
@@ -610,14 +694,6 @@ TpStatus tp_dictset_schema(const struct TpDictSet *set, struct TpSchema **out);
 TpStatus tp_server_config_default(struct TpServerConfig *config);
 
 /**
- * Writes the default client settings to `*config`.
- *
- * # Safety
- * `config` is valid for a write.
- */
-TpStatus tp_client_config_default(struct TpClientConfig *config);
-
-/**
  * Makes a session server for `schema` in `*out`. With `set` non-null it
  * compresses with the set's dictionaries, and `schema` must be the set's
  * (`tp_dictset_schema`). `config` null means the defaults.
@@ -714,82 +790,6 @@ TpStatus tp_server_on_message(struct TpServer *server,
  * `server` is a live handle; `stats` is valid for a write.
  */
 TpStatus tp_server_stats(const struct TpServer *server, struct TpServerStats *stats);
-
-/**
- * Makes a session client for `schema` in `*out`. With `set` non-null it
- * holds the set's dictionaries, and `schema` must be the set's. `config`
- * null means the defaults.
- *
- * # Safety
- * `schema` is a live handle, `set` null or one; `config` is null or valid
- * for a read; `out` is valid for a write.
- */
-TpStatus tp_client_new(const struct TpSchema *schema,
-                       const struct TpDictSet *set,
-                       const struct TpClientConfig *config,
-                       struct TpClient **out);
-
-/**
- * Frees a client. Null is accepted and does nothing.
- *
- * # Safety
- * `client` is null or a live `TpClient` not used again.
- */
-TpStatus tp_client_free(struct TpClient *client);
-
-/**
- * Takes one packet from the server (`len` bytes at `packet`) and writes
- * what happened to `*result`: applied, or dropped with the reason. A
- * dropped packet is not an error (the call returns `TP_STATUS_OK`, the
- * client's state is unchanged, and `tp_last_error_message` describes the
- * reason); any bytes at all are safe to pass.
- *
- * # Safety
- * `client` is a live handle; `packet` is valid for reads of `len` bytes;
- * `result` is valid for a write.
- */
-TpStatus tp_client_receive(struct TpClient *client,
-                           const uint8_t *packet,
-                           size_t len,
-                           struct TpReceived *result);
-
-/**
- * Copies the client's newest applied snapshot into `out` (replacing its
- * contents) and writes its sequence to `*sequence` unless that is null;
- * `TP_STATUS_EMPTY` while no packet has been applied.
- *
- * # Safety
- * `client` and `out` are live handles; `sequence` is null or valid for a
- * write.
- */
-TpStatus tp_client_latest(const struct TpClient *client,
-                          struct TpSnapshot *out,
-                          uint16_t *sequence);
-
-/**
- * Writes the message to send the server now into `out` (room for
- * `capacity` bytes, `TP_CLIENT_MESSAGE_MAX` is always enough) and its
- * length to `*written`: `client_id`, the newest applied sequence (the
- * ack), and whether a full snapshot is needed. Send it after every
- * received packet, or at least every tick.
- *
- * # Safety
- * `client` is a live handle; `out` is valid for writes of `capacity`
- * bytes; `written` is valid for a write.
- */
-TpStatus tp_client_message(const struct TpClient *client,
-                           uint16_t client_id,
-                           uint8_t *out,
-                           size_t capacity,
-                           size_t *written);
-
-/**
- * Writes the client's counters to `*stats`.
- *
- * # Safety
- * `client` is a live handle; `stats` is valid for a write.
- */
-TpStatus tp_client_stats(const struct TpClient *client, struct TpClientStats *stats);
 
 /**
  * Makes an empty snapshot (no entities) for `schema` in `*out`.

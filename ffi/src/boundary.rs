@@ -24,7 +24,7 @@ use tickpack::{Decoder, Schema, Snapshot};
 
 use crate::codec::EncoderState;
 use crate::error::{set_last, Error, TpStatus};
-use crate::session::ServerState;
+use crate::server::ServerState;
 use crate::{TpClient, TpDecoder, TpDictSet, TpEncoder, TpSchema, TpServer, TpSnapshot};
 
 /// Marks memory that holds a live handle of this library.

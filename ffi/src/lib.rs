@@ -26,10 +26,11 @@
 
 mod adapter;
 mod boundary;
+pub mod client;
 pub mod codec;
 pub mod error;
 pub mod schema;
-pub mod session;
+pub mod server;
 pub mod snapshot;
 
 pub use error::{tp_last_error_message, tp_status_name, TpStatus};

@@ -1,0 +1,282 @@
+//! The client side of a session: applies the server's packets and says
+//! what to ack.
+
+// `#[no_mangle]` exports; pointers are dereferenced only through
+// `boundary`, each call in an `unsafe` block stating the caller's contract.
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use tickpack::session::{ClientConfig, ClientMessage, DropReason, Received};
+use tickpack::Limits;
+
+use crate::adapter;
+use crate::boundary::{
+    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, slice,
+};
+use crate::error::{set_last, Error, TpStatus};
+use crate::server::optional_set;
+use crate::{TpClient, TpDictSet, TpSchema, TpSnapshot};
+
+/// Largest client message (`tp_client_message`), in bytes.
+pub const TP_CLIENT_MESSAGE_MAX: usize = 5;
+// A literal above so that cbindgen can write it into the header.
+const _: () = assert!(TP_CLIENT_MESSAGE_MAX == ClientMessage::MAX_LEN);
+
+/// Client settings; `tp_client_config_default` fills in the defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TpClientConfig {
+    /// Snapshots kept, at least the server's `history` (default 32).
+    pub history: usize,
+    /// The server's `max_entities_per_section`.
+    pub max_entities_per_section: usize,
+    /// The server's `max_decoded_bytes`.
+    pub max_decoded_bytes: usize,
+}
+
+impl Default for TpClientConfig {
+    fn default() -> Self {
+        let c = ClientConfig::default();
+        Self {
+            history: c.history,
+            max_entities_per_section: c.limits.max_entities_per_section,
+            max_decoded_bytes: c.limits.max_decoded_bytes,
+        }
+    }
+}
+
+/// What `tp_client_receive` did with a packet.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TpOutcome {
+    /// Decoded and applied: it is the client's newest snapshot.
+    Applied = 0,
+    /// Dropped: not newer than the newest applied (late or duplicate).
+    Stale = 1,
+    /// Dropped: coded against a baseline the client does not hold.
+    UnknownBaseline = 2,
+    /// Dropped: malformed, or its checksum disagrees (the client then asks
+    /// for a full snapshot in its next message).
+    Undecodable = 3,
+}
+
+/// The result of `tp_client_receive`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TpReceived {
+    /// Applied, or why not.
+    pub outcome: TpOutcome,
+    /// The packet's sequence (0 when undecodable).
+    pub sequence: u16,
+    /// Whether the packet named a baseline.
+    pub has_baseline: bool,
+    /// That baseline, when `has_baseline`.
+    pub baseline: u16,
+}
+
+impl TpReceived {
+    fn of(r: &Received) -> Self {
+        let (outcome, sequence, baseline) = match r {
+            Received::Applied { sequence, baseline } => (TpOutcome::Applied, *sequence, *baseline),
+            Received::Dropped(DropReason::Stale { sequence, .. }) => {
+                (TpOutcome::Stale, *sequence, None)
+            }
+            Received::Dropped(DropReason::UnknownBaseline { sequence, baseline }) => {
+                (TpOutcome::UnknownBaseline, *sequence, Some(*baseline))
+            }
+            Received::Dropped(DropReason::Undecodable(_)) => (TpOutcome::Undecodable, 0, None),
+        };
+        Self {
+            outcome,
+            sequence,
+            has_baseline: baseline.is_some(),
+            baseline: baseline.unwrap_or(0),
+        }
+    }
+}
+
+/// Client counters.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TpClientStats {
+    /// Packets applied.
+    pub applied: u64,
+    /// Of those, full snapshots.
+    pub full: u64,
+    /// Dropped as late or duplicate.
+    pub stale: u64,
+    /// Dropped for a baseline not held.
+    pub unknown_baseline: u64,
+    /// Dropped as malformed or with a wrong checksum.
+    pub undecodable: u64,
+}
+
+/// Writes the default client settings to `*config`.
+///
+/// # Safety
+/// `config` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_config_default(config: *mut TpClientConfig) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { put(config, TpClientConfig::default(), "config") })
+}
+
+/// Makes a session client for `schema` in `*out`. With `set` non-null it
+/// holds the set's dictionaries, and `schema` must be the set's. `config`
+/// null means the defaults.
+///
+/// # Safety
+/// `schema` is a live handle, `set` null or one; `config` is null or valid
+/// for a read; `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_new(
+    schema: *const TpSchema,
+    set: *const TpDictSet,
+    config: *const TpClientConfig,
+    out: *mut *mut TpClient,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        // SAFETY: as above.
+        let set = unsafe { optional_set(set, schema)? };
+        // SAFETY: as above (a null `config` is an empty slice).
+        let c = unsafe { slice(config, usize::from(!config.is_null()), "config")? }
+            .first()
+            .copied()
+            .unwrap_or_default();
+        let config = ClientConfig {
+            history: c.history,
+            limits: Limits {
+                max_entities_per_section: c.max_entities_per_section,
+                max_decoded_bytes: c.max_decoded_bytes,
+            },
+            ..ClientConfig::default()
+        };
+        let client = adapter::client(schema.clone(), set, config)?;
+        // SAFETY: as above.
+        unsafe { new_handle(out, client) }
+    })
+}
+
+/// Frees a client. Null is accepted and does nothing.
+///
+/// # Safety
+/// `client` is null or a live `TpClient` not used again.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_free(client: *mut TpClient) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { free(client) })
+}
+
+/// Takes one packet from the server (`len` bytes at `packet`) and writes
+/// what happened to `*result`: applied, or dropped with the reason. A
+/// dropped packet is not an error (the call returns `TP_STATUS_OK`, the
+/// client's state is unchanged, and `tp_last_error_message` describes the
+/// reason); any bytes at all are safe to pass.
+///
+/// # Safety
+/// `client` is a live handle; `packet` is valid for reads of `len` bytes;
+/// `result` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_receive(
+    client: *mut TpClient,
+    packet: *const u8,
+    len: usize,
+    result: *mut TpReceived,
+) -> TpStatus {
+    let mut reason = None;
+    let status = call(|| {
+        if result.is_null() {
+            return Err(Error::null("result"));
+        }
+        // SAFETY: forwarded from this function's contract.
+        let (client, packet) = unsafe { (get_mut(client)?, slice(packet, len, "packet")?) };
+        let r = adapter::receive(client, packet);
+        if let Received::Dropped(d) = &r {
+            reason = Some(d.to_string());
+        }
+        // SAFETY: as above.
+        unsafe { put(result, TpReceived::of(&r), "result") }
+    });
+    if let Some(reason) = reason.filter(|_| status == TpStatus::Ok) {
+        set_last(Some(&reason));
+    }
+    status
+}
+
+/// Copies the client's newest applied snapshot into `out` (replacing its
+/// contents) and writes its sequence to `*sequence` unless that is null;
+/// `TP_STATUS_EMPTY` while no packet has been applied.
+///
+/// # Safety
+/// `client` and `out` are live handles; `sequence` is null or valid for a
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_latest(
+    client: *const TpClient,
+    out: *mut TpSnapshot,
+    sequence: *mut u16,
+) -> TpStatus {
+    call(|| {
+        disjoint(out, &[client.cast()])?;
+        // SAFETY: forwarded from this function's contract; the two handles
+        // differ.
+        let (client, out) = unsafe { (get(client)?, get_mut(out)?) };
+        let (seq, latest) = adapter::latest(client)
+            .ok_or_else(|| Error::new(TpStatus::Empty, "no packet applied yet"))?;
+        Arc::make_mut(out).clone_from(latest);
+        // SAFETY: as above.
+        unsafe { put_opt(sequence, seq, "sequence") }
+    })
+}
+
+/// Writes the message to send the server now into `out` (room for
+/// `capacity` bytes, `TP_CLIENT_MESSAGE_MAX` is always enough) and its
+/// length to `*written`: `client_id`, the newest applied sequence (the
+/// ack), and whether a full snapshot is needed. Send it after every
+/// received packet, or at least every tick.
+///
+/// # Safety
+/// `client` is a live handle; `out` is valid for writes of `capacity`
+/// bytes; `written` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_message(
+    client: *const TpClient,
+    client_id: u16,
+    out: *mut u8,
+    capacity: usize,
+    written: *mut usize,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let bytes = adapter::message(unsafe { get(client)? }, client_id);
+        // SAFETY: as above.
+        unsafe { copy_out(out, capacity, &bytes, written, "out") }
+    })
+}
+
+/// Writes the client's counters to `*stats`.
+///
+/// # Safety
+/// `client` is a live handle; `stats` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_client_stats(
+    client: *const TpClient,
+    stats: *mut TpClientStats,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let s = adapter::client_stats(unsafe { get(client)? });
+        let s = TpClientStats {
+            applied: s.applied,
+            full: s.full,
+            stale: s.stale,
+            unknown_baseline: s.unknown_baseline,
+            undecodable: s.undecodable,
+        };
+        // SAFETY: as above.
+        unsafe { put(stats, s, "stats") }
+    })
+}

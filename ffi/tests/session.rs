@@ -1,0 +1,252 @@
+//! The session layer called from Rust as C would call it: outcomes, errors
+//! and damaged input.
+
+// These tests call the `unsafe extern "C"` functions directly.
+#![allow(unsafe_code)]
+
+#[macro_use]
+mod common;
+
+use std::ptr::{null, null_mut};
+
+use common::*;
+use tickpack_ffi::client::*;
+use tickpack_ffi::codec::*;
+use tickpack_ffi::schema::*;
+use tickpack_ffi::server::*;
+use tickpack_ffi::snapshot::*;
+use tickpack_ffi::*;
+
+#[test]
+fn session_errors_and_outcomes() {
+    let s = schema();
+    let (mut server, mut client, mut seen) = (null_mut(), null_mut(), null_mut());
+    let bad = TpServerConfig {
+        history: 0,
+        ..TpServerConfig::default()
+    };
+    fails(
+        ffi!(tp_server_new(s, null(), &bad, &mut server)),
+        TpStatus::Session,
+        "history",
+    );
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    ok(ffi!(tp_client_new(s, null(), null(), &mut client)));
+    ok(ffi!(tp_snapshot_new(s, &mut seen)));
+    let mut buf = [0u8; 1024];
+    let mut n = 0usize;
+    fails(
+        ffi!(tp_server_encode(
+            server,
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )),
+        TpStatus::Session,
+        "before begin_tick",
+    );
+    fails(
+        ffi!(tp_client_latest(client, seen, null_mut())),
+        TpStatus::Empty,
+        "no packet applied",
+    );
+
+    let world = snapshot_with(s, &[4], &[car(4.0, 4)]);
+    let mut seq = 0u16;
+    ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+    fails(
+        ffi!(tp_server_encode(
+            server,
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )),
+        TpStatus::Session,
+        "no client with id 1",
+    );
+    ok(ffi!(tp_server_add_client(server, 1)));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+
+    let mut r = TpReceived {
+        outcome: TpOutcome::Undecodable,
+        sequence: 0,
+        has_baseline: false,
+        baseline: 0,
+    };
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!(
+        (r.outcome, r.sequence, r.has_baseline),
+        (TpOutcome::Applied, seq, false)
+    );
+    assert_eq!(last_message(), "");
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!(r.outcome, TpOutcome::Stale);
+    assert!(last_message().contains("not newer"), "{}", last_message());
+
+    let mut latest = 0u16;
+    ok(ffi!(tp_client_latest(client, seen, &mut latest)));
+    let mut eq = false;
+    ok(ffi!(tp_snapshot_equal(seen, world, &mut eq)));
+    assert!(eq && latest == seq);
+
+    let mut msg = [0u8; TP_CLIENT_MESSAGE_MAX];
+    let mut m = 0usize;
+    fails(
+        ffi!(tp_client_message(client, 1, msg.as_mut_ptr(), 2, &mut m)),
+        TpStatus::BufferTooSmall,
+        "needs 5",
+    );
+    ok(ffi!(tp_client_message(
+        client,
+        1,
+        msg.as_mut_ptr(),
+        msg.len(),
+        &mut m
+    )));
+    let mut from = 0u16;
+    ok(ffi!(tp_server_on_message(
+        server,
+        msg.as_ptr(),
+        m,
+        &mut from
+    )));
+    assert_eq!(from, 1);
+    fails(
+        ffi!(tp_server_on_message(server, msg.as_ptr(), 1, &mut from)),
+        TpStatus::Session,
+        "client message",
+    );
+
+    // The next tick is a delta against the acked one.
+    ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!((r.outcome, r.has_baseline), (TpOutcome::Applied, true));
+    let mut stats = TpServerStats::default();
+    ok(ffi!(tp_server_stats(server, &mut stats)));
+    assert_eq!((stats.packets, stats.full), (2, 1));
+
+    let mut was = false;
+    ok(ffi!(tp_server_remove_client(server, 1, &mut was)));
+    assert!(was);
+    ok(ffi!(tp_server_remove_client(server, 1, &mut was)));
+    assert!(!was);
+    ok(ffi!(tp_snapshot_free(world)));
+    ok(ffi!(tp_snapshot_free(seen)));
+    ok(ffi!(tp_client_free(client)));
+    ok(ffi!(tp_server_free(server)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
+/// Damaged packets and messages (bit flips, truncations, garbage) through
+/// every entry point that takes wire bytes: typed statuses, never a panic.
+#[test]
+fn damaged_input_gives_statuses() {
+    let s = schema();
+    let t0 = snapshot_with(s, &[1, 2, 3], &[car(1.0, 0), car(2.0, 0), car(3.0, 1)]);
+    let t1 = snapshot_with(s, &[2, 3, 4], &[car(2.5, 1), car(3.0, 1), car(4.0, 0)]);
+    let (mut enc, mut dec, mut got) = (null_mut(), null_mut(), null_mut());
+    ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
+    ok(ffi!(tp_encoder_set_checksum(enc, true)));
+    ok(ffi!(tp_decoder_new(s, &mut dec)));
+    ok(ffi!(tp_snapshot_new(s, &mut got)));
+    let mut delta = [0u8; 512];
+    let mut n = 0usize;
+    ok(ffi!(tp_encoder_encode(
+        enc,
+        t1,
+        9,
+        t0,
+        8,
+        delta.as_mut_ptr(),
+        delta.len(),
+        &mut n
+    )));
+    let (mut server, mut client) = (null_mut(), null_mut());
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    ok(ffi!(tp_client_new(s, null(), null(), &mut client)));
+    ok(ffi!(tp_server_add_client(server, 1)));
+
+    let mut x = 0x9e37_79b9_u32;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for round in 0..3000 {
+        let mut bytes = delta[..n].to_vec();
+        match round % 3 {
+            0 => {
+                let bit = next() as usize % (n * 8);
+                bytes[bit / 8] ^= 1 << (bit % 8);
+            }
+            1 => bytes.truncate(next() as usize % n),
+            _ => bytes.iter_mut().for_each(|b| *b = next() as u8),
+        }
+        let mut info = TpPacketInfo::default();
+        let st = ffi!(tp_decoder_decode(
+            dec,
+            bytes.as_ptr(),
+            bytes.len(),
+            t0,
+            8,
+            got,
+            &mut info
+        ));
+        assert!(matches!(st, TpStatus::Ok | TpStatus::Decode), "{st:?}");
+        let st = ffi!(tp_packet_info(bytes.as_ptr(), bytes.len(), &mut info));
+        assert!(matches!(st, TpStatus::Ok | TpStatus::Decode), "{st:?}");
+        let mut r = TpReceived {
+            outcome: TpOutcome::Applied,
+            sequence: 0,
+            has_baseline: false,
+            baseline: 0,
+        };
+        ok(ffi!(tp_client_receive(
+            client,
+            bytes.as_ptr(),
+            bytes.len(),
+            &mut r
+        )));
+        let msg = &bytes[..bytes.len().min(1 + next() as usize % 6)];
+        let st = ffi!(tp_server_on_message(
+            server,
+            msg.as_ptr(),
+            msg.len(),
+            null_mut()
+        ));
+        assert!(matches!(st, TpStatus::Ok | TpStatus::Session), "{st:?}");
+        let st = ffi!(tp_schema_from_json(
+            bytes.as_ptr(),
+            bytes.len(),
+            &mut null_mut()
+        ));
+        assert!(
+            matches!(st, TpStatus::Schema | TpStatus::InvalidArgument),
+            "{st:?}"
+        );
+    }
+    ok(ffi!(tp_client_free(client)));
+    ok(ffi!(tp_server_free(server)));
+    for h in [got, t1, t0] {
+        ok(ffi!(tp_snapshot_free(h)));
+    }
+    ok(ffi!(tp_decoder_free(dec)));
+    ok(ffi!(tp_encoder_free(enc)));
+    ok(ffi!(tp_schema_free(s)));
+}
