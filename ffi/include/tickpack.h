@@ -178,6 +178,22 @@ typedef struct TpServer TpServer;
 typedef struct TpSnapshot TpSnapshot;
 
 /**
+ * Bounds on what one packet may hold. The encoder refuses to exceed them
+ * and the decoder refuses packets that do, before allocating; give both
+ * sides the same.
+ */
+typedef struct TpLimits {
+  /**
+   * Most entities of one type (default 65,536).
+   */
+  size_t max_entities_per_section;
+  /**
+   * Most bytes one packet may decompress to (default 1 MiB).
+   */
+  size_t max_decoded_bytes;
+} TpLimits;
+
+/**
  * Client settings; `tp_client_config_default` fills in the defaults.
  */
 typedef struct TpClientConfig {
@@ -186,13 +202,9 @@ typedef struct TpClientConfig {
    */
   size_t history;
   /**
-   * The server's `max_entities_per_section`.
+   * The server's limits.
    */
-  size_t max_entities_per_section;
-  /**
-   * The server's `max_decoded_bytes`.
-   */
-  size_t max_decoded_bytes;
+  struct TpLimits limits;
 } TpClientConfig;
 
 /**
@@ -311,15 +323,9 @@ typedef struct TpServerConfig {
    */
   uint16_t first_sequence;
   /**
-   * Most entities of one type a packet may carry (default 65,536); give
-   * clients the same.
+   * Bounds on one packet; give clients the same.
    */
-  size_t max_entities_per_section;
-  /**
-   * Most bytes one packet may decompress to (default 1 MiB); give clients
-   * the same.
-   */
-  size_t max_decoded_bytes;
+  struct TpLimits limits;
 } TpServerConfig;
 
 /**
@@ -471,6 +477,22 @@ TpStatus tp_encoder_free(struct TpEncoder *encoder);
 TpStatus tp_encoder_set_checksum(struct TpEncoder *encoder, bool on);
 
 /**
+ * Writes the default limits to `*limits`.
+ *
+ * # Safety
+ * `limits` is valid for a write.
+ */
+TpStatus tp_limits_default(struct TpLimits *limits);
+
+/**
+ * Sets the encoder's limits (null: the defaults).
+ *
+ * # Safety
+ * `encoder` is a live handle; `limits` is null or valid for a read.
+ */
+TpStatus tp_encoder_set_limits(struct TpEncoder *encoder, const struct TpLimits *limits);
+
+/**
  * Writes to `*size` an upper bound on the packet size for `snapshot`
  * against `baseline` (null for a full snapshot): a buffer this large never
  * gets `TP_STATUS_BUFFER_TOO_SMALL` from `tp_encoder_encode`.
@@ -522,6 +544,15 @@ TpStatus tp_decoder_new(const struct TpSchema *schema, struct TpDecoder **out);
  * `set` is a live handle; `out` is valid for a write.
  */
 TpStatus tp_decoder_from_dictset(const struct TpDictSet *set, struct TpDecoder **out);
+
+/**
+ * Sets the decoder's limits (null: the defaults): packets beyond them
+ * are refused with `TP_STATUS_DECODE` before anything is allocated.
+ *
+ * # Safety
+ * `decoder` is a live handle; `limits` is null or valid for a read.
+ */
+TpStatus tp_decoder_set_limits(struct TpDecoder *decoder, const struct TpLimits *limits);
 
 /**
  * Frees a decoder. Null is accepted and does nothing.

@@ -11,7 +11,9 @@ use tickpack::session::{
     Client, ClientConfig, ClientStats, Received, Server, ServerConfig, ServerStats, SessionError,
     View,
 };
-use tickpack::{Baseline, DecodeError, Decoder, EncodeError, PacketHeader, Schema, Snapshot};
+use tickpack::{
+    Baseline, DecodeError, Decoder, EncodeError, Limits, PacketHeader, Schema, Snapshot,
+};
 
 /// A baseline as the C API passes it: its sequence and its state.
 pub(crate) type Base<'a> = Option<(u16, &'a Snapshot)>;
@@ -41,6 +43,13 @@ impl Encoder {
         match self {
             Self::Plain(e) => e.set_checksum(on),
             Self::Set(e) => e.set_checksum(on),
+        }
+    }
+
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
+        match self {
+            Self::Plain(e) => e.set_limits(limits),
+            Self::Set(e) => e.set_limits(limits),
         }
     }
 
@@ -84,6 +93,11 @@ pub(crate) fn decoder(schema: Schema) -> Decoder {
 /// A decoder with `set`'s schema and dictionaries.
 pub(crate) fn decoder_from_set(set: &DictionarySet) -> Result<Decoder, DictSetError> {
     set.decoder()
+}
+
+/// Sets a decoder's limits.
+pub(crate) fn set_decoder_limits(decoder: &mut Decoder, limits: Limits) {
+    decoder.set_limits(limits);
 }
 
 /// Decodes `packet` against `base` into `out` (left empty on error).

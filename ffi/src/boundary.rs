@@ -293,6 +293,21 @@ pub(crate) unsafe fn text<'a>(ptr: *const u8, len: usize, name: &str) -> Result<
     core::str::from_utf8(bytes).map_err(|e| Error::invalid(format_args!("{name}: {e}")))
 }
 
+/// Reads the value at `ptr`, or `T::default()` when `ptr` is null (an
+/// optional settings argument).
+///
+/// # Safety
+/// `ptr` is null or valid for a read of one initialised `T`.
+pub(crate) unsafe fn read_or_default<T: Copy + Default>(
+    ptr: *const T,
+    name: &str,
+) -> Result<T, Error> {
+    // SAFETY: forwarded from the caller's contract (a null `ptr` is an
+    // empty slice).
+    let s = unsafe { slice(ptr, usize::from(!ptr.is_null()), name)? };
+    Ok(s.first().copied().unwrap_or_default())
+}
+
 /// Writes `value` to the out-parameter `ptr`, which must not be null.
 ///
 /// # Safety

@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use tickpack::session::{ClientConfig, ClientMessage, DropReason, Received};
-use tickpack::Limits;
 
 use crate::adapter;
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, slice,
+    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
 };
+use crate::codec::TpLimits;
 use crate::error::{set_last, Error, TpStatus};
 use crate::server::optional_set;
 use crate::{TpClient, TpDictSet, TpSchema, TpSnapshot};
@@ -29,10 +29,8 @@ const _: () = assert!(TP_CLIENT_MESSAGE_MAX == ClientMessage::MAX_LEN);
 pub struct TpClientConfig {
     /// Snapshots kept, at least the server's `history` (default 32).
     pub history: usize,
-    /// The server's `max_entities_per_section`.
-    pub max_entities_per_section: usize,
-    /// The server's `max_decoded_bytes`.
-    pub max_decoded_bytes: usize,
+    /// The server's limits.
+    pub limits: TpLimits,
 }
 
 impl Default for TpClientConfig {
@@ -40,8 +38,7 @@ impl Default for TpClientConfig {
         let c = ClientConfig::default();
         Self {
             history: c.history,
-            max_entities_per_section: c.limits.max_entities_per_section,
-            max_decoded_bytes: c.limits.max_decoded_bytes,
+            limits: c.limits.into(),
         }
     }
 }
@@ -141,17 +138,11 @@ pub unsafe extern "C" fn tp_client_new(
         let schema = unsafe { get(schema)? };
         // SAFETY: as above.
         let set = unsafe { optional_set(set, schema)? };
-        // SAFETY: as above (a null `config` is an empty slice).
-        let c = unsafe { slice(config, usize::from(!config.is_null()), "config")? }
-            .first()
-            .copied()
-            .unwrap_or_default();
+        // SAFETY: as above.
+        let c = unsafe { read_or_default(config, "config")? };
         let config = ClientConfig {
             history: c.history,
-            limits: Limits {
-                max_entities_per_section: c.max_entities_per_section,
-                max_decoded_bytes: c.max_decoded_bytes,
-            },
+            limits: c.limits.into(),
             ..ClientConfig::default()
         };
         let client = adapter::client(schema.clone(), set, config)?;

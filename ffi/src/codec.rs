@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use tickpack::PacketHeader;
+use tickpack::{Limits, PacketHeader};
 
 use crate::adapter::{self, Encoder};
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, slice,
+    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
 };
 use crate::error::TpStatus;
 use crate::{TpDecoder, TpDictSet, TpEncoder, TpSchema, TpSnapshot};
@@ -19,6 +19,42 @@ use crate::{TpDecoder, TpDictSet, TpEncoder, TpSchema, TpSnapshot};
 pub const TP_DEFAULT_LEVEL: i32 = 3;
 // A literal above so that cbindgen can write it into the header.
 const _: () = assert!(TP_DEFAULT_LEVEL == tickpack::DEFAULT_LEVEL);
+
+/// Bounds on what one packet may hold. The encoder refuses to exceed them
+/// and the decoder refuses packets that do, before allocating; give both
+/// sides the same.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TpLimits {
+    /// Most entities of one type (default 65,536).
+    pub max_entities_per_section: usize,
+    /// Most bytes one packet may decompress to (default 1 MiB).
+    pub max_decoded_bytes: usize,
+}
+
+impl Default for TpLimits {
+    fn default() -> Self {
+        Limits::default().into()
+    }
+}
+
+impl From<Limits> for TpLimits {
+    fn from(l: Limits) -> Self {
+        Self {
+            max_entities_per_section: l.max_entities_per_section,
+            max_decoded_bytes: l.max_decoded_bytes,
+        }
+    }
+}
+
+impl From<TpLimits> for Limits {
+    fn from(l: TpLimits) -> Self {
+        Self {
+            max_entities_per_section: l.max_entities_per_section,
+            max_decoded_bytes: l.max_decoded_bytes,
+        }
+    }
+}
 
 /// An encoder and the buffer its packets are built in before they are
 /// copied to the caller.
@@ -138,6 +174,33 @@ pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: bo
     })
 }
 
+/// Writes the default limits to `*limits`.
+///
+/// # Safety
+/// `limits` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn tp_limits_default(limits: *mut TpLimits) -> TpStatus {
+    // SAFETY: forwarded from this function's contract.
+    call(|| unsafe { put(limits, TpLimits::default(), "limits") })
+}
+
+/// Sets the encoder's limits (null: the defaults).
+///
+/// # Safety
+/// `encoder` is a live handle; `limits` is null or valid for a read.
+#[no_mangle]
+pub unsafe extern "C" fn tp_encoder_set_limits(
+    encoder: *mut TpEncoder,
+    limits: *const TpLimits,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let (state, limits) = unsafe { (get_mut(encoder)?, read_or_default(limits, "limits")?) };
+        state.encoder.set_limits(limits.into());
+        Ok(())
+    })
+}
+
 /// Writes to `*size` an upper bound on the packet size for `snapshot`
 /// against `baseline` (null for a full snapshot): a buffer this large never
 /// gets `TP_STATUS_BUFFER_TOO_SMALL` from `tp_encoder_encode`.
@@ -244,6 +307,24 @@ pub unsafe extern "C" fn tp_decoder_from_dictset(
         let decoder = adapter::decoder_from_set(set)?;
         // SAFETY: as above.
         unsafe { new_handle(out, decoder) }
+    })
+}
+
+/// Sets the decoder's limits (null: the defaults): packets beyond them
+/// are refused with `TP_STATUS_DECODE` before anything is allocated.
+///
+/// # Safety
+/// `decoder` is a live handle; `limits` is null or valid for a read.
+#[no_mangle]
+pub unsafe extern "C" fn tp_decoder_set_limits(
+    decoder: *mut TpDecoder,
+    limits: *const TpLimits,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let (decoder, limits) = unsafe { (get_mut(decoder)?, read_or_default(limits, "limits")?) };
+        adapter::set_decoder_limits(decoder, limits.into());
+        Ok(())
     })
 }
 

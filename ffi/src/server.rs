@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use tickpack::dictset::DictionarySet;
 use tickpack::session::{Server, ServerConfig};
-use tickpack::{Limits, Schema};
+use tickpack::Schema;
 
 use crate::adapter;
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, slice,
+    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
 };
+use crate::codec::TpLimits;
 use crate::error::{Error, TpStatus};
 use crate::{TpDictSet, TpSchema, TpServer, TpSnapshot};
 
@@ -35,12 +36,8 @@ pub struct TpServerConfig {
     pub share_encodes: bool,
     /// Sequence of the first tick (default 0).
     pub first_sequence: u16,
-    /// Most entities of one type a packet may carry (default 65,536); give
-    /// clients the same.
-    pub max_entities_per_section: usize,
-    /// Most bytes one packet may decompress to (default 1 MiB); give clients
-    /// the same.
-    pub max_decoded_bytes: usize,
+    /// Bounds on one packet; give clients the same.
+    pub limits: TpLimits,
 }
 
 impl Default for TpServerConfig {
@@ -52,8 +49,7 @@ impl Default for TpServerConfig {
             checksum: c.checksum,
             share_encodes: c.share_encodes,
             first_sequence: c.first_sequence,
-            max_entities_per_section: c.limits.max_entities_per_section,
-            max_decoded_bytes: c.limits.max_decoded_bytes,
+            limits: c.limits.into(),
         }
     }
 }
@@ -138,18 +134,12 @@ pub unsafe extern "C" fn tp_server_new(
         let schema = unsafe { get(schema)? };
         // SAFETY: as above.
         let set = unsafe { optional_set(set, schema)? };
-        // SAFETY: as above (a null `config` is an empty slice).
-        let c = unsafe { slice(config, usize::from(!config.is_null()), "config")? }
-            .first()
-            .copied()
-            .unwrap_or_default();
+        // SAFETY: as above.
+        let c = unsafe { read_or_default(config, "config")? };
         let config = ServerConfig {
             history: c.history,
             level: c.level,
-            limits: Limits {
-                max_entities_per_section: c.max_entities_per_section,
-                max_decoded_bytes: c.max_decoded_bytes,
-            },
+            limits: c.limits.into(),
             checksum: c.checksum,
             first_sequence: c.first_sequence,
             share_encodes: c.share_encodes,

@@ -351,6 +351,82 @@ fn encoder_and_decoder_round_trip_with_a_baseline() {
 }
 
 #[test]
+fn limits_bound_encoder_and_decoder() {
+    let s = schema();
+    let world = snapshot_with(s, &[1, 2, 3], &[car(1.0, 0), car(2.0, 0), car(3.0, 0)]);
+    let (mut enc, mut dec, mut got) = (null_mut(), null_mut(), null_mut());
+    ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
+    ok(ffi!(tp_decoder_new(s, &mut dec)));
+    ok(ffi!(tp_snapshot_new(s, &mut got)));
+    let mut limits = TpLimits {
+        max_entities_per_section: 0,
+        max_decoded_bytes: 0,
+    };
+    ok(ffi!(tp_limits_default(&mut limits)));
+    assert_eq!(limits.max_entities_per_section, 65_536);
+    limits.max_entities_per_section = 2;
+
+    let mut packet = [0u8; 512];
+    let mut n = 0usize;
+    ok(ffi!(tp_encoder_encode(
+        enc,
+        world,
+        0,
+        null(),
+        0,
+        packet.as_mut_ptr(),
+        packet.len(),
+        &mut n
+    )));
+    ok(ffi!(tp_decoder_set_limits(dec, &limits)));
+    fails(
+        ffi!(tp_decoder_decode(
+            dec,
+            packet.as_ptr(),
+            n,
+            null(),
+            0,
+            got,
+            null_mut()
+        )),
+        TpStatus::Decode,
+        "announces 3 entities, limit is 2",
+    );
+    ok(ffi!(tp_decoder_set_limits(dec, null())));
+    ok(ffi!(tp_decoder_decode(
+        dec,
+        packet.as_ptr(),
+        n,
+        null(),
+        0,
+        got,
+        null_mut()
+    )));
+
+    ok(ffi!(tp_encoder_set_limits(enc, &limits)));
+    fails(
+        ffi!(tp_encoder_encode(
+            enc,
+            world,
+            1,
+            null(),
+            0,
+            packet.as_mut_ptr(),
+            packet.len(),
+            &mut n
+        )),
+        TpStatus::Encode,
+        "has 3 entities, limit is 2",
+    );
+    for h in [got, world] {
+        ok(ffi!(tp_snapshot_free(h)));
+    }
+    ok(ffi!(tp_decoder_free(dec)));
+    ok(ffi!(tp_encoder_free(enc)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
+#[test]
 fn dictionary_set_from_a_directory() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../dictionaries/cube-pile/1");
     let mut set = null_mut();
