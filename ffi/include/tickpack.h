@@ -30,7 +30,7 @@
 /**
  * What a call did. Every function of the API returns one; `TP_STATUS_OK`
  * is zero, everything else is a failure whose text
- * [`tp_last_error_message`] gives.
+ * `tp_last_error_message()` gives.
  */
 enum TpStatus
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -597,7 +597,7 @@ TpStatus tp_packet_info(const uint8_t *packet, size_t len, struct TpPacketInfo *
 /**
  * The message describing the last call made on this thread: empty after a
  * success, a sentence after a failure, the reason after a dropped packet
- * ([`tp_client_receive`](crate::client::tp_client_receive)). Never null.
+ * (`tp_client_receive`). Never null.
  * The text is owned by the library and stays valid until the next call
  * into the library on this thread; copy it to keep it.
  */

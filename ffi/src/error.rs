@@ -16,7 +16,7 @@ use tickpack::{DecodeError, EncodeError, SchemaError, SnapshotError};
 
 /// What a call did. Every function of the API returns one; `TP_STATUS_OK`
 /// is zero, everything else is a failure whose text
-/// [`tp_last_error_message`] gives.
+/// `tp_last_error_message()` gives.
 #[repr(i32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TpStatus {
@@ -180,7 +180,7 @@ pub(crate) fn set_last(message: Option<&str>) {
 
 /// The message describing the last call made on this thread: empty after a
 /// success, a sentence after a failure, the reason after a dropped packet
-/// ([`tp_client_receive`](crate::client::tp_client_receive)). Never null.
+/// (`tp_client_receive`). Never null.
 /// The text is owned by the library and stays valid until the next call
 /// into the library on this thread; copy it to keep it.
 #[no_mangle]
