@@ -12,6 +12,7 @@ use std::ffi::CStr;
 use std::ptr::{null, null_mut};
 
 use common::*;
+use tickpack_ffi::client::*;
 use tickpack_ffi::codec::*;
 use tickpack_ffi::schema::*;
 use tickpack_ffi::server::*;
@@ -493,6 +494,48 @@ fn dictionary_set_from_a_directory() {
         "tp_dictset_schema",
     );
     ok(ffi!(tp_server_new(s, set, null(), &mut server)));
+    let mut client = null_mut();
+    ok(ffi!(tp_client_new(s, set, null(), &mut client)));
+    ok(ffi!(tp_server_add_client(server, 3)));
+    let mut msg = [0u8; TP_CLIENT_MESSAGE_MAX];
+    for tick in 0..3u16 {
+        ok(ffi!(tp_server_begin_tick(server, world, null_mut())));
+        ok(ffi!(tp_server_encode(
+            server,
+            3,
+            packet.as_mut_ptr(),
+            packet.len(),
+            &mut n
+        )));
+        ok(ffi!(tp_packet_info(packet.as_ptr(), n, &mut info)));
+        assert!(info.has_dictionary && info.has_baseline == (tick > 0));
+        let mut r = TpReceived {
+            outcome: TpOutcome::Stale,
+            sequence: 0,
+            has_baseline: false,
+            baseline: 0,
+        };
+        ok(ffi!(tp_client_receive(client, packet.as_ptr(), n, &mut r)));
+        assert_eq!(r.outcome, TpOutcome::Applied, "{}", last_message());
+        let mut m = 0usize;
+        ok(ffi!(tp_client_message(
+            client,
+            3,
+            msg.as_mut_ptr(),
+            msg.len(),
+            &mut m
+        )));
+        ok(ffi!(tp_server_on_message(
+            server,
+            msg.as_ptr(),
+            m,
+            null_mut()
+        )));
+    }
+    ok(ffi!(tp_client_latest(client, got, null_mut())));
+    ok(ffi!(tp_snapshot_equal(got, world, &mut eq)));
+    assert!(eq);
+    ok(ffi!(tp_client_free(client)));
     ok(ffi!(tp_server_free(server)));
 
     let missing = "/nonexistent/set";
