@@ -67,6 +67,13 @@ fn session_errors_and_outcomes() {
         "no client with id 1",
     );
     ok(ffi!(tp_server_add_client(server, 1)));
+    // A null buffer asks for the size; the retry gets that packet.
+    fails(
+        ffi!(tp_server_encode(server, 1, null_mut(), 0, &mut n)),
+        TpStatus::BufferTooSmall,
+        "needs",
+    );
+    let needed = n;
     ok(ffi!(tp_server_encode(
         server,
         1,
@@ -74,6 +81,10 @@ fn session_errors_and_outcomes() {
         buf.len(),
         &mut n
     )));
+    assert_eq!(n, needed);
+    let mut stats = TpServerStats::default();
+    ok(ffi!(tp_server_stats(server, &mut stats)));
+    assert_eq!(stats.packets, 1, "the retry is not a second packet");
 
     let mut r = TpReceived {
         outcome: TpOutcome::Undecodable,
@@ -136,7 +147,6 @@ fn session_errors_and_outcomes() {
     )));
     ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
     assert_eq!((r.outcome, r.has_baseline), (TpOutcome::Applied, true));
-    let mut stats = TpServerStats::default();
     ok(ffi!(tp_server_stats(server, &mut stats)));
     assert_eq!((stats.packets, stats.full), (2, 1));
 
