@@ -67,16 +67,17 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use tickpack::dictset::{DictKind, DictionarySet};
 use tickpack::session::{
-    Client, ClientConfig, ClientMessage, DropReason, Persist, Received, Server, ServerConfig, View,
-};
-use tickpack::transport::{
-    ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
-    JitterConfig, Paced, Playout, RateTiers, Reassembler, ResendDelay, TokenBucket,
-    TokenBucketConfig, MAX_CHUNK_SIZE,
+    Client, ClientConfig, ClientMessage, DropReason, Persist, RateTiers, Received, Server,
+    ServerConfig, View,
 };
 use tickpack::Snapshot;
 use tickpack_benches::lobby::shipped_racing_set;
 use tickpack_benches::scenarios::{racing_lobby, TICK_RATE};
+use tickpack_transport::{
+    ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
+    JitterConfig, Paced, Playout, Reassembler, ResendDelay, TokenBucket, TokenBucketConfig,
+    MAX_CHUNK_SIZE,
+};
 
 const CH_FRAGMENT: u8 = 0;
 const CH_SLICE: u8 = 1;

@@ -1866,8 +1866,8 @@ pub fn chunk_receiver(data: &[u8]) {
 }
 
 fn fragment_reassembly_inner(u: &mut Unstructured<'_>) -> AResult<()> {
-    use crate::transport::{FragmentConfig, FragmentHeader, Fragmenter, Reassembler};
     use std::time::Duration;
+    use tickpack_transport::{FragmentConfig, FragmentHeader, Fragmenter, Reassembler};
 
     let config = FragmentConfig {
         mtu: u.int_in_range(0..=300usize)?,
@@ -1998,9 +1998,9 @@ fn fragment_reassembly_inner(u: &mut Unstructured<'_>) -> AResult<()> {
 }
 
 fn chunk_receiver_inner(u: &mut Unstructured<'_>) -> AResult<()> {
-    use crate::transport::chunk::{MAX_ACK_PACKET, SLICE_PACKET};
-    use crate::transport::{ChunkConfig, ChunkReceiver, ChunkSender, MAX_CHUNK_SIZE};
     use std::time::Duration;
+    use tickpack_transport::chunk::{MAX_ACK_PACKET, SLICE_PACKET};
+    use tickpack_transport::{ChunkConfig, ChunkReceiver, ChunkSender, MAX_CHUNK_SIZE};
 
     // Hostile phase.
     let limit = u.int_in_range(0..=MAX_CHUNK_SIZE)?;

@@ -22,7 +22,6 @@ mod pipeline;
 pub mod schema;
 pub mod session;
 mod snapshot;
-pub mod transport;
 mod wire;
 
 pub mod format {

@@ -5,7 +5,6 @@
 use core::fmt;
 
 use super::message::ClientMessage;
-use super::seq::seq_newer;
 use super::server::SessionError;
 use super::DEFAULT_HISTORY;
 use crate::decoder::Decoder;
@@ -16,6 +15,7 @@ use crate::limits::Limits;
 use crate::packet::PacketHeader;
 use crate::schema::Schema;
 use crate::snapshot::Snapshot;
+use tickpack_seq::seq_newer;
 
 /// Client settings.
 #[derive(Debug, Clone)]

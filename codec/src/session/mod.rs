@@ -38,15 +38,16 @@
 mod client;
 mod message;
 mod persist;
-mod seq;
+mod rate;
 mod server;
 mod view;
 
 pub use client::{Client, ClientConfig, ClientStats, DropReason, Received};
 pub use message::ClientMessage;
 pub use persist::Persist;
-pub use seq::{seq_distance, seq_newer};
+pub use rate::RateTiers;
 pub use server::{AckOutcome, Server, ServerConfig, ServerStats, SessionError};
+pub use tickpack_seq::{seq_distance, seq_newer};
 pub use view::View;
 
 /// Default number of snapshots kept per client, as in Quake 3.

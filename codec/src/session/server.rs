@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::message::ClientMessage;
-use super::seq::{seq_distance, seq_newer};
 use super::view::View;
 use super::DEFAULT_HISTORY;
 use crate::dict::Dictionary;
@@ -17,6 +16,7 @@ use crate::limits::Limits;
 use crate::packet::MAX_BASELINE_DISTANCE;
 use crate::schema::Schema;
 use crate::snapshot::Snapshot;
+use tickpack_seq::{seq_distance, seq_newer};
 
 /// Server settings.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tickpack::transport::{FragmentConfig, FragmentError, FragmentHeader, Reassembler};
+use tickpack_transport::{FragmentConfig, FragmentError, FragmentHeader, Reassembler};
 
 mod counting;
 use counting::{peak_of, SERIAL};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tickpack::transport::{FragmentConfig, FragmentError, FragmentHeader, Fragmenter, Reassembler};
+use tickpack_transport::{FragmentConfig, FragmentError, FragmentHeader, Fragmenter, Reassembler};
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);

@@ -735,7 +735,7 @@ mod tests {
 
     #[test]
     fn paced_split_is_all_or_nothing() {
-        use crate::transport::TokenBucketConfig;
+        use crate::TokenBucketConfig;
         let cfg = FragmentConfig::default(); // 1200-byte datagrams
         let mut f = Fragmenter::new(cfg);
         let mut bucket = TokenBucket::new(TokenBucketConfig {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use tickpack::transport::{Conformance, TokenBucket, TokenBucketConfig};
+use tickpack_transport::{Conformance, TokenBucket, TokenBucketConfig};
 
 /// One row: tick, tokens added, tokens used, available after.
 type Row = (u32, f64, u64, f64);

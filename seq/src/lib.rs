@@ -1,4 +1,16 @@
-//! Wrapping `u16` sequence arithmetic.
+//! Wrapping `u16` sequence arithmetic, shared by `tickpack::session`
+//! (snapshot sequences and acks) and `tickpack-transport` (fragment
+//! sequences, chunk ids).
+//!
+//! It is its own crate because the transport must not depend on the codec
+//! and the codec's core should not carry the transport: both depend on this
+//! one file instead.
+//!
+//! ```
+//! use tickpack_seq::{seq_distance, seq_newer};
+//! assert!(seq_newer(2, 65534));
+//! assert_eq!(seq_distance(2, 65534), 4);
+//! ```
 
 #![forbid(unsafe_code)]
 

@@ -1,8 +1,8 @@
-//! Distance-based rate reduction (seed 003): entities far from a client's
+//! Distance-based rate reduction, the interest-management half of pacing: entities far from a client's
 //! viewpoint are sent to it every 2nd or every 4th tick instead of every
 //! tick, never less often than a quarter of the tick rate (so a token
 //! bucket whose committed burst covers four ticks absorbs the regular
-//! "send to all" ticks; see [`bucket`](super::bucket)).
+//! "send to all" ticks; see `tickpack_transport::bucket`).
 //!
 //! The helper only decides *which* entities go into a client's packet this
 //! tick. The caller turns that into the client's view in the baselines
@@ -15,7 +15,7 @@
 //!
 //! ```
 //! use tickpack::session::View;
-//! use tickpack::transport::RateTiers;
+//! use tickpack::session::RateTiers;
 //!
 //! let cars = [(0, [0.0, 0.0, 0.0]), (1, [150.0, 0.0, 0.0]), (2, [500.0, 0.0, 0.0])];
 //! let (mut send, mut skip) = (Vec::new(), Vec::new());
@@ -34,13 +34,13 @@
 /// Distance thresholds of the tiers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateTiers {
-    /// Up to this distance: every tick. Default 100 (the seed's).
+    /// Up to this distance: every tick. Default 100.
     pub near: f32,
     /// Up to this distance: every 2nd tick; beyond: every 4th. Default 200.
     pub far: f32,
     /// Spread reduced-rate entities over the ticks by id (`(tick + id) %
-    /// n`) instead of sending all of them on the same tick (`tick % n`, the
-    /// seed's). Default off.
+    /// n`) instead of sending all of them on the same tick (`tick % n`).
+    /// Default off.
     pub stagger: bool,
 }
 
@@ -55,7 +55,7 @@ impl Default for RateTiers {
 }
 
 /// The longest interval: a quarter of the tick rate.
-pub const MAX_INTERVAL: u32 = 4;
+pub(crate) const MAX_INTERVAL: u32 = 4;
 
 impl RateTiers {
     /// Ticks between updates for an entity at `distance`: 1, 2 or 4. A NaN
@@ -130,7 +130,7 @@ impl RateTiers {
 }
 
 /// Euclidean distance between two points.
-pub fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
+pub(crate) fn distance(a: [f32; 3], b: [f32; 3]) -> f32 {
     let [dx, dy, dz] = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
     (dx * dx + dy * dy + dz * dz).sqrt()
 }
@@ -213,5 +213,32 @@ mod tests {
             t.select(tick, [0.0; 3], far.iter().copied(), &mut out, &mut skipped);
             assert_eq!(out.len(), 16);
         }
+    }
+
+    #[test]
+    fn distance_rates_save_bandwidth_on_a_spread_out_lobby() {
+        // 64 cars spread around a 1 km loop: the viewer sends near cars every
+        // tick, the rest at 1/2 or 1/4.
+        let tiers = RateTiers::default();
+        let cars: Vec<(u32, [f32; 3])> = (0..64u32)
+            .map(|i| {
+                let a = i as f32 / 64.0 * std::f32::consts::TAU;
+                (i, [160.0 * a.cos(), 0.0, 160.0 * a.sin()])
+            })
+            .collect();
+        let viewer = cars[0].1;
+        let mut sent = 0;
+        for tick in 0..60 {
+            let (mut out, mut skipped) = (Vec::new(), Vec::new());
+            tiers.select(tick, viewer, cars.iter().copied(), &mut out, &mut skipped);
+            assert_eq!(out.len() + skipped.len(), 64);
+            sent += out.len();
+        }
+        let full = 64 * 60;
+        eprintln!(
+            "distance rates: {sent} of {full} entity updates sent ({:.0} % saved)",
+            100.0 * (1.0 - sent as f64 / full as f64)
+        );
+        assert!(sent < full * 3 / 4 && sent >= full / 4);
     }
 }

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use tickpack::transport::chunk::{ResendDelay, ACK_PACKET, SLICE_PACKET};
-use tickpack::transport::{
+use tickpack_transport::chunk::{ResendDelay, ACK_PACKET, SLICE_PACKET};
+use tickpack_transport::{
     ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, Conformance, TokenBucket,
     TokenBucketConfig, MAX_CHUNK_SIZE, SLICE_SIZE,
 };
