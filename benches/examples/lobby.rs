@@ -72,7 +72,7 @@ use tickpack::session::{
 };
 use tickpack::Snapshot;
 use tickpack_benches::lobby::shipped_racing_set;
-use tickpack_benches::scenarios::{racing_lobby, TICK_RATE};
+use tickpack_scenarios::{racing_lobby, TICK_RATE};
 use tickpack_transport::{
     ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
     JitterConfig, Paced, Playout, Reassembler, ResendDelay, TokenBucket, TokenBucketConfig,

@@ -545,7 +545,7 @@ impl Method for Quake3 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tickpack_benches::scenarios;
+    use tickpack_scenarios as scenarios;
 
     #[test]
     fn every_method_round_trips_the_arena() {

@@ -537,7 +537,7 @@ fn diff<'s>(b: &'s Section, c: &'s Section, default: &'s [u8], out: &mut Vec<Ent
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tickpack_benches::scenarios;
+    use tickpack_scenarios as scenarios;
 
     #[test]
     fn huffman_round_trips_every_byte() {

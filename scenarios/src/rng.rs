@@ -6,16 +6,16 @@
 /// SplitMix64 (Steele, Lea, Flood 2014): one 64-bit state, passes BigCrush,
 /// plenty for jitter and decisions in a simulation.
 #[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(u64);
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
     /// A generator seeded with `seed` (any value, zero included).
-    pub(crate) fn new(seed: u64) -> Self {
+    pub fn new(seed: u64) -> Self {
         Self(seed)
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -24,17 +24,17 @@ impl SplitMix64 {
     }
 
     /// Uniform in `[0, 1)`.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform in `[lo, hi)`.
-    pub(crate) fn range(&mut self, lo: f64, hi: f64) -> f64 {
+    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
     }
 
     /// True with probability `p`.
-    pub(crate) fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         self.unit() < p
     }
 }

@@ -17,7 +17,7 @@ mod arena;
 mod cube_pile;
 mod math;
 mod racing;
-pub(crate) mod rng;
+pub mod rng;
 
 use tickpack::{Schema, Section, Snapshot};
 

@@ -550,7 +550,7 @@ fn quantise(b: &Body, interacting: bool) -> [i32; 8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenarios::changed_entities;
+    use crate::changed_entities;
 
     fn fields(rec: &[u8]) -> [i32; 8] {
         core::array::from_fn(|i| i32::from_le_bytes(rec[4 * i..4 * i + 4].try_into().unwrap()))
