@@ -43,13 +43,12 @@ pub use manifest::{
 pub use registry::DictionarySets;
 
 use crate::block::HuffmanTable;
-use crate::capture::rebuild_schema;
 use crate::decoder::Decoder;
 use crate::dict::Dictionary;
 use crate::encoder::{Baseline, Encoder};
 use crate::error::{DecodeError, DictionaryError, EncodeError, SchemaError};
 use crate::limits::Limits;
-use crate::schema::Schema;
+use crate::schema::{rebuild_schema, Schema};
 use crate::snapshot::Snapshot;
 
 /// The manifest's file name in a set's directory.

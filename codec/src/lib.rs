@@ -4,9 +4,11 @@
 // wraps zstd's raw block API; a crate-level forbid would not let it opt in.
 
 mod block;
+#[cfg(feature = "capture")]
 pub mod capture;
 mod decoder;
 mod dict;
+#[cfg(feature = "dictset")]
 pub mod dictset;
 mod encoder;
 mod error;

@@ -7,9 +7,12 @@
 
 #![forbid(unsafe_code)]
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::SchemaError;
+
+#[cfg(feature = "serde")]
+mod text;
+#[cfg(any(feature = "capture", feature = "dictset"))]
+pub(crate) use text::rebuild_schema;
 
 /// Most entity types (sections) one schema may declare.
 pub const MAX_SECTIONS: usize = 64;
@@ -21,8 +24,9 @@ pub const MAX_RECORD_SIZE: usize = 4096;
 pub const MAX_ARRAY_LEN: usize = 1024;
 
 /// A primitive field type. Multi-byte values are little-endian on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum Primitive {
     /// `u8`
     U8,
@@ -74,8 +78,9 @@ impl Primitive {
 /// their bit patterns) with wrapping arithmetic and zigzag-maps the result so
 /// small changes in either direction leave the high byte planes zero.
 /// See FORMAT.md, "Delta operators", for the measurements behind the default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum DeltaOp {
     /// Byte-wise wrapping subtraction.
     Sub,
@@ -111,28 +116,27 @@ impl DeltaOp {
 }
 
 /// One field of an entity type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Field {
     /// Field name, unique within its entity type.
     pub name: String,
     /// Element type.
-    #[serde(rename = "type")]
+    #[cfg_attr(feature = "serde", serde(rename = "type"))]
     pub ty: Primitive,
     /// Array length; 1 for a scalar.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "text::one", skip_serializing_if = "text::is_one")
+    )]
     pub len: usize,
     /// Delta operator; `None` means [`DeltaOp::default_for`] the type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
     pub delta: Option<DeltaOp>,
-}
-
-fn one() -> usize {
-    1
-}
-
-fn is_one(v: &usize) -> bool {
-    *v == 1
 }
 
 impl Field {
@@ -145,21 +149,6 @@ impl Field {
     pub fn delta_op(&self) -> DeltaOp {
         self.delta.unwrap_or(DeltaOp::default_for(self.ty))
     }
-}
-
-/// The serde form of an entity type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntityTypeDef {
-    name: String,
-    fields: Vec<Field>,
-}
-
-/// The serde form of a schema (JSON or TOML).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SchemaDef {
-    entities: Vec<EntityTypeDef>,
 }
 
 /// A run of bytes in a record with one element width and one delta operator.
@@ -424,49 +413,6 @@ impl Schema {
         self.sections.iter().any(EntityType::predicts)
     }
 
-    /// Loads a schema from JSON text (see the crate docs for the form).
-    pub fn from_json(text: &str) -> Result<Self, SchemaError> {
-        let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
-            message: e.to_string(),
-        })?;
-        Self::from_def(def)
-    }
-
-    /// Loads a schema from TOML text: an array of tables `[[entities]]`,
-    /// each with `name` and `fields = [{ name, type, len?, delta? }]`.
-    pub fn from_toml(text: &str) -> Result<Self, SchemaError> {
-        let def: SchemaDef = toml::from_str(text).map_err(|e| SchemaError::Parse {
-            message: e.to_string(),
-        })?;
-        Self::from_def(def)
-    }
-
-    /// The schema as JSON text ([`Schema::from_json`] reads it back).
-    /// Default records are not part of the text form.
-    pub fn to_json(&self) -> String {
-        let def = SchemaDef {
-            entities: self
-                .sections
-                .iter()
-                .map(|e| EntityTypeDef {
-                    name: e.name.clone(),
-                    fields: e.fields.clone(),
-                })
-                .collect(),
-        };
-        // Serializing plain strings and integers cannot fail.
-        serde_json::to_string(&def).unwrap_or_default()
-    }
-
-    fn from_def(def: SchemaDef) -> Result<Self, SchemaError> {
-        let sections = def
-            .entities
-            .into_iter()
-            .map(|e| EntityType::new(e.name, e.fields, None))
-            .collect::<Result<Vec<_>, _>>()?;
-        Self::from_sections(sections)
-    }
-
     fn from_sections(sections: Vec<EntityType>) -> Result<Self, SchemaError> {
         if sections.is_empty() {
             return Err(SchemaError::NoSections);
@@ -661,151 +607,4 @@ macro_rules! pod_layout {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn car() -> Schema {
-        Schema::builder()
-            .entity("car")
-            .field("pos", Primitive::F32, 3)
-            .field("lap", Primitive::U8, 1)
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn layout_and_offsets() {
-        let s = car();
-        let e = &s.sections()[0];
-        assert_eq!(e.record_size(), 13);
-        assert_eq!(e.offsets(), &[0, 12]);
-        assert_eq!(e.element_layout().count(), 4);
-    }
-
-    #[test]
-    fn id_is_stable_and_sensitive() {
-        let a = car();
-        assert_eq!(a.id(), car().id());
-        // Pinned: changing the hash is a wire-format change.
-        assert_eq!(a.id(), 0x466a_c201, "{:#x}", a.id());
-        let b = Schema::builder()
-            .entity("car")
-            .field("pos", Primitive::F32, 3)
-            .field("lap", Primitive::I8, 1)
-            .build()
-            .unwrap();
-        assert_ne!(a.id(), b.id());
-        let c = Schema::builder()
-            .entity("car")
-            .field_with(Field {
-                name: "pos".into(),
-                ty: Primitive::F32,
-                len: 3,
-                delta: Some(DeltaOp::Xor),
-            })
-            .field("lap", Primitive::U8, 1)
-            .build()
-            .unwrap();
-        assert_ne!(a.id(), c.id());
-    }
-
-    #[test]
-    fn json_and_toml_agree_with_builder() {
-        let j = Schema::from_json(
-            r#"{"entities":[{"name":"car","fields":[{"name":"pos","type":"f32","len":3},{"name":"lap","type":"u8"}]}]}"#,
-        )
-        .unwrap();
-        let t = Schema::from_toml(
-            "[[entities]]\nname = \"car\"\nfields = [{ name = \"pos\", type = \"f32\", len = 3 }, { name = \"lap\", type = \"u8\" }]\n",
-        )
-        .unwrap();
-        assert_eq!(j, car());
-        assert_eq!(t, car());
-        assert_eq!(Schema::from_json(&car().to_json()).unwrap(), car());
-    }
-
-    #[test]
-    fn rejects_bad_schemas() {
-        assert_eq!(Schema::builder().build(), Err(SchemaError::NoSections));
-        assert!(matches!(
-            Schema::builder().entity("a").build(),
-            Err(SchemaError::NoFields { .. })
-        ));
-        assert!(matches!(
-            Schema::builder()
-                .entity("a")
-                .field("x", Primitive::U8, 1)
-                .field("x", Primitive::U8, 1)
-                .build(),
-            Err(SchemaError::DuplicateName { .. })
-        ));
-        assert!(matches!(
-            Schema::builder()
-                .entity("a")
-                .field("x", Primitive::U8, 0)
-                .build(),
-            Err(SchemaError::BadArrayLength { .. })
-        ));
-        assert!(matches!(
-            Schema::builder()
-                .entity("a")
-                .field("x", Primitive::F64, 600)
-                .build(),
-            Err(SchemaError::RecordTooLarge { .. })
-        ));
-        assert!(matches!(
-            Schema::from_json("{\"entities\": 3}"),
-            Err(SchemaError::Parse { .. })
-        ));
-        assert!(matches!(
-            Schema::from_json(
-                r#"{"entities":[{"name":"a","fields":[{"name":"x","type":"u128"}]}]}"#
-            ),
-            Err(SchemaError::Parse { .. })
-        ));
-    }
-
-    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-    #[repr(C)]
-    struct Car {
-        pos: [f32; 3],
-        id: u32,
-    }
-    crate::pod_layout!(Car {
-        pos: [f32; 3],
-        id: u32
-    });
-
-    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-    #[repr(C)]
-    struct Swapped {
-        id: u32,
-        pos: [f32; 3],
-    }
-    crate::pod_layout!(Swapped {
-        id: u32,
-        pos: [f32; 3]
-    });
-
-    #[test]
-    fn pod_check() {
-        let s = Schema::builder()
-            .entity_from_pod::<Car>("car")
-            .build()
-            .unwrap();
-        s.sections()[0].check_pod::<Car>().unwrap();
-        assert!(matches!(
-            s.sections()[0].check_pod::<Swapped>(),
-            Err(SchemaError::PodMismatch { .. })
-        ));
-        let short = Schema::builder()
-            .entity("car")
-            .field("pos", Primitive::F32, 3)
-            .build()
-            .unwrap();
-        assert!(matches!(
-            short.sections()[0].check_pod::<Car>(),
-            Err(SchemaError::PodMismatch { .. })
-        ));
-    }
-}
+mod tests;
