@@ -72,6 +72,7 @@ use tickpack::session::{
 };
 use tickpack::Snapshot;
 use tickpack_benches::lobby::shipped_racing_set;
+use tickpack_scenarios::rng::SplitMix64;
 use tickpack_scenarios::{racing_lobby, TICK_RATE};
 use tickpack_transport::{
     ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
@@ -185,31 +186,13 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     Ok(a)
 }
 
-/// SplitMix64, for the link.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// A datagram waiting in a [`Link`]: release time, order, destination.
 type Queued = Reverse<(Instant, u64, SocketAddr, Vec<u8>)>;
 
 /// The lossy, delayed send side of one socket.
 #[derive(Debug)]
 struct Link {
-    rng: Rng,
+    rng: SplitMix64,
     loss: f64,
     latency: Duration,
     jitter: Duration,
@@ -226,7 +209,7 @@ struct Link {
 impl Link {
     fn new(seed: u64, loss: f64, latency: Duration) -> Self {
         Self {
-            rng: Rng(seed),
+            rng: SplitMix64::new(seed),
             loss,
             latency,
             jitter: latency / 10,

@@ -12,9 +12,11 @@ mod dict;
 pub mod dictset;
 mod encoder;
 mod error;
-#[cfg(feature = "internals")]
-#[doc(hidden)]
-pub mod fuzz_props;
+// Pipeline stages and block framing for the criterion benches (which time
+// each stage alone) and tickpack-testkit's fuzz properties (which feed block
+// headers and entity subsets directly). Doc-hidden, off by default, not a
+// stable API: moving these into those crates would mean making the pipeline
+// public.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals;
@@ -30,9 +32,7 @@ pub mod format {
     #![doc = include_str!("../FORMAT.md")]
 }
 
-pub use block::{
-    BlockHeader, BlockType, HuffmanError, HuffmanTable, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT,
-};
+pub use block::{HuffmanError, HuffmanTable, MAX_BLOCK_CONTENT};
 pub use decoder::Decoder;
 pub use dict::Dictionary;
 pub use encoder::{Baseline, Encoder, Entropy, DEFAULT_LEVEL};

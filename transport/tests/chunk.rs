@@ -5,25 +5,12 @@
 
 use std::time::Duration;
 
+use tickpack_testkit::rng::SplitMix64;
 use tickpack_transport::chunk::{ResendDelay, ACK_PACKET, SLICE_PACKET};
 use tickpack_transport::{
     ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, Conformance, TokenBucket,
     TokenBucketConfig, MAX_CHUNK_SIZE, SLICE_SIZE,
 };
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn chance(&mut self, per_mille: u64) -> bool {
-        self.next() % 1000 < per_mille
-    }
-}
 
 struct Outcome {
     chunks: Vec<Vec<u8>>,
@@ -65,7 +52,7 @@ fn transfer_paced(
     mut pacing: Option<Pacing>,
 ) -> Outcome {
     let mut snapshots = [0u64; 3];
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut s = ChunkSender::new(config);
     let mut r = ChunkReceiver::new(MAX_CHUNK_SIZE);
     for c in chunks {
@@ -92,7 +79,7 @@ fn transfer_paced(
             };
             let Some(p) = next else { break };
             assert!(p.len() <= 1200);
-            if !rng.chance(loss_per_mille) {
+            if rng.below(1000) >= loss_per_mille {
                 to_receiver.push((now + latency, p));
             }
         }
@@ -105,7 +92,7 @@ fn transfer_paced(
             got.push(c);
         }
         if let Some(a) = r.poll_transmit() {
-            if !rng.chance(loss_per_mille) {
+            if rng.below(1000) >= loss_per_mille {
                 to_sender.push((now + latency, a));
             }
         }
@@ -126,8 +113,8 @@ fn transfer_paced(
 }
 
 fn chunk(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng(seed);
-    (0..len).map(|_| rng.next() as u8).collect()
+    let mut rng = SplitMix64::new(seed);
+    (0..len).map(|_| rng.next_u64() as u8).collect()
 }
 
 fn timed(bandwidth: u64, nominal: f64) {

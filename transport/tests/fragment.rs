@@ -5,27 +5,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use tickpack_testkit::rng::SplitMix64;
 use tickpack_transport::{FragmentConfig, FragmentError, FragmentHeader, Fragmenter, Reassembler};
 
 /// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn packet(id: u32, len: usize, rng: &mut Rng) -> Vec<u8> {
+fn packet(id: u32, len: usize, rng: &mut SplitMix64) -> Vec<u8> {
     let mut p = id.to_le_bytes().to_vec();
     while p.len() < len.max(4) {
-        p.push(rng.next() as u8);
+        p.push(rng.next_u64() as u8);
     }
     p
 }
@@ -43,7 +30,7 @@ struct Sim {
 /// reorder window.
 fn simulate(seed: u64, n: u32, loss_pct: u64, dup_pct: u64, window: usize) -> Sim {
     let cfg = FragmentConfig::default();
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut f = Fragmenter::new(cfg);
     let mut r = Reassembler::new(cfg);
     let mut sent = BTreeMap::new();

@@ -3,18 +3,8 @@
 
 use std::time::Duration;
 
+use tickpack_testkit::rng::SplitMix64;
 use tickpack_transport::{JitterBuffer, JitterConfig, Playout};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
 
 struct Run {
     released: Vec<(u32, Duration, bool)>,
@@ -26,15 +16,15 @@ struct Run {
 /// 60 Hz snapshots for `secs` seconds, latency 30 ms plus uniform jitter
 /// up to `jitter_ms`, `loss_pct` lost; the client polls every millisecond.
 fn run(config: JitterConfig, jitter_ms: u64, loss_pct: u64, secs: u64, seed: u64) -> Run {
-    let mut rng = Rng(seed);
+    let mut rng = SplitMix64::new(seed);
     let tick = config.tick;
     let ticks = (secs * 60) as u32;
     let mut arrivals: Vec<(Duration, u32)> = Vec::new();
     for t in 0..ticks {
-        if rng.next() % 100 < loss_pct {
+        if rng.next_u64() % 100 < loss_pct {
             continue;
         }
-        let lat = Duration::from_millis(30 + rng.next() % (jitter_ms + 1));
+        let lat = Duration::from_millis(30 + rng.next_u64() % (jitter_ms + 1));
         arrivals.push((tick * t + lat, t));
     }
     arrivals.sort();
