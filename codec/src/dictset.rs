@@ -45,10 +45,11 @@ pub use registry::DictionarySets;
 use crate::block::HuffmanTable;
 use crate::decoder::Decoder;
 use crate::dict::Dictionary;
-use crate::encoder::{Baseline, Encoder};
+use crate::encoder::Encoder;
 use crate::error::{DecodeError, DictionaryError, EncodeError, SchemaError};
 use crate::limits::Limits;
 use crate::schema::{rebuild_schema, Schema};
+use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
 
 /// The manifest's file name in a set's directory.

@@ -35,7 +35,7 @@ pub mod format {
 pub use block::{HuffmanError, HuffmanTable, MAX_BLOCK_CONTENT};
 pub use decoder::Decoder;
 pub use dict::Dictionary;
-pub use encoder::{Baseline, Encoder, Entropy, DEFAULT_LEVEL};
+pub use encoder::{Encoder, Entropy, DEFAULT_LEVEL};
 pub use error::{DecodeError, DictionaryError, EncodeError, SchemaError, SnapshotError};
 pub use limits::Limits;
 pub use packet::{PacketHeader, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
@@ -43,7 +43,7 @@ pub use schema::{
     DeltaOp, EntityType, Field, PodField, PodLayout, Primitive, PrimitiveType, Schema,
     SchemaBuilder,
 };
-pub use snapshot::{Section, SectionRef, Snapshot};
+pub use snapshot::{Baseline, Section, SectionRef, Snapshot};
 
 /// Encodes `snapshot` in one call (no dictionary, default level and limits).
 /// For a stream of packets keep an [`Encoder`] instead: it reuses its zstd

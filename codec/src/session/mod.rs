@@ -36,6 +36,7 @@
 #![forbid(unsafe_code)]
 
 mod client;
+mod error;
 mod message;
 mod persist;
 mod rate;
@@ -43,10 +44,11 @@ mod server;
 mod view;
 
 pub use client::{Client, ClientConfig, ClientStats, DropReason, Received};
+pub use error::SessionError;
 pub use message::ClientMessage;
 pub use persist::Persist;
 pub use rate::RateTiers;
-pub use server::{AckOutcome, Server, ServerConfig, ServerStats, SessionError};
+pub use server::{AckOutcome, Server, ServerConfig, ServerStats};
 pub use tickpack_seq::{seq_distance, seq_newer};
 pub use view::View;
 
