@@ -17,6 +17,7 @@ mod arena;
 mod cube_pile;
 mod math;
 mod racing;
+pub mod raw;
 pub mod rng;
 
 use tickpack::{Schema, Section, Snapshot};
