@@ -184,7 +184,7 @@ fn print_lobby(cfg: &LobbyConfig, r: &lobby::LobbyReport, base: &lobby::LobbyRep
         f2(base.upload_mbps),
     );
     row(
-        "  budget of seed 003 for 63 clients",
+        "  50 Mbit/s budget for 63 clients",
         "50.00".into(),
         "50.00".into(),
     );

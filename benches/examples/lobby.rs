@@ -39,7 +39,7 @@
 //!   chunk took longer than the 32-tick baseline ring, until the first ack
 //!   of a regular snapshot arrives.
 //! * Each client has a token bucket: its share of the `--budget-mbps`
-//!   upload budget (default 50, seed 003), CBS a quarter second, EBS twice
+//!   upload budget (default 50), CBS a quarter second, EBS twice
 //!   that. It pays for every datagram: snapshots through
 //!   `Fragmenter::split_paced` (a red snapshot is held back whole; the next
 //!   one is a delta against whatever the client acked) and connect-chunk
@@ -88,7 +88,7 @@ const CH_MESSAGE: u8 = 3;
 const MTU: usize = 1200;
 /// UDP/IPv4 header bytes, charged to the token bucket per datagram.
 const UDP_IP_OVERHEAD: u64 = 28;
-/// The server's upload budget for the whole lobby (seed 003).
+/// The server's upload budget for the whole lobby, in Mbit/s.
 const BUDGET_MBPS: f64 = 50.0;
 /// Ticks the presented world keeps a car no snapshot updated: the longest
 /// rate interval (4) plus what loss and held-back snapshots add.

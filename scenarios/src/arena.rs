@@ -16,8 +16,6 @@
 //! view out of a tick (itself plus every entity within a radius), the
 //! interest management a real server does per client.
 
-#![forbid(unsafe_code)]
-
 use tickpack::{Primitive, Schema, Section, Snapshot};
 
 use super::math::V3;

@@ -14,8 +14,6 @@
 //! `BENCHMARKS.md`: smallest-three quaternion with 9-bit components,
 //! positions in 1/512 m.
 
-#![forbid(unsafe_code)]
-
 use tickpack::{Primitive, Schema};
 
 use super::math::{Quat, V3};

@@ -11,6 +11,7 @@
 //! - [`arena_shooter`]: 32 players and 200-320 projectiles that spawn and
 //!   despawn every tick, two sections, with per-client views ([`arena_view`]).
 
+// Crate-wide: no module here needs `unsafe`.
 #![forbid(unsafe_code)]
 
 mod arena;

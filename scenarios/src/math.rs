@@ -1,7 +1,5 @@
 //! Just enough 3D vector and quaternion maths for the scenario simulations.
 
-#![forbid(unsafe_code)]
-
 use core::ops::{Add, AddAssign, Mul, Neg, Sub, SubAssign};
 
 /// A 3D vector (f64: the simulations quantise or round to f32 at the end).

@@ -10,8 +10,6 @@
 //! ahead, follows or overtakes the car in front, and steers and throttles
 //! through low-passed controls with a little noise.
 
-#![forbid(unsafe_code)]
-
 use core::f64::consts::TAU;
 
 use tickpack::{Primitive, Schema};

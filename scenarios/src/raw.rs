@@ -3,8 +3,6 @@
 //! section, in schema order: the entity count (`u32`), the ids (`u32`
 //! each), then the records, all little-endian.
 
-#![forbid(unsafe_code)]
-
 use core::fmt;
 
 use tickpack::{Schema, Section, Snapshot, SnapshotError};
@@ -51,7 +49,7 @@ impl fmt::Display for RawError {
 
 impl std::error::Error for RawError {}
 
-/// Reads a raw snapshot of `schema` (the inverse of [`write`]).
+/// Reads a raw snapshot of `schema` (the inverse of [`write`](fn@write)).
 pub fn parse(schema: &Schema, mut b: &[u8]) -> Result<Snapshot, RawError> {
     let mut sections = Vec::with_capacity(schema.sections().len());
     for (section, e) in schema.sections().iter().enumerate() {

@@ -2,8 +2,6 @@
 //! the same numbers on every platform and run. Every seeded test, scenario
 //! and simulation in the workspace draws from it.
 
-#![forbid(unsafe_code)]
-
 /// A SplitMix64 generator.
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);

@@ -4,8 +4,6 @@
 //! evolve tick to tick. Running out of bytes is never an error: the
 //! generators fall back to zeros and small sizes.
 
-#![forbid(unsafe_code)]
-
 use std::collections::BTreeMap;
 
 use arbitrary::{Result as AResult, Unstructured};

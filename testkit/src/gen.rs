@@ -3,8 +3,6 @@
 //! strategy for schemas (feature `proptest`, default on), and random snapshots that evolve tick to tick.
 //! The fuzzer-driven twins are in [`arb`](crate::arb).
 
-#![forbid(unsafe_code)]
-
 use std::collections::BTreeMap;
 
 #[cfg(feature = "proptest")]

@@ -7,6 +7,7 @@
 //! - [`link`]: a lossy link on a virtual clock;
 //! - [`props`]: the fuzz properties, one cargo-fuzz target each.
 
+// Crate-wide: no module here needs `unsafe`.
 #![forbid(unsafe_code)]
 
 pub mod arb;

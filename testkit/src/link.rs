@@ -19,8 +19,6 @@
 //! assert_eq!(pair.to_client.recv(pair.now_ms), vec![b"snapshot".to_vec()]);
 //! ```
 
-#![forbid(unsafe_code)]
-
 use crate::rng::SplitMix64;
 
 /// How one direction of a link treats packets.

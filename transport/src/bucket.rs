@@ -1,18 +1,16 @@
-//! A token bucket in RFC 2697 terms (seed 003): tokens (bytes) accrue at
+//! A token bucket in RFC 2697 terms: tokens (bytes) accrue at
 //! the committed information rate (CIR) up to the committed burst size
 //! (CBS); a send larger than the tokens held may borrow up to the excess
 //! burst size (EBS), leaving the balance negative until the rate repays it.
 //!
-//! This is the seed's single-balance model (its tables let "available
-//! tokens" go down to `-EBS`), not RFC 2697's two-bucket marker; the
+//! This is a single-balance model ("available tokens" go down to
+//! `-EBS`), not RFC 2697's two-bucket marker; the
 //! colours follow the RFC: green is paid from committed tokens, yellow
 //! borrowed from the excess allowance, red refused.
 //!
 //! Time is passed in as a [`Duration`] since any fixed origin. Tokens are
-//! kept exactly, in units of 10^-9 byte, so tables such as the seed's
-//! (131.25 tokens per 10 ms tick) come out without rounding.
-
-#![forbid(unsafe_code)]
+//! kept exactly, in units of 10^-9 byte, so fractional rates (131.25
+//! tokens per 10 ms tick) come out without rounding.
 
 use std::time::Duration;
 
@@ -33,9 +31,9 @@ pub struct TokenBucketConfig {
 }
 
 impl TokenBucketConfig {
-    /// A bucket for `cir` bytes per second with the seed's proportions:
-    /// CBS of a quarter second (the seed's minimum rate is 1/4 of the tick
-    /// rate), EBS twice the CBS ("usually 2:1"), starting full.
+    /// A bucket for `cir` bytes per second: CBS of a quarter second (so a
+    /// burst covers four ticks at the lowest rate tier, 1/4 of the tick
+    /// rate), EBS twice the CBS (RFC 2697's "usually 2:1"), starting full.
     pub fn for_rate(cir: u64) -> Self {
         let cbs = cir / 4;
         Self {

@@ -1,9 +1,8 @@
-//! Packet fragmentation and reassembly (seed 002): a packet larger than the
+//! Packet fragmentation and reassembly: a packet larger than the
 //! MTU payload is split into parts that each carry a small header, and the
 //! receiver piles parts up by sequence until a packet is complete.
 //!
-//! Unlike the seed's `StreamPartAssembler`, nothing here trusts the peer:
-//! duplicate parts are ignored (the seed panics), a part whose count
+//! Nothing here trusts the peer: duplicate parts are ignored, a part whose count
 //! disagrees with its pile is rejected with a typed error, memory is
 //! allocated per received part (never per announced part) and capped in
 //! total bytes and pile count, and stale partial piles are evicted by age
@@ -22,8 +21,6 @@
 //!
 //! followed by the part's bytes. Packets that fit in one datagram are sent
 //! as a single part (`count == 1`) and are handed back at once.
-
-#![forbid(unsafe_code)]
 
 use super::bucket::{Conformance, TokenBucket};
 use core::fmt;

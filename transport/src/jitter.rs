@@ -1,17 +1,15 @@
-//! A client-side jitter buffer (named in seed 003 as still to be written):
+//! A client-side jitter buffer:
 //! snapshots are accepted as they arrive and released at the tick rate
 //! after a playout delay, so uneven arrival does not become uneven motion.
 //! Late snapshots (their tick already played out) are counted and dropped;
 //! a tick with no snapshot at its playout time is reported as a gap so the
-//! game can extrapolate (replay the last steering and throttle, seed 004).
+//! game can extrapolate (replay the last steering and throttle).
 //! The delay can adapt to the measured jitter.
 //!
 //! Sans-IO: [`push`](JitterBuffer::push) takes a snapshot with its tick
 //! number and the arrival time, [`poll`](JitterBuffer::poll) hands out what
 //! is due at a given time. Time is a [`Duration`] since any fixed origin.
 //! Memory is capped by [`JitterConfig::capacity`].
-
-#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::time::Duration;

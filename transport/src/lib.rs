@@ -34,6 +34,7 @@
 //! # Ok::<(), tickpack_transport::FragmentError>(())
 //! ```
 
+// Crate-wide: no module here needs `unsafe`.
 #![forbid(unsafe_code)]
 
 pub mod bucket;

@@ -1,5 +1,5 @@
-//! The token bucket reproduces the two tables of seed 003 ("Optimizing
-//! Bandwidth", Traffic Bursting): ticks at 100 Hz, a big send to all every
+//! The token bucket reproduces the two published traffic-bursting tables
+//! ("Optimizing Bandwidth"): ticks at 100 Hz, a big send to all every
 //! 4th tick and small sends to nearby players in between.
 #![allow(clippy::unwrap_used)]
 
@@ -27,7 +27,7 @@ fn run(config: TokenBucketConfig, uses: &[u64]) -> (Vec<Row>, Vec<Conformance>) 
     (rows, colours)
 }
 
-/// Seed 003, first table: 131.25 tokens per tick, 300 every 4th tick
+/// First table: 131.25 tokens per tick, 300 every 4th tick
 /// ("Send to all"), 75 otherwise ("Send to nearby"), starting at 300.
 const TABLE_1: &[Row] = &[
     (0, 0.0, 0, 300.00),
@@ -45,7 +45,7 @@ const TABLE_1: &[Row] = &[
     (12, 131.25, 75, 300.00),
 ];
 
-/// Seed 003, second table (EBS 300), exactly as printed. Row 5 ("SEND HUGE
+/// Second table (EBS 300), exactly as printed. Row 5 ("SEND HUGE
 /// EVENT") reads used 400 and available -100, but 175 + 150 - 400 = -75;
 /// every later row follows from -100, i.e. from a 425-token event.
 const TABLE_2: &[Row] = &[
@@ -135,7 +135,7 @@ fn table_2_reproduced_exactly_with_a_425_token_event() {
 fn table_2_with_the_printed_400_token_event() {
     let (rows, _) = run(table_2_config(), &uses(TABLE_2));
     // Up to tick 4 identical; tick 5 gives -75, and every later row is the
-    // seed's plus 25.
+    // printed one plus 25.
     assert_eq!(rows[..5], TABLE_2[..5]);
     assert_eq!(rows[5].3, -75.0);
     for (ours, seed) in rows.iter().zip(TABLE_2).skip(5) {

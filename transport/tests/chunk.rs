@@ -1,5 +1,5 @@
 //! Chunk/slice transfer over a simulated lossy link (virtual clock, loss
-//! both ways, fixed one-way latency), checking seed 000's numbers: a 256 KiB
+//! both ways, fixed one-way latency), checking the article's numbers: a 256 KiB
 //! chunk takes about 8 / 4 / 2 s at 256 kbps / 512 kbps / 1 Mbps.
 #![allow(clippy::unwrap_used)]
 
@@ -139,7 +139,7 @@ fn timed(bandwidth: u64, nominal: f64) {
         o.slices_resent
     );
     assert_eq!(o.chunks, [data]);
-    // Bytes / rate is the floor (the seed rounds 262 144 B to 256 kB);
+    // Bytes / rate is the floor (the article rounds 262 144 B to 256 kB);
     // packet overhead (33 B per slice, 3 %), resends and latency on top.
     let floor = MAX_CHUNK_SIZE as f64 / bandwidth as f64;
     assert!(o.seconds >= floor, "{} < {floor}", o.seconds);

@@ -40,7 +40,7 @@ pub(super) fn hash32(parts: &[&[u8]]) -> u32 {
 /// The id of a dictionary: the first 4 bytes (little-endian) of a SHA-256
 /// over the game, the version, the schema id, the kind and the dictionary
 /// bytes. Two versions (or two games, schemas or kinds) get unrelated ids;
-/// a chance collision is caught by [`DictionarySets::insert`].
+/// a chance collision is caught by [`DictionarySets::insert`](super::DictionarySets::insert).
 pub fn dictionary_id(
     game: &str,
     version: &str,

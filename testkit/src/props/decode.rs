@@ -1,7 +1,5 @@
 //! Arbitrary and mutated packets for the decoders, and the checks on what they decode to.
 
-#![forbid(unsafe_code)]
-
 use super::*;
 
 pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {

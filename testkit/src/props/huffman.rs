@@ -1,7 +1,5 @@
 //! Huffman block bodies under trained and arbitrary tables.
 
-#![forbid(unsafe_code)]
-
 use super::*;
 
 pub(super) fn huffman_decode_inner(u: &mut Unstructured<'_>) -> AResult<()> {

@@ -8,8 +8,6 @@
 //! one-liners calling these functions, one target per property, named after
 //! it; [`PROPERTIES`] lists them for the regression test.
 
-#![forbid(unsafe_code)]
-
 use std::collections::BTreeMap;
 
 use arbitrary::{Result as AResult, Unstructured};

@@ -1,7 +1,5 @@
 //! Output hygiene, packet headers, entity-id subsets and block streams.
 
-#![forbid(unsafe_code)]
-
 use super::*;
 
 pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {

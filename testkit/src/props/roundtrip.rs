@@ -1,7 +1,5 @@
 //! Encode then decode of generated snapshots through every path, with and without baselines, priors and dictionaries.
 
-#![forbid(unsafe_code)]
-
 use super::*;
 
 pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {

@@ -1,7 +1,5 @@
 //! The session state machine, capture files and dictionary sets under arbitrary input.
 
-#![forbid(unsafe_code)]
-
 use super::*;
 use crate::link::{Link, LinkConfig};
 

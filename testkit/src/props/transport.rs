@@ -1,7 +1,5 @@
 //! Fragment reassembly and chunk transfer under hostile datagrams.
 
-#![forbid(unsafe_code)]
-
 use super::*;
 
 pub(super) fn fragment_reassembly_inner(u: &mut Unstructured<'_>) -> AResult<()> {

@@ -1,4 +1,4 @@
-//! Chunk/slice reliable transfer (seed 000, Glenn Fiedler's "Sending Large
+//! Chunk/slice reliable transfer (after Glenn Fiedler's "Sending Large
 //! Blocks of Data"): a chunk of up to [`MAX_CHUNK_SIZE`] bytes is cut into
 //! up to [`MAX_SLICES_PER_CHUNK`] slices of [`SLICE_SIZE`] bytes, which are
 //! resent until the receiver acks them all. One chunk is in flight at a
@@ -34,10 +34,8 @@
 //! (1 byte), then `ceil(num_slices / 8)` bytes of bitfield, slice `i` in bit
 //! `i % 8` of byte `i / 8`; bits past `num_slices` must be zero.
 //!
-//! The module is split by concern: [`wire`] parses and writes the two packet
-//! kinds, [`sender`] and [`receiver`] hold the two state machines.
-
-#![forbid(unsafe_code)]
+//! The module is split by concern: `wire` parses and writes the two packet
+//! kinds, `sender` and `receiver` hold the two state machines.
 
 use core::fmt;
 use std::time::Duration;
@@ -78,7 +76,7 @@ pub struct ChunkConfig {
     /// How long a slice waits for its ack before it is resent.
     pub resend: ResendDelay,
     /// Send every slice once at the start of a chunk regardless of the
-    /// budget, then pause for `burst_pause` (seed 000's "initial burst");
+    /// budget, then pause for `burst_pause` (an "initial burst");
     /// default off.
     pub initial_burst: bool,
     /// Pause after the initial burst; default 100 ms.
@@ -107,7 +105,7 @@ impl Default for ChunkConfig {
 /// The minimum time between two sends of the same slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResendDelay {
-    /// A fixed delay (the seed's 100 ms).
+    /// A fixed delay (100 ms is a good start).
     Fixed(Duration),
     /// 1.25 × the RTT given with [`ChunkSender::set_rtt`]; the fallback
     /// until an RTT is known.

@@ -2,8 +2,6 @@
 //! buffer sized by the announced slice count (capped by the configured
 //! maximum), acks written as slices arrive.
 
-#![forbid(unsafe_code)]
-
 use tickpack_seq::seq_newer;
 
 use super::wire::{parse_slice, write_ack, SliceSet};
@@ -20,7 +18,7 @@ struct Incoming {
 }
 
 /// Receives chunks slice by slice and acks them; see the
-/// [module docs](self).
+/// [module docs](crate::chunk).
 #[derive(Debug)]
 pub struct ChunkReceiver {
     max_chunk_size: usize,

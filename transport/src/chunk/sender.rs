@@ -1,8 +1,6 @@
 //! The sending side of a chunk transfer: one chunk in flight, a queue in
 //! front, unacked slices resent within a bandwidth budget.
 
-#![forbid(unsafe_code)]
-
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -42,7 +40,7 @@ struct Outgoing {
 }
 
 /// Sends chunks, one in flight at a time, resending unacked slices within
-/// a bandwidth budget; see the [module docs](self).
+/// a bandwidth budget; see the [module docs](crate::chunk).
 #[derive(Debug)]
 pub struct ChunkSender {
     config: ChunkConfig,

@@ -1,8 +1,6 @@
 //! The slice and ack packets: parsing (typed errors, no panics on hostile
 //! bytes) and writing; the layout is in the [module docs](super).
 
-#![forbid(unsafe_code)]
-
 use super::{
     ChunkError, ACK_PACKET, MAX_SLICES_PER_CHUNK, SLICE_HEADER_LEN, SLICE_PACKET, SLICE_SIZE,
 };
