@@ -24,8 +24,6 @@
 //! let (_, snapshot) = dec.decode(&packet, None)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-
-#![forbid(unsafe_code)]
 //!
 //! The module is split by concern: [`Manifest`] and its parts in
 //! `manifest`, the error in `error`, ids, hashes and names in `id`, reading
