@@ -1,6 +1,7 @@
 //! The one place that calls tickpack's encoder, decoder, dictionary-set and
-//! session entry points, so that a change of their signatures touches this
-//! file only. Schemas, snapshots and sections are used directly.
+//! session entry points and converts their settings, results and counters
+//! to and from the C structs, so that a change of tickpack's API touches
+//! this file only. Schemas, snapshots and sections are used directly.
 
 #![forbid(unsafe_code)]
 
@@ -8,12 +9,49 @@ use std::sync::Arc;
 
 use tickpack::dictset::{DictSetError, DictionarySet, SetEncoder};
 use tickpack::session::{
-    Client, ClientConfig, ClientStats, Received, Server, ServerConfig, ServerStats, SessionError,
-    View,
+    Client, ClientConfig, DropReason, Received, Server, ServerConfig, SessionError, View,
 };
 use tickpack::{
     Baseline, DecodeError, Decoder, EncodeError, Limits, PacketHeader, Schema, Snapshot,
 };
+
+use crate::client::{TpClientConfig, TpClientStats, TpOutcome, TpReceived};
+use crate::codec::{TpLimits, TpPacketInfo};
+use crate::server::{TpServerConfig, TpServerStats};
+
+/// The default limits.
+pub(crate) fn default_limits() -> TpLimits {
+    let l = Limits::default();
+    TpLimits {
+        max_entities_per_section: l.max_entities_per_section,
+        max_decoded_bytes: l.max_decoded_bytes,
+    }
+}
+
+fn limits(l: TpLimits) -> Limits {
+    Limits {
+        max_entities_per_section: l.max_entities_per_section,
+        max_decoded_bytes: l.max_decoded_bytes,
+    }
+}
+
+fn packet_info_of(h: PacketHeader) -> TpPacketInfo {
+    TpPacketInfo {
+        schema_id: h.schema_id,
+        sequence: h.sequence,
+        has_baseline: h.baseline.is_some(),
+        baseline: h.baseline.unwrap_or(0),
+        has_prior: h.prior.is_some(),
+        prior: h.prior.unwrap_or(0),
+        has_dictionary: h.dictionary.is_some(),
+        dictionary: h.dictionary.unwrap_or(0),
+    }
+}
+
+/// What the header at the start of `packet` says.
+pub(crate) fn packet_info(packet: &[u8]) -> Result<TpPacketInfo, DecodeError> {
+    PacketHeader::parse(packet).map(|(h, _)| packet_info_of(h))
+}
 
 /// A baseline as the C API passes it: its sequence and its state.
 pub(crate) type Base<'a> = Option<(u16, &'a Snapshot)>;
@@ -46,10 +84,10 @@ impl Encoder {
         }
     }
 
-    pub(crate) fn set_limits(&mut self, limits: Limits) {
+    pub(crate) fn set_limits(&mut self, l: TpLimits) {
         match self {
-            Self::Plain(e) => e.set_limits(limits),
-            Self::Set(e) => e.set_limits(limits),
+            Self::Plain(e) => e.set_limits(limits(l)),
+            Self::Set(e) => e.set_limits(limits(l)),
         }
     }
 
@@ -96,8 +134,8 @@ pub(crate) fn decoder_from_set(set: &DictionarySet) -> Result<Decoder, DictSetEr
 }
 
 /// Sets a decoder's limits.
-pub(crate) fn set_decoder_limits(decoder: &mut Decoder, limits: Limits) {
-    decoder.set_limits(limits);
+pub(crate) fn set_decoder_limits(decoder: &mut Decoder, l: TpLimits) {
+    decoder.set_limits(limits(l));
 }
 
 /// Decodes `packet` against `base` into `out` (left empty on error).
@@ -106,17 +144,42 @@ pub(crate) fn decode(
     packet: &[u8],
     base: Base<'_>,
     out: &mut Snapshot,
-) -> Result<PacketHeader, DecodeError> {
-    decoder.decode_into(packet, baseline(base), out)
+) -> Result<TpPacketInfo, DecodeError> {
+    decoder
+        .decode_into(packet, baseline(base), out)
+        .map(packet_info_of)
 }
 
-/// A session server for `schema`, compressing with `set`'s dictionaries if
-/// given (its keyframe dictionary for full snapshots).
+/// The default server settings.
+pub(crate) fn default_server_config() -> TpServerConfig {
+    let c = ServerConfig::default();
+    TpServerConfig {
+        history: c.history,
+        level: c.level,
+        checksum: c.checksum,
+        share_encodes: c.share_encodes,
+        first_sequence: c.first_sequence,
+        limits: default_limits(),
+    }
+}
+
+/// A session server for `schema` with settings `c`, compressing with
+/// `set`'s dictionaries if given (its keyframe dictionary for full
+/// snapshots).
 pub(crate) fn server(
     schema: Schema,
     set: Option<&DictionarySet>,
-    config: ServerConfig,
+    c: &TpServerConfig,
 ) -> Result<Server, SessionError> {
+    let config = ServerConfig {
+        history: c.history,
+        level: c.level,
+        limits: limits(c.limits),
+        checksum: c.checksum,
+        first_sequence: c.first_sequence,
+        share_encodes: c.share_encodes,
+        ..ServerConfig::default()
+    };
     let config = match set {
         None => config,
         Some(set) => ServerConfig {
@@ -161,16 +224,36 @@ pub(crate) fn handle_message(server: &mut Server, message: &[u8]) -> Result<u16,
 }
 
 /// The server's counters.
-pub(crate) fn server_stats(server: &Server) -> ServerStats {
-    server.stats()
+pub(crate) fn server_stats(server: &Server) -> TpServerStats {
+    let s = server.stats();
+    TpServerStats {
+        packets: s.packets,
+        full: s.full,
+        encodes: s.encodes,
+        bytes: s.bytes,
+    }
 }
 
-/// A session client for `schema` holding `set`'s dictionaries if given.
+/// The default client settings.
+pub(crate) fn default_client_config() -> TpClientConfig {
+    TpClientConfig {
+        history: ClientConfig::default().history,
+        limits: default_limits(),
+    }
+}
+
+/// A session client for `schema` with settings `c`, holding `set`'s
+/// dictionaries if given.
 pub(crate) fn client(
     schema: Schema,
     set: Option<&DictionarySet>,
-    config: ClientConfig,
+    c: &TpClientConfig,
 ) -> Result<Client, SessionError> {
+    let config = ClientConfig {
+        history: c.history,
+        limits: limits(c.limits),
+        ..ClientConfig::default()
+    };
     let config = match set {
         None => config,
         Some(set) => ClientConfig {
@@ -181,9 +264,30 @@ pub(crate) fn client(
     Client::new(schema, config)
 }
 
-/// Applies one packet.
-pub(crate) fn receive(client: &mut Client, packet: &[u8]) -> Received {
-    client.receive(packet)
+/// Applies one packet: what happened, and for a dropped packet the reason.
+pub(crate) fn receive(client: &mut Client, packet: &[u8]) -> (TpReceived, Option<String>) {
+    let r = client.receive(packet);
+    let (outcome, sequence, baseline) = match &r {
+        Received::Applied { sequence, baseline } => (TpOutcome::Applied, *sequence, *baseline),
+        Received::Dropped(DropReason::Stale { sequence, .. }) => {
+            (TpOutcome::Stale, *sequence, None)
+        }
+        Received::Dropped(DropReason::UnknownBaseline { sequence, baseline }) => {
+            (TpOutcome::UnknownBaseline, *sequence, Some(*baseline))
+        }
+        Received::Dropped(DropReason::Undecodable(_)) => (TpOutcome::Undecodable, 0, None),
+    };
+    let reason = match r {
+        Received::Dropped(d) => Some(d.to_string()),
+        Received::Applied { .. } => None,
+    };
+    let result = TpReceived {
+        outcome,
+        sequence,
+        has_baseline: baseline.is_some(),
+        baseline: baseline.unwrap_or(0),
+    };
+    (result, reason)
 }
 
 /// The newest applied snapshot and its sequence.
@@ -192,8 +296,15 @@ pub(crate) fn latest(client: &Client) -> Option<(u16, &Snapshot)> {
 }
 
 /// The client's counters.
-pub(crate) fn client_stats(client: &Client) -> ClientStats {
-    client.stats()
+pub(crate) fn client_stats(client: &Client) -> TpClientStats {
+    let s = client.stats();
+    TpClientStats {
+        applied: s.applied,
+        full: s.full,
+        stale: s.stale,
+        unknown_baseline: s.unknown_baseline,
+        undecodable: s.undecodable,
+    }
 }
 
 /// The message (ack and full-snapshot request) the client sends now.

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use tickpack::session::{ClientConfig, ClientMessage, DropReason, Received};
+use tickpack::session::ClientMessage;
 
 use crate::adapter;
 use crate::boundary::{
@@ -35,11 +35,7 @@ pub struct TpClientConfig {
 
 impl Default for TpClientConfig {
     fn default() -> Self {
-        let c = ClientConfig::default();
-        Self {
-            history: c.history,
-            limits: c.limits.into(),
-        }
+        adapter::default_client_config()
     }
 }
 
@@ -70,27 +66,6 @@ pub struct TpReceived {
     pub has_baseline: bool,
     /// That baseline, when `has_baseline`.
     pub baseline: u16,
-}
-
-impl TpReceived {
-    fn of(r: &Received) -> Self {
-        let (outcome, sequence, baseline) = match r {
-            Received::Applied { sequence, baseline } => (TpOutcome::Applied, *sequence, *baseline),
-            Received::Dropped(DropReason::Stale { sequence, .. }) => {
-                (TpOutcome::Stale, *sequence, None)
-            }
-            Received::Dropped(DropReason::UnknownBaseline { sequence, baseline }) => {
-                (TpOutcome::UnknownBaseline, *sequence, Some(*baseline))
-            }
-            Received::Dropped(DropReason::Undecodable(_)) => (TpOutcome::Undecodable, 0, None),
-        };
-        Self {
-            outcome,
-            sequence,
-            has_baseline: baseline.is_some(),
-            baseline: baseline.unwrap_or(0),
-        }
-    }
 }
 
 /// Client counters.
@@ -140,12 +115,7 @@ pub unsafe extern "C" fn tp_client_new(
         let set = unsafe { optional_set(set, schema)? };
         // SAFETY: as above.
         let c = unsafe { read_or_default(config, "config")? };
-        let config = ClientConfig {
-            history: c.history,
-            limits: c.limits.into(),
-            ..ClientConfig::default()
-        };
-        let client = adapter::client(schema.clone(), set, config)?;
+        let client = adapter::client(schema.clone(), set, &c)?;
         // SAFETY: as above.
         unsafe { new_handle(out, client) }
     })
@@ -184,12 +154,10 @@ pub unsafe extern "C" fn tp_client_receive(
         }
         // SAFETY: forwarded from this function's contract.
         let (client, packet) = unsafe { (get_mut(client)?, slice(packet, len, "packet")?) };
-        let r = adapter::receive(client, packet);
-        if let Received::Dropped(d) = &r {
-            reason = Some(d.to_string());
-        }
+        let (r, why) = adapter::receive(client, packet);
+        reason = why;
         // SAFETY: as above.
-        unsafe { put(result, TpReceived::of(&r), "result") }
+        unsafe { put(result, r, "result") }
     });
     if let Some(reason) = reason.filter(|_| status == TpStatus::Ok) {
         set_last(Some(&reason));
@@ -260,13 +228,6 @@ pub unsafe extern "C" fn tp_client_stats(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let s = adapter::client_stats(unsafe { get(client)? });
-        let s = TpClientStats {
-            applied: s.applied,
-            full: s.full,
-            stale: s.stale,
-            unknown_baseline: s.unknown_baseline,
-            undecodable: s.undecodable,
-        };
         // SAFETY: as above.
         unsafe { put(stats, s, "stats") }
     })

@@ -6,8 +6,6 @@
 
 use std::sync::Arc;
 
-use tickpack::{Limits, PacketHeader};
-
 use crate::adapter::{self, Encoder};
 use crate::boundary::{
     call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
@@ -34,25 +32,7 @@ pub struct TpLimits {
 
 impl Default for TpLimits {
     fn default() -> Self {
-        Limits::default().into()
-    }
-}
-
-impl From<Limits> for TpLimits {
-    fn from(l: Limits) -> Self {
-        Self {
-            max_entities_per_section: l.max_entities_per_section,
-            max_decoded_bytes: l.max_decoded_bytes,
-        }
-    }
-}
-
-impl From<TpLimits> for Limits {
-    fn from(l: TpLimits) -> Self {
-        Self {
-            max_entities_per_section: l.max_entities_per_section,
-            max_decoded_bytes: l.max_decoded_bytes,
-        }
+        adapter::default_limits()
     }
 }
 
@@ -85,21 +65,6 @@ pub struct TpPacketInfo {
     pub has_dictionary: bool,
     /// That dictionary's id, when `has_dictionary`.
     pub dictionary: u32,
-}
-
-impl From<PacketHeader> for TpPacketInfo {
-    fn from(h: PacketHeader) -> Self {
-        Self {
-            schema_id: h.schema_id,
-            sequence: h.sequence,
-            has_baseline: h.baseline.is_some(),
-            baseline: h.baseline.unwrap_or(0),
-            has_prior: h.prior.is_some(),
-            prior: h.prior.unwrap_or(0),
-            has_dictionary: h.dictionary.is_some(),
-            dictionary: h.dictionary.unwrap_or(0),
-        }
-    }
 }
 
 /// Makes an encoder for `schema` at zstd level `level` (`TP_DEFAULT_LEVEL`
@@ -196,7 +161,7 @@ pub unsafe extern "C" fn tp_encoder_set_limits(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let (state, limits) = unsafe { (get_mut(encoder)?, read_or_default(limits, "limits")?) };
-        state.encoder.set_limits(limits.into());
+        state.encoder.set_limits(limits);
         Ok(())
     })
 }
@@ -323,7 +288,7 @@ pub unsafe extern "C" fn tp_decoder_set_limits(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let (decoder, limits) = unsafe { (get_mut(decoder)?, read_or_default(limits, "limits")?) };
-        adapter::set_decoder_limits(decoder, limits.into());
+        adapter::set_decoder_limits(decoder, limits);
         Ok(())
     })
 }
@@ -380,7 +345,7 @@ pub unsafe extern "C" fn tp_decoder_decode(
         };
         let header = adapter::decode(decoder, packet, base, Arc::make_mut(out))?;
         // SAFETY: as above.
-        unsafe { put_opt(info, header.into(), "info") }
+        unsafe { put_opt(info, header, "info") }
     })
 }
 
@@ -399,8 +364,8 @@ pub unsafe extern "C" fn tp_packet_info(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let packet = unsafe { slice(packet, len, "packet")? };
-        let (header, _) = PacketHeader::parse(packet)?;
+        let header = adapter::packet_info(packet)?;
         // SAFETY: as above.
-        unsafe { put(info, header.into(), "info") }
+        unsafe { put(info, header, "info") }
     })
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use tickpack::dictset::DictionarySet;
-use tickpack::session::{Server, ServerConfig};
+use tickpack::session::Server;
 use tickpack::Schema;
 
 use crate::adapter;
@@ -42,15 +42,7 @@ pub struct TpServerConfig {
 
 impl Default for TpServerConfig {
     fn default() -> Self {
-        let c = ServerConfig::default();
-        Self {
-            history: c.history,
-            level: c.level,
-            checksum: c.checksum,
-            share_encodes: c.share_encodes,
-            first_sequence: c.first_sequence,
-            limits: c.limits.into(),
-        }
+        adapter::default_server_config()
     }
 }
 
@@ -136,16 +128,7 @@ pub unsafe extern "C" fn tp_server_new(
         let set = unsafe { optional_set(set, schema)? };
         // SAFETY: as above.
         let c = unsafe { read_or_default(config, "config")? };
-        let config = ServerConfig {
-            history: c.history,
-            level: c.level,
-            limits: c.limits.into(),
-            checksum: c.checksum,
-            first_sequence: c.first_sequence,
-            share_encodes: c.share_encodes,
-            ..ServerConfig::default()
-        };
-        let server = adapter::server(schema.clone(), set, config)?;
+        let server = adapter::server(schema.clone(), set, &c)?;
         let state = ServerState {
             server,
             pending: None,
@@ -302,12 +285,6 @@ pub unsafe extern "C" fn tp_server_stats(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let s = adapter::server_stats(&unsafe { get(server)? }.server);
-        let s = TpServerStats {
-            packets: s.packets,
-            full: s.full,
-            encodes: s.encodes,
-            bytes: s.bytes,
-        };
         // SAFETY: as above.
         unsafe { put(stats, s, "stats") }
     })
