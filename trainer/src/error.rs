@@ -56,6 +56,16 @@ pub enum TrainerError {
     Zstd(String),
     /// The input has nothing to work on (no ticks, no packets).
     Empty(String),
+    /// An output was refused (it is an input, it exists, it is a
+    /// directory), or could not be moved into place.
+    Output(String),
+    /// `inspect` found damage; its report was printed.
+    Damaged {
+        /// The file or directory inspected.
+        file: String,
+    },
+    /// A capture needs more memory than the trainer allows itself.
+    TooLarge(String),
 }
 
 impl TrainerError {
@@ -86,6 +96,9 @@ impl fmt::Display for TrainerError {
             Self::Decode(e) => write!(f, "decode: {e}"),
             Self::Zstd(m) => write!(f, "zstd: {m}"),
             Self::Empty(m) => write!(f, "{m}"),
+            Self::Output(m) => write!(f, "{m}"),
+            Self::Damaged { file } => write!(f, "{file} is damaged (report above)"),
+            Self::TooLarge(m) => write!(f, "{m}"),
         }
     }
 }
