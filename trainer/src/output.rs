@@ -84,6 +84,19 @@ impl Pending {
             .suffix(".part")
             .tempfile_in(dir)
             .map_err(|e| TrainerError::io(dir, e))?;
+        // A temporary file is private; the output gets the permissions of
+        // the file it replaces, or those of an ordinary new file.
+        let perms = match std::fs::metadata(dest) {
+            Ok(m) => m.permissions(),
+            Err(_) => ordinary(
+                false,
+                file.as_file()
+                    .metadata()
+                    .map_err(|e| TrainerError::io(file.path(), e))?
+                    .permissions(),
+            ),
+        };
+        std::fs::set_permissions(file.path(), perms).map_err(|e| TrainerError::io(dest, e))?;
         Ok(Self {
             dest: dest.to_owned(),
             force,
@@ -128,6 +141,24 @@ impl Pending {
             }
         })?;
         Ok(len)
+    }
+}
+
+/// The permissions of a new file (`rw-r--r--`) or directory (`rwxr-xr-x`)
+/// in place of `current` (a temporary file's or directory's, private).
+fn ordinary(dir: bool, current: std::fs::Permissions) -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = current;
+        std::fs::Permissions::from_mode(if dir { 0o755 } else { 0o644 })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        let mut p = current;
+        p.set_readonly(false);
+        p
     }
 }
 
@@ -200,6 +231,17 @@ pub fn save_set(set: &DictionarySet, out: &Path) -> Result<DictionarySet, Traine
         .map_err(|e| TrainerError::io(parent, e))?;
     set.save(staging.path())?;
     DictionarySet::load(staging.path())?;
+    let perms = match std::fs::metadata(out) {
+        Ok(m) => m.permissions(),
+        Err(_) => ordinary(
+            true,
+            std::fs::metadata(staging.path())
+                .map_err(|e| TrainerError::io(staging.path(), e))?
+                .permissions(),
+        ),
+    };
+    std::fs::set_permissions(staging.path(), perms)
+        .map_err(|e| TrainerError::io(staging.path(), e))?;
     let old = match target {
         Target::Absent => None,
         Target::EmptyDir => {

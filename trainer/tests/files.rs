@@ -136,6 +136,17 @@ fn existing_outputs_need_force_and_failures_keep_them() {
     assert!(i.contains("ticks: 4"), "{i}");
     assert_eq!(listing(&dir), before);
 
+    // Outputs are ordinary files and directories, not private temporaries.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let fresh = dir.join("fresh.tpcap");
+        cmd(&[&"export", &"idle", &fresh, &"--ticks", &"2"]).unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+        std::fs::remove_file(&fresh).unwrap();
+    }
+
     // A directory is never an output.
     let e = cmd(&[&"export", &"idle", &dir, &"--force", &"--ticks", &"2"]).unwrap_err();
     assert!(matches!(e, TrainerError::Output(_)), "{e}");
@@ -170,6 +181,12 @@ fn train_replaces_a_set_as_a_whole() {
     assert_eq!(listing(&dir.join("sets/cube-pile")), vec!["1".to_owned()]);
     let i = cmd(&[&"inspect", &set]).unwrap();
     assert!(i.contains("verified: yes"), "{i}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&set).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
 
     // A non-empty directory that is not a set is refused, untouched.
     let other = dir.join("notes");
