@@ -57,15 +57,21 @@ impl Scanned {
     }
 
     /// Reads the capture again, calling `f(index, snapshot)` for every tick
-    /// in order. Only the reader's current tick is in memory.
+    /// in order. Only the reader's current tick is in memory. A capture
+    /// that no longer has the hash of the first reading is an error, after
+    /// its ticks.
     pub fn stream(
         &self,
         mut f: impl FnMut(usize, &Snapshot) -> Result<(), TrainerError>,
     ) -> Result<(), TrainerError> {
         let p = &self.path;
         let file = File::open(p).map_err(|e| TrainerError::io(p, e))?;
-        let mut r =
-            CaptureReader::with_limits(file, CaptureLimits::default()).map_err(capture_err(p))?;
+        let mut input = Hashing {
+            inner: file,
+            hash: Sha256::new(),
+        };
+        let mut r = CaptureReader::with_limits(&mut input, CaptureLimits::default())
+            .map_err(capture_err(p))?;
         if r.header() != &self.header {
             return Err(changed(p));
         }
@@ -79,7 +85,8 @@ impl Scanned {
                 i += 1;
             }
         }
-        if i != self.ticks.len() {
+        drop(r);
+        if i != self.ticks.len() || input.hex() != self.sha256 {
             return Err(changed(p));
         }
         Ok(())
@@ -127,6 +134,17 @@ pub fn snapshot_bytes(s: &Snapshot) -> u64 {
 struct Hashing<R> {
     inner: R,
     hash: Sha256,
+}
+
+impl<R> Hashing<R> {
+    /// The SHA-256 of what was read, lowercase hex.
+    fn hex(self) -> String {
+        self.hash
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
 }
 
 impl<R: Read> Read for Hashing<R> {
@@ -178,12 +196,7 @@ pub fn scan_all(paths: &[PathBuf]) -> Result<Vec<Scanned>, TrainerError> {
             }
         }
         drop(r);
-        let sha256 = input
-            .hash
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256 = input.hex();
         out.push(Scanned {
             path: p.clone(),
             sha256,

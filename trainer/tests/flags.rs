@@ -20,6 +20,12 @@ fn usage(args: &[&str]) -> String {
 }
 
 #[test]
+fn the_command_line_is_consistent() {
+    use clap::CommandFactory;
+    tickpack_trainer::cli::Cli::command().debug_assert();
+}
+
+#[test]
 fn every_command_has_help() {
     for cmd in [
         vec![],
