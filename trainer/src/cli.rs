@@ -41,7 +41,6 @@ pub fn version_text() -> String {
     version = version_text(),
     about = "Trains and evaluates tickpack dictionary sets from captured traffic",
     long_about = None,
-    disable_help_subcommand = false,
     arg_required_else_help = true
 )]
 pub struct Cli {

@@ -13,7 +13,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(TrainerError::Usage(m)) => {
             // clap's messages come rendered, usage line included.
-            if m.starts_with("error:") {
+            if m.contains("Usage:") {
                 eprint!("{m}");
             } else {
                 eprintln!("error: {m}\n\nFor more information, try '--help'.");
