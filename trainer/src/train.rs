@@ -3,7 +3,11 @@
 //! 1. Every capture's ticks are split: the latest 20% are held out (not a
 //!    random sample: a dictionary must work on the ticks that come next).
 //! 2. Packets are planned as `eval` plans them (recorded sends, else an RTT
-//!    model), plus a keyframe every `keyframe_every` ticks.
+//!    model), plus a keyframe every `keyframe_every` ticks, from a first
+//!    reading of the captures that keeps no snapshot. Long captures are
+//!    sampled evenly (at most [`MAX_JOBS`] packets of each kind, and no more
+//!    than [`TrainOptions::max_held_bytes`] of snapshots); a second reading
+//!    loads only the snapshots those packets need.
 //! 3. Per field, the delta operator that minimises the held-out delta bytes
 //!    (no dictionary) is chosen by coordinate descent, the other fields fixed.
 //! 4. With those operators, the real encoder builds its uncompressed
@@ -12,7 +16,8 @@
 //!    deltas, zstd's fastCover trainer makes a dictionary of each size tried;
 //!    the one giving the fewest held-out bytes is kept, or none if none helps.
 //! 5. The set (schema with the chosen operators, dictionaries, manifest) is
-//!    written, loaded back and verified.
+//!    written to a new directory beside `--out`, loaded back and verified,
+//!    then swapped in for the set there, if any ([`crate::output`]).
 
 #![forbid(unsafe_code)]
 
