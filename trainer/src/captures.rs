@@ -109,10 +109,9 @@ impl Scanned {
 }
 
 fn changed(p: &Path) -> TrainerError {
-    TrainerError::Empty(format!(
-        "{}: the capture changed while it was being read",
-        p.display()
-    ))
+    TrainerError::Changed {
+        file: p.display().to_string(),
+    }
 }
 
 /// Index of the first held-out tick of `n` when the latest `fraction` are

@@ -64,8 +64,11 @@ pub enum TrainerError {
         /// The file or directory inspected.
         file: String,
     },
-    /// A capture needs more memory than the trainer allows itself.
-    TooLarge(String),
+    /// A capture read again is not what it was at its first reading.
+    Changed {
+        /// The capture file.
+        file: String,
+    },
 }
 
 impl TrainerError {
@@ -98,7 +101,9 @@ impl fmt::Display for TrainerError {
             Self::Empty(m) => write!(f, "{m}"),
             Self::Output(m) => write!(f, "{m}"),
             Self::Damaged { file } => write!(f, "{file} is damaged (report above)"),
-            Self::TooLarge(m) => write!(f, "{m}"),
+            Self::Changed { file } => {
+                write!(f, "{file}: the capture changed while it was being read")
+            }
         }
     }
 }
