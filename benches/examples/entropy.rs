@@ -18,7 +18,7 @@ use std::time::Instant;
 use clap::Parser;
 
 use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, HuffmanTable, Schema, Snapshot};
-use tickpack_benches::scenarios::{cube_pile, racing_lobby};
+use tickpack_scenarios::{cube_pile, racing_lobby};
 
 const DISTANCE: usize = 6;
 
