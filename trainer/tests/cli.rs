@@ -327,6 +327,13 @@ fn train_then_eval_on_a_tiny_capture() {
     assert!(matches!(e, TrainerError::Damaged { .. }), "{e}");
     let i = String::from_utf8(report).unwrap();
     assert!(i.contains("DAMAGED") && i.contains("truncated"), "{i}");
+    let o = Command::new(env!("CARGO_BIN_EXE_tickpack-trainer"))
+        .arg("inspect")
+        .arg(dir.join("cut.tpcap"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "a damaged capture exits 1");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("DAMAGED"));
     let e = cmd(&[&"eval", &dir.join("cut.tpcap")]).unwrap_err();
     assert!(matches!(e, TrainerError::Capture { .. }), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
