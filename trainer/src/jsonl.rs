@@ -39,9 +39,15 @@ pub fn parse_tick(line: &[u8], schema: &Schema, max_entities: usize) -> Result<T
     parsed.map_err(|e| explain(line, &e))
 }
 
-/// The error text, with a hint when the line holds a non-JSON float literal.
+/// The error text for a parse of one line: the column (serde_json's "line 1"
+/// would be misleading), and a hint when the line holds a non-JSON float
+/// literal.
 pub fn explain(line: &[u8], e: &serde_json::Error) -> String {
     let mut m = e.to_string();
+    let at = format!(" at line {} column {}", e.line(), e.column());
+    if let Some(stripped) = m.strip_suffix(&at) {
+        m = format!("{stripped} (column {})", e.column());
+    }
     if e.is_syntax() {
         let col = e.column().saturating_sub(1);
         let near = &line[col.saturating_sub(1).min(line.len())..(col + 10).min(line.len())];
