@@ -64,6 +64,20 @@ pub enum TrainerError {
         /// The file or directory inspected.
         file: String,
     },
+    /// Replaying a capture would hold more snapshots than allowed: its
+    /// packets' baselines reach too far back.
+    TooMuchHeld {
+        /// The capture file.
+        file: String,
+        /// The tick at which the limit was passed.
+        tick: u64,
+        /// Snapshots held then.
+        snapshots: usize,
+        /// Their bytes (ids and records).
+        bytes: u64,
+        /// The limit, bytes.
+        limit: u64,
+    },
     /// A capture read again is not what it was at its first reading.
     Changed {
         /// The capture file.
@@ -101,6 +115,17 @@ impl fmt::Display for TrainerError {
             Self::Empty(m) => write!(f, "{m}"),
             Self::Output(m) => write!(f, "{m}"),
             Self::Damaged { file } => write!(f, "{file} is damaged (report above)"),
+            Self::TooMuchHeld {
+                file,
+                tick,
+                snapshots,
+                bytes,
+                limit,
+            } => write!(
+                f,
+                "{file}: at tick {tick}, {snapshots} snapshots ({bytes} bytes) are still needed \
+                 as baselines, over the {limit}-byte limit: the packets' baselines reach too far back"
+            ),
             Self::Changed { file } => {
                 write!(f, "{file}: the capture changed while it was being read")
             }

@@ -39,6 +39,10 @@ pub struct EvalOptions {
     /// Most bytes of raw snapshots the plain frames' dictionary is trained
     /// on (default [`MAX_FRAME_DICT_SAMPLES`]).
     pub max_dict_samples: u64,
+    /// Most bytes of snapshots held at once as baselines still to be used
+    /// (default [`MAX_HELD_BYTES`]); a capture whose baselines reach back
+    /// further is refused.
+    pub max_held_bytes: u64,
 }
 
 impl Default for EvalOptions {
@@ -51,6 +55,7 @@ impl Default for EvalOptions {
             held_out_fraction: 0.2,
             level: tickpack::DEFAULT_LEVEL,
             max_dict_samples: MAX_FRAME_DICT_SAMPLES,
+            max_held_bytes: MAX_HELD_BYTES,
         }
     }
 }
@@ -138,6 +143,9 @@ fn round2(x: f64) -> f64 {
 fn mean_of(total: f64, n: usize) -> Option<f64> {
     (n > 0).then(|| round2(total / n as f64))
 }
+
+/// Most bytes of snapshots `eval` holds as baselines by default: 1 GiB.
+pub const MAX_HELD_BYTES: u64 = 1 << 30;
 
 /// Most bytes of raw snapshots the `zstd_frame_dict_bytes_mean` dictionary
 /// is trained on: 16 MiB (zstd asks for about 100 times the dictionary size).
@@ -227,6 +235,15 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                 held_bytes += snapshot_bytes(snap);
                 peak_ticks = peak_ticks.max(held.len());
                 peak_bytes = peak_bytes.max(held_bytes);
+                if held_bytes > opts.max_held_bytes {
+                    return Err(TrainerError::TooMuchHeld {
+                        file: sc.path.display().to_string(),
+                        tick: sc.ticks.get(i).map_or(0, |t| t.tick),
+                        snapshots: held.len(),
+                        bytes: held_bytes,
+                        limit: opts.max_held_bytes,
+                    });
+                }
             }
             while let Some(&p) = pl.packets.get(next).filter(|p| p.tick <= i) {
                 next += 1;

@@ -138,6 +138,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
                 held_out_fraction: d.held_out_fraction,
                 level: a.level,
                 max_dict_samples: d.max_dict_samples,
+                max_held_bytes: d.max_held_bytes,
             };
             let (report, ctx) = eval::eval(&opts)?;
             if a.json {

@@ -83,6 +83,35 @@ fn eval_holds_a_window_of_snapshots_not_the_capture() {
 }
 
 #[test]
+fn eval_refuses_baselines_that_reach_too_far_back() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("far");
+    let cap = dir.join("zeros.tpcap");
+    let per_tick = zeros(&cap, 300, 1024);
+    // Tick t against t - 100 with prior t - 200: 201 snapshots live at once.
+    let opts = EvalOptions {
+        captures: vec![cap.clone()],
+        model: BaselineModel::Distance(100),
+        max_held_bytes: 50 * per_tick as u64,
+        max_dict_samples: 256 << 10,
+        ..EvalOptions::default()
+    };
+    let (r, peak) = counting::peak_of(|| eval(&opts));
+    match r {
+        Err(tickpack_trainer::TrainerError::TooMuchHeld {
+            snapshots, bytes, ..
+        }) => {
+            assert_eq!(snapshots, 51);
+            assert!(bytes > opts.max_held_bytes);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Refused at the limit, not after holding the 201 snapshots (3.7 MB).
+    assert!(peak < 2 << 20, "peak heap {peak}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn train_samples_within_its_memory_budget() {
     let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmp("train");
