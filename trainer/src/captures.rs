@@ -22,6 +22,10 @@ use tickpack::{DeltaOp, Field, Schema, Snapshot};
 use crate::output::{check_output, Pending};
 use crate::TrainerError;
 
+/// Most sent records one tick of a capture may hold (one packet per client
+/// per tick: far more clients than a server has).
+pub const MAX_SENT_PER_TICK: usize = 65_536;
+
 /// What the first pass over a capture learns about one tick: everything
 /// but the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +193,13 @@ pub fn scan_all(paths: &[PathBuf]) -> Result<Vec<Scanned>, TrainerError> {
                 }),
                 Record::Sent(s) => {
                     if let Some(t) = ticks.last_mut() {
+                        if t.sent.len() >= MAX_SENT_PER_TICK {
+                            return Err(TrainerError::TooManySent {
+                                file: p.display().to_string(),
+                                tick: t.tick,
+                                limit: MAX_SENT_PER_TICK,
+                            });
+                        }
                         t.sent.push(s);
                     }
                 }

@@ -78,6 +78,15 @@ pub enum TrainerError {
         /// The limit, bytes.
         limit: u64,
     },
+    /// A tick of a capture records more sent packets than allowed.
+    TooManySent {
+        /// The capture file.
+        file: String,
+        /// The tick.
+        tick: u64,
+        /// The most sent records a tick may hold.
+        limit: usize,
+    },
     /// A capture read again is not what it was at its first reading.
     Changed {
         /// The capture file.
@@ -125,6 +134,10 @@ impl fmt::Display for TrainerError {
                 f,
                 "{file}: at tick {tick}, {snapshots} snapshots ({bytes} bytes) are still needed \
                  as baselines, over the {limit}-byte limit: the packets' baselines reach too far back"
+            ),
+            Self::TooManySent { file, tick, limit } => write!(
+                f,
+                "{file}: tick {tick} records more than {limit} sent packets"
             ),
             Self::Changed { file } => {
                 write!(f, "{file}: the capture changed while it was being read")

@@ -112,6 +112,46 @@ fn eval_refuses_baselines_that_reach_too_far_back() {
 }
 
 #[test]
+fn a_tick_with_too_many_sent_records_is_refused() {
+    let dir = tmp("sent");
+    let cap = dir.join("sent.tpcap");
+    let schema = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 1)
+        .build()
+        .unwrap();
+    let header = CaptureHeader::new("sent", "1", 60, schema.clone());
+    let f = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+    let mut w = CaptureWriter::new(f, &header, CaptureOptions::default()).unwrap();
+    w.tick(0, &Snapshot::new(&schema)).unwrap();
+    let limit = tickpack_trainer::captures::MAX_SENT_PER_TICK;
+    for client in 0..=limit as u32 {
+        let s = tickpack::capture::SentRecord {
+            client,
+            sequence: 0,
+            baseline: None,
+            prior: None,
+            bytes: 0,
+        };
+        w.sent(&s).unwrap();
+    }
+    w.finish().unwrap();
+    let opts = EvalOptions {
+        captures: vec![cap],
+        ..EvalOptions::default()
+    };
+    match eval(&opts) {
+        Err(tickpack_trainer::TrainerError::TooManySent {
+            tick: 0, limit: l, ..
+        }) => {
+            assert_eq!(l, limit)
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn train_samples_within_its_memory_budget() {
     let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmp("train");
