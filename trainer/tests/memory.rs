@@ -113,6 +113,7 @@ fn eval_refuses_baselines_that_reach_too_far_back() {
 
 #[test]
 fn a_tick_with_too_many_sent_records_is_refused() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmp("sent");
     let cap = dir.join("sent.tpcap");
     let schema = Schema::builder()
