@@ -1352,6 +1352,7 @@ fn arb_tight_limits(u: &mut Unstructured<'_>) -> AResult<Limits> {
     Ok(Limits {
         max_entities_per_section: u.int_in_range(0..=24)?,
         max_decoded_bytes: u.int_in_range(0..=3000)?,
+        max_snapshot_bytes: u.int_in_range(0..=4000)?,
     })
 }
 
@@ -1730,6 +1731,7 @@ fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         decoder: Limits {
             max_entities_per_section: 1000,
             max_decoded_bytes: 256 << 10,
+            max_snapshot_bytes: 1 << 20,
         },
     };
     let (bytes, written) = if u.arbitrary()? {

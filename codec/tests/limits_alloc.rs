@@ -27,6 +27,7 @@ fn header(schema: &Schema) -> Vec<u8> {
 const LIMITS: Limits = Limits {
     max_entities_per_section: 1000,
     max_decoded_bytes: 64 * 1024,
+    max_snapshot_bytes: 1 << 20,
 };
 
 fn decoder(s: &Schema) -> Decoder {
