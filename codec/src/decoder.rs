@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use crate::block::{self, DDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
-use crate::encoder::{Baseline, DEFAULT_LEVEL};
+use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
 use crate::limits::Limits;
 use crate::packet::PacketHeader;
 use crate::pipeline::{self, DecodeScratch, SectionMeta};
 use crate::schema::Schema;
+use crate::snapshot::Baseline;
 use crate::snapshot::{SectionRef, Snapshot};
 use crate::wire::Reader;
 
