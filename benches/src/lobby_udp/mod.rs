@@ -3,7 +3,7 @@
 //! behind `examples/lobby.rs`).
 //!
 //! * One server socket and one socket per client; each direction of each
-//!   socket is a [`link::Link`] that drops with the configured loss and
+//!   socket is a link that drops with the configured loss and
 //!   delays by the latency ± 10%.
 //! * Every datagram is an authenticated connection-layer packet
 //!   (`tickpack_transport::conn`): the lobby issues each client a connect
@@ -11,11 +11,11 @@
 //!   every packet is sealed and replay-checked. The server follows a
 //!   client to a new address (client 1 moves to a new socket half-way)
 //!   only on an authenticated packet.
-//! * Inside a packet, byte 0 is the channel ([`Channel`]). The connect
+//! * Inside a packet, byte 0 is the channel (fragment, chunk slice, chunk ack, client message). The connect
 //!   snapshot goes out as a chunk; regular snapshots are session packets
 //!   with distance-based rate tiers, split by the fragmenter, paced by a
 //!   token bucket per client.
-//! * With `attack`, an [`attack::Attacker`] floods forged traffic at the
+//! * With `attack`, an attacker floods forged traffic at the
 //!   server and every client.
 //!
 //! The verdict ([`report::Verdict`]) keeps codec sync (each client's
