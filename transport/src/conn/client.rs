@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::crypto::PacketKey;
 use super::packet::{
     check_len, open_handshake, open_packet, parse_header, seal_packet, write_request, CHALLENGE,
     CHALLENGE_BYTES, DENIED, DENIED_BYTES, DISCONNECT, KEEPALIVE, PAYLOAD, RESPONSE,
@@ -40,6 +41,8 @@ pub enum ClientState {
 #[derive(Debug)]
 pub struct Client {
     token: ConnectToken,
+    client_to_server: PacketKey,
+    server_to_client: PacketKey,
     server: SocketAddr,
     state: ClientState,
     response: Vec<u8>,
@@ -56,6 +59,8 @@ impl Client {
     /// most `max_payload` bytes (the server's limit).
     pub fn new(now: Duration, server: SocketAddr, token: ConnectToken, max_payload: usize) -> Self {
         Self {
+            client_to_server: PacketKey::new(&token.client_to_server_key),
+            server_to_client: PacketKey::new(&token.server_to_client_key),
             token,
             server,
             state: ClientState::Requesting,
@@ -137,12 +142,7 @@ impl Client {
             Some(_) => {
                 let header = parse_header(datagram, false)?;
                 check_replay(&self.replay, header.sequence)?;
-                let body = open_packet(
-                    datagram,
-                    &header,
-                    protocol_id,
-                    &self.token.server_to_client_key,
-                )?;
+                let body = open_packet(datagram, &header, protocol_id, &self.server_to_client)?;
                 self.replay.accept(header.sequence);
                 self.last_received = now;
                 match header.kind {
@@ -207,7 +207,7 @@ impl Client {
             self.next_sequence,
             Some(slot),
             self.token.protocol_id,
-            &self.token.client_to_server_key,
+            &self.client_to_server,
             body,
             out,
         )?;

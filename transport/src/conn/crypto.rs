@@ -62,37 +62,54 @@ fn packet_nonce(sequence: u64) -> Nonce {
     Nonce::from(nonce)
 }
 
-/// Encrypts `buf` in place under `key` with the packet nonce for `sequence`
-/// and returns the tag to append.
-pub(crate) fn seal(
-    key: &Key,
-    sequence: u64,
-    aad: &[u8],
-    buf: &mut [u8],
-) -> Result<[u8; TAG_BYTES], ConnError> {
-    let cipher = ChaCha20Poly1305::new(&key.0.into());
-    let tag = cipher
-        .encrypt_in_place_detached(&packet_nonce(sequence), aad, buf)
-        .map_err(|_| ConnError::Seal)?;
-    Ok(tag.into())
+/// One key set up as a ChaCha20-Poly1305 cipher once, for every packet of
+/// a direction (or the server's challenge tokens).
+#[derive(Clone)]
+pub(crate) struct PacketKey(ChaCha20Poly1305);
+
+impl PacketKey {
+    pub(crate) fn new(key: &Key) -> Self {
+        Self(ChaCha20Poly1305::new(&key.0.into()))
+    }
+
+    /// Encrypts `buf` in place with the nonce for `sequence` and returns
+    /// the tag to append.
+    pub(crate) fn seal(
+        &self,
+        sequence: u64,
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; TAG_BYTES], ConnError> {
+        let tag = self
+            .0
+            .encrypt_in_place_detached(&packet_nonce(sequence), aad, buf)
+            .map_err(|_| ConnError::Seal)?;
+        Ok(tag.into())
+    }
+
+    /// Checks `tag` and decrypts `buf` in place; on failure `buf` must not
+    /// be used.
+    pub(crate) fn open(
+        &self,
+        sequence: u64,
+        aad: &[u8],
+        buf: &mut [u8],
+        tag: &[u8; TAG_BYTES],
+    ) -> Result<(), ConnError> {
+        self.0
+            .decrypt_in_place_detached(&packet_nonce(sequence), aad, buf, Tag::from_slice(tag))
+            .map_err(|_| ConnError::Forged)
+    }
 }
 
-/// Checks `tag` and decrypts `buf` in place; on failure `buf` is unchanged
-/// in meaning (it must not be used).
-pub(crate) fn open(
-    key: &Key,
-    sequence: u64,
-    aad: &[u8],
-    buf: &mut [u8],
-    tag: &[u8; TAG_BYTES],
-) -> Result<(), ConnError> {
-    let cipher = ChaCha20Poly1305::new(&key.0.into());
-    cipher
-        .decrypt_in_place_detached(&packet_nonce(sequence), aad, buf, Tag::from_slice(tag))
-        .map_err(|_| ConnError::Forged)
+impl std::fmt::Debug for PacketKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PacketKey(..)")
+    }
 }
 
-/// [`seal`] with XChaCha20-Poly1305 and an explicit 192-bit nonce.
+/// Seals `buf` in place with XChaCha20-Poly1305 and an explicit 192-bit
+/// nonce; returns the tag.
 pub(crate) fn seal_x(
     key: &Key,
     nonce: &[u8; XNONCE_BYTES],
@@ -106,7 +123,8 @@ pub(crate) fn seal_x(
     Ok(tag.into())
 }
 
-/// [`open`] with XChaCha20-Poly1305 and an explicit 192-bit nonce.
+/// Opens `buf` in place with XChaCha20-Poly1305 and an explicit 192-bit
+/// nonce.
 pub(crate) fn open_x(
     key: &Key,
     nonce: &[u8; XNONCE_BYTES],

@@ -21,7 +21,7 @@
 //! nonce, the client id, timeout, both keys and the challenge's expiry (84
 //! bytes + 16).
 
-use super::crypto::{fill_random, open, open_x, seal, seal_x, Key, TAG_BYTES, XNONCE_BYTES};
+use super::crypto::{fill_random, open_x, seal_x, Key, PacketKey, TAG_BYTES, XNONCE_BYTES};
 use super::token::{ConnectToken, Reader, PRIVATE_TOKEN_BYTES};
 use super::{ConnError, VERSION};
 
@@ -101,12 +101,29 @@ pub(crate) fn check_len(datagram: &[u8], expected: usize) -> Result<(), ConnErro
     }
 }
 
-fn aad(protocol_id: u64, header: &[u8]) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(VERSION.len() + 8 + header.len());
-    aad.extend_from_slice(&VERSION);
-    aad.extend_from_slice(&protocol_id.to_le_bytes());
-    aad.extend_from_slice(header);
-    aad
+/// Longest header a sealed packet has: kind, 8 sequence bytes, slot.
+const MAX_HEADER: usize = 1 + 8 + 2;
+
+/// The additional data of a sealed packet: version, protocol id, header
+/// (at most [`MAX_HEADER`] bytes), on the stack.
+struct Aad {
+    bytes: [u8; 16 + MAX_HEADER],
+    len: usize,
+}
+
+impl Aad {
+    fn new(protocol_id: u64, header: &[u8]) -> Self {
+        let mut bytes = [0u8; 16 + MAX_HEADER];
+        bytes[..8].copy_from_slice(&VERSION);
+        bytes[8..16].copy_from_slice(&protocol_id.to_le_bytes());
+        let n = header.len().min(MAX_HEADER);
+        bytes[16..16 + n].copy_from_slice(&header[..n]);
+        Self { bytes, len: 16 + n }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// A challenge or denied packet: `kind`, a random nonce, `body` sealed
@@ -126,7 +143,7 @@ pub(crate) fn seal_handshake(
     let tag = seal_x(
         key,
         &nonce,
-        &aad(protocol_id, &[kind]),
+        Aad::new(protocol_id, &[kind]).as_slice(),
         &mut out[1 + XNONCE_BYTES..],
     )?;
     out.extend_from_slice(&tag);
@@ -151,7 +168,13 @@ pub(crate) fn open_handshake<'a>(
     nonce.copy_from_slice(&head[1..]);
     let mut tag_bytes = [0u8; TAG_BYTES];
     tag_bytes.copy_from_slice(tag);
-    open_x(key, &nonce, &aad(protocol_id, &head[..1]), body, &tag_bytes)?;
+    open_x(
+        key,
+        &nonce,
+        Aad::new(protocol_id, &head[..1]).as_slice(),
+        body,
+        &tag_bytes,
+    )?;
     Ok(body)
 }
 
@@ -202,7 +225,7 @@ pub(crate) fn seal_packet(
     sequence: u64,
     slot: Option<u16>,
     protocol_id: u64,
-    key: &Key,
+    key: &PacketKey,
     payload: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<(), ConnError> {
@@ -216,8 +239,8 @@ pub(crate) fn seal_packet(
     }
     let header_len = out.len();
     out.extend_from_slice(payload);
-    let aad = aad(protocol_id, &out[..header_len]);
-    let tag = seal(key, sequence, &aad, &mut out[header_len..])?;
+    let aad = Aad::new(protocol_id, &out[..header_len]);
+    let tag = key.seal(sequence, aad.as_slice(), &mut out[header_len..])?;
     out.extend_from_slice(&tag);
     Ok(())
 }
@@ -227,7 +250,7 @@ pub(crate) fn open_packet<'a>(
     datagram: &'a mut [u8],
     header: &Header,
     protocol_id: u64,
-    key: &Key,
+    key: &PacketKey,
 ) -> Result<&'a [u8], ConnError> {
     let Some(body_len) = datagram.len().checked_sub(header.len + TAG_BYTES) else {
         return Err(ConnError::Truncated {
@@ -239,10 +262,9 @@ pub(crate) fn open_packet<'a>(
     let (body, tag) = rest.split_at_mut(body_len);
     let mut tag_bytes = [0u8; TAG_BYTES];
     tag_bytes.copy_from_slice(tag);
-    open(
-        key,
+    key.open(
         header.sequence,
-        &aad(protocol_id, head),
+        Aad::new(protocol_id, head).as_slice(),
         body,
         &tag_bytes,
     )?;

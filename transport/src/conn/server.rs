@@ -6,7 +6,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::crypto::{open, seal, Key, TAG_BYTES};
+use super::crypto::{Key, PacketKey, TAG_BYTES};
 use super::packet::{
     check_len, open_packet, parse_header, parse_request, seal_handshake, seal_packet, Header,
     CHALLENGE, CHALLENGE_PLAIN_BYTES, CHALLENGE_TOKEN_BYTES, CLIENT_OVERHEAD, DENIED, DISCONNECT,
@@ -95,8 +95,8 @@ pub enum ServerEvent {
 struct Connection {
     client_id: u64,
     addr: SocketAddr,
-    client_to_server: Key,
-    server_to_client: Key,
+    client_to_server: PacketKey,
+    server_to_client: PacketKey,
     timeout: Duration,
     next_sequence: u64,
     replay: ReplayWindow,
@@ -116,7 +116,7 @@ struct Connection {
 #[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
-    challenge_key: Key,
+    challenge_key: PacketKey,
     challenge_sequence: u64,
     slots: Vec<Option<Connection>>,
     by_client_id: HashMap<u64, u16>,
@@ -130,7 +130,7 @@ impl Server {
         let mut slots = Vec::new();
         slots.resize_with(usize::from(config.max_clients), || None);
         Ok(Self {
-            challenge_key: Key::generate()?,
+            challenge_key: PacketKey::new(&Key::generate()?),
             challenge_sequence: 0,
             slots,
             by_client_id: HashMap::new(),
@@ -226,8 +226,7 @@ impl Server {
         private.write(&mut head);
         plain[..PRIVATE_PLAIN_BYTES].copy_from_slice(&head);
         plain[PRIVATE_PLAIN_BYTES..].copy_from_slice(&expires_at.to_le_bytes());
-        let tag = seal(
-            &self.challenge_key,
+        let tag = self.challenge_key.seal(
             sequence,
             &challenge_aad(self.config.protocol_id),
             &mut plain,
@@ -250,8 +249,7 @@ impl Server {
         let sequence = u64::from_le_bytes(r.array());
         let mut plain: [u8; CHALLENGE_PLAIN_BYTES] = r.array();
         let tag: [u8; TAG_BYTES] = r.array();
-        open(
-            &self.challenge_key,
+        self.challenge_key.open(
             sequence,
             &challenge_aad(self.config.protocol_id),
             &mut plain,
@@ -277,8 +275,8 @@ impl Server {
         self.slots[usize::from(slot)] = Some(Connection {
             client_id: private.client_id,
             addr: from,
-            client_to_server: private.client_to_server_key,
-            server_to_client: private.server_to_client_key,
+            client_to_server: PacketKey::new(&private.client_to_server_key),
+            server_to_client: PacketKey::new(&private.server_to_client_key),
             timeout,
             next_sequence: 0,
             replay: ReplayWindow::new(),
