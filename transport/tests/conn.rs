@@ -498,3 +498,61 @@ fn tokens_round_trip_through_bytes() {
     assert!(ConnectToken::from_bytes(&t.to_bytes()[1..]).is_err());
     assert!(!format!("{t:?}").contains(&format!("{:?}", t.client_to_server_key.as_bytes())));
 }
+
+#[test]
+fn a_new_address_gets_at_most_three_times_what_it_sent_until_it_echoes() {
+    let mut link = Link::new(4);
+    link.connect();
+    while link.server.poll_event().is_some() {}
+    while link.server.poll_transmit().is_some() {}
+    // An on-path attacker resends the client's packet from a victim's
+    // address before the original arrives: the server follows it, but
+    // sends the victim little until the victim echoes the path token.
+    let victim = addr(7001);
+    let mut copy = link.client_packet(b"ack");
+    let received = copy.len();
+    link.server
+        .handle_datagram(link.now, victim, &mut copy)
+        .unwrap();
+    let mut sent = 0;
+    while let Some(t) = link.server.poll_transmit() {
+        assert_eq!(t.to, victim);
+        sent += t.datagram.len();
+    }
+    let mut out = Vec::new();
+    for _ in 0..100 {
+        if link.server.send(link.now, 0, &[7; 500], &mut out).is_ok() {
+            sent += out.len();
+        }
+    }
+    assert!(
+        sent > 0 && sent <= 3 * received,
+        "{sent} bytes for {received}"
+    );
+    assert!(matches!(
+        link.server.send(link.now, 0, &[7; 500], &mut out),
+        Err(ConnError::PathNotValidated { .. })
+    ));
+    // The real client's next packet moves it back, and its echo of the new
+    // token validates its own address.
+    let mut d = link.client_packet(b"next");
+    link.server
+        .handle_datagram(link.now, addr(CLIENT), &mut d)
+        .unwrap();
+    assert_eq!(link.server.address(0), Some(addr(CLIENT)));
+    while let Some(mut t) = link.server.poll_transmit() {
+        let _ = link
+            .client
+            .handle_datagram(link.now, addr(SERVER), &mut t.datagram);
+    }
+    let mut echo = link.client.poll_transmit(link.now).unwrap();
+    link.server
+        .handle_datagram(link.now, addr(CLIENT), &mut echo)
+        .unwrap();
+    for _ in 0..10 {
+        assert_eq!(
+            link.server.send(link.now, 0, &[7; 500], &mut out),
+            Ok(addr(CLIENT))
+        );
+    }
+}

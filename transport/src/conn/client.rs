@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::crypto::PacketKey;
 use super::packet::{
     check_len, open_handshake, open_packet, parse_header, seal_packet, write_request, CHALLENGE,
-    CHALLENGE_BYTES, DENIED, DENIED_BYTES, DISCONNECT, KEEPALIVE, PAYLOAD, RESPONSE,
+    CHALLENGE_BYTES, DENIED, DENIED_BYTES, DISCONNECT, KEEPALIVE, PATH, PAYLOAD, RESPONSE,
 };
 use super::replay::ReplayWindow;
 use super::server::check_replay;
@@ -52,6 +52,8 @@ pub struct Client {
     last_received: Duration,
     last_sent: Option<Duration>,
     max_payload: usize,
+    /// A path token from the server to echo.
+    path_echo: Option<Vec<u8>>,
 }
 
 impl Client {
@@ -71,6 +73,7 @@ impl Client {
             last_received: now,
             last_sent: None,
             max_payload,
+            path_echo: None,
         }
     }
 
@@ -166,6 +169,10 @@ impl Client {
                         self.state = ClientState::Disconnected(DisconnectReason::ByPeer);
                         Ok(None)
                     }
+                    PATH => {
+                        self.path_echo = Some(body.to_vec());
+                        Ok(None)
+                    }
                     kind => Err(ConnError::UnexpectedKind { kind }),
                 }
             }
@@ -217,8 +224,9 @@ impl Client {
     }
 
     /// The next datagram for the server, if one is due: the request or
-    /// response every [`HANDSHAKE_RESEND`] while connecting, a keep-alive
-    /// after [`KEEPALIVE_INTERVAL`] without a sent packet. Also ends the
+    /// response every [`HANDSHAKE_RESEND`] while connecting, the echo of a
+    /// path token (after the client's address changed), a keep-alive after
+    /// [`KEEPALIVE_INTERVAL`] without a sent packet. Also ends the
     /// connection when the token expires before connecting or the server is
     /// silent for the token's timeout.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Vec<u8>> {
@@ -248,6 +256,12 @@ impl Client {
             ClientState::Responding if due(HANDSHAKE_RESEND) => {
                 self.last_sent = Some(now);
                 Some(self.response.clone())
+            }
+            ClientState::Connected { .. } if self.path_echo.is_some() => {
+                let echo = self.path_echo.take()?;
+                let mut out = Vec::new();
+                self.seal(now, PATH, &echo, &mut out).ok()?;
+                Some(out)
             }
             ClientState::Connected { .. } if silent => {
                 self.state = ClientState::Disconnected(DisconnectReason::TimedOut);

@@ -10,7 +10,9 @@
 //! ChaCha20-Poly1305 under a per-direction key from the token, with the
 //! packet's sequence as nonce, and accepted once (a [`REPLAY_WINDOW`]). A
 //! client's address changes only when an authenticated packet newer than
-//! all before it arrives from a new address.
+//! all before it arrives from a new address, and until the client echoes a
+//! token from there the server sends it at most [`AMPLIFICATION_FACTOR`]
+//! times what it received from there.
 //!
 //! The cryptography is RustCrypto's `chacha20poly1305`; this module only
 //! frames packets and keeps state. The byte layouts are in the `packet`
@@ -49,6 +51,7 @@
 mod client;
 mod crypto;
 mod packet;
+mod path;
 mod replay;
 mod server;
 mod token;
@@ -60,6 +63,7 @@ pub use crypto::{Key, KEY_BYTES, TAG_BYTES};
 pub use packet::{
     CHALLENGE_BYTES, CLIENT_OVERHEAD, DENIED_BYTES, REQUEST_BYTES, RESPONSE_BYTES, SERVER_OVERHEAD,
 };
+pub use path::AMPLIFICATION_FACTOR;
 pub use replay::REPLAY_WINDOW;
 pub use server::{Server, ServerConfig, ServerEvent, Transmit};
 pub use token::{ConnectToken, CONNECT_TOKEN_BYTES, PRIVATE_TOKEN_BYTES};
@@ -184,6 +188,14 @@ pub enum ConnError {
     Random,
     /// Encryption failed (a message too long for the cipher).
     Seal,
+    /// The client's new address has not echoed its path token yet, and the
+    /// packet would exceed what may be sent there until it does.
+    PathNotValidated {
+        /// Bytes sent there so far.
+        sent: u64,
+        /// Bytes that may be sent there until it answers.
+        limit: u64,
+    },
 }
 
 impl std::fmt::Display for ConnError {
@@ -225,6 +237,10 @@ impl std::fmt::Display for ConnError {
             }
             Self::Random => f.write_str("the operating system's random number generator failed"),
             Self::Seal => f.write_str("encryption failed"),
+            Self::PathNotValidated { sent, limit } => write!(
+                f,
+                "new address not validated: {sent} bytes sent, {limit} allowed until it answers"
+            ),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | 4 | keep-alive | connected header, sealed body (server: slot u16, max clients u16; client: empty) | |
 //! | 5 | payload | connected header, sealed payload (1 or more bytes) | |
 //! | 6 | disconnect | connected header, sealed empty body | |
+//! | 7 | path | connected header, sealed 8-byte token (the server's challenge to a new client address; the client echoes it) | |
 //!
 //! A connected header is the kind byte with the sequence's byte count
 //! (1-8) in its high four bits, the sequence in that many bytes, and, on
@@ -32,6 +33,7 @@ pub(crate) const DENIED: u8 = 3;
 pub(crate) const KEEPALIVE: u8 = 4;
 pub(crate) const PAYLOAD: u8 = 5;
 pub(crate) const DISCONNECT: u8 = 6;
+pub(crate) const PATH: u8 = 7;
 
 /// Bytes of a connection request. Larger than any reply a server sends to
 /// an address that has not proven it receives there.
@@ -193,7 +195,7 @@ pub(crate) fn parse_header(datagram: &[u8], with_slot: bool) -> Result<Header, C
         return Err(ConnError::Truncated { len: 0, min: 1 });
     };
     let kind = prefix & 0x0f;
-    if !matches!(kind, KEEPALIVE | PAYLOAD | DISCONNECT) {
+    if !matches!(kind, KEEPALIVE | PAYLOAD | DISCONNECT | PATH) {
         return Err(ConnError::UnexpectedKind { kind });
     }
     let seq_bytes = usize::from(prefix >> 4);

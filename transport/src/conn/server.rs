@@ -6,12 +6,13 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::crypto::{Key, PacketKey, TAG_BYTES};
+use super::crypto::{fill_random, Key, PacketKey, TAG_BYTES};
 use super::packet::{
     check_len, open_packet, parse_header, parse_request, seal_handshake, seal_packet, Header,
     CHALLENGE, CHALLENGE_PLAIN_BYTES, CHALLENGE_TOKEN_BYTES, CLIENT_OVERHEAD, DENIED, DISCONNECT,
-    KEEPALIVE, PAYLOAD, REQUEST, REQUEST_BYTES, RESPONSE, RESPONSE_BYTES,
+    KEEPALIVE, PATH, PAYLOAD, REQUEST, REQUEST_BYTES, RESPONSE, RESPONSE_BYTES,
 };
+use super::path::{PathCheck, PATH_TOKEN_BYTES};
 use super::replay::{Replay, ReplayWindow};
 use super::token::{open_private, PrivateToken, Reader, PRIVATE_PLAIN_BYTES};
 use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, VERSION};
@@ -102,6 +103,8 @@ struct Connection {
     replay: ReplayWindow,
     last_received: Duration,
     last_sent: Duration,
+    /// A new address that has not echoed its path token yet.
+    path: Option<PathCheck>,
 }
 
 /// The server side of the connection layer, sans-IO: datagrams go in
@@ -282,6 +285,7 @@ impl Server {
             replay: ReplayWindow::new(),
             last_received: now,
             last_sent: now,
+            path: None,
         });
         self.by_client_id.insert(private.client_id, slot);
         self.events.push_back(ServerEvent::Connected {
@@ -318,6 +322,7 @@ impl Server {
         from: SocketAddr,
         datagram: &'a mut [u8],
     ) -> Result<Option<(u16, &'a [u8])>, ConnError> {
+        let len = datagram.len();
         let header: Header = parse_header(datagram, true)?;
         let slot = header.slot.unwrap_or(u16::MAX);
         let protocol_id = self.config.protocol_id;
@@ -332,6 +337,7 @@ impl Server {
         let body = open_packet(datagram, &header, protocol_id, &conn.client_to_server)?;
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
+        let mut challenge = None;
         if from != conn.addr && newest {
             self.events.push_back(ServerEvent::Migrated {
                 slot,
@@ -339,6 +345,20 @@ impl Server {
                 to: from,
             });
             conn.addr = from;
+            let mut token = [0u8; PATH_TOKEN_BYTES];
+            fill_random(&mut token)?;
+            conn.path = Some(PathCheck::new(token, len));
+            challenge = Some(token);
+        } else if let Some(path) = conn.path.as_mut().filter(|_| from == conn.addr) {
+            path.received(len);
+            if header.kind == PATH && body == path.token {
+                conn.path = None;
+            }
+        }
+        if let Some(token) = challenge {
+            // Sealing an 8-byte body cannot fail; a failure only delays the
+            // validation to the next move.
+            let _ = self.queue_sealed(now, slot, PATH, &token);
         }
         match header.kind {
             PAYLOAD if body.is_empty() => Err(ConnError::EmptyPayload),
@@ -380,6 +400,10 @@ impl Server {
             payload,
             out,
         )?;
+        if let Some(path) = conn.path.as_mut() {
+            // Refused before it is sent, so its sequence is used again.
+            path.charge(out.len()).inspect_err(|_| out.clear())?;
+        }
         conn.next_sequence += 1;
         conn.last_sent = now;
         Ok(conn.addr)
@@ -495,22 +519,36 @@ impl Server {
     }
 
     fn queue_keepalive(&mut self, now: Duration, slot: u16) -> Result<(), ConnError> {
-        let protocol_id = self.config.protocol_id;
-        let max_clients = self.config.max_clients;
-        let conn = self.connection_mut(slot)?;
         let mut body = [0u8; 4];
         body[..2].copy_from_slice(&slot.to_le_bytes());
-        body[2..].copy_from_slice(&max_clients.to_le_bytes());
+        body[2..].copy_from_slice(&self.config.max_clients.to_le_bytes());
+        self.queue_sealed(now, slot, KEEPALIVE, &body)
+    }
+
+    /// Seals a control packet for `slot` and queues it, within the path
+    /// budget of an unvalidated address.
+    fn queue_sealed(
+        &mut self,
+        now: Duration,
+        slot: u16,
+        kind: u8,
+        body: &[u8],
+    ) -> Result<(), ConnError> {
+        let protocol_id = self.config.protocol_id;
+        let conn = self.connection_mut(slot)?;
         let mut out = Vec::new();
         seal_packet(
-            KEEPALIVE,
+            kind,
             conn.next_sequence,
             None,
             protocol_id,
             &conn.server_to_client,
-            &body,
+            body,
             &mut out,
         )?;
+        if let Some(path) = conn.path.as_mut() {
+            path.charge(out.len())?;
+        }
         conn.next_sequence += 1;
         conn.last_sent = now;
         let addr = conn.addr;
