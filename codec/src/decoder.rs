@@ -203,11 +203,20 @@ impl Decoder {
         let mut p = Reader::new(&self.payload);
         let sections = self.schema.sections();
         let mut plane_bytes = 0usize;
+        let mut snapshot_bytes = 0usize;
         for (i, (ty, m)) in sections.iter().zip(&mut self.metas).enumerate() {
             let base_len = base.map_or(0, |b| b.sections()[i].len());
             pipeline::decode_meta(i, base_len, self.limits.max_entities_per_section, &mut p, m)?;
             // rows <= payload length / 1 and record_size <= 4096: no overflow.
             plane_bytes += m.rows() * ty.record_size();
+            snapshot_bytes =
+                snapshot_bytes.saturating_add(m.entities().saturating_mul(ty.record_size() + 4));
+        }
+        if snapshot_bytes > self.limits.max_snapshot_bytes {
+            return Err(DecodeError::SnapshotTooLarge {
+                bytes: snapshot_bytes,
+                limit: self.limits.max_snapshot_bytes,
+            });
         }
         let meta_end = p.pos();
         if p.remaining() < plane_bytes {

@@ -125,6 +125,16 @@ enum TpOutcome
    * for a full snapshot in its next message).
    */
   TP_OUTCOME_UNDECODABLE = 3,
+  /**
+   * Dropped: further ahead of the newest applied snapshot than the
+   * client's `max_jump`.
+   */
+  TP_OUTCOME_TOO_FAR_AHEAD = 4,
+  /**
+   * Dropped for a reason this version of the header does not name;
+   * `tp_last_error_message` describes it.
+   */
+  TP_OUTCOME_OTHER = 5,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -188,9 +198,15 @@ typedef struct TpLimits {
    */
   size_t max_entities_per_section;
   /**
-   * Most bytes one packet may decompress to (default 1 MiB).
+   * Most bytes one packet may decompress to (default 256 KiB).
    */
   size_t max_decoded_bytes;
+  /**
+   * Most bytes one decoded snapshot may hold, counted as entities times
+   * (record size + 4) over all entity types (default 1 MiB); a session
+   * client keeps at most its `history` times this.
+   */
+  size_t max_snapshot_bytes;
 } TpLimits;
 
 /**
@@ -201,6 +217,18 @@ typedef struct TpClientConfig {
    * Snapshots kept, at least the server's `history` (default 32).
    */
   size_t history;
+  /**
+   * Furthest a packet's sequence may be ahead of the newest applied one
+   * (default 1,024); packets further ahead are dropped as
+   * `TP_OUTCOME_TOO_FAR_AHEAD`, so one spoofed packet cannot make every
+   * real one look stale.
+   */
+  uint16_t max_jump;
+  /**
+   * After this many drops in a row (default 16) the client asks for a
+   * full snapshot and applies the next one whatever its sequence.
+   */
+  uint32_t resync_after;
   /**
    * The server's limits.
    */
@@ -245,6 +273,14 @@ typedef struct TpClientStats {
    * Dropped as late or duplicate.
    */
   uint64_t stale;
+  /**
+   * Dropped as too far ahead.
+   */
+  uint64_t too_far_ahead;
+  /**
+   * Times `resync_after` drops in a row started a resync.
+   */
+  uint64_t resyncs;
   /**
    * Dropped for a baseline not held.
    */

@@ -25,6 +25,7 @@ pub(crate) fn default_limits() -> TpLimits {
     TpLimits {
         max_entities_per_section: l.max_entities_per_section,
         max_decoded_bytes: l.max_decoded_bytes,
+        max_snapshot_bytes: l.max_snapshot_bytes,
     }
 }
 
@@ -32,6 +33,7 @@ fn limits(l: TpLimits) -> Limits {
     Limits {
         max_entities_per_section: l.max_entities_per_section,
         max_decoded_bytes: l.max_decoded_bytes,
+        max_snapshot_bytes: l.max_snapshot_bytes,
     }
 }
 
@@ -236,8 +238,11 @@ pub(crate) fn server_stats(server: &Server) -> TpServerStats {
 
 /// The default client settings.
 pub(crate) fn default_client_config() -> TpClientConfig {
+    let c = ClientConfig::default();
     TpClientConfig {
-        history: ClientConfig::default().history,
+        history: c.history,
+        max_jump: c.max_jump,
+        resync_after: c.resync_after,
         limits: default_limits(),
     }
 }
@@ -251,6 +256,8 @@ pub(crate) fn client(
 ) -> Result<Client, SessionError> {
     let config = ClientConfig {
         history: c.history,
+        max_jump: c.max_jump,
+        resync_after: c.resync_after,
         limits: limits(c.limits),
         ..ClientConfig::default()
     };
@@ -272,10 +279,14 @@ pub(crate) fn receive(client: &mut Client, packet: &[u8]) -> (TpReceived, Option
         Received::Dropped(DropReason::Stale { sequence, .. }) => {
             (TpOutcome::Stale, *sequence, None)
         }
+        Received::Dropped(DropReason::TooFarAhead { sequence, .. }) => {
+            (TpOutcome::TooFarAhead, *sequence, None)
+        }
         Received::Dropped(DropReason::UnknownBaseline { sequence, baseline }) => {
             (TpOutcome::UnknownBaseline, *sequence, Some(*baseline))
         }
         Received::Dropped(DropReason::Undecodable(_)) => (TpOutcome::Undecodable, 0, None),
+        Received::Dropped(_) => (TpOutcome::Other, 0, None),
     };
     let reason = match r {
         Received::Dropped(d) => Some(d.to_string()),
@@ -302,6 +313,8 @@ pub(crate) fn client_stats(client: &Client) -> TpClientStats {
         applied: s.applied,
         full: s.full,
         stale: s.stale,
+        too_far_ahead: s.too_far_ahead,
+        resyncs: s.resyncs,
         unknown_baseline: s.unknown_baseline,
         undecodable: s.undecodable,
     }

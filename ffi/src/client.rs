@@ -29,6 +29,14 @@ const _: () = assert!(TP_CLIENT_MESSAGE_MAX == ClientMessage::MAX_LEN);
 pub struct TpClientConfig {
     /// Snapshots kept, at least the server's `history` (default 32).
     pub history: usize,
+    /// Furthest a packet's sequence may be ahead of the newest applied one
+    /// (default 1,024); packets further ahead are dropped as
+    /// `TP_OUTCOME_TOO_FAR_AHEAD`, so one spoofed packet cannot make every
+    /// real one look stale.
+    pub max_jump: u16,
+    /// After this many drops in a row (default 16) the client asks for a
+    /// full snapshot and applies the next one whatever its sequence.
+    pub resync_after: u32,
     /// The server's limits.
     pub limits: TpLimits,
 }
@@ -52,6 +60,12 @@ pub enum TpOutcome {
     /// Dropped: malformed, or its checksum disagrees (the client then asks
     /// for a full snapshot in its next message).
     Undecodable = 3,
+    /// Dropped: further ahead of the newest applied snapshot than the
+    /// client's `max_jump`.
+    TooFarAhead = 4,
+    /// Dropped for a reason this version of the header does not name;
+    /// `tp_last_error_message` describes it.
+    Other = 5,
 }
 
 /// The result of `tp_client_receive`.
@@ -78,6 +92,10 @@ pub struct TpClientStats {
     pub full: u64,
     /// Dropped as late or duplicate.
     pub stale: u64,
+    /// Dropped as too far ahead.
+    pub too_far_ahead: u64,
+    /// Times `resync_after` drops in a row started a resync.
+    pub resyncs: u64,
     /// Dropped for a baseline not held.
     pub unknown_baseline: u64,
     /// Dropped as malformed or with a wrong checksum.

@@ -26,8 +26,12 @@ const _: () = assert!(TP_DEFAULT_LEVEL == tickpack::DEFAULT_LEVEL);
 pub struct TpLimits {
     /// Most entities of one type (default 65,536).
     pub max_entities_per_section: usize,
-    /// Most bytes one packet may decompress to (default 1 MiB).
+    /// Most bytes one packet may decompress to (default 256 KiB).
     pub max_decoded_bytes: usize,
+    /// Most bytes one decoded snapshot may hold, counted as entities times
+    /// (record size + 4) over all entity types (default 1 MiB); a session
+    /// client keeps at most its `history` times this.
+    pub max_snapshot_bytes: usize,
 }
 
 impl Default for TpLimits {

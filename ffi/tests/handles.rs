@@ -362,6 +362,7 @@ fn limits_bound_encoder_and_decoder() {
     let mut limits = TpLimits {
         max_entities_per_section: 0,
         max_decoded_bytes: 0,
+        max_snapshot_bytes: 0,
     };
     ok(ffi!(tp_limits_default(&mut limits)));
     assert_eq!(limits.max_entities_per_section, 65_536);

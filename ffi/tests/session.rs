@@ -150,6 +150,30 @@ fn session_errors_and_outcomes() {
     ok(ffi!(tp_server_stats(server, &mut stats)));
     assert_eq!((stats.packets, stats.full), (2, 1));
 
+    // A packet from far ahead (another server, or a spoofed one) is dropped
+    // under the client's `max_jump`.
+    let far = TpServerConfig {
+        first_sequence: 5000,
+        ..TpServerConfig::default()
+    };
+    let mut other = null_mut();
+    ok(ffi!(tp_server_new(s, null(), &far, &mut other)));
+    ok(ffi!(tp_server_add_client(other, 1)));
+    ok(ffi!(tp_server_begin_tick(other, world, null_mut())));
+    ok(ffi!(tp_server_encode(
+        other,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!((r.outcome, r.sequence), (TpOutcome::TooFarAhead, 5000));
+    let mut cs = TpClientStats::default();
+    ok(ffi!(tp_client_stats(client, &mut cs)));
+    assert_eq!((cs.applied, cs.stale, cs.too_far_ahead), (2, 1, 1));
+    ok(ffi!(tp_server_free(other)));
+
     let mut was = false;
     ok(ffi!(tp_server_remove_client(server, 1, &mut was)));
     assert!(was);

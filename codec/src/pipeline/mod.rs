@@ -125,6 +125,11 @@ impl SectionMeta {
     pub(crate) fn rows(&self) -> usize {
         self.changed.len() + self.spawned.len()
     }
+
+    /// Entities of the decoded section: kept plus spawned.
+    pub(crate) fn entities(&self) -> usize {
+        self.kept.len() + self.spawned.len()
+    }
 }
 
 /// Reads one section's entity sets, refusing more than `max_entities`.
