@@ -17,6 +17,7 @@ pub mod fuzz_props;
 #[doc(hidden)]
 pub mod internals;
 mod limits;
+pub mod model;
 mod packet;
 mod pipeline;
 pub mod schema;
