@@ -366,3 +366,42 @@ fn table_loader_rejects_each_corruption_with_its_variant() {
         })
     );
 }
+
+/// The worked example of FORMAT.md's model-block section: a table trained on
+/// three tokens and the stream of those tokens, byte for byte.
+#[test]
+fn golden_table_and_stream() {
+    let shape = ModelShape {
+        bit_contexts: 1,
+        value_contexts: 1,
+    };
+    let tokens = [Token::Bit(0, true), Token::Uint(0, 5), Token::Sint(0, 3)];
+    let mut stats = ModelStats::new(shape).unwrap();
+    feed(&mut stats, &tokens);
+    let table = ModelTable::from_stats(&stats);
+    let table_bytes = table.to_bytes();
+    let mut enc = ModelEncoder::new(&table, Vec::new());
+    feed(&mut enc, &tokens);
+    let stream = enc.finish().unwrap();
+    let uniform = ModelTable::uniform(shape).unwrap();
+    let mut enc = ModelEncoder::new(&uniform, Vec::new());
+    feed(&mut enc, &tokens);
+    let uniform_stream = enc.finish().unwrap();
+    assert_eq!(table_bytes, GOLDEN_TABLE);
+    assert_eq!(stream, GOLDEN_STREAM);
+    assert_eq!(uniform_stream, GOLDEN_UNIFORM_STREAM);
+    let mut dec = ModelDecoder::new(&table, &stream).unwrap();
+    assert!(dec.bit(0).unwrap());
+    assert_eq!(dec.uint(0).unwrap(), 5);
+    assert_eq!(dec.sint(0).unwrap(), 3);
+    dec.finish().unwrap();
+}
+
+const GOLDEN_TABLE: &[u8] = &[
+    0x54, 0x50, 0x43, 0x4d, 0x01, 0x0c, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
+    0x17, 0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x01, 0x00, 0x04, 0x55, 0x0d, 0x55, 0x0d, 0x55, 0x0d, 0x55, 0x0d, 0x55, 0x0d, 0xab,
+    0x02, 0x00, 0x0c, 0x00, 0x0c, 0x00, 0x04, 0x9b, 0x0c, 0x6f, 0x65, 0x0b, 0x8f, 0xaa, 0x44,
+];
+const GOLDEN_STREAM: &[u8] = &[0x7b];
+const GOLDEN_UNIFORM_STREAM: &[u8] = &[0x83, 0x41, 0x20];
