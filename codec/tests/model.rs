@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use tickpack::model::{
     quantise, ModelDecoder, ModelEncoder, ModelError, ModelShape, ModelStats, ModelTable,
-    TokenSink, PRIOR, VALUE_SLOTS,
+    ModelSink, PRIOR, VALUE_SLOTS,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -20,7 +20,7 @@ const SHAPE: ModelShape = ModelShape {
     value_contexts: 2,
 };
 
-fn feed(sink: &mut dyn TokenSink, tokens: &[Token]) {
+fn feed(sink: &mut dyn ModelSink, tokens: &[Token]) {
     for &t in tokens {
         match t {
             Token::Bit(c, b) => sink.bit(c, b),

@@ -1,4 +1,4 @@
-//! The token API the block encoder drives: [`TokenSink`] (implemented by
+//! The token API the block encoder drives: [`ModelSink`] (implemented by
 //! [`ModelEncoder`] and [`ModelStats`](super::ModelStats)) and its inverse,
 //! [`ModelDecoder`].
 
@@ -14,7 +14,7 @@ use super::{ModelError, ModelTable};
 /// Context indices are the caller's: `bit` contexts and value contexts are
 /// separate index spaces, each below its count in the
 /// [`ModelShape`](super::ModelShape).
-pub trait TokenSink {
+pub trait ModelSink {
     /// One binary decision in bit context `ctx`.
     fn bit(&mut self, ctx: u32, bit: bool);
     /// An unsigned value in value context `ctx`.
@@ -81,7 +81,7 @@ impl<'t> ModelEncoder<'t> {
     }
 }
 
-impl TokenSink for ModelEncoder<'_> {
+impl ModelSink for ModelEncoder<'_> {
     #[inline]
     fn bit(&mut self, ctx: u32, bit: bool) {
         let count = self.table.shape().bit_contexts;

@@ -3,16 +3,16 @@
 //! [`ModelTable`].
 //!
 //! The block encoder walks its logical data (masks, kinds, values) and hands
-//! each token to a [`TokenSink`] with a context index it chooses:
+//! each token to a [`ModelSink`] with a context index it chooses:
 //! [`ModelStats`] counts them for training, [`ModelTable::from_stats`]
 //! quantises the counts, [`ModelEncoder`] codes them and [`ModelDecoder`]
 //! reads them back with the same table.
 //!
 //! ```
-//! use tickpack::model::{ModelDecoder, ModelEncoder, ModelShape, ModelStats, ModelTable, TokenSink};
+//! use tickpack::model::{ModelDecoder, ModelEncoder, ModelShape, ModelStats, ModelTable, ModelSink};
 //!
 //! let shape = ModelShape { bit_contexts: 2, value_contexts: 1 };
-//! let tokens = |sink: &mut dyn TokenSink| {
+//! let tokens = |sink: &mut dyn ModelSink| {
 //!     for i in 0..100u64 {
 //!         sink.bit(0, i % 10 == 0);
 //!         sink.sint(0, i % 7);
@@ -47,7 +47,7 @@ mod stats;
 mod table;
 mod value;
 
-pub use coder::{ModelDecoder, ModelEncoder, TokenSink};
+pub use coder::{ModelDecoder, ModelEncoder, ModelSink};
 pub use error::ModelError;
 pub use range::{PROB_BITS, PROB_ONE};
 pub use stats::ModelStats;

@@ -1,11 +1,11 @@
-//! Training counts: a [`TokenSink`] that counts every modelled decision per
+//! Training counts: a [`ModelSink`] that counts every modelled decision per
 //! probability slot, and prices token streams under a table.
 
 #![forbid(unsafe_code)]
 
 use super::table::{ModelShape, DEFAULT_MAX_SLOTS};
 use super::value::{put_sint, put_uint, Decisions, VALUE_SLOTS};
-use super::{ModelError, ModelTable, TokenSink};
+use super::{ModelError, ModelTable, ModelSink};
 use crate::model::range::PROB_ONE;
 
 /// Counts of 0 and 1 decisions per slot of a [`ModelShape`], plus raw bits.
@@ -122,7 +122,7 @@ impl ModelStats {
     }
 }
 
-impl TokenSink for ModelStats {
+impl ModelSink for ModelStats {
     #[inline]
     fn bit(&mut self, ctx: u32, bit: bool) {
         match self.counts.get_mut(ctx as usize) {
