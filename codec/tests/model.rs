@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use tickpack::model::{
-    quantise, ModelDecoder, ModelEncoder, ModelError, ModelShape, ModelStats, ModelTable,
-    ModelSink, PRIOR, VALUE_SLOTS,
+    quantise, ModelDecoder, ModelEncoder, ModelError, ModelShape, ModelSink, ModelStats,
+    ModelTable, PRIOR, VALUE_SLOTS,
 };
 
 #[derive(Debug, Clone, Copy)]

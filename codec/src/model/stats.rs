@@ -5,7 +5,7 @@
 
 use super::table::{ModelShape, DEFAULT_MAX_SLOTS};
 use super::value::{put_sint, put_uint, Decisions, VALUE_SLOTS};
-use super::{ModelError, ModelTable, ModelSink};
+use super::{ModelError, ModelSink, ModelTable};
 use crate::model::range::PROB_ONE;
 
 /// Counts of 0 and 1 decisions per slot of a [`ModelShape`], plus raw bits.
