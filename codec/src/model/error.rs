@@ -83,6 +83,14 @@ pub enum ModelError {
         /// Contexts in the table.
         count: u32,
     },
+    /// A payload-walk context number the schema's context map has no
+    /// context for.
+    WalkContext {
+        /// The walk's context number.
+        ctx: u32,
+        /// Dense contexts of that kind in the map.
+        count: u32,
+    },
     /// Two shapes (a table and statistics) disagree.
     ShapeMismatch {
         /// Bit contexts on the left.
@@ -97,11 +105,6 @@ pub enum ModelError {
     /// The stream's first four bytes are `ff ff ff ff`, a value no encoder
     /// produces.
     BadStart,
-    /// A decoded bit-length class is above 64.
-    BadClass {
-        /// The class decoded.
-        class: u8,
-    },
     /// A signed value's magnitude and sign do not form a 64-bit zigzag value.
     BadSign,
     /// The stream reached a state no encoder produces.
@@ -157,6 +160,12 @@ impl fmt::Display for ModelError {
             Self::ValueContext { ctx, count } => {
                 write!(f, "value context {ctx} used, table has {count}")
             }
+            Self::WalkContext { ctx, count } => {
+                write!(
+                    f,
+                    "walk context {ctx:#010x} has no model context (map has {count})"
+                )
+            }
             Self::ShapeMismatch {
                 bit_contexts,
                 value_contexts,
@@ -168,7 +177,6 @@ impl fmt::Display for ModelError {
                  {other_bit_contexts}+{other_value_contexts} contexts"
             ),
             Self::BadStart => write!(f, "model stream starts with ff ff ff ff"),
-            Self::BadClass { class } => write!(f, "model stream decodes bit-length class {class}"),
             Self::BadSign => write!(f, "model stream decodes a signed value out of range"),
             Self::Corrupt => write!(f, "model stream is corrupt"),
             Self::Trailing { len, consumed } => write!(

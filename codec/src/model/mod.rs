@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 mod coder;
+mod contexts;
 mod error;
 mod range;
 mod stats;
@@ -48,6 +49,7 @@ mod table;
 mod value;
 
 pub use coder::{ModelDecoder, ModelEncoder, ModelSink};
+pub use contexts::{ContextConfig, ContextMap, RowState};
 pub use error::ModelError;
 pub use range::{PROB_BITS, PROB_ONE};
 pub use stats::ModelStats;

@@ -9,7 +9,7 @@
 //! 6       2     reserved, 0
 //! 8       4     bit contexts B (u32 LE)
 //! 12      4     value contexts V (u32 LE)
-//! 16      ⌈S/8⌉ presence bitmap over the S = B + 144·V slots, LSB first;
+//! 16      ⌈S/8⌉ presence bitmap over the S = B + 80·V slots, LSB first;
 //!               bits past S are 0
 //! ...     2·k   one u16 LE probability (1..=4095) per present slot, in slot
 //!               order; absent slots hold 2048

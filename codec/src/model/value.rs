@@ -1,26 +1,29 @@
 //! How a value becomes binary decisions: its bit-length class through a
-//! 7-level binary tree, the bit below the top bit with its own probability,
-//! the remaining bits raw, and for signed (zigzag) values a modelled sign.
+//! 6-level binary tree (classes 63 and 64 share a leaf and one more
+//! decision), the bit below the top bit with its own probability, the
+//! remaining bits raw, and for signed (zigzag) values a modelled sign.
 //!
 //! The [`VALUE_SLOTS`] probabilities of one value context:
 //!
-//! | slots      | decision |
-//! |------------|----------|
-//! | 0..=126    | class tree node `n` (1..=127) at slot `n - 1` |
-//! | 127..=142  | bit below the top bit, class `c` (2..) at `127 + min(c - 2, 15)` |
-//! | 143        | sign of a non-zero signed value (1 = negative) |
+//! | slots    | decision |
+//! |----------|----------|
+//! | 0..=62   | class tree node `n` (1..=63) at slot `n - 1`, leaf `min(c, 63)` |
+//! | 63       | class 64 rather than 63 |
+//! | 64..=78  | bit below the top bit, class `c` (2..) at `64 + min(c - 2, 14)` |
+//! | 79       | sign of a non-zero signed value (1 = negative) |
 
 #![forbid(unsafe_code)]
 
 use super::ModelError;
 
 /// Probability slots per value context.
-pub const VALUE_SLOTS: usize = 144;
-/// Levels of the class tree: classes 0..=64 need 7 bits.
-const CLASS_BITS: u32 = 7;
-const SECOND_SLOT: usize = 127;
-const SECOND_SLOTS: u32 = 16;
-const SIGN_SLOT: usize = 143;
+pub const VALUE_SLOTS: usize = 80;
+/// Levels of the class tree: leaves 0..=63.
+const CLASS_BITS: u32 = 6;
+const TOP_SLOT: usize = 63;
+const SECOND_SLOT: usize = 64;
+const SECOND_SLOTS: u32 = 15;
+const SIGN_SLOT: usize = 79;
 
 /// Something binary decisions go to: the range coder, counters, a cost sum.
 pub(crate) trait Decisions {
@@ -54,11 +57,15 @@ fn second_slot(class: u32) -> usize {
 #[inline]
 pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
     let class = class_of(v);
+    let leaf = class.min(63);
     let mut node = 1usize;
     for i in (0..CLASS_BITS).rev() {
-        let b = (class >> i) & 1 == 1;
+        let b = (leaf >> i) & 1 == 1;
         d.decision(base + node - 1, b);
         node = node * 2 + usize::from(b);
+    }
+    if leaf == 63 {
+        d.decision(base + TOP_SLOT, class == 64);
     }
     if class >= 2 {
         d.decision(base + second_slot(class), (v >> (class - 2)) & 1 == 1);
@@ -85,16 +92,18 @@ pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64,
         let b = s.decision(base + node - 1);
         node = node * 2 + usize::from(b);
     }
-    let class = (node - (1 << CLASS_BITS)) as u32;
+    let mut class = (node - (1 << CLASS_BITS)) as u32;
+    if class == 63 && s.decision(base + TOP_SLOT) {
+        class = 64;
+    }
     match class {
         0 => Ok(0),
         1 => Ok(1),
-        2..=64 => {
+        _ => {
             let second = u64::from(s.decision(base + second_slot(class)));
             let rest = s.raw(class - 2)?;
             Ok((1u64 << (class - 1)) | (second << (class - 2)) | rest)
         }
-        _ => Err(ModelError::BadClass { class: class as u8 }),
     }
 }
 
@@ -162,22 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn classes_above_64_and_bad_signs_are_errors() {
-        let mut log = Log::default();
-        // Class 65 = 0b1000001.
-        for b in [true, false, false, false, false, false, true] {
-            log.0.push((0, b));
-        }
-        let mut node = 1;
-        for e in log.0.iter_mut() {
-            e.0 = node - 1;
-            node = node * 2 + usize::from(e.1);
-        }
-        assert_eq!(
-            get_uint(&mut log, 0),
-            Err(ModelError::BadClass { class: 65 })
-        );
-
+    fn bad_signs_are_errors() {
         // Magnitude 1 << 63 with a positive sign has no zigzag value.
         let mut log = Log::default();
         put_uint(&mut log, 0, 1 << 63);
