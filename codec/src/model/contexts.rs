@@ -148,8 +148,13 @@ impl RowState {
         };
     }
 
+    /// Forgets the previous row; keeps the history the caller set for the
+    /// token that starts this row.
     fn start_row(&mut self) {
-        *self = Self::default();
+        *self = Self {
+            history: self.history,
+            ..Self::default()
+        };
     }
 }
 
