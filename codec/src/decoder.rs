@@ -268,9 +268,6 @@ impl Decoder {
                 });
             }
         }
-        if !self.payload.is_empty() {
-            src.end_meta()?;
-        }
 
         out.reset(&self.schema);
         let mut spawn_budget = self.limits.max_decoded_bytes;

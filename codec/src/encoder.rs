@@ -431,7 +431,7 @@ impl Encoder {
             for (i, s) in self.scratch.iter().enumerate() {
                 tokens::write_rows(&mut self.sink, i, self.elements[i].len(), &s.tokens);
             }
-            self.sink.finish(&mut self.payload);
+            self.payload.extend_from_slice(self.sink.bytes());
         }
         if self.payload.len() > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {

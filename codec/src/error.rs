@@ -339,6 +339,11 @@ pub enum DecodeError {
         /// What is wrong.
         error: crate::HuffmanError,
     },
+    /// A block size is 0 or above 8192 (or a last block's body is).
+    BadBlockSize {
+        /// Byte offset of the size field.
+        offset: usize,
+    },
     /// A block header sits past the end of the packet, or no block had the last bit.
     MissingLastBlock,
     /// Bytes follow the last block.
@@ -483,6 +488,7 @@ impl fmt::Display for DecodeError {
             Self::Huffman { offset, error } => {
                 write!(f, "Huffman block at offset {offset}: {error}")
             }
+            Self::BadBlockSize { offset } => write!(f, "bad block size at offset {offset}"),
             Self::MissingLastBlock => write!(f, "no block is marked last"),
             Self::TrailingBytes { count } => write!(f, "{count} bytes after the last block"),
             Self::DecodedTooLarge { limit } => {

@@ -13,9 +13,9 @@
 //!
 //! Walk order (FORMAT.md, "Payload"):
 //!
-//! 1. For each section: the removed set over the baseline (if the baseline
-//!    section is not empty), the changed set over the kept entities (if
-//!    any), the spawn list.
+//! 1. For each section: which of its sets are non-empty, then each
+//!    non-empty one: the removed set over the baseline, the changed set over
+//!    the kept entities, the spawn list.
 //! 2. For each section, for each row (changed entities in kept order, then
 //!    spawned ones in id order): the element mask, then per changed element
 //!    in element order its kind bit (floats with an integral reference
@@ -29,15 +29,17 @@ use crate::error::DecodeError;
 /// Context numbers: `class << 28 | spawned_row << 22 | section << 16 | index`.
 /// `index` is the element, the group, or the set (0 removed, 1 changed).
 pub mod ctx {
-    /// Entity set mode (0 list, 1 bitmap); index: 0 removed, 1 changed.
-    pub const SET_MODE: u32 = 0;
-    /// Member count of a list-mode set.
-    pub const SET_COUNT: u32 = 1;
+    /// Which of the section's sets are non-empty: bit 0 removed, bit 1
+    /// changed, bit 2 spawned.
+    pub const SECTION: u32 = 0;
+    /// A non-empty set's head: 0 for a bitmap, else the member count of a
+    /// list; index: 0 removed, 1 changed.
+    pub const SET_HEAD: u32 = 1;
     /// Gap before the next member of a list-mode set.
     pub const SET_GAP: u32 = 2;
     /// One membership bit of a bitmap-mode set.
     pub const SET_BIT: u32 = 3;
-    /// Number of spawned entities.
+    /// Number of spawned entities minus one.
     pub const SPAWN_COUNT: u32 = 4;
     /// Gap before the next spawned id.
     pub const SPAWN_GAP: u32 = 5;
@@ -87,10 +89,6 @@ pub trait TokenSource {
     fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError>;
     /// One unsigned integer.
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError>;
-    /// Called after the last section's spawn list, before the first row.
-    fn end_meta(&mut self) -> Result<(), DecodeError> {
-        Ok(())
-    }
 }
 
 /// One changed element of a row.
@@ -160,8 +158,9 @@ fn varint_cost(v: u64) -> usize {
     (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
 }
 
-/// Writes a subset of `0..universe`: a mode, then a list or a bitmap,
-/// whichever is smaller in bytes (ties: list).
+/// Writes a non-empty subset of `0..universe`: nothing when `universe` is
+/// 1; else a head, 0 for a bitmap of `universe` bits or the member count of
+/// a list of gaps, whichever is smaller in bytes (ties: list).
 fn write_set(
     sink: &mut impl TokenSink,
     section: usize,
@@ -169,24 +168,26 @@ fn write_set(
     universe: usize,
     members: &[u32],
 ) {
+    if universe == 1 {
+        return;
+    }
     let mut list = varint_cost(members.len() as u64);
     let mut next = 0u32;
     for &m in members {
         list += varint_cost(u64::from(m - next));
         next = m + 1;
     }
-    let bitmap = universe.div_ceil(8);
+    let bitmap = 1 + universe.div_ceil(8);
     let c = |class| ctx::make(class, section, false, which);
     if list <= bitmap {
-        sink.uint(c(ctx::SET_MODE), 0);
-        sink.uint(c(ctx::SET_COUNT), members.len() as u64);
+        sink.uint(c(ctx::SET_HEAD), members.len() as u64);
         let mut next = 0u32;
         for &m in members {
             sink.uint(c(ctx::SET_GAP), u64::from(m - next));
             next = m + 1;
         }
     } else {
-        sink.uint(c(ctx::SET_MODE), 1);
+        sink.uint(c(ctx::SET_HEAD), 0);
         let mut it = members.iter().peekable();
         for i in 0..universe as u32 {
             let member = it.peek() == Some(&&i);
@@ -198,7 +199,9 @@ fn write_set(
     }
 }
 
-/// Reads a subset of `0..universe` into `out`; `Err(())` if malformed.
+/// Reads a non-empty subset of `0..universe` into `out`; `Err(())` if
+/// malformed (a member out of range, a count above `universe`, an empty
+/// bitmap).
 fn read_set(
     src: &mut impl TokenSource,
     section: usize,
@@ -207,54 +210,63 @@ fn read_set(
     out: &mut Vec<u32>,
 ) -> Result<Result<(), ()>, DecodeError> {
     out.clear();
+    if universe == 1 {
+        out.push(0);
+        return Ok(Ok(()));
+    }
     let c = |class| ctx::make(class, section, false, which);
-    match src.uint(c(ctx::SET_MODE))? {
-        0 => {
-            let n = src.uint(c(ctx::SET_COUNT))?;
-            if n > universe as u64 {
+    let n = src.uint(c(ctx::SET_HEAD))?;
+    if n == 0 {
+        for i in 0..universe as u32 {
+            if src.bit(c(ctx::SET_BIT))? {
+                out.push(i);
+            }
+        }
+        if out.is_empty() {
+            return Ok(Err(()));
+        }
+    } else {
+        if n > universe as u64 {
+            return Ok(Err(()));
+        }
+        let mut next = 0u64;
+        for _ in 0..n {
+            let m = next + src.uint(c(ctx::SET_GAP))?.min(u64::from(u32::MAX));
+            if m >= universe as u64 {
                 return Ok(Err(()));
             }
-            let mut next = 0u64;
-            for _ in 0..n {
-                let m = next + src.uint(c(ctx::SET_GAP))?.min(u64::from(u32::MAX));
-                if m >= universe as u64 {
-                    return Ok(Err(()));
-                }
-                out.push(m as u32);
-                next = m + 1;
-            }
+            out.push(m as u32);
+            next = m + 1;
         }
-        1 => {
-            for i in 0..universe as u32 {
-                if src.bit(c(ctx::SET_BIT))? {
-                    out.push(i);
-                }
-            }
-        }
-        _ => return Ok(Err(())),
     }
     Ok(Ok(()))
 }
 
 /// Walks one section's entity sets into `sink`.
 pub fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionTokens) {
-    if t.base_len > 0 {
+    let flags = u64::from(!t.removed.is_empty())
+        | u64::from(!t.changed.is_empty()) << 1
+        | u64::from(!t.spawned.is_empty()) << 2;
+    sink.uint(ctx::make(ctx::SECTION, section, false, 0), flags);
+    if !t.removed.is_empty() {
         write_set(sink, section, 0, t.base_len, &t.removed);
     }
-    if t.kept() > 0 {
+    if !t.changed.is_empty() {
         write_set(sink, section, 1, t.kept(), &t.changed);
     }
-    sink.uint(
-        ctx::make(ctx::SPAWN_COUNT, section, false, 0),
-        t.spawned.len() as u64,
-    );
-    let mut next = 0u32;
-    for &id in &t.spawned {
+    if !t.spawned.is_empty() {
         sink.uint(
-            ctx::make(ctx::SPAWN_GAP, section, false, 0),
-            u64::from(id - next),
+            ctx::make(ctx::SPAWN_COUNT, section, false, 0),
+            t.spawned.len() as u64 - 1,
         );
-        next = id.wrapping_add(1);
+        let mut next = 0u32;
+        for &id in &t.spawned {
+            sink.uint(
+                ctx::make(ctx::SPAWN_GAP, section, false, 0),
+                u64::from(id - next),
+            );
+            next = id.wrapping_add(1);
+        }
     }
 }
 
@@ -267,10 +279,14 @@ pub(crate) fn read_meta(
     t: &mut SectionTokens,
 ) -> Result<(), DecodeError> {
     let bad = DecodeError::BadEntitySet { section };
-    if t.base_len > 0 {
+    let flags = src.uint(ctx::make(ctx::SECTION, section, false, 0))?;
+    // A set can only be non-empty over a non-empty universe.
+    if flags > 7 || (flags & 1 != 0 && t.base_len == 0) {
+        return Err(bad);
+    }
+    t.removed.clear();
+    if flags & 1 != 0 {
         read_set(src, section, 0, t.base_len, &mut t.removed)?.map_err(|()| bad.clone())?;
-    } else {
-        t.removed.clear();
     }
     let kept = t.kept();
     // A baseline the caller holds may itself be over the limit: what is
@@ -282,12 +298,20 @@ pub(crate) fn read_meta(
             limit: max_entities,
         });
     }
-    if kept > 0 {
+    t.changed.clear();
+    if flags & 2 != 0 {
+        if kept == 0 {
+            return Err(bad);
+        }
         read_set(src, section, 1, kept, &mut t.changed)?.map_err(|()| bad)?;
-    } else {
-        t.changed.clear();
     }
-    let n = src.uint(ctx::make(ctx::SPAWN_COUNT, section, false, 0))?;
+    t.spawned.clear();
+    if flags & 4 == 0 {
+        return Ok(());
+    }
+    let n = src
+        .uint(ctx::make(ctx::SPAWN_COUNT, section, false, 0))?
+        .saturating_add(1);
     let room = max_entities - kept;
     if n > room as u64 {
         return Err(DecodeError::TooManyEntities {
@@ -296,7 +320,6 @@ pub(crate) fn read_meta(
             limit: max_entities,
         });
     }
-    t.spawned.clear();
     let mut next = 0u64;
     for _ in 0..n {
         let id = next
