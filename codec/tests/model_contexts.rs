@@ -11,7 +11,8 @@ fn make(class: u32, section: u32, spawned: bool, index: u32) -> u32 {
     (class << 28) | (u32::from(spawned) << 22) | (section << 16) | index
 }
 
-const SET_MODE: u32 = 0;
+const SECTION: u32 = 0;
+const SET_HEAD: u32 = 1;
 const SET_GAP: u32 = 2;
 const SET_BIT: u32 = 3;
 const SPAWN_COUNT: u32 = 4;
@@ -35,8 +36,24 @@ fn sections() -> Vec<Vec<bool>> {
 /// reached.
 #[test]
 fn dense_contexts_are_a_bijection() {
+    for config in [ContextConfig::ALL, ContextConfig::BLOCK] {
+        bijection(config);
+    }
+}
+
+fn bijection(config: ContextConfig) {
     let secs = sections();
-    let map = ContextMap::new(&secs, ContextConfig::default()).unwrap();
+    let map = ContextMap::new(&secs, config).unwrap();
+    let hists: &[Option<bool>] = if config.mask_history {
+        &[None, Some(false), Some(true)]
+    } else {
+        &[None]
+    };
+    let classes: &[u32] = if config.value_history {
+        &[0, 1, 3, 6, 10, 15]
+    } else {
+        &[0]
+    };
     let shape = map.shape();
     let mut bits = HashSet::new();
     let mut unreachable = 0;
@@ -49,13 +66,14 @@ fn dense_contexts_are_a_bijection() {
         let s = s as u32;
         let e = floats.len() as u32;
         let g = e.div_ceil(8);
-        unreachable += if g == 1 { 2 * 2 } else { 2 } + 2 * 3;
+        let h = if config.mask_history { 3 } else { 1 };
+        unreachable += if g == 1 { 2 * 2 } else { 2 } + 2 * h;
         for which in 0..2 {
             insert_bit(
                 map.bit_context(&mut RowState::default(), make(SET_BIT, s, false, which))
                     .unwrap(),
             );
-            for cls in [SET_MODE, 1, SET_GAP] {
+            for cls in [SET_HEAD, SET_GAP] {
                 let (v, signed) = map
                     .value_context(&RowState::default(), make(cls, s, false, which))
                     .unwrap();
@@ -63,7 +81,7 @@ fn dense_contexts_are_a_bijection() {
                 assert!(values.insert(v));
             }
         }
-        for cls in [SPAWN_COUNT, SPAWN_GAP] {
+        for cls in [SECTION, SPAWN_COUNT, SPAWN_GAP] {
             let (v, _) = map
                 .value_context(&RowState::default(), make(cls, s, false, 0))
                 .unwrap();
@@ -89,7 +107,7 @@ fn dense_contexts_are_a_bijection() {
                 }
             }
             for el in 0..e {
-                for hist in [None, Some(false), Some(true)] {
+                for &hist in hists {
                     for prev in [false, true] {
                         let mut st = RowState::default();
                         if g > 1 {
@@ -129,7 +147,7 @@ fn dense_contexts_are_a_bijection() {
                     &[None]
                 };
                 for &kind in kinds {
-                    for class in [0, 1, 3, 6, 10, 15] {
+                    for &class in classes {
                         let mut st = RowState::default();
                         if let Some(k) = kind {
                             map.note_bit(&mut st, make(KIND, s, spawned, el), k);
@@ -146,7 +164,11 @@ fn dense_contexts_are_a_bijection() {
         }
     }
     assert_eq!(bits.len() as u32, shape.bit_contexts - unreachable);
-    assert_eq!(values.len() as u32, shape.value_contexts);
+    // One meta value context per section is unused.
+    assert_eq!(
+        values.len() as u32,
+        shape.value_contexts - secs.len() as u32
+    );
 }
 
 #[test]
@@ -229,7 +251,8 @@ fn unknown_walk_contexts_are_errors() {
         ));
     }
     for ctx in [
-        make(SET_MODE, 0, false, 2),
+        make(SET_HEAD, 0, false, 2),
+        make(SECTION, 0, false, 1),
         make(SPAWN_GAP, 0, false, 1),
         make(VALUE, 2, true, 8),
         make(MASK_ELEMENT, 0, false, 0),

@@ -3,21 +3,24 @@
 //! contexts, conditioned on tokens already coded in the same row.
 //!
 //! Dense layout, per section `s` with `E` elements (`F` of them floats
-//! that may carry a kind bit) in `G` mask groups, in section order; `R = 2`
-//! row kinds (changed, spawned); `H` = 3 mask histories, 6 value histories:
+//! that may carry a kind bit) in `G` mask groups, in section order. Each
+//! condition multiplies the contexts it splits by its number of states when
+//! it is on ([`ContextConfig`]), by 1 when off:
+//! `R` row kinds (changed, spawned), `P` previous bit of the row (0, 1),
+//! `H` element history (unknown, unchanged, changed), `K` kinds of a float
+//! value (none, integral, bits), `V` value history buckets (6).
 //!
 //! | bit contexts | count |
 //! |---|---|
 //! | set membership bit, per set (removed, changed) | 2 |
-//! | mask group bit, per row kind, group, previous group bit of the row | `R·G·2` |
-//! | mask element bit, per row kind, element, history, previous element bit of the row | `R·E·3·2` |
+//! | mask group bit, per row kind, group, previous group bit | `R·G·P` |
+//! | mask element bit, per row kind, element, history, previous element bit | `R·E·H·P` |
 //! | kind bit, per row kind, float element | `R·F` |
 //!
 //! | value contexts | count |
 //! |---|---|
-//! | set mode, member count, gap, per set | 6 |
-//! | spawn count, spawn gap | 2 |
-//! | element value, per row kind, element, kind (floats: none, integral, bits), history | `R·(E + 2F)·6` |
+//! | section flags; set head, per set; set gap, per set; spawn count; spawn gap | 8 (one unused) |
+//! | element value, per row kind, element, kind (floats only), value history | `R·(E − F + F·K)·V` |
 //!
 //! The "previous" conditions start each row at 0: a row starts with its
 //! first mask token (group 0 when `G > 1`, else element 0). The *history*
@@ -32,10 +35,10 @@
 use super::{ModelError, ModelShape};
 
 /// Context classes of the payload walk (the top 4 bits of a context
-/// number).
+/// number), as `pipeline::tokens::ctx` numbers them.
 pub(crate) mod class {
-    pub(crate) const SET_MODE: u32 = 0;
-    pub(crate) const SET_COUNT: u32 = 1;
+    pub(crate) const SECTION: u32 = 0;
+    pub(crate) const SET_HEAD: u32 = 1;
     pub(crate) const SET_GAP: u32 = 2;
     pub(crate) const SET_BIT: u32 = 3;
     pub(crate) const SPAWN_COUNT: u32 = 4;
@@ -58,8 +61,10 @@ const MASK_HISTORY: u32 = 3;
 /// 6-9, 10-14, 15 and above.
 const VALUE_HISTORY: u32 = 6;
 
-/// Which conditions the map uses; all on by default. Turning one off
-/// merges its contexts (for measuring what each gains).
+/// Which conditions the map uses. Turning one off merges the contexts it
+/// splits, and shrinks the shape. The codec's model block uses
+/// [`ContextConfig::BLOCK`]; the others are for measuring what each
+/// condition gains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContextConfig {
     /// Mask bits conditioned on the previous mask bit of the row.
@@ -74,15 +79,35 @@ pub struct ContextConfig {
     pub row_kind: bool,
 }
 
+impl ContextConfig {
+    /// Every condition on.
+    pub const ALL: Self = Self {
+        mask_prev: true,
+        mask_history: true,
+        value_kind: true,
+        value_history: true,
+        row_kind: true,
+    };
+    /// What the model block codes with: every condition that needs no prior
+    /// (the encoder has one only for schemas that predict).
+    pub const BLOCK: Self = Self {
+        mask_history: false,
+        value_history: false,
+        ..Self::ALL
+    };
+
+    fn n(on: bool, states: u32) -> u32 {
+        if on {
+            states
+        } else {
+            1
+        }
+    }
+}
+
 impl Default for ContextConfig {
     fn default() -> Self {
-        Self {
-            mask_prev: true,
-            value_kind: true,
-            mask_history: true,
-            value_history: true,
-            row_kind: true,
-        }
+        Self::ALL
     }
 }
 
@@ -90,8 +115,12 @@ impl Default for ContextConfig {
 struct SectionLayout {
     elements: u32,
     groups: u32,
-    /// First bit context: set bits, then group, element and kind bits.
-    bit_base: u32,
+    /// First bit context of each kind: set bits, group bits, element bits,
+    /// kind bits.
+    set_bits: u32,
+    group_bits: u32,
+    element_bits: u32,
+    kind_bits: u32,
     /// Float elements.
     floats: u32,
     /// First value context: sets and spawns, then element values.
@@ -158,10 +187,21 @@ impl RowState {
     }
 }
 
+/// State counts of the conditions, for one configuration.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    r: u32,
+    p: u32,
+    h: u32,
+    k: u32,
+    v: u32,
+}
+
 impl ContextMap {
     /// The map for sections whose elements are listed in `floats`: one
     /// entry per element, `true` where the element may carry a kind bit.
     pub fn new(floats: &[Vec<bool>], config: ContextConfig) -> Result<Self, ModelError> {
+        let n = Self::counts(config);
         let mut sections = Vec::with_capacity(floats.len());
         let (mut bits, mut values) = (0u64, 0u64);
         let too_many = |n: u64| ModelError::TooManySlots {
@@ -179,28 +219,31 @@ impl ContextMap {
                 if float {
                     float_rank.push(f);
                     f += 1;
-                    at += u64::from(KINDS * VALUE_HISTORY);
+                    at += u64::from(n.k * n.v);
                 } else {
                     float_rank.push(u32::MAX);
-                    at += u64::from(VALUE_HISTORY);
+                    at += u64::from(n.v);
                 }
             }
             let g = e.div_ceil(GROUP);
+            let (r, p, h) = (u64::from(n.r), u64::from(n.p), u64::from(n.h));
+            let group_bits = bits + 2;
+            let element_bits = group_bits + r * u64::from(g) * p;
+            let kind_bits = element_bits + r * u64::from(e) * h * p;
             sections.push(SectionLayout {
                 elements: e,
                 groups: g,
-                bit_base: narrow(bits)?,
+                set_bits: narrow(bits)?,
+                group_bits: narrow(group_bits)?,
+                element_bits: narrow(element_bits)?,
+                kind_bits: narrow(kind_bits)?,
                 floats: f,
                 value_base: narrow(values)?,
                 values_per_row_kind: narrow(at)?,
                 float_rank,
                 value_at,
             });
-            let r = u64::from(ROW_KINDS);
-            bits += 2
-                + r * u64::from(g) * 2
-                + r * u64::from(e) * u64::from(MASK_HISTORY) * 2
-                + r * u64::from(f);
+            bits = kind_bits + r * u64::from(f);
             values += 8 + r * at;
         }
         let shape = ModelShape {
@@ -214,9 +257,24 @@ impl ContextMap {
         })
     }
 
+    fn counts(c: ContextConfig) -> Counts {
+        Counts {
+            r: ContextConfig::n(c.row_kind, ROW_KINDS),
+            p: ContextConfig::n(c.mask_prev, 2),
+            h: ContextConfig::n(c.mask_history, MASK_HISTORY),
+            k: ContextConfig::n(c.value_kind, KINDS),
+            v: ContextConfig::n(c.value_history, VALUE_HISTORY),
+        }
+    }
+
     /// The model shape the map's contexts fill.
     pub fn shape(&self) -> ModelShape {
         self.shape
+    }
+
+    /// The configuration the map was built with.
+    pub fn config(&self) -> ContextConfig {
+        self.config
     }
 
     /// The dense bit context of walk context `ctx`, given (and updating, at
@@ -225,37 +283,32 @@ impl ContextMap {
     pub fn bit_context(&self, state: &mut RowState, ctx: u32) -> Result<u32, ModelError> {
         let (cls, spawned, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
-        let rk = u32::from(spawned && self.config.row_kind);
-        let groups = 2 + rk * s.groups * 2;
-        let elements = 2 + ROW_KINDS * s.groups * 2 + rk * s.elements * MASK_HISTORY * 2;
-        let kinds = 2 + ROW_KINDS * (s.groups + s.elements * MASK_HISTORY) * 2 + rk * s.floats;
-        let local = match cls {
-            class::SET_BIT if index < 2 => index,
+        let c = self.config;
+        let rk = u32::from(spawned && c.row_kind);
+        let n = Self::counts(c);
+        let dense = match cls {
+            class::SET_BIT if index < 2 => s.set_bits + index,
             class::MASK_GROUP if index < s.groups => {
                 if index == 0 {
                     state.start_row();
                 }
-                let prev = u32::from(state.prev_group && self.config.mask_prev);
-                groups + index * 2 + prev
+                let prev = u32::from(state.prev_group && c.mask_prev);
+                s.group_bits + (rk * s.groups + index) * n.p + prev
             }
             class::MASK_ELEMENT if index < s.elements => {
                 if index == 0 && s.groups == 1 {
                     state.start_row();
                 }
-                let prev = u32::from(state.prev_element && self.config.mask_prev);
-                let hist = if self.config.mask_history {
-                    state.history
-                } else {
-                    0
-                };
-                elements + (index * MASK_HISTORY + hist) * 2 + prev
+                let prev = u32::from(state.prev_element && c.mask_prev);
+                let hist = if c.mask_history { state.history } else { 0 };
+                s.element_bits + ((rk * s.elements + index) * n.h + hist) * n.p + prev
             }
             class::KIND if index < s.elements && s.float_rank[index as usize] != u32::MAX => {
-                kinds + s.float_rank[index as usize]
+                s.kind_bits + rk * s.floats + s.float_rank[index as usize]
             }
             _ => return Err(bad(ctx, self.shape.bit_contexts)),
         };
-        Ok(s.bit_base + local)
+        Ok(dense)
     }
 
     /// Records the decision coded in walk context `ctx`.
@@ -277,27 +330,24 @@ impl ContextMap {
     pub fn value_context(&self, state: &RowState, ctx: u32) -> Result<(u32, bool), ModelError> {
         let (cls, spawned, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
-        let rk = u32::from(spawned && self.config.row_kind);
+        let c = self.config;
+        let rk = u32::from(spawned && c.row_kind);
+        let n = Self::counts(c);
         let local = match cls {
-            class::SET_MODE | class::SET_COUNT | class::SET_GAP if index < 2 => cls * 2 + index,
-            class::SPAWN_COUNT if index == 0 => 6,
-            class::SPAWN_GAP if index == 0 => 7,
+            class::SECTION if index == 0 => 0,
+            class::SET_HEAD if index < 2 => 1 + index,
+            class::SET_GAP if index < 2 => 3 + index,
+            class::SPAWN_COUNT if index == 0 => 5,
+            class::SPAWN_GAP if index == 0 => 6,
             class::VALUE if index < s.elements => {
                 let e = index as usize;
+                let float = s.float_rank[e] != u32::MAX;
                 let kind = match state.kind {
-                    Some((k, bit))
-                        if k == index && self.config.value_kind && s.float_rank[e] != u32::MAX =>
-                    {
-                        1 + u32::from(!bit)
-                    }
+                    Some((k, bit)) if k == index && c.value_kind && float => 1 + u32::from(!bit),
                     _ => 0,
                 };
-                let hist = if self.config.value_history {
-                    state.history
-                } else {
-                    0
-                };
-                let at = rk * s.values_per_row_kind + s.value_at[e] + kind * VALUE_HISTORY + hist;
+                let hist = if c.value_history { state.history } else { 0 };
+                let at = rk * s.values_per_row_kind + s.value_at[e] + kind * n.v + hist;
                 return Ok((s.value_base + 8 + at, true));
             }
             _ => return Err(bad(ctx, self.shape.value_contexts)),
