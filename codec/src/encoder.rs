@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use crate::block::{self, CDict, Coders, HuffmanTable, ZstdBlocks};
+use crate::block::{self, BlockHeader, BlockType, CDict, Coders, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
+use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
@@ -35,6 +36,9 @@ pub enum Entropy {
     Zstd,
     /// The Huffman table only (zstd if the dictionary has none).
     Huffman,
+    /// The dictionary's context model for every non-empty payload (as
+    /// `Best` when the dictionary has no model table).
+    Model,
 }
 
 /// A dictionary digested for this encoder's level.
@@ -42,6 +46,8 @@ struct Prepared {
     id: u32,
     cdict: CDict,
     huffman: Option<Arc<HuffmanTable>>,
+    /// The dictionary's model table, when it fits the schema's context map.
+    model: Option<Arc<ModelTable>>,
 }
 
 /// The default zstd level: 3, zstd's own default.
@@ -85,6 +91,9 @@ pub struct Encoder {
     payload: Vec<u8>,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
+    /// The schema's model contexts (`None`: too large for a model).
+    context_map: Option<ContextMap>,
+    model_out: Vec<u8>,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -115,7 +124,8 @@ impl Encoder {
             .iter()
             .map(|_| Default::default())
             .collect();
-        let elements = schema.sections().iter().map(values::elements).collect();
+        let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
+        let context_map = model::context_map(&elements);
         Self {
             schema,
             limits: Limits::default(),
@@ -133,6 +143,8 @@ impl Encoder {
             payload: Vec::new(),
             block_scratch: Vec::new(),
             packet: Vec::new(),
+            context_map,
+            model_out: Vec::new(),
         }
     }
 
@@ -168,6 +180,11 @@ impl Encoder {
                 cdict: CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
                     .ok_or(DictionaryError::Rejected { id: d.id() })?,
                 huffman: d.huffman_arc(),
+                model: d.model_arc().filter(|t| {
+                    self.context_map
+                        .as_ref()
+                        .is_some_and(|m| m.shape() == t.shape())
+                }),
             }),
         })
     }
@@ -313,6 +330,30 @@ impl Encoder {
         self.build_snapshot(snapshot, sequence, baseline, None)?;
         out.clear();
         out.extend_from_slice(&self.payload);
+        Ok(())
+    }
+
+    /// The shape a model table must have to code this schema's packets
+    /// (`None`: the schema is too large for a context model).
+    pub fn model_shape(&self) -> Option<ModelShape> {
+        self.context_map.as_ref().map(ContextMap::shape)
+    }
+
+    /// Counts into `stats` the model tokens of the packet `encode` would
+    /// build (with `prior` for schemas that predict): training data for a
+    /// [`ModelTable`]. `stats` must have [`Encoder::model_shape`]'s shape.
+    pub fn model_tokens(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        stats: &mut ModelStats,
+    ) -> Result<(), EncodeError> {
+        self.build_snapshot(snapshot, sequence, baseline, prior)?;
+        if let (Some(map), false) = (&self.context_map, self.payload.is_empty()) {
+            model::count_sections(map, stats, &self.scratch, &self.elements);
+        }
         Ok(())
     }
 
@@ -495,6 +536,29 @@ impl Encoder {
             &mut self.block_scratch,
             out,
         );
+        let table = prepared.and_then(|p| p.model.as_deref());
+        if let (Some(table), Some(map), false) =
+            (table, &self.context_map, self.entropy == Entropy::Zstd)
+        {
+            let buf = core::mem::take(&mut self.model_out);
+            if let Ok(stream) =
+                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
+            {
+                let blocks = out.len() - self.header.len();
+                let fits = (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len());
+                if fits && (stream.len() < blocks || self.entropy == Entropy::Model) {
+                    out.truncate(self.header.len());
+                    BlockHeader {
+                        last: true,
+                        block_type: BlockType::Model,
+                        size: stream.len(),
+                    }
+                    .write(out);
+                    out.extend_from_slice(&stream);
+                }
+                self.model_out = stream;
+            }
+        }
     }
 
     /// Writes header and blocks into `out`, returning the length.

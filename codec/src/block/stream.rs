@@ -206,6 +206,7 @@ pub(crate) fn decode_blocks<B: Backend>(
                     }
                 }
             }
+            BlockType::Model => return Err(DecodeError::ModelBlockNotAlone { offset: at }),
             BlockType::Huffman => {
                 let body = r.bytes(h.size)?;
                 let table = huffman.ok_or(DecodeError::MissingHuffmanTable { offset: at })?;

@@ -25,6 +25,18 @@ pub trait ModelSink {
     fn sint(&mut self, ctx: u32, zigzag: u64);
 }
 
+impl<T: ModelSink + ?Sized> ModelSink for &mut T {
+    fn bit(&mut self, ctx: u32, bit: bool) {
+        (**self).bit(ctx, bit);
+    }
+    fn uint(&mut self, ctx: u32, v: u64) {
+        (**self).uint(ctx, v);
+    }
+    fn sint(&mut self, ctx: u32, zigzag: u64) {
+        (**self).sint(ctx, zigzag);
+    }
+}
+
 /// Codes tokens with a [`ModelTable`]'s static probabilities.
 ///
 /// A context index outside the table is remembered and returned by

@@ -47,6 +47,7 @@ mod range;
 mod stats;
 mod table;
 mod value;
+mod walk;
 
 pub use coder::{ModelDecoder, ModelEncoder, ModelSink};
 pub use contexts::{ContextConfig, ContextMap, RowState};
@@ -55,3 +56,4 @@ pub use range::{PROB_BITS, PROB_ONE};
 pub use stats::ModelStats;
 pub use table::{quantise, ModelShape, ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 pub use value::{class_of, VALUE_SLOTS};
+pub(crate) use walk::{context_map, count_sections, encode_sections, WalkSource};

@@ -65,6 +65,10 @@ impl ModelStats {
         self.error
     }
 
+    pub(crate) fn record_error(&mut self, e: ModelError) {
+        self.error.get_or_insert(e);
+    }
+
     /// Adds `other`'s counts.
     pub fn merge(&mut self, other: &ModelStats) -> Result<(), ModelError> {
         if self.shape != other.shape {
