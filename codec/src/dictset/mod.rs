@@ -43,6 +43,7 @@ pub use error::DictSetError;
 pub use id::{dictionary_id, set_id, sha256_hex};
 pub use load::SetLimits;
 pub use manifest::{
+    ModelFile,
     Candidate, CaptureSource, DictKind, DictionaryEntry, FieldChoice, Manifest, Measured, Training,
     MANIFEST_FORMAT,
 };
