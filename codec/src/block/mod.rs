@@ -22,10 +22,10 @@ mod stream;
 mod zstd_raw;
 
 pub use header::MAX_BLOCK_CONTENT;
-#[cfg(feature = "internals")]
-pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 #[cfg(not(feature = "internals"))]
 pub(crate) use header::{BlockHeader, BlockType};
+#[cfg(feature = "internals")]
+pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 pub use huffman::{HuffmanError, HuffmanTable};
 pub(crate) use stream::{decode_blocks, encode_blocks, max_blocks_len, Coders, ZstdBlocks};
 pub(crate) use zstd_raw::{CDict, DDict};

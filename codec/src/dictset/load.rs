@@ -204,10 +204,11 @@ fn load_model(
             actual: sha,
         });
     }
-    let table = crate::model::ModelTable::from_bytes(&bytes).map_err(|error| DictSetError::Model {
-        file: f.file.clone(),
-        error,
-    })?;
+    let table =
+        crate::model::ModelTable::from_bytes(&bytes).map_err(|error| DictSetError::Model {
+            file: f.file.clone(),
+            error,
+        })?;
     Ok((bytes, table))
 }
 

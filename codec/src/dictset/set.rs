@@ -6,12 +6,12 @@
 use super::id::*;
 use super::*;
 use crate::block::HuffmanTable;
-use crate::model::ModelTable;
 use crate::decoder::Decoder;
 use crate::dict::Dictionary;
 use crate::encoder::Encoder;
 use crate::error::EncodeError;
 use crate::limits::Limits;
+use crate::model::ModelTable;
 use crate::schema::Schema;
 use crate::snapshot::{Baseline, Snapshot};
 
