@@ -21,6 +21,7 @@ pub mod export;
 pub mod import;
 pub mod inspect;
 pub mod measure;
+pub mod model;
 pub mod replay;
 pub mod table;
 pub mod train;
