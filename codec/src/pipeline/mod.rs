@@ -239,10 +239,12 @@ pub(crate) fn decode_section(
         }
         k += 1;
     }
-    // Spawned entities, each against the type's default record.
+    // Spawned entities, each against the type's default record. Records
+    // grow as rows are read, so a truncated payload allocates little.
     s.spawn_records.clear();
-    s.spawn_records.resize(spawn_bytes, 0);
-    for (t, rec) in s.spawn_records.chunks_exact_mut(rs).enumerate() {
+    for t in 0..m.spawned.len() {
+        let at = s.spawn_records.len();
+        s.spawn_records.resize(at + rs, 0);
         decode_row(
             src,
             section,
@@ -252,7 +254,7 @@ pub(crate) fn decode_section(
             ty.default_record(),
             &mut s.groups,
             &mut s.changed,
-            rec,
+            &mut s.spawn_records[at..],
         )?;
     }
     // Merge the two id-ordered lists.
