@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tickpack::dictset::{DictKind, DictionarySets, SetLimits};
 use tickpack::{Baseline, PacketHeader};
-use tickpack_benches::scenarios::{cube_pile, racing_lobby, Scenario};
+use tickpack_scenarios::{cube_pile, racing_lobby, Scenario};
 
 fn scenario(game: &str) -> Scenario {
     match game {
@@ -56,7 +56,12 @@ fn shipped_sets_load_and_round_trip() {
             }
             let (h, _) = PacketHeader::parse(&packet).unwrap();
             let kind = DictKind::of(base.is_some());
-            assert_eq!(h.dictionary, set.dictionary(kind).map(|d| d.id()));
+            let named = h.ids.and_then(|i| i.dictionary_id);
+            if base.is_none() {
+                // Keyframes name their dictionary; deltas use the agreed one.
+                assert_eq!(named, set.dictionary(kind).map(|d| d.id()));
+            }
+            assert_eq!(h.dictionary, set.dictionary(kind).is_some());
             if set.schema().predicts() && prior.is_some() {
                 assert!(h.prior.is_some());
             }
