@@ -13,7 +13,7 @@ use crate::limits::Limits;
 use crate::packet::PacketHeader;
 use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
-use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
+use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens};
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
 use crate::snapshot::{SectionRef, Snapshot};
@@ -253,6 +253,53 @@ impl Decoder {
             )?;
         }
 
+        self.rebuild(base, prior, out)?;
+        if !header.checksum.is_none() {
+            let full = out.digest(header.checksum_seed(dictionary_id));
+            if !header.checksum.matches(full) {
+                return Err(DecodeError::ChecksumMismatch {
+                    expected: match header.checksum {
+                        crate::packet::Checksum::U8(c) => u16::from(c),
+                        crate::packet::Checksum::U16(c) => c,
+                        crate::packet::Checksum::None => 0,
+                    },
+                    actual: match header.checksum {
+                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
+                        _ => full as u16,
+                    },
+                });
+            }
+        }
+        Ok(header)
+    }
+
+    /// Decodes a payload as the blocks regenerate it (no header, no
+    /// blocks) against `baseline` (and `prior`), for the stage benches.
+    #[cfg(feature = "internals")]
+    pub(crate) fn decode_payload_into(
+        &mut self,
+        payload: &[u8],
+        baseline: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        let r = self.rebuild(baseline, prior, out);
+        if r.is_err() {
+            out.reset(&self.schema);
+        }
+        r
+    }
+
+    /// Rebuilds `out` from `self.payload` (the sections' tokens, in the
+    /// zstd path's byte layout) and the baselines.
+    fn rebuild(
+        &mut self,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
         let sections = self.schema.sections();
         let max_entities = self.limits.max_entities_per_section;
         let mut src = ByteSource::new(&self.payload);
@@ -308,22 +355,6 @@ impl Decoder {
         if !self.payload.is_empty() {
             src.finish()?;
         }
-        if !header.checksum.is_none() {
-            let full = out.digest(header.checksum_seed(dictionary_id));
-            if !header.checksum.matches(full) {
-                return Err(DecodeError::ChecksumMismatch {
-                    expected: match header.checksum {
-                        crate::packet::Checksum::U8(c) => u16::from(c),
-                        crate::packet::Checksum::U16(c) => c,
-                        crate::packet::Checksum::None => 0,
-                    },
-                    actual: match header.checksum {
-                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
-                        _ => full as u16,
-                    },
-                });
-            }
-        }
-        Ok(header)
+        Ok(())
     }
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use arbitrary::{Result as AResult, Unstructured};
 
 use tickpack::internals::{
-    subset_decode, subset_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
+    set_decode, set_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
 };
 use tickpack::{
     decode, encode, Baseline, Checksum, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError,
@@ -150,8 +150,9 @@ pub fn header_roundtrip(data: &[u8]) {
 }
 
 /// Entity-set coding: encode then decode is the identity for arbitrary
-/// subsets, never larger than a bitmap; decoding arbitrary bytes never panics
-/// and gives ascending indices below the universe.
+/// non-empty subsets, never larger than a bitmap and its head; decoding
+/// arbitrary bytes never panics and gives ascending indices below the
+/// universe.
 pub fn subset_roundtrip(data: &[u8]) {
     let _ = subset_roundtrip_inner(&mut Unstructured::new(data));
 }
