@@ -102,10 +102,8 @@ impl Decoder {
     /// keyframes until [`Decoder::agree`] says otherwise.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
-        self.dicts.insert(
-            dict.id(),
-            (Arc::new(d), dict.huffman_arc(), dict.model_arc()),
-        );
+        self.dicts
+            .insert(dict.id(), (Arc::new(d), dict.huffman_arc(), dict.model_arc()));
         if self.agreed == (None, None) {
             self.agreed = (Some(dict.id()), Some(dict.id()));
         }
@@ -204,6 +202,176 @@ impl Decoder {
         }
     }
 
+    fn decode_inner(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        out: &mut Snapshot,
+    ) -> Result<PacketHeader, DecodeError> {
+        let mut r = Reader::new(packet);
+        let header = PacketHeader::read(&mut r)?;
+        if let Some(ids) = header.ids {
+            if ids.schema_id != self.schema.id() {
+                return Err(DecodeError::SchemaMismatch {
+                    expected: self.schema.id(),
+                    actual: ids.schema_id,
+                });
+            }
+        }
+        let base = self.named(
+            header.baseline,
+            baseline,
+            |sequence| DecodeError::MissingBaseline { sequence },
+            |expected, actual| DecodeError::BaselineMismatch { expected, actual },
+        )?;
+        let prior = self.named(
+            header.prior,
+            prior,
+            |sequence| DecodeError::MissingPrior { sequence },
+            |expected, actual| DecodeError::PriorMismatch { expected, actual },
+        )?;
+        let keyframe = header.baseline.is_none();
+        let dictionary_id = match (header.dictionary, header.ids) {
+            (false, _) => None,
+            (true, Some(ids)) => ids.dictionary_id,
+            (true, None) => Some(
+                if keyframe {
+                    self.agreed.1
+                } else {
+                    self.agreed.0
+                }
+                .ok_or(DecodeError::NoAgreedDictionary { keyframe })?,
+            ),
+        };
+        let dict = match dictionary_id {
+            None => None,
+            Some(id) => Some(
+                self.dicts
+                    .get(&id)
+                    .cloned()
+                    .ok_or(DecodeError::UnknownDictionary { id })?,
+            ),
+        };
+        let at = r.pos();
+        let model_block = packet
+            .get(at)
+            .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
+        if model_block {
+            self.decode_model_block(&mut r, at, dict.as_ref(), base, prior, out)?;
+        } else {
+            self.payload.clear();
+            if r.remaining() > 0 {
+                block::decode_blocks(
+                    &mut self.blocks,
+                    dict.as_ref().map(|d| &*d.0),
+                    dict.as_ref().and_then(|d| d.1.as_deref()),
+                    &mut r,
+                    self.limits.max_decoded_bytes,
+                    &mut self.payload,
+                )?;
+            }
+            self.rebuild(base, prior, out)?;
+        }
+        if !header.checksum.is_none() {
+            let full = out.digest(header.checksum_seed(dictionary_id));
+            if !header.checksum.matches(full) {
+                return Err(DecodeError::ChecksumMismatch {
+                    expected: match header.checksum {
+                        crate::packet::Checksum::U8(c) => u16::from(c),
+                        crate::packet::Checksum::U16(c) => c,
+                        crate::packet::Checksum::None => 0,
+                    },
+                    actual: match header.checksum {
+                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
+                        _ => full as u16,
+                    },
+                });
+            }
+        }
+        Ok(header)
+    }
+
+    /// Decodes a payload as the blocks regenerate it (no header, no
+    /// blocks) against `baseline` (and `prior`), for the stage benches.
+    #[cfg(feature = "internals")]
+    pub(crate) fn decode_payload_into(
+        &mut self,
+        payload: &[u8],
+        baseline: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        let r = self.rebuild(baseline, prior, out);
+        if r.is_err() {
+            out.reset(&self.schema);
+        }
+        r
+    }
+
+    /// Rebuilds `out` from `self.payload` (the sections' tokens, in the
+    /// zstd path's byte layout) and the baselines.
+    fn rebuild(
+        &mut self,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        let payload = core::mem::take(&mut self.payload);
+        let mut src = ByteSource::new(&payload);
+        let result = self
+            .decode_walk(&mut src, !payload.is_empty(), base, prior, out)
+            .and_then(|()| {
+                if payload.is_empty() {
+                    Ok(())
+                } else {
+                    src.finish()
+                }
+            });
+        self.payload = payload;
+        result
+    }
+
+    /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
+    /// packet's only block, at `at`, coding the whole walk with the
+    /// dictionary's model table.
+    fn decode_model_block(
+        &mut self,
+        r: &mut Reader<'_>,
+        at: usize,
+        dict: Option<&DictTables>,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        let h = BlockHeader::read(r)?;
+        if !h.last {
+            return Err(DecodeError::ModelBlockNotAlone { offset: at });
+        }
+        let table = dict.and_then(|d| d.2.clone()).filter(|t| {
+            self.context_map
+                .as_ref()
+                .is_some_and(|m| m.shape() == t.shape())
+        });
+        let (Some(table), Some(map)) = (table, self.context_map.take()) else {
+            return Err(DecodeError::MissingModelTable { offset: at });
+        };
+        let body_at = r.pos();
+        let result = r.bytes(h.size).and_then(|stream| {
+            let dec = ModelDecoder::new(&table, stream).map_err(|error| DecodeError::Model {
+                offset: body_at,
+                error,
+            })?;
+            let mut src = WalkSource::new(&map, dec, body_at);
+            self.decode_walk(&mut src, true, base, prior, out)?;
+            src.finish()
+        });
+        self.context_map = Some(map);
+        result
+    }
+
     /// Reads the entity sets and rows of every section from `src` into
     /// `out`; `has_payload` is false for a packet without blocks (every
     /// section idle).
@@ -267,132 +435,5 @@ impl Decoder {
             spawn_budget -= m.spawned.len() * ty.record_size();
         }
         Ok(())
-    }
-
-    fn decode_inner(
-        &mut self,
-        packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
-        out: &mut Snapshot,
-    ) -> Result<PacketHeader, DecodeError> {
-        let mut r = Reader::new(packet);
-        let header = PacketHeader::read(&mut r)?;
-        if let Some(ids) = header.ids {
-            if ids.schema_id != self.schema.id() {
-                return Err(DecodeError::SchemaMismatch {
-                    expected: self.schema.id(),
-                    actual: ids.schema_id,
-                });
-            }
-        }
-        let base = self.named(
-            header.baseline,
-            baseline,
-            |sequence| DecodeError::MissingBaseline { sequence },
-            |expected, actual| DecodeError::BaselineMismatch { expected, actual },
-        )?;
-        let prior = self.named(
-            header.prior,
-            prior,
-            |sequence| DecodeError::MissingPrior { sequence },
-            |expected, actual| DecodeError::PriorMismatch { expected, actual },
-        )?;
-        let keyframe = header.baseline.is_none();
-        let dictionary_id = match (header.dictionary, header.ids) {
-            (false, _) => None,
-            (true, Some(ids)) => ids.dictionary_id,
-            (true, None) => Some(
-                if keyframe {
-                    self.agreed.1
-                } else {
-                    self.agreed.0
-                }
-                .ok_or(DecodeError::NoAgreedDictionary { keyframe })?,
-            ),
-        };
-        let dict = match dictionary_id {
-            None => None,
-            Some(id) => Some(
-                self.dicts
-                    .get(&id)
-                    .cloned()
-                    .ok_or(DecodeError::UnknownDictionary { id })?,
-            ),
-        };
-        let at = r.pos();
-        let model_block = packet
-            .get(at)
-            .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
-        if model_block {
-            // The whole walk coded with the dictionary's model table.
-            let h = BlockHeader::read(&mut r)?;
-            if !h.last {
-                return Err(DecodeError::ModelBlockNotAlone { offset: at });
-            }
-            let table = dict.as_ref().and_then(|d| d.2.clone()).filter(|t| {
-                self.context_map
-                    .as_ref()
-                    .is_some_and(|m| m.shape() == t.shape())
-            });
-            let (Some(table), Some(map)) = (table, self.context_map.take()) else {
-                return Err(DecodeError::MissingModelTable { offset: at });
-            };
-            let body_at = r.pos();
-            let result = r.bytes(h.size).and_then(|stream| {
-                let dec =
-                    ModelDecoder::new(&table, stream).map_err(|error| DecodeError::Model {
-                        offset: body_at,
-                        error,
-                    })?;
-                let mut src = WalkSource::new(&map, dec, body_at);
-                self.decode_walk(&mut src, true, base, prior, out)?;
-                src.finish()
-            });
-            self.context_map = Some(map);
-            result?;
-        } else {
-            self.payload.clear();
-            if r.remaining() > 0 {
-                block::decode_blocks(
-                    &mut self.blocks,
-                    dict.as_ref().map(|d| &*d.0),
-                    dict.as_ref().and_then(|d| d.1.as_deref()),
-                    &mut r,
-                    self.limits.max_decoded_bytes,
-                    &mut self.payload,
-                )?;
-            }
-            let payload = core::mem::take(&mut self.payload);
-            let mut src = ByteSource::new(&payload);
-            let result = self
-                .decode_walk(&mut src, !payload.is_empty(), base, prior, out)
-                .and_then(|()| {
-                    if payload.is_empty() {
-                        Ok(())
-                    } else {
-                        src.finish()
-                    }
-                });
-            self.payload = payload;
-            result?;
-        }
-        if !header.checksum.is_none() {
-            let full = out.digest(header.checksum_seed(dictionary_id));
-            if !header.checksum.matches(full) {
-                return Err(DecodeError::ChecksumMismatch {
-                    expected: match header.checksum {
-                        crate::packet::Checksum::U8(c) => u16::from(c),
-                        crate::packet::Checksum::U16(c) => c,
-                        crate::packet::Checksum::None => 0,
-                    },
-                    actual: match header.checksum {
-                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
-                        _ => full as u16,
-                    },
-                });
-            }
-        }
-        Ok(header)
     }
 }

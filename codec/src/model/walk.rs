@@ -11,7 +11,8 @@ use super::{
 };
 use crate::error::DecodeError;
 use crate::pipeline::values::Element;
-use crate::pipeline::{tokens, EncodeScratch, TokenSink, TokenSource};
+use crate::pipeline::tokens::{self, TokenSink, TokenSource};
+use crate::pipeline::EncodeScratch;
 
 /// Hands walk tokens to a [`ModelSink`] under their dense contexts. The
 /// first context the map does not know is kept and later tokens dropped.
