@@ -102,8 +102,10 @@ impl Decoder {
     /// keyframes until [`Decoder::agree`] says otherwise.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
-        self.dicts
-            .insert(dict.id(), (Arc::new(d), dict.huffman_arc(), dict.model_arc()));
+        self.dicts.insert(
+            dict.id(),
+            (Arc::new(d), dict.huffman_arc(), dict.model_arc()),
+        );
         if self.agreed == (None, None) {
             self.agreed = (Some(dict.id()), Some(dict.id()));
         }

@@ -10,8 +10,8 @@ use super::{
     ModelTable, RowState,
 };
 use crate::error::DecodeError;
-use crate::pipeline::values::Element;
 use crate::pipeline::tokens::{self, TokenSink, TokenSource};
+use crate::pipeline::values::Element;
 use crate::pipeline::EncodeScratch;
 
 /// Hands walk tokens to a [`ModelSink`] under their dense contexts. The
