@@ -215,10 +215,14 @@ impl Client {
                 }
             },
         };
-        if let Err(e) = self
-            .decoder
-            .decode_predicted_into(packet, base, prior, &mut self.scratch)
-        {
+        if let Err(e) = self.decoder.decode_into(
+            packet,
+            crate::Reference {
+                baseline: base,
+                prior,
+            },
+            &mut self.scratch,
+        ) {
             return drop(DropReason::Undecodable(e));
         }
         let slot = &mut self.ring[usize::from(sequence) % n];

@@ -346,14 +346,13 @@ impl Server {
                     &self.cur_view
                 };
                 let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
-                match (baseline, prior_base) {
-                    (Some(b), Some(p)) => {
-                        self.encoder
-                            .encode_predicted_to_vec(cur, seq, b, p, &mut self.out)
-                    }
-                    (b, _) => self.encoder.encode_to_vec(cur, seq, b, &mut self.out),
-                }
-                .map_err(SessionError::Encode)?;
+                let reference = crate::Reference {
+                    baseline,
+                    prior: baseline.and(prior_base),
+                };
+                self.encoder
+                    .encode_to_vec(cur, seq, reference, &mut self.out)
+                    .map_err(SessionError::Encode)?;
                 self.stats.encodes += 1;
                 let bytes: Arc<[u8]> = Arc::from(&self.out[..]);
                 self.shared.push(Shared {
