@@ -17,7 +17,7 @@ use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
-use crate::snapshot::{SectionRef, Snapshot};
+use crate::snapshot::{Reference, SectionRef, Snapshot};
 use crate::wire::Reader;
 
 /// A dictionary digested for decoding, with its Huffman and model tables.
@@ -140,40 +140,29 @@ impl Decoder {
     }
 
     /// Decodes `packet` into a new snapshot. A delta packet needs the
-    /// baseline it names ([`PacketHeader::parse`] tells which).
-    pub fn decode(
+    /// reference it was encoded against ([`PacketHeader::parse`] tells
+    /// which baseline and prior it names).
+    pub fn decode<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<(PacketHeader, Snapshot), DecodeError> {
         let mut out = Snapshot::default();
-        let h = self.decode_into(packet, baseline, &mut out)?;
+        let h = self.decode_into(packet, reference, &mut out)?;
         Ok((h, out))
     }
 
     /// Decodes into `out`, reusing its buffers. On error `out` is left
-    /// empty (no entities), never half-updated.
-    pub fn decode_into(
+    /// empty (no entities), never half-updated. A prior in `reference` is
+    /// ignored when the packet names none.
+    pub fn decode_into<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
-        self.decode_predicted_into(packet, baseline, None, out)
-    }
-
-    /// Like [`Decoder::decode_into`] for packets that may also name a prior
-    /// baseline ([`PacketHeader::prior`]), made by
-    /// [`Encoder::encode_predicted_to_vec`](crate::Encoder::encode_predicted_to_vec).
-    /// `prior` is ignored when the packet names none.
-    pub fn decode_predicted_into(
-        &mut self,
-        packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
-        out: &mut Snapshot,
-    ) -> Result<PacketHeader, DecodeError> {
-        let r = self.decode_inner(packet, baseline, prior, out);
+        let reference = reference.into();
+        let r = self.decode_inner(packet, reference.baseline, reference.prior, out);
         if r.is_err() {
             out.reset(&self.schema);
         }

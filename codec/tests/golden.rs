@@ -204,17 +204,19 @@ fn vectors() -> Vec<Vector> {
     let mut enc = Encoder::new(sp.clone());
     enc.set_checksum(true);
     let mut pd = Vec::new();
-    enc.encode_predicted_to_vec(
+    enc.encode_to_vec(
         &p_ticks[2],
         20,
-        Baseline {
-            sequence: 19,
-            snapshot: &p_ticks[1],
-        },
-        Baseline {
-            sequence: 18,
-            snapshot: &p_ticks[0],
-        },
+        tickpack::Reference::predicted(
+            Baseline {
+                sequence: 19,
+                snapshot: &p_ticks[1],
+            },
+            Baseline {
+                sequence: 18,
+                snapshot: &p_ticks[0],
+            },
+        ),
         &mut pd,
     )
     .unwrap();
@@ -270,8 +272,15 @@ fn golden_vectors() {
         });
         let (baseline, prior) = (b.next(), b.next());
         let mut got = Snapshot::default();
-        dec.decode_predicted_into(&bytes, baseline, prior, &mut got)
-            .unwrap();
+        dec.decode_into(
+            &bytes,
+            tickpack::Reference {
+                baseline: baseline,
+                prior: prior,
+            },
+            &mut got,
+        )
+        .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }

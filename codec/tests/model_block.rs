@@ -129,8 +129,7 @@ fn trained_dictionary(schema: &Schema) -> Dictionary {
             sequence: b as u16,
             snapshot: &train[b],
         });
-        enc.model_tokens(snap, t as u16, base, None, &mut stats)
-            .unwrap();
+        enc.model_tokens(snap, t as u16, base, &mut stats).unwrap();
     }
     assert_eq!(stats.error(), None);
     let table = ModelTable::from_stats(&stats);

@@ -83,8 +83,7 @@ fn with_model() -> (DictionarySet, DictionarySet, ModelTable) {
             sequence: (i - 1) as u16,
             snapshot: &t[i - 1],
         };
-        enc.model_tokens(&t[i], i as u16, Some(base), None, &mut stats)
-            .unwrap();
+        enc.model_tokens(&t[i], i as u16, base, &mut stats).unwrap();
     }
     let table = ModelTable::from_stats(&stats);
     let with = plain.clone().with_model(DictKind::Delta, &table).unwrap();

@@ -424,5 +424,9 @@ pub(crate) fn read_mask(
             return Ok(Err(()));
         }
     }
+    // A changed row changes something.
+    if changed.is_empty() && !spawned {
+        return Ok(Err(()));
+    }
     Ok(Ok(()))
 }

@@ -109,7 +109,7 @@ pub fn decode_corrupt(data: &[u8]) {
 /// wrap): encode then decode gives the identical snapshot and header, through
 /// [`Encoder::encode`], [`Encoder::encode_into`] (exactly sized and
 /// [`Encoder::max_encoded_len`]-sized buffers), [`Encoder::encode_to_vec`],
-/// [`Encoder::encode_sections`], [`Encoder::encode_predicted_to_vec`] and the
+/// [`Encoder::encode_sections`], [`Reference::predicted`](tickpack::Reference::predicted) and the
 /// one-shot [`encode`]/[`decode`]. Encoder errors must be justified by the
 /// inputs.
 pub fn roundtrip(data: &[u8]) {

@@ -201,7 +201,7 @@ pub(super) fn model_block_decode_inner(u: &mut Unstructured<'_>) -> AResult<()> 
         snapshot: &base,
     };
     // Train on this very packet so the model block is chosen.
-    if let Err(e) = enc.model_tokens(&cur, 2, Some(b), None, &mut stats) {
+    if let Err(e) = enc.model_tokens(&cur, 2, b, &mut stats) {
         panic!("model_tokens refused a valid snapshot: {e}");
     }
     let dict = Dictionary::new(DICT_ID, vec![7u8; 64]).with_model(ModelTable::from_stats(&stats));

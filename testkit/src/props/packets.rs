@@ -37,17 +37,19 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let seq: u16 = u.arbitrary()?;
     let mut p = Vec::new();
     let r = match (&refs.base, &refs.prior) {
-        (Some(b), Some(pr)) => enc.encode_predicted_to_vec(
+        (Some(b), Some(pr)) => enc.encode_to_vec(
             &other,
             seq,
-            Baseline {
-                sequence: seq.wrapping_sub(1),
-                snapshot: b,
-            },
-            Baseline {
-                sequence: seq.wrapping_sub(2),
-                snapshot: pr,
-            },
+            tickpack::Reference::predicted(
+                Baseline {
+                    sequence: seq.wrapping_sub(1),
+                    snapshot: b,
+                },
+                Baseline {
+                    sequence: seq.wrapping_sub(2),
+                    snapshot: pr,
+                },
+            ),
             &mut p,
         ),
         _ => enc.encode_to_vec(&other, seq, None, &mut p),
@@ -62,7 +64,14 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             snapshot,
         });
         let mut s = Snapshot::default();
-        if let Err(e) = used.decode_predicted_into(&p, b, pr, &mut s) {
+        if let Err(e) = used.decode_into(
+            &p,
+            tickpack::Reference {
+                baseline: b,
+                prior: pr,
+            },
+            &mut s,
+        ) {
             panic!("valid packet does not decode: {e:?}");
         }
     }
@@ -72,8 +81,22 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut out = Snapshot::default();
-    let expected = fresh.decode_predicted_into(&packet, baseline, prior, &mut out);
-    let got = used.decode_predicted_into(&packet, baseline, prior, &mut junk);
+    let expected = fresh.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline: baseline,
+            prior: prior,
+        },
+        &mut out,
+    );
+    let got = used.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline: baseline,
+            prior: prior,
+        },
+        &mut junk,
+    );
     assert_eq!(
         expected, got,
         "decoding into junk with a used decoder gives a different result"
