@@ -390,3 +390,27 @@ const GOLDEN_TABLE: &[u8] = &[
 ];
 const GOLDEN_STREAM: &[u8] = &[0x87];
 const GOLDEN_UNIFORM_STREAM: &[u8] = &[0x86, 0x84, 0x80];
+
+#[test]
+fn tables_from_probabilities_are_checked() {
+    let shape = ModelShape {
+        bit_contexts: 2,
+        value_contexts: 0,
+    };
+    let t = ModelTable::from_probabilities(shape, vec![1, 4095]).unwrap();
+    assert_eq!(t.probabilities(), &[1, 4095]);
+    assert_eq!(
+        ModelTable::from_probabilities(shape, vec![1]),
+        Err(ModelError::SlotCount {
+            expected: 2,
+            actual: 1
+        })
+    );
+    assert_eq!(
+        ModelTable::from_probabilities(shape, vec![7, 4096]),
+        Err(ModelError::BadProbability {
+            slot: 1,
+            value: 4096
+        })
+    );
+}

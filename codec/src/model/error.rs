@@ -53,6 +53,13 @@ pub enum ModelError {
         /// Bytes given.
         actual: usize,
     },
+    /// A probability list does not have one entry per slot.
+    SlotCount {
+        /// Slots of the shape.
+        expected: usize,
+        /// Probabilities given.
+        actual: usize,
+    },
     /// A stored probability is 0 or at least `1 << PROB_BITS`.
     BadProbability {
         /// Slot index.
@@ -145,6 +152,9 @@ impl fmt::Display for ModelError {
                     f,
                     "model table is {actual} bytes, its header says {expected}"
                 )
+            }
+            Self::SlotCount { expected, actual } => {
+                write!(f, "{actual} probabilities for {expected} slots")
             }
             Self::BadProbability { slot, value } => {
                 write!(f, "model slot {slot} has probability {value}")

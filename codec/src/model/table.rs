@@ -97,6 +97,26 @@ impl ModelTable {
         })
     }
 
+    /// A table with the given probability of a 0 for every slot (bit
+    /// contexts first, then value contexts), each in `1..4096`.
+    pub fn from_probabilities(shape: ModelShape, probs: Vec<u16>) -> Result<Self, ModelError> {
+        let slots = check_slots(shape, DEFAULT_MAX_SLOTS)?;
+        if probs.len() != slots {
+            return Err(ModelError::SlotCount {
+                expected: slots,
+                actual: probs.len(),
+            });
+        }
+        if let Some((slot, &value)) = probs
+            .iter()
+            .enumerate()
+            .find(|(_, &p)| p == 0 || p >= PROB_ONE)
+        {
+            return Err(ModelError::BadProbability { slot, value });
+        }
+        Ok(Self { shape, probs })
+    }
+
     /// Quantises training counts (see [`quantise`]).
     pub fn from_stats(stats: &ModelStats) -> Self {
         Self {
