@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::table::{ModelShape, DEFAULT_MAX_SLOTS};
+use super::table::{check_slots, ModelShape, DEFAULT_MAX_SLOTS};
 use super::value::{put_sint, put_uint, Decisions, VALUE_SLOTS};
 use super::{ModelError, ModelSink, ModelTable};
 use crate::model::range::PROB_ONE;
@@ -33,9 +33,7 @@ impl Decisions for Count<'_> {
 impl ModelStats {
     /// Empty counts for `shape` (at most [`DEFAULT_MAX_SLOTS`] slots).
     pub fn new(shape: ModelShape) -> Result<Self, ModelError> {
-        // A uniform table checks the shape against the slot limit.
-        let slots = ModelTable::uniform(shape)?.probabilities().len();
-        debug_assert!(slots <= DEFAULT_MAX_SLOTS);
+        let slots = check_slots(shape, DEFAULT_MAX_SLOTS)?;
         Ok(Self {
             shape,
             counts: vec![[0; 2]; slots],

@@ -256,7 +256,8 @@ impl ModelTable {
     }
 }
 
-fn check_slots(shape: ModelShape, max_slots: usize) -> Result<usize, ModelError> {
+/// The shape's slot count, or `TooManySlots` above `max_slots`.
+pub(crate) fn check_slots(shape: ModelShape, max_slots: usize) -> Result<usize, ModelError> {
     let slots = shape.slots();
     if slots > max_slots as u64 {
         return Err(ModelError::TooManySlots {
