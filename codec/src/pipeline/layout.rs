@@ -123,6 +123,7 @@ impl<'a> ByteSource<'a> {
 
     /// Ends the bits read so far (their padding must be zero) and returns
     /// the bytes used.
+    #[cfg(feature = "internals")]
     pub(crate) fn consumed(&mut self) -> Result<usize, DecodeError> {
         self.close_bits()?;
         Ok(self.r.pos())
