@@ -20,15 +20,18 @@ use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 /// blocks are always available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Entropy {
-    /// The smallest of zstd and the dictionary's Huffman table, per block.
+    /// The smallest of zstd and the dictionary's Huffman table, per block,
+    /// or the dictionary's context model for the whole payload when that
+    /// is smaller.
     #[default]
     Best,
     /// zstd only.
     Zstd,
     /// The Huffman table only (zstd if the dictionary has none).
     Huffman,
-    /// The dictionary's context model for every non-empty payload (as
-    /// `Best` when the dictionary has no model table).
+    /// The dictionary's context model for every non-empty payload, without
+    /// trying the blocks (faster to encode); as `Best` when the dictionary
+    /// has no model table or the stream would not fit one block.
     Model,
 }
 
@@ -497,6 +500,53 @@ impl Encoder {
         if self.payload.is_empty() {
             return;
         }
+        // The model stream first: `Entropy::Model` keeps it without trying
+        // the blocks; `Best` keeps it when it is smaller than they are.
+        let table = prepared.and_then(|p| p.model.as_deref());
+        let mut model = None;
+        if let (Some(table), Some(map), false) =
+            (table, &self.context_map, self.entropy == Entropy::Zstd)
+        {
+            let buf = core::mem::take(&mut self.model_out);
+            if let Ok(stream) =
+                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
+            {
+                if (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len()) {
+                    model = Some(stream);
+                } else {
+                    self.model_out = stream;
+                }
+            }
+        }
+        if let Some(stream) = model {
+            if self.entropy != Entropy::Model {
+                let coders = Coders {
+                    zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
+                    dict: prepared.map(|p| &p.cdict),
+                    huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
+                };
+                block::encode_blocks(
+                    &mut self.blocks,
+                    coders,
+                    &self.payload,
+                    &mut self.block_scratch,
+                    out,
+                );
+            }
+            let blocks = out.len() - self.header.len();
+            if self.entropy == Entropy::Model || stream.len() < blocks {
+                out.truncate(self.header.len());
+                BlockHeader {
+                    last: true,
+                    block_type: BlockType::Model,
+                    size: stream.len(),
+                }
+                .write(out);
+                out.extend_from_slice(&stream);
+            }
+            self.model_out = stream;
+            return;
+        }
         let coders = Coders {
             zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
             dict: prepared.map(|p| &p.cdict),
@@ -509,29 +559,6 @@ impl Encoder {
             &mut self.block_scratch,
             out,
         );
-        let table = prepared.and_then(|p| p.model.as_deref());
-        if let (Some(table), Some(map), false) =
-            (table, &self.context_map, self.entropy == Entropy::Zstd)
-        {
-            let buf = core::mem::take(&mut self.model_out);
-            if let Ok(stream) =
-                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
-            {
-                let blocks = out.len() - self.header.len();
-                let fits = (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len());
-                if fits && (stream.len() < blocks || self.entropy == Entropy::Model) {
-                    out.truncate(self.header.len());
-                    BlockHeader {
-                        last: true,
-                        block_type: BlockType::Model,
-                        size: stream.len(),
-                    }
-                    .write(out);
-                    out.extend_from_slice(&stream);
-                }
-                self.model_out = stream;
-            }
-        }
     }
 
     /// Writes header and blocks into `out`, returning the length.

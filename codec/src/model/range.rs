@@ -14,6 +14,8 @@ pub const PROB_BITS: u32 = 12;
 pub const PROB_ONE: u16 = 1 << PROB_BITS;
 /// The range is renormalised (shifted a byte) when it falls below this.
 const TOP: u32 = 1 << 24;
+/// Most raw bits coded in one step (the range stays at least `2^8`).
+pub(crate) const RAW_CHUNK: u32 = 16;
 
 /// Encodes binary decisions into bytes.
 #[derive(Debug, Clone)]
@@ -63,14 +65,18 @@ impl RangeEncoder {
     }
 
     /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
-    /// each with probability one half.
+    /// each with probability one half, in chunks of at most
+    /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
+    /// value picks the part.
     #[inline]
     pub(crate) fn raw(&mut self, v: u64, n: u32) {
-        for i in (0..n).rev() {
-            self.range >>= 1;
-            if (v >> i) & 1 == 1 {
-                self.low += u64::from(self.range);
-            }
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(RAW_CHUNK);
+            left -= k;
+            let digit = ((v >> left) & ((1u64 << k) - 1)) as u32;
+            self.range >>= k;
+            self.low += u64::from(digit) * u64::from(self.range);
             while self.range < TOP {
                 self.range <<= 8;
                 self.shift_low();
@@ -183,23 +189,24 @@ impl<'a> RangeDecoder<'a> {
         bit
     }
 
-    /// Decodes `n` raw bits (`n <= 64`), most significant first.
+    /// Decodes `n` raw bits (`n <= 64`), most significant first, in the
+    /// encoder's chunks.
     #[inline]
     pub(crate) fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
         let mut v = 0u64;
-        for _ in 0..n {
-            self.range >>= 1;
-            let bit = if self.code >= self.range {
-                self.code -= self.range;
-                // An odd range leaves one value no encoder uses.
-                if self.code >= self.range {
-                    return Err(ModelError::Corrupt);
-                }
-                1
-            } else {
-                0
-            };
-            v = (v << 1) | bit;
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(RAW_CHUNK);
+            left -= k;
+            self.range >>= k;
+            let digit = self.code / self.range;
+            // `range` shrank by truncation: values past `2^k` parts are
+            // unused by any encoder.
+            if digit >> k != 0 {
+                return Err(ModelError::Corrupt);
+            }
+            self.code -= digit * self.range;
+            v = (v << k) | u64::from(digit);
             self.normalize();
         }
         Ok(v)
