@@ -162,20 +162,20 @@ fn unzigzag64(z: u64) -> i64 {
     ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
-/// The whole number an integral float holds, if it is integral.
+/// The whole number an integral float holds, if it is integral. (Casts
+/// rather than `trunc`, which is a libm call: within the range a float is
+/// whole exactly when converting to an integer and back is exact.)
 #[inline]
 fn integral(bits: u64, width: u8) -> Option<i64> {
     if width == 4 {
         let x = f32::from_bits(bits as u32);
-        (x.is_finite() && x.trunc() == x && x.abs() <= 16_777_216.0 && bits != 0x8000_0000)
-            .then_some(x as i64)
+        let i = x as i64;
+        (x.abs() <= 16_777_216.0 && i as f32 == x && bits != 0x8000_0000).then_some(i)
     } else {
         let x = f64::from_bits(bits);
-        (x.is_finite()
-            && x.trunc() == x
-            && x.abs() <= 9_007_199_254_740_992.0
-            && bits != 0x8000_0000_0000_0000)
-            .then_some(x as i64)
+        let i = x as i64;
+        (x.abs() <= 9_007_199_254_740_992.0 && i as f64 == x && bits != 0x8000_0000_0000_0000)
+            .then_some(i)
     }
 }
 
