@@ -40,7 +40,7 @@ fn ticks(schema: &Schema, n: usize) -> Vec<Snapshot> {
         .map(|t| {
             let mut s = Snapshot::new(schema);
             for id in 0..20u32 {
-                if (id as usize + t) % 7 == 0 {
+                if (id as usize + t).is_multiple_of(7) {
                     continue;
                 }
                 let mut rec = Vec::new();
