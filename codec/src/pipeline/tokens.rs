@@ -297,12 +297,23 @@ pub(crate) fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionT
     }
 }
 
+/// A decoded snapshot's size so far, its limit, and the cost of one entity
+/// of the section being read (record size + 4 id bytes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SnapshotBudget {
+    pub(crate) used: usize,
+    pub(crate) limit: usize,
+    pub(crate) per_entity: usize,
+}
+
 /// Reads one section's entity sets into `t` (its `base_len` set by the
-/// caller), refusing more than `max_entities` entities in the section.
+/// caller), refusing more than `max_entities` entities in the section, and
+/// a snapshot past `budget` before the spawned ids are read.
 pub(crate) fn read_meta(
     src: &mut impl TokenSource,
     section: usize,
     max_entities: usize,
+    budget: SnapshotBudget,
     t: &mut SectionTokens,
 ) -> Result<(), DecodeError> {
     let bad = DecodeError::BadEntitySet { section };
@@ -345,6 +356,15 @@ pub(crate) fn read_meta(
             section,
             count: kept.saturating_add(usize::try_from(n).unwrap_or(usize::MAX)),
             limit: max_entities,
+        });
+    }
+    let bytes = budget
+        .used
+        .saturating_add((kept + n as usize).saturating_mul(budget.per_entity));
+    if bytes > budget.limit {
+        return Err(DecodeError::SnapshotTooLarge {
+            bytes,
+            limit: budget.limit,
         });
     }
     let mut next = 0u64;

@@ -41,6 +41,7 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("model_decode", model_decode),
     ("model_table_load", model_table_load),
     ("model_block_decode", model_block_decode),
+    ("conn_packets", conn_packets),
 ];
 
 /// The id the fuzzed decoders register their dictionary under.
@@ -49,6 +50,7 @@ pub const DICT_ID: u32 = 0xd1c7_0001;
 use crate::arb::*;
 use crate::rng::SplitMix64;
 
+mod conn;
 mod decode;
 mod huffman;
 mod model;
@@ -57,6 +59,7 @@ mod roundtrip;
 mod session;
 mod transport;
 
+use conn::*;
 use decode::*;
 use huffman::*;
 use model::*;
@@ -217,4 +220,12 @@ pub fn model_table_load(data: &[u8]) {
 /// extended) decodes to a snapshot or a typed error, never a panic.
 pub fn model_block_decode(data: &[u8]) {
     let _ = model_block_decode_inner(&mut Unstructured::new(data));
+}
+
+/// The connection layer fed arbitrary datagrams at both ends, mutations of
+/// honest packets and replays, between honest traffic: nothing forged or
+/// mutated is ever delivered, every honest packet is delivered once, and
+/// nothing hostile moves the client or ends the connection.
+pub fn conn_packets(data: &[u8]) {
+    let _ = conn_packets_inner(&mut Unstructured::new(data));
 }
