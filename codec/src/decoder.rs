@@ -5,17 +5,27 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::block::{self, DDict, HuffmanTable, ZstdBlocks};
+use crate::block::{self, BlockHeader, BlockType, DDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
 use crate::limits::Limits;
+use crate::model::{self, ContextMap, ModelDecoder, ModelTable, WalkSource};
 use crate::packet::PacketHeader;
-use crate::pipeline::{self, DecodeScratch, SectionMeta};
+use crate::pipeline::layout::ByteSource;
+use crate::pipeline::values::{self, Element};
+use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
-use crate::snapshot::{SectionRef, Snapshot};
+use crate::snapshot::{Reference, SectionRef, Snapshot};
 use crate::wire::Reader;
+
+/// A dictionary digested for decoding, with its Huffman and model tables.
+type DictTables = (
+    Arc<DDict>,
+    Option<Arc<HuffmanTable>>,
+    Option<Arc<ModelTable>>,
+);
 
 /// Decodes packets into snapshots. Holds any number of dictionaries (by
 /// id), a zstd context and scratch buffers.
@@ -26,11 +36,16 @@ pub struct Decoder {
     schema: Schema,
     limits: Limits,
     blocks: ZstdBlocks,
-    dicts: HashMap<u32, (Arc<DDict>, Option<Arc<HuffmanTable>>)>,
+    dicts: HashMap<u32, DictTables>,
+    /// The dictionaries agreed for deltas and for keyframes.
+    agreed: (Option<u32>, Option<u32>),
+    elements: Vec<Vec<Element>>,
     payload: Vec<u8>,
-    metas: Vec<SectionMeta>,
+    metas: Vec<SectionTokens>,
     predicted: Vec<crate::snapshot::Section>,
     scratch: DecodeScratch,
+    /// The schema's model contexts (`None`: too large for a model).
+    context_map: Option<ContextMap>,
 }
 
 impl core::fmt::Debug for Decoder {
@@ -53,17 +68,22 @@ impl Decoder {
         let metas = schema
             .sections()
             .iter()
-            .map(|_| SectionMeta::default())
+            .map(|_| SectionTokens::default())
             .collect();
+        let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
+        let context_map = model::context_map(&elements);
         Self {
             schema,
             limits: Limits::default(),
             blocks: ZstdBlocks::new(DEFAULT_LEVEL),
             dicts: HashMap::new(),
+            agreed: (None, None),
+            elements,
             payload: Vec::new(),
             metas,
             predicted,
             scratch: DecodeScratch::default(),
+            context_map,
         }
     }
 
@@ -77,54 +97,72 @@ impl Decoder {
         &self.schema
     }
 
-    /// Adds (or replaces) a dictionary; packets name it by its id.
+    /// Adds (or replaces) a dictionary. Keyframes name it by its id; the
+    /// first dictionary added becomes the agreed one for deltas and
+    /// keyframes until [`Decoder::agree`] says otherwise.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
-        self.dicts
-            .insert(dict.id(), (Arc::new(d), dict.huffman_arc()));
+        self.dicts.insert(
+            dict.id(),
+            (Arc::new(d), dict.huffman_arc(), dict.model_arc()),
+        );
+        if self.agreed == (None, None) {
+            self.agreed = (Some(dict.id()), Some(dict.id()));
+        }
+        Ok(())
+    }
+
+    /// Sets the dictionaries agreed with the sender (the ones its
+    /// [`Encoder::set_dictionary`](crate::Encoder::set_dictionary) and
+    /// [`Encoder::set_keyframe_dictionary`](crate::Encoder::set_keyframe_dictionary)
+    /// use; `keyframe` `None`: keyframes use `delta`'s). Packets that use a
+    /// dictionary without naming it (deltas) are decoded with these. Each
+    /// must have been added ([`DecodeError::UnknownDictionary`] otherwise).
+    pub fn agree(&mut self, delta: Option<u32>, keyframe: Option<u32>) -> Result<(), DecodeError> {
+        for id in [delta, keyframe].into_iter().flatten() {
+            if !self.dicts.contains_key(&id) {
+                return Err(DecodeError::UnknownDictionary { id });
+            }
+        }
+        self.agreed = (delta, keyframe.or(delta));
         Ok(())
     }
 
     /// Removes a dictionary; returns whether it was held.
     pub fn remove_dictionary(&mut self, id: u32) -> bool {
+        if self.agreed.0 == Some(id) {
+            self.agreed.0 = None;
+        }
+        if self.agreed.1 == Some(id) {
+            self.agreed.1 = None;
+        }
         self.dicts.remove(&id).is_some()
     }
 
     /// Decodes `packet` into a new snapshot. A delta packet needs the
-    /// baseline it names ([`PacketHeader::parse`] tells which).
-    pub fn decode(
+    /// reference it was encoded against ([`PacketHeader::parse`] tells
+    /// which baseline and prior it names).
+    pub fn decode<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<(PacketHeader, Snapshot), DecodeError> {
         let mut out = Snapshot::default();
-        let h = self.decode_into(packet, baseline, &mut out)?;
+        let h = self.decode_into(packet, reference, &mut out)?;
         Ok((h, out))
     }
 
     /// Decodes into `out`, reusing its buffers. On error `out` is left
-    /// empty (no entities), never half-updated.
-    pub fn decode_into(
+    /// empty (no entities), never half-updated. A prior in `reference` is
+    /// ignored when the packet names none.
+    pub fn decode_into<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
-        self.decode_predicted_into(packet, baseline, None, out)
-    }
-
-    /// Like [`Decoder::decode_into`] for packets that may also name a prior
-    /// baseline ([`PacketHeader::prior`]), made by
-    /// [`Encoder::encode_predicted_to_vec`](crate::Encoder::encode_predicted_to_vec).
-    /// `prior` is ignored when the packet names none.
-    pub fn decode_predicted_into(
-        &mut self,
-        packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
-        out: &mut Snapshot,
-    ) -> Result<PacketHeader, DecodeError> {
-        let r = self.decode_inner(packet, baseline, prior, out);
+        let reference = reference.into();
+        let r = self.decode_inner(packet, reference.baseline, reference.prior, out);
         if r.is_err() {
             out.reset(&self.schema);
         }
@@ -164,11 +202,13 @@ impl Decoder {
     ) -> Result<PacketHeader, DecodeError> {
         let mut r = Reader::new(packet);
         let header = PacketHeader::read(&mut r)?;
-        if header.schema_id != self.schema.id() {
-            return Err(DecodeError::SchemaMismatch {
-                expected: self.schema.id(),
-                actual: header.schema_id,
-            });
+        if let Some(ids) = header.ids {
+            if ids.schema_id != self.schema.id() {
+                return Err(DecodeError::SchemaMismatch {
+                    expected: self.schema.id(),
+                    actual: ids.schema_id,
+                });
+            }
         }
         let base = self.named(
             header.baseline,
@@ -182,7 +222,20 @@ impl Decoder {
             |sequence| DecodeError::MissingPrior { sequence },
             |expected, actual| DecodeError::PriorMismatch { expected, actual },
         )?;
-        let dict = match header.dictionary {
+        let keyframe = header.baseline.is_none();
+        let dictionary_id = match (header.dictionary, header.ids) {
+            (false, _) => None,
+            (true, Some(ids)) => ids.dictionary_id,
+            (true, None) => Some(
+                if keyframe {
+                    self.agreed.1
+                } else {
+                    self.agreed.0
+                }
+                .ok_or(DecodeError::NoAgreedDictionary { keyframe })?,
+            ),
+        };
+        let dict = match dictionary_id {
             None => None,
             Some(id) => Some(
                 self.dicts
@@ -191,48 +244,170 @@ impl Decoder {
                     .ok_or(DecodeError::UnknownDictionary { id })?,
             ),
         };
-        block::decode_blocks(
-            &mut self.blocks,
-            dict.as_ref().map(|d| &*d.0),
-            dict.as_ref().and_then(|d| d.1.as_deref()),
-            &mut r,
-            self.limits.max_decoded_bytes,
-            &mut self.payload,
-        )?;
+        let at = r.pos();
+        let model_block = packet
+            .get(at)
+            .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
+        if model_block {
+            self.decode_model_block(&mut r, at, dict.as_ref(), base, prior, out)?;
+        } else {
+            self.payload.clear();
+            if r.remaining() > 0 {
+                block::decode_blocks(
+                    &mut self.blocks,
+                    dict.as_ref().map(|d| &*d.0),
+                    dict.as_ref().and_then(|d| d.1.as_deref()),
+                    &mut r,
+                    self.limits.max_decoded_bytes,
+                    &mut self.payload,
+                )?;
+            }
+            self.rebuild(base, prior, out)?;
+        }
+        if !header.checksum.is_none() {
+            let full = out.digest(header.checksum_seed(dictionary_id));
+            if !header.checksum.matches(full) {
+                return Err(DecodeError::ChecksumMismatch {
+                    expected: match header.checksum {
+                        crate::packet::Checksum::U8(c) => u16::from(c),
+                        crate::packet::Checksum::U16(c) => c,
+                        crate::packet::Checksum::None => 0,
+                    },
+                    actual: match header.checksum {
+                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
+                        _ => full as u16,
+                    },
+                });
+            }
+        }
+        Ok(header)
+    }
 
-        let mut p = Reader::new(&self.payload);
+    /// Decodes a payload as the blocks regenerate it (no header, no
+    /// blocks) against `baseline` (and `prior`), for the stage benches.
+    #[cfg(feature = "internals")]
+    pub(crate) fn decode_payload_into(
+        &mut self,
+        payload: &[u8],
+        baseline: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        let r = self.rebuild(baseline, prior, out);
+        if r.is_err() {
+            out.reset(&self.schema);
+        }
+        r
+    }
+
+    /// Rebuilds `out` from `self.payload` (the sections' tokens, in the
+    /// zstd path's byte layout) and the baselines.
+    fn rebuild(
+        &mut self,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        let payload = core::mem::take(&mut self.payload);
+        let mut src = ByteSource::new(&payload);
+        let result = self
+            .decode_walk(&mut src, !payload.is_empty(), base, prior, out)
+            .and_then(|()| {
+                if payload.is_empty() {
+                    Ok(())
+                } else {
+                    src.finish()
+                }
+            });
+        self.payload = payload;
+        result
+    }
+
+    /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
+    /// packet's only block, at `at`, coding the whole walk with the
+    /// dictionary's model table.
+    fn decode_model_block(
+        &mut self,
+        r: &mut Reader<'_>,
+        at: usize,
+        dict: Option<&DictTables>,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        let h = BlockHeader::read(r)?;
+        if !h.last {
+            return Err(DecodeError::ModelBlockNotAlone { offset: at });
+        }
+        let table = dict.and_then(|d| d.2.clone()).filter(|t| {
+            self.context_map
+                .as_ref()
+                .is_some_and(|m| m.shape() == t.shape())
+        });
+        let (Some(table), Some(map)) = (table, self.context_map.take()) else {
+            return Err(DecodeError::MissingModelTable { offset: at });
+        };
+        let body_at = r.pos();
+        let result = r.bytes(h.size).and_then(|stream| {
+            let dec = ModelDecoder::new(&table, stream).map_err(|error| DecodeError::Model {
+                offset: body_at,
+                error,
+            })?;
+            let mut src = WalkSource::new(&map, dec, body_at);
+            self.decode_walk(&mut src, true, base, prior, out)?;
+            src.finish()
+        });
+        self.context_map = Some(map);
+        result
+    }
+
+    /// Reads the entity sets and rows of every section from `src` into
+    /// `out`; `has_payload` is false for a packet without blocks (every
+    /// section idle).
+    fn decode_walk(
+        &mut self,
+        src: &mut impl TokenSource,
+        has_payload: bool,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
         let sections = self.schema.sections();
-        let mut plane_bytes = 0usize;
-        let mut snapshot_bytes = 0usize;
-        for (i, (ty, m)) in sections.iter().zip(&mut self.metas).enumerate() {
-            let base_len = base.map_or(0, |b| b.sections()[i].len());
-            pipeline::decode_meta(i, base_len, self.limits.max_entities_per_section, &mut p, m)?;
-            // rows <= payload length / 1 and record_size <= 4096: no overflow.
-            plane_bytes += m.rows() * ty.record_size();
-            snapshot_bytes =
-                snapshot_bytes.saturating_add(m.entities().saturating_mul(ty.record_size() + 4));
-        }
-        if snapshot_bytes > self.limits.max_snapshot_bytes {
-            return Err(DecodeError::SnapshotTooLarge {
-                bytes: snapshot_bytes,
+        let max_entities = self.limits.max_entities_per_section;
+        let mut used = 0usize;
+        for (i, (m, ty)) in self.metas.iter_mut().zip(sections).enumerate() {
+            m.clear();
+            m.base_len = base.map_or(0, |b| b.sections()[i].len());
+            let budget = tokens::SnapshotBudget {
+                used,
                 limit: self.limits.max_snapshot_bytes,
-            });
-        }
-        let meta_end = p.pos();
-        if p.remaining() < plane_bytes {
-            return Err(DecodeError::Truncated {
-                offset: self.payload.len(),
-                needed: plane_bytes - p.remaining(),
-            });
-        }
-        if p.remaining() > plane_bytes {
-            return Err(DecodeError::PayloadTrailing {
-                count: p.remaining() - plane_bytes,
-            });
+                per_entity: ty.record_size() + 4,
+            };
+            if has_payload {
+                tokens::read_meta(src, i, max_entities, budget, m)?;
+            } else if m.base_len > max_entities {
+                return Err(DecodeError::TooManyEntities {
+                    section: i,
+                    count: m.base_len,
+                    limit: max_entities,
+                });
+            }
+            // The rebuilt snapshot, before anything is allocated for it
+            // (read_meta checks it before the spawned ids when it has any).
+            used =
+                used.saturating_add((m.kept() + m.spawned.len()).saturating_mul(budget.per_entity));
+            if used > budget.limit {
+                return Err(DecodeError::SnapshotTooLarge {
+                    bytes: used,
+                    limit: budget.limit,
+                });
+            }
         }
 
         out.reset(&self.schema);
-        let mut pos = meta_end;
+        let mut spawn_budget = self.limits.max_decoded_bytes;
         for (i, ((ty, m), sec)) in sections
             .iter()
             .zip(&self.metas)
@@ -253,24 +428,19 @@ impl Decoder {
                 (Some(b), _) => b.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
-            let len = m.rows() * ty.record_size();
             pipeline::decode_section(
                 i,
                 ty,
+                &self.elements[i],
                 &b,
                 m,
-                &self.payload[pos..pos + len],
+                src,
+                spawn_budget,
                 &mut self.scratch,
                 sec,
             )?;
-            pos += len;
+            spawn_budget -= m.spawned.len() * ty.record_size();
         }
-        if let Some(expected) = header.checksum {
-            let actual = out.checksum(header.checksum_seed());
-            if actual != expected {
-                return Err(DecodeError::ChecksumMismatch { expected, actual });
-            }
-        }
-        Ok(header)
+        Ok(())
     }
 }

@@ -4,26 +4,35 @@
 
 use std::sync::Arc;
 
-use crate::block::{self, CDict, Coders, HuffmanTable, ZstdBlocks};
+use crate::block::{self, BlockHeader, BlockType, CDict, Coders, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
-use crate::packet::{PacketHeader, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
-use crate::pipeline::{self, EncodeScratch};
+use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
+use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
+use crate::pipeline::layout::ByteSink;
+use crate::pipeline::values::{self, Element};
+use crate::pipeline::{self, tokens, EncodeScratch};
 use crate::schema::Schema;
-use crate::snapshot::{Baseline, SectionRef, Snapshot};
+use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 
 /// Which entropy coders the encoder may use for each block. Raw and RLE
 /// blocks are always available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Entropy {
-    /// The smallest of zstd and the dictionary's Huffman table, per block.
+    /// The smallest of zstd and the dictionary's Huffman table, per block,
+    /// or the dictionary's context model for the whole payload when that
+    /// is smaller.
     #[default]
     Best,
     /// zstd only.
     Zstd,
     /// The Huffman table only (zstd if the dictionary has none).
     Huffman,
+    /// The dictionary's context model for every non-empty payload, without
+    /// trying the blocks (faster to encode); as `Best` when the dictionary
+    /// has no model table or the stream would not fit one block.
+    Model,
 }
 
 /// A dictionary digested for this encoder's level.
@@ -31,6 +40,8 @@ struct Prepared {
     id: u32,
     cdict: CDict,
     huffman: Option<Arc<HuffmanTable>>,
+    /// The dictionary's model table, when it fits the schema's context map.
+    model: Option<Arc<ModelTable>>,
 }
 
 /// The default zstd level: 3, zstd's own default.
@@ -41,7 +52,7 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// does not allocate.
 ///
 /// ```
-/// use tickpack::{Baseline, Decoder, Encoder, Primitive, Schema, Snapshot};
+/// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
 /// let schema = Schema::builder().entity("car").field("pos", Primitive::F32, 3).build()?;
 /// let mut tick0 = Snapshot::new(&schema);
 /// tick0.section_mut(0).unwrap().insert(7, &[0; 12])?;
@@ -49,10 +60,11 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// tick1.section_mut(0).unwrap().insert(7, &1.5f32.to_le_bytes().repeat(3))?;
 ///
 /// let (mut enc, mut dec) = (Encoder::new(schema.clone()), Decoder::new(schema));
-/// let key = enc.encode(&tick0, 0, None)?;
-/// let (_, got0) = dec.decode(&key, None)?;
-/// let delta = enc.encode(&tick1, 1, Some(Baseline { sequence: 0, snapshot: &got0 }))?;
-/// let (header, got1) = dec.decode(&delta, Some(Baseline { sequence: 0, snapshot: &got0 }))?;
+/// let key = enc.encode(&tick0, 0, Reference::KEYFRAME)?;
+/// let (_, got0) = dec.decode(&key, Reference::KEYFRAME)?;
+/// let base = Baseline { sequence: 0, snapshot: &got0 };
+/// let delta = enc.encode(&tick1, 1, base)?;
+/// let (header, got1) = dec.decode(&delta, base)?;
 /// assert_eq!((header.baseline, got1), (Some(0), tick1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -65,14 +77,18 @@ pub struct Encoder {
     entropy: Entropy,
     /// Whether the packet being built is a keyframe (no baseline).
     keyframe: bool,
-    checksum: bool,
+    checksum_len: usize,
+    elements: Vec<Vec<Element>>,
+    sink: ByteSink,
     scratch: Vec<EncodeScratch>,
     predicted: Vec<crate::snapshot::Section>,
     header: Vec<u8>,
     payload: Vec<u8>,
-    planes: Vec<u8>,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
+    /// The schema's model contexts (`None`: too large for a model).
+    context_map: Option<ContextMap>,
+    model_out: Vec<u8>,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -103,6 +119,8 @@ impl Encoder {
             .iter()
             .map(|_| Default::default())
             .collect();
+        let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
+        let context_map = model::context_map(&elements);
         Self {
             schema,
             limits: Limits::default(),
@@ -111,14 +129,17 @@ impl Encoder {
             keyframe_dict: None,
             entropy: Entropy::Best,
             keyframe: false,
-            checksum: false,
+            checksum_len: 0,
+            elements,
+            sink: ByteSink::default(),
             scratch,
             predicted,
             header: Vec::with_capacity(MAX_HEADER_LEN),
             payload: Vec::new(),
-            planes: Vec::new(),
             block_scratch: Vec::new(),
             packet: Vec::new(),
+            context_map,
+            model_out: Vec::new(),
         }
     }
 
@@ -154,6 +175,11 @@ impl Encoder {
                 cdict: CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
                     .ok_or(DictionaryError::Rejected { id: d.id() })?,
                 huffman: d.huffman_arc(),
+                model: d.model_arc().filter(|t| {
+                    self.context_map
+                        .as_ref()
+                        .is_some_and(|m| m.shape() == t.shape())
+                }),
             }),
         })
     }
@@ -171,12 +197,21 @@ impl Encoder {
         }
     }
 
-    /// Sends a 16-bit checksum of the snapshot in every packet (2 bytes),
-    /// so a receiver that reconstructs anything else gets
+    /// Sends a 16-bit checksum of the snapshot in every packet (3 bytes
+    /// with the header's extension byte), so a receiver that reconstructs
+    /// anything else gets
     /// [`DecodeError::ChecksumMismatch`](crate::DecodeError::ChecksumMismatch)
-    /// instead of a silently wrong state. Off by default.
+    /// instead of a silently wrong state. Off by default. Same as
+    /// `set_checksum_len(if on { 2 } else { 0 })`.
     pub fn set_checksum(&mut self, on: bool) {
-        self.checksum = on;
+        self.set_checksum_len(if on { 2 } else { 0 });
+    }
+
+    /// Sends the low `len` bytes (0, 1 or 2; more counts as 2) of the
+    /// snapshot's checksum in every packet. One byte misses one wrong
+    /// state in 256, two bytes one in 65,536.
+    pub fn set_checksum_len(&mut self, len: usize) {
+        self.checksum_len = len.min(2);
     }
 
     /// The schema.
@@ -191,60 +226,64 @@ impl Encoder {
             let b = baseline
                 .and_then(|b| b.sections().get(i))
                 .map_or(0, |b| b.len());
-            // two entity sets (mode byte + bitmap), id list, records
-            payload += 2 * (1 + b.div_ceil(8)) + 5 * (s.len() + 1) + s.records().len();
+            // Flags; two entity sets (head and bitmap, never larger than
+            // that as a list); spawn count and ids; every row at its largest.
+            let rows = s.len() * values::max_row_len(&self.elements[i]);
+            payload += 1 + 2 * (10 + 1 + b.div_ceil(8)) + 10 + 5 * s.len() + rows;
         }
         MAX_HEADER_LEN + block::max_blocks_len(payload)
     }
 
-    /// Encodes `snapshot` as packet `sequence`, a delta against `baseline`
-    /// if given, into a new vector.
-    pub fn encode(
+    /// Encodes `snapshot` as packet `sequence` against `reference` (a
+    /// [`Reference`], or `None` / `Some(baseline)` / a [`Baseline`]), into a
+    /// new vector.
+    pub fn encode<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<Vec<u8>, EncodeError> {
         let mut out = Vec::new();
-        self.encode_to_vec(snapshot, sequence, baseline, &mut out)?;
+        self.encode_to_vec(snapshot, sequence, reference, &mut out)?;
         Ok(out)
     }
 
     /// Like [`Encoder::encode`], replacing the contents of `out` (its
     /// capacity is reused).
-    pub fn encode_to_vec(
+    pub fn encode_to_vec<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, baseline, None)?;
+        self.build_snapshot(snapshot, sequence, reference.into())?;
         self.finish_vec(out);
         Ok(())
     }
 
     /// Like [`Encoder::encode`], writing into `out` and returning the packet
-    /// length; [`EncodeError::OutputTooSmall`] names the size needed.
-    pub fn encode_into(
+    /// length; [`EncodeError::OutputTooSmall`] names the size needed
+    /// ([`Encoder::max_encoded_len`] is always enough).
+    pub fn encode_into<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut [u8],
     ) -> Result<usize, EncodeError> {
-        self.build_snapshot(snapshot, sequence, baseline, None)?;
+        self.build_snapshot(snapshot, sequence, reference.into())?;
         self.finish(out)
     }
 
     /// Encodes borrowed sections (for example [`SectionRef::from_pod`] over
     /// your own arrays) without building a [`Snapshot`]; `sections` has one
     /// entry per entity type.
-    pub fn encode_sections(
+    pub fn encode_sections<'r>(
         &mut self,
         sections: &[SectionRef<'_>],
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         let expected = self.schema.sections().len();
@@ -254,58 +293,48 @@ impl Encoder {
                 actual: sections.len(),
             }));
         }
-        self.build(sections.iter().copied(), sequence, baseline, None)?;
+        self.build(sections.iter().copied(), sequence, reference.into())?;
         self.finish_vec(out);
         Ok(())
     }
 
-    /// Like [`Encoder::encode_to_vec`] with a second, older baseline
-    /// `prior`: fields coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict)
-    /// are coded against `2·baseline − prior`. The packet names both; the
-    /// receiver needs both ([`Decoder::decode_predicted_into`](crate::Decoder::decode_predicted_into)).
-    /// Without `Predict` fields in the schema the prior is ignored.
-    pub fn encode_predicted_to_vec(
+    /// The uncompressed payload `encode` would cut into blocks (the
+    /// sections' entity sets, masks and values, without header): exactly
+    /// the bytes zstd and its dictionaries see, so dictionary training
+    /// samples come from here.
+    pub fn payload<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Baseline<'_>,
-        prior: Baseline<'_>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, Some(baseline), Some(prior))?;
-        self.finish_vec(out);
-        Ok(())
-    }
-
-    /// The uncompressed payload `encode` would cut into blocks (section
-    /// metas and byte planes, without header): exactly the bytes zstd and
-    /// its dictionaries see, so dictionary training samples come from here.
-    pub fn payload(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, baseline, None)?;
+        self.build_snapshot(snapshot, sequence, reference.into())?;
         out.clear();
         out.extend_from_slice(&self.payload);
         Ok(())
     }
 
-    /// Like [`Encoder::payload`] for a packet predicted from `baseline` and
-    /// `prior` ([`Encoder::encode_predicted_to_vec`]).
-    pub fn payload_predicted(
+    /// The shape a model table must have to code this schema's packets
+    /// (`None`: the schema is too large for a context model).
+    pub fn model_shape(&self) -> Option<ModelShape> {
+        self.context_map.as_ref().map(ContextMap::shape)
+    }
+
+    /// Counts into `stats` the model tokens of the packet `encode` would
+    /// build against `reference`: training data for a [`ModelTable`].
+    /// `stats` must have [`Encoder::model_shape`]'s shape.
+    pub fn model_tokens<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Baseline<'_>,
-        prior: Baseline<'_>,
-        out: &mut Vec<u8>,
+        reference: impl Into<Reference<'r>>,
+        stats: &mut ModelStats,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, Some(baseline), Some(prior))?;
-        out.clear();
-        out.extend_from_slice(&self.payload);
+        self.build_snapshot(snapshot, sequence, reference.into())?;
+        if let (Some(map), false) = (&self.context_map, self.payload.is_empty()) {
+            model::count_sections(map, stats, &self.scratch, &self.elements);
+        }
         Ok(())
     }
 
@@ -317,15 +346,13 @@ impl Encoder {
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
         snapshot.check(&self.schema)?;
         self.build(
             snapshot.sections().iter().map(|s| s.as_ref()),
             sequence,
-            baseline,
-            prior,
+            reference,
         )
     }
 
@@ -334,9 +361,9 @@ impl Encoder {
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
+        let (baseline, prior) = (reference.baseline, reference.prior);
         if let Some(b) = baseline {
             b.snapshot.check(&self.schema)?;
             let d = sequence.wrapping_sub(b.sequence);
@@ -362,7 +389,6 @@ impl Encoder {
         }
         self.keyframe = baseline.is_none();
         self.payload.clear();
-        self.planes.clear();
         let limit = self.limits.max_entities_per_section;
         let snapshot_bytes = sections
             .clone()
@@ -408,16 +434,32 @@ impl Encoder {
                 (Some(b), _) => b.snapshot.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
-            pipeline::encode_section(
-                ty,
-                &base,
-                &cur,
-                scratch,
-                &mut self.payload,
-                &mut self.planes,
-            );
+            pipeline::encode_section(ty, &self.elements[i], &base, &cur, scratch);
         }
-        self.payload.extend_from_slice(&self.planes);
+        // The decoder caps the records a packet spawns at the payload limit.
+        let spawned: usize = self
+            .scratch
+            .iter()
+            .zip(self.schema.sections())
+            .map(|(s, ty)| s.tokens.spawned.len() * ty.record_size())
+            .sum();
+        if spawned > self.limits.max_decoded_bytes {
+            return Err(EncodeError::PayloadTooLarge {
+                size: spawned,
+                limit: self.limits.max_decoded_bytes,
+            });
+        }
+        // An empty payload stands for "every section idle".
+        if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
+            self.sink.clear();
+            for (i, s) in self.scratch.iter().enumerate() {
+                tokens::write_meta(&mut self.sink, i, &s.tokens);
+            }
+            for (i, s) in self.scratch.iter().enumerate() {
+                tokens::write_rows(&mut self.sink, i, self.elements[i].len(), &s.tokens);
+            }
+            self.payload.extend_from_slice(self.sink.bytes());
+        }
         if self.payload.len() > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {
                 size: self.payload.len(),
@@ -435,16 +477,21 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         prior: Option<Baseline<'_>>,
     ) {
+        let dictionary_id = self.active_dict().map(|d| d.id);
         let mut h = PacketHeader {
-            schema_id: self.schema.id(),
             sequence,
             baseline: baseline.map(|b| b.sequence),
             prior: prior.map(|p| p.sequence),
-            dictionary: self.active_dict().map(|d| d.id),
-            checksum: None,
+            dictionary: dictionary_id.is_some(),
+            ids: baseline.is_none().then_some(PacketIds {
+                schema_id: self.schema.id(),
+                dictionary_id,
+            }),
+            checksum: Checksum::None,
         };
-        if self.checksum {
-            h.checksum = Some(crate::snapshot::digest_sections(sections, h.checksum_seed()) as u16);
+        if self.checksum_len > 0 {
+            let full = crate::snapshot::digest_sections(sections, h.checksum_seed(dictionary_id));
+            h.checksum = Checksum::of_len(self.checksum_len, full);
         }
         self.header.clear();
         h.write(&mut self.header);
@@ -460,6 +507,56 @@ impl Encoder {
             _ => self.dict.as_ref(),
         };
         let huffman = prepared.and_then(|p| p.huffman.as_deref());
+        if self.payload.is_empty() {
+            return;
+        }
+        // The model stream first: `Entropy::Model` keeps it without trying
+        // the blocks; `Best` keeps it when it is smaller than they are.
+        let table = prepared.and_then(|p| p.model.as_deref());
+        let mut model = None;
+        if let (Some(table), Some(map), false) =
+            (table, &self.context_map, self.entropy == Entropy::Zstd)
+        {
+            let buf = core::mem::take(&mut self.model_out);
+            if let Ok(stream) =
+                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
+            {
+                if (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len()) {
+                    model = Some(stream);
+                } else {
+                    self.model_out = stream;
+                }
+            }
+        }
+        if let Some(stream) = model {
+            if self.entropy != Entropy::Model {
+                let coders = Coders {
+                    zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
+                    dict: prepared.map(|p| &p.cdict),
+                    huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
+                };
+                block::encode_blocks(
+                    &mut self.blocks,
+                    coders,
+                    &self.payload,
+                    &mut self.block_scratch,
+                    out,
+                );
+            }
+            let blocks = out.len() - self.header.len();
+            if self.entropy == Entropy::Model || stream.len() < blocks {
+                out.truncate(self.header.len());
+                BlockHeader {
+                    last: true,
+                    block_type: BlockType::Model,
+                    size: stream.len(),
+                }
+                .write(out);
+                out.extend_from_slice(&stream);
+            }
+            self.model_out = stream;
+            return;
+        }
         let coders = Coders {
             zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
             dict: prepared.map(|p| &p.cdict),

@@ -197,7 +197,8 @@ pub enum EncodeError {
         /// Configured limit.
         limit: usize,
     },
-    /// The uncompressed payload would exceed the configured limit.
+    /// The uncompressed payload, or the records the packet spawns, would
+    /// exceed [`Limits::max_decoded_bytes`](crate::Limits::max_decoded_bytes).
     PayloadTooLarge {
         /// Payload size.
         size: usize,
@@ -336,6 +337,24 @@ pub enum DecodeError {
         /// Dictionary id in the packet.
         id: u32,
     },
+    /// A model block that is not the packet's first and last block.
+    ModelBlockNotAlone {
+        /// Byte offset of the block header.
+        offset: usize,
+    },
+    /// A model block, but the packet's dictionary has no model table for
+    /// this schema (none, or one of another shape).
+    MissingModelTable {
+        /// Byte offset of the block header.
+        offset: usize,
+    },
+    /// A model block is malformed.
+    Model {
+        /// Byte offset of the block body.
+        offset: usize,
+        /// What the model decoder found.
+        error: crate::model::ModelError,
+    },
     /// A Huffman block, but the packet's dictionary has no Huffman table
     /// (or the packet names no dictionary).
     MissingHuffmanTable {
@@ -349,6 +368,11 @@ pub enum DecodeError {
         offset: usize,
         /// What is wrong.
         error: crate::HuffmanError,
+    },
+    /// A block size is 0 or above 8192 (or a last block's body is).
+    BadBlockSize {
+        /// Byte offset of the size field.
+        offset: usize,
     },
     /// A block header sits past the end of the packet, or no block had the last bit.
     MissingLastBlock,
@@ -392,8 +416,43 @@ pub enum DecodeError {
     BadEntitySet {
         /// Section index.
         section: usize,
+    },
+    /// A row's element mask is malformed: a group marked changed with no
+    /// changed element, or a changed entity whose mask changes nothing.
+    BadMask {
+        /// Section index.
+        section: usize,
+        /// Row within the section (changed rows, then spawned rows).
+        row: usize,
+    },
+    /// An element value does not fit: wider than the element, an integral
+    /// float out of range, or a value that leaves the element equal to its
+    /// reference although the mask says it changed.
+    BadValue {
+        /// Section index.
+        section: usize,
+        /// Row within the section.
+        row: usize,
+        /// Element index in the record.
+        element: usize,
+    },
+    /// Unused bits of a bit-packed payload byte are not zero.
+    NonZeroPadding {
         /// Offset within the decoded payload.
         offset: usize,
+    },
+    /// The packet says it was compressed with the dictionary agreed for its
+    /// kind (keyframe or delta), and the decoder has none agreed.
+    NoAgreedDictionary {
+        /// Whether the packet is a keyframe.
+        keyframe: bool,
+    },
+    /// The packet names a dictionary other than the one agreed.
+    DictionaryMismatch {
+        /// The dictionary the decoder agreed to.
+        expected: u32,
+        /// The dictionary the packet names.
+        actual: u32,
     },
     /// An entity id would exceed `u32::MAX`.
     IdOverflow {
@@ -458,6 +517,18 @@ impl fmt::Display for DecodeError {
                 "packet predicts from prior {expected}, prior given is {actual}"
             ),
             Self::UnknownDictionary { id } => write!(f, "unknown dictionary {id:#010x}"),
+            Self::ModelBlockNotAlone { offset } => {
+                write!(
+                    f,
+                    "model block at offset {offset} is not the packet's only block"
+                )
+            }
+            Self::MissingModelTable { offset } => {
+                write!(f, "model block at offset {offset} without a model table")
+            }
+            Self::Model { offset, error } => {
+                write!(f, "model block at offset {offset}: {error}")
+            }
             Self::MissingHuffmanTable { offset } => {
                 write!(
                     f,
@@ -467,6 +538,7 @@ impl fmt::Display for DecodeError {
             Self::Huffman { offset, error } => {
                 write!(f, "Huffman block at offset {offset}: {error}")
             }
+            Self::BadBlockSize { offset } => write!(f, "bad block size at offset {offset}"),
             Self::MissingLastBlock => write!(f, "no block is marked last"),
             Self::TrailingBytes { count } => write!(f, "{count} bytes after the last block"),
             Self::SnapshotTooLarge { bytes, limit } => {
@@ -486,9 +558,31 @@ impl fmt::Display for DecodeError {
                 f,
                 "section {section} announces {count} entities, limit is {limit}"
             ),
-            Self::BadEntitySet { section, offset } => write!(
+            Self::BadEntitySet { section } => {
+                write!(f, "malformed entity set in section {section}")
+            }
+            Self::BadMask { section, row } => {
+                write!(f, "malformed element mask in section {section}, row {row}")
+            }
+            Self::BadValue {
+                section,
+                row,
+                element,
+            } => write!(
                 f,
-                "malformed entity set in section {section} at payload offset {offset}"
+                "bad value for element {element} in section {section}, row {row}"
+            ),
+            Self::NonZeroPadding { offset } => {
+                write!(f, "non-zero padding bits at payload offset {offset}")
+            }
+            Self::NoAgreedDictionary { keyframe } => write!(
+                f,
+                "packet uses the agreed {} dictionary, none is agreed",
+                if *keyframe { "keyframe" } else { "delta" }
+            ),
+            Self::DictionaryMismatch { expected, actual } => write!(
+                f,
+                "packet names dictionary {actual:#010x}, agreed is {expected:#010x}"
             ),
             Self::IdOverflow { section } => write!(f, "entity id overflow in section {section}"),
             Self::DuplicateEntity { section, id } => {

@@ -16,37 +16,51 @@ fn schema() -> Schema {
         .unwrap()
 }
 
-/// A keyframe at `sequence`: a raw block announcing `entities` spawned
-/// entities, then RLE blocks of zeros (8,192 bytes each but the last) for
-/// their ids (gap 0) and 14-byte records.
+/// A keyframe at `sequence` (format 2: flags IDS, schema id) spawning
+/// `entities` entities with all-zero records: a raw block with the section
+/// flags and the spawn count, then RLE blocks of zeros (8,192 bytes each
+/// but the last) for the ids (gap 0) and the rows (one group byte of zero
+/// each: nothing differs from the default record).
 fn zero_bomb(s: &Schema, sequence: u16, entities: u32) -> Vec<u8> {
-    let mut p = vec![1u8];
-    p.extend_from_slice(&s.id().to_le_bytes());
+    let mut p = vec![0x42u8];
     p.extend_from_slice(&sequence.to_le_bytes());
-    let mut raw = Vec::new();
-    let mut v = entities;
+    p.extend_from_slice(&s.id().to_le_bytes());
+    let mut raw = vec![4u8];
+    let mut v = entities - 1;
     while v >= 0x80 {
         raw.push((v as u8) | 0x80);
         v >>= 7;
     }
     raw.push(v as u8);
-    p.extend_from_slice(&((raw.len() as u16 - 1) << 3).to_le_bytes());
+    p.push(0x00);
+    p.extend_from_slice(&(raw.len() as u16 - 1).to_le_bytes());
     p.extend_from_slice(&raw);
-    let mut zeros = entities as usize * 15;
+    let mut zeros = entities as usize * 2;
     while zeros > 0 {
         let len = zeros.min(8192);
         zeros -= len;
-        let last = u16::from(zeros == 0);
-        let header = ((len as u16 - 1) << 3) | 2 | last;
-        p.extend_from_slice(&header.to_le_bytes());
+        if zeros == 0 {
+            p.push(0x03);
+            let mut v = len;
+            while v >= 0x80 {
+                p.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            p.push(v as u8);
+        } else {
+            p.push(0x02);
+            p.extend_from_slice(&(len as u16 - 1).to_le_bytes());
+        }
         p.push(0);
     }
     p
 }
 
-/// The most entities whose ids and records fit `bytes` of payload.
-fn entities_for(bytes: usize) -> u32 {
-    ((bytes - 8) / 15) as u32
+/// The most entities of [`zero_bomb`] the limits accept: the spawned
+/// records within `max_decoded_bytes`, the snapshot within
+/// `max_snapshot_bytes`.
+fn entities_for(l: &Limits) -> u32 {
+    (l.max_decoded_bytes / 14).min(l.max_snapshot_bytes / 18) as u32
 }
 
 /// What SECURITY.md promises for one decode: twice the payload limit
@@ -57,19 +71,20 @@ fn decode_bound(l: &Limits) -> usize {
 }
 
 #[test]
-fn the_issues_372_byte_keyframe_is_refused_within_the_bound() {
+fn a_keyframe_of_65536_zero_entities_is_refused_within_the_bound() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = schema();
     let mut dec = Decoder::new(s.clone());
     let _ = dec.decode(&[0xff], None);
     let p = zero_bomb(&s, 0, 65_536);
-    assert_eq!(p.len(), 372);
+    assert!(p.len() < 200, "{} bytes", p.len());
     let mut out = Snapshot::new(&s);
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
     assert_eq!(
         r,
-        Err(DecodeError::DecodedTooLarge {
-            limit: Limits::default().max_decoded_bytes
+        Err(DecodeError::SnapshotTooLarge {
+            bytes: 65_536 * 18,
+            limit: Limits::default().max_snapshot_bytes
         })
     );
     assert!(
@@ -85,7 +100,7 @@ fn the_largest_bomb_the_defaults_accept_stays_within_the_bound() {
     let limits = Limits::default();
     let mut dec = Decoder::new(s.clone());
     let _ = dec.decode(&[0xff], None);
-    let p = zero_bomb(&s, 0, entities_for(limits.max_decoded_bytes));
+    let p = zero_bomb(&s, 0, entities_for(&limits));
     let mut out = Snapshot::new(&s);
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
     assert!(r.is_ok(), "{r:?}");
@@ -130,7 +145,7 @@ fn a_session_client_holds_at_most_history_times_the_snapshot_limit() {
     let limits = config.limits;
     let history = config.history;
     let mut client = Client::new(s.clone(), config).unwrap();
-    let entities = entities_for(limits.max_decoded_bytes);
+    let entities = entities_for(&limits);
     let (applied, peak) = peak_of(|| {
         let mut applied = 0;
         for seq in 0..(2 * history as u16) {

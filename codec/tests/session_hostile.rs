@@ -36,7 +36,7 @@ fn forged_keyframe(schema: &Schema, sequence: u16) -> Vec<u8> {
     other.connect(9);
     other.begin_tick(Arc::new(Snapshot::new(schema)));
     let mut packet = other.send(9, &View::all()).unwrap().to_vec();
-    packet[5..7].copy_from_slice(&sequence.to_le_bytes());
+    packet[1..3].copy_from_slice(&sequence.to_le_bytes());
     packet
 }
 

@@ -296,10 +296,6 @@ typedef struct TpClientStats {
  */
 typedef struct TpPacketInfo {
   /**
-   * Id of the schema the packet was encoded with.
-   */
-  uint32_t schema_id;
-  /**
    * The packet's sequence.
    */
   uint16_t sequence;
@@ -322,13 +318,27 @@ typedef struct TpPacketInfo {
    */
   uint16_t prior;
   /**
-   * Whether the blocks were compressed with a dictionary.
+   * Whether the blocks were compressed with a dictionary (the one
+   * `dictionary_id` names, else the one agreed for the packet's kind).
    */
-  bool has_dictionary;
+  bool uses_dictionary;
   /**
-   * That dictionary's id, when `has_dictionary`.
+   * Whether the packet carries the schema and dictionary ids (every
+   * keyframe does).
    */
-  uint32_t dictionary;
+  bool has_ids;
+  /**
+   * Id of the schema the packet was encoded with, when `has_ids`.
+   */
+  uint32_t schema_id;
+  /**
+   * Whether the packet names its dictionary (only with `has_ids`).
+   */
+  bool has_dictionary_id;
+  /**
+   * That dictionary's id, when `has_dictionary_id`.
+   */
+  uint32_t dictionary_id;
 } TpPacketInfo;
 
 /**

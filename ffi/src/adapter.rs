@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use tickpack::dictset::{DictSetError, DictionarySet, SetEncoder};
+use tickpack::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder};
 use tickpack::session::{
-    Client, ClientConfig, DropReason, Received, Server, ServerConfig, SessionError, View,
+    Client, ClientConfig, DropReason, Hello, Received, Server, ServerConfig, SessionError, View,
 };
 use tickpack::{
     Baseline, DecodeError, Decoder, EncodeError, Limits, PacketHeader, Schema, Snapshot,
@@ -38,15 +38,18 @@ fn limits(l: TpLimits) -> Limits {
 }
 
 fn packet_info_of(h: PacketHeader) -> TpPacketInfo {
+    let dictionary_id = h.ids.and_then(|i| i.dictionary_id);
     TpPacketInfo {
-        schema_id: h.schema_id,
         sequence: h.sequence,
         has_baseline: h.baseline.is_some(),
         baseline: h.baseline.unwrap_or(0),
         has_prior: h.prior.is_some(),
         prior: h.prior.unwrap_or(0),
-        has_dictionary: h.dictionary.is_some(),
-        dictionary: h.dictionary.unwrap_or(0),
+        uses_dictionary: h.dictionary,
+        has_ids: h.ids.is_some(),
+        schema_id: h.ids.map_or(0, |i| i.schema_id),
+        has_dictionary_id: dictionary_id.is_some(),
+        dictionary_id: dictionary_id.unwrap_or(0),
     }
 }
 
@@ -103,7 +106,12 @@ impl Encoder {
     ) -> Result<(), EncodeError> {
         match self {
             Self::Plain(e) => e.encode_to_vec(snapshot, sequence, baseline(base), out),
-            Self::Set(e) => e.encode_to_vec(snapshot, sequence, baseline(base), out),
+            Self::Set(e) => e.encoder_mut(DictKind::of(base.is_some())).encode_to_vec(
+                snapshot,
+                sequence,
+                baseline(base),
+                out,
+            ),
         }
     }
 
@@ -112,10 +120,9 @@ impl Encoder {
         let b = base.map(|(_, s)| s);
         match self {
             Self::Plain(e) => e.max_encoded_len(snapshot, b),
-            Self::Set(e) => {
-                let kind = tickpack::dictset::DictKind::of(base.is_some());
-                e.encoder_mut(kind).max_encoded_len(snapshot, b)
-            }
+            Self::Set(e) => e
+                .encoder_mut(DictKind::of(base.is_some()))
+                .max_encoded_len(snapshot, b),
         }
     }
 }
@@ -185,10 +192,8 @@ pub(crate) fn server(
     let config = match set {
         None => config,
         Some(set) => ServerConfig {
-            dictionary: set.dictionary(tickpack::dictset::DictKind::Delta).cloned(),
-            keyframe_dictionary: set
-                .dictionary(tickpack::dictset::DictKind::Keyframe)
-                .cloned(),
+            dictionary: set.dictionary(DictKind::Delta).cloned(),
+            keyframe_dictionary: set.dictionary(DictKind::Keyframe).cloned(),
             ..config
         },
     };
@@ -261,14 +266,23 @@ pub(crate) fn client(
         limits: limits(c.limits),
         ..ClientConfig::default()
     };
-    let config = match set {
-        None => config,
-        Some(set) => ClientConfig {
-            dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
-            ..config
-        },
+    let Some(set) = set else {
+        return Client::new(schema, config);
     };
-    Client::new(schema, config)
+    let config = ClientConfig {
+        dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
+        ..config
+    };
+    let mut client = Client::new(schema, config)?;
+    // Packets do not always name their dictionary: agree on the set's, as
+    // a server made with the same set announces them.
+    let hello = Hello {
+        schema_id: set.schema().id(),
+        dictionary: set.dictionary(DictKind::Delta).map(|d| d.id()),
+        keyframe_dictionary: set.dictionary(DictKind::Keyframe).map(|d| d.id()),
+    };
+    client.answer(&hello.to_bytes())?;
+    Ok(client)
 }
 
 /// Applies one packet: what happened, and for a dropped packet the reason.

@@ -51,8 +51,6 @@ pub(crate) struct EncoderState {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TpPacketInfo {
-    /// Id of the schema the packet was encoded with.
-    pub schema_id: u32,
     /// The packet's sequence.
     pub sequence: u16,
     /// Whether the packet is a delta against a baseline (else a full
@@ -65,10 +63,18 @@ pub struct TpPacketInfo {
     pub has_prior: bool,
     /// The prior's sequence, when `has_prior`.
     pub prior: u16,
-    /// Whether the blocks were compressed with a dictionary.
-    pub has_dictionary: bool,
-    /// That dictionary's id, when `has_dictionary`.
-    pub dictionary: u32,
+    /// Whether the blocks were compressed with a dictionary (the one
+    /// `dictionary_id` names, else the one agreed for the packet's kind).
+    pub uses_dictionary: bool,
+    /// Whether the packet carries the schema and dictionary ids (every
+    /// keyframe does).
+    pub has_ids: bool,
+    /// Id of the schema the packet was encoded with, when `has_ids`.
+    pub schema_id: u32,
+    /// Whether the packet names its dictionary (only with `has_ids`).
+    pub has_dictionary_id: bool,
+    /// That dictionary's id, when `has_dictionary_id`.
+    pub dictionary_id: u32,
 }
 
 /// Makes an encoder for `schema` at zstd level `level` (`TP_DEFAULT_LEVEL`

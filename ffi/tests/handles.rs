@@ -481,7 +481,10 @@ fn dictionary_set_from_a_directory() {
         got,
         &mut info
     )));
-    assert!(info.has_dictionary, "keyframes use the set's dictionary");
+    assert!(info.uses_dictionary, "keyframes use the set's dictionary");
+    let mut schema_id = 0u32;
+    ok(ffi!(tp_schema_id(s, &mut schema_id)));
+    assert!(info.has_ids && info.schema_id == schema_id && info.has_dictionary_id);
     let mut eq = false;
     ok(ffi!(tp_snapshot_equal(got, world, &mut eq)));
     assert!(eq);
@@ -509,7 +512,7 @@ fn dictionary_set_from_a_directory() {
             &mut n
         )));
         ok(ffi!(tp_packet_info(packet.as_ptr(), n, &mut info)));
-        assert!(info.has_dictionary && info.has_baseline == (tick > 0));
+        assert!(info.uses_dictionary && info.has_baseline == (tick > 0));
         let mut r = TpReceived {
             outcome: TpOutcome::Stale,
             sequence: 0,

@@ -74,9 +74,12 @@ impl<'a> Job<'a> {
 /// encoder uses it only if the schema has `predict` fields).
 pub fn encode(encoder: &mut Encoder, job: &Job<'_>, out: &mut Vec<u8>) -> Result<(), TrainerError> {
     match (job.codec_baseline(), job.codec_prior()) {
-        (Some(b), Some(p)) => {
-            encoder.encode_predicted_to_vec(job.snapshot, job.sequence, b, p, out)?
-        }
+        (Some(b), Some(p)) => encoder.encode_to_vec(
+            job.snapshot,
+            job.sequence,
+            tickpack::Reference::predicted(b, p),
+            out,
+        )?,
         (b, _) => encoder.encode_to_vec(job.snapshot, job.sequence, b, out)?,
     }
     Ok(())
@@ -207,7 +210,7 @@ mod tests {
     use tickpack::{Field, PacketHeader, Primitive};
 
     /// The samples of a predicted packet are the bytes the codec compresses:
-    /// same blocks as `encode_predicted_to_vec`, header aside.
+    /// same blocks as `Encoder::encode_to_vec` with `Reference::predicted`, header aside.
     #[test]
     fn predicted_payload_matches_the_codec() {
         let schema = Schema::builder()

@@ -11,8 +11,9 @@ use crate::dict::Dictionary;
 use crate::encoder::Encoder;
 use crate::error::EncodeError;
 use crate::limits::Limits;
+use crate::model::ModelTable;
 use crate::schema::Schema;
-use crate::snapshot::{Baseline, Snapshot};
+use crate::snapshot::{Reference, Snapshot};
 
 /// Whether `a` and `b` lay records out the same way (entity types, field
 /// names, types, lengths and default records), whatever their operators.
@@ -125,6 +126,7 @@ impl DictionarySet {
                 sha256: sha256_hex(&bytes),
                 max_size,
                 huffman: None,
+                model: None,
             });
             dicts.push((kind, Dictionary::new(id, bytes)));
         }
@@ -135,6 +137,61 @@ impl DictionarySet {
             schema,
             dictionaries: dicts,
         })
+    }
+
+    /// Attaches a trained context-model table to the dictionary of `kind`:
+    /// its packets may then be one model block where that beats the blocks.
+    /// The table is saved as `<kind>.model`, listed with its size and hash
+    /// in the manifest, and goes into the dictionary and set ids.
+    pub fn with_model(mut self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
+        let missing = || DictSetError::Manifest {
+            message: format!("no {} dictionary to attach a model table to", kind.name()),
+        };
+        let (game, version, schema_id) = (
+            self.manifest.game.clone(),
+            self.manifest.version.clone(),
+            self.manifest.schema_id,
+        );
+        let slot = self
+            .dictionaries
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .ok_or_else(missing)?;
+        let bytes = slot.1.bytes().to_vec();
+        let model = table.to_bytes();
+        let id = dictionary_id_with(
+            &game,
+            &version,
+            schema_id,
+            kind,
+            &bytes,
+            slot.1.huffman(),
+            Some(&model),
+        );
+        let mut dict = Dictionary::new(id, bytes).with_model(table.clone());
+        if let Some(h) = slot.1.huffman() {
+            dict = dict.with_huffman(h.clone());
+        }
+        slot.1 = dict;
+        let entry = self
+            .manifest
+            .dictionaries
+            .iter_mut()
+            .find(|e| e.kind == kind)
+            .ok_or_else(missing)?;
+        entry.model = Some(ModelFile {
+            file: format!("{}.model", kind.name()),
+            size: model.len() as u64,
+            sha256: sha256_hex(&model),
+        });
+        entry.id = id;
+        let ids: Vec<(DictKind, u32)> = self
+            .dictionaries
+            .iter()
+            .map(|(k, d)| (*k, d.id()))
+            .collect();
+        self.manifest.set_id = set_id(&game, &version, schema_id, &ids);
+        Ok(self)
     }
 
     /// Attaches a trained Huffman table to the dictionary of `kind`: its
@@ -159,8 +216,21 @@ impl DictionarySet {
             .find(|(k, _)| *k == kind)
             .ok_or_else(missing)?;
         let bytes = slot.1.bytes().to_vec();
-        let id = dictionary_id_with(&game, &version, schema_id, kind, &bytes, Some(table));
-        slot.1 = Dictionary::new(id, bytes).with_huffman(table.clone());
+        let model = slot.1.model().map(|t| t.to_bytes());
+        let id = dictionary_id_with(
+            &game,
+            &version,
+            schema_id,
+            kind,
+            &bytes,
+            Some(table),
+            model.as_deref(),
+        );
+        let mut dict = Dictionary::new(id, bytes).with_huffman(table.clone());
+        if let Some(t) = slot.1.model() {
+            dict = dict.with_model(t.clone());
+        }
+        slot.1 = dict;
         let entry = self
             .manifest
             .dictionaries
@@ -254,13 +324,24 @@ impl DictionarySet {
 
     /// Adds the set's dictionaries to `decoder` (whose schema must be the
     /// set's to decode its packets).
+    /// Packets that use a dictionary without naming it (deltas) are then
+    /// decoded with this set's ([`Decoder::agree`]).
     pub fn add_to(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
         for (_, d) in &self.dictionaries {
             decoder
                 .add_dictionary(d)
                 .map_err(DictSetError::Dictionary)?;
         }
-        Ok(())
+        self.agree(decoder)
+    }
+
+    /// Makes `decoder` (which holds this set's dictionaries) decode packets
+    /// that do not name their dictionary with this set's.
+    pub fn agree(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
+        let id = |k| self.dictionary(k).map(|d| d.id());
+        decoder
+            .agree(id(DictKind::Delta), id(DictKind::Keyframe))
+            .map_err(DictSetError::Decode)
     }
 }
 
@@ -274,42 +355,19 @@ pub struct SetEncoder {
 }
 
 impl SetEncoder {
-    /// Encodes like [`Encoder::encode`], with the dictionary of the packet's kind.
-    pub fn encode(
+    /// Encodes like [`Encoder::encode`], with the encoder (and dictionary)
+    /// of the packet's kind. For the other entry points
+    /// ([`Encoder::encode_to_vec`], [`Encoder::encode_into`], ...) take
+    /// that encoder with [`SetEncoder::encoder_mut`].
+    pub fn encode<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::new();
-        self.encode_to_vec(snapshot, sequence, baseline, &mut out)?;
-        Ok(out)
-    }
-
-    /// Like [`SetEncoder::encode`], replacing the contents of `out`.
-    pub fn encode_to_vec(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.encoder_mut(DictKind::of(baseline.is_some()))
-            .encode_to_vec(snapshot, sequence, baseline, out)
-    }
-
-    /// Like [`Encoder::encode_predicted_to_vec`]: a delta against `baseline`
-    /// with `prior` as the older baseline for `predict` fields.
-    pub fn encode_predicted_to_vec(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Baseline<'_>,
-        prior: Baseline<'_>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.delta
-            .encode_predicted_to_vec(snapshot, sequence, baseline, prior, out)
+        let reference = reference.into();
+        self.encoder_mut(DictKind::of(reference.baseline.is_some()))
+            .encode(snapshot, sequence, reference)
     }
 
     /// The encoder used for packets of `kind`.

@@ -76,7 +76,7 @@ impl Primitive {
 ///
 /// `Sub` and `Xor` work byte by byte; `Int` subtracts whole values (floats as
 /// their bit patterns) with wrapping arithmetic and zigzag-maps the result so
-/// small changes in either direction leave the high byte planes zero.
+/// small changes in either direction give small numbers.
 /// See FORMAT.md, "Delta operators", for the measurements behind the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -169,8 +169,6 @@ pub struct EntityType {
     record_size: usize,
     default_record: Vec<u8>,
     spans: Vec<Span>,
-    columns: Vec<(usize, usize)>,
-    planes: Vec<crate::pipeline::planes::Plane>,
 }
 
 impl EntityType {
@@ -204,19 +202,9 @@ impl EntityType {
         &self.spans
     }
 
-    /// `(offset, size)` of each field: the columns of the SoA stage.
-    pub(crate) fn columns(&self) -> &[(usize, usize)] {
-        &self.columns
-    }
-
     /// Whether any field uses [`DeltaOp::Predict`].
     pub fn predicts(&self) -> bool {
         self.spans.iter().any(|s| s.op == DeltaOp::Predict)
-    }
-
-    /// The order of the byte planes.
-    pub(crate) fn planes(&self) -> &[crate::pipeline::planes::Plane] {
-        &self.planes
     }
 
     /// Byte offset and size of each element (array items counted singly).
@@ -338,18 +326,6 @@ impl EntityType {
                 }),
             }
         }
-        let planes = crate::pipeline::planes::order(
-            &fields
-                .iter()
-                .zip(&offsets)
-                .map(|(f, &o)| (o, f.size(), f.ty.size()))
-                .collect::<Vec<_>>(),
-        );
-        let columns = fields
-            .iter()
-            .zip(&offsets)
-            .map(|(f, &o)| (o, f.size()))
-            .collect();
         Ok(Self {
             name,
             fields,
@@ -357,8 +333,6 @@ impl EntityType {
             record_size: size,
             default_record,
             spans,
-            columns,
-            planes,
         })
     }
 }

@@ -28,7 +28,8 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut snap = Snapshot::default();
-    let Ok(header) = dec.decode_predicted_into(&packet, baseline, prior, &mut snap) else {
+    let Ok(header) = dec.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut snap)
+    else {
         return Ok(());
     };
     check_decoded(&schema, &limits, &packet, &header, baseline, prior, &snap);
@@ -50,7 +51,9 @@ pub(super) fn check_decoded(
         Ok((h, _)) => assert_eq!(&h, header, "decoded header differs from parsed header"),
         Err(e) => panic!("packet decoded but its header does not parse: {e:?}"),
     }
-    assert_eq!(header.schema_id, schema.id());
+    if let Some(ids) = header.ids {
+        assert_eq!(ids.schema_id, schema.id());
+    }
     if let Err(e) = snap.check(schema) {
         panic!("decoded snapshot does not fit the schema: {e:?}");
     }
@@ -81,9 +84,12 @@ pub(super) fn check_decoded(
     let mut enc = Encoder::new(schema.clone());
     let mut packet2 = Vec::new();
     let r = match (rebase, reprior) {
-        (Some(b), Some(p)) => {
-            enc.encode_predicted_to_vec(snap, header.sequence, b, p, &mut packet2)
-        }
+        (Some(b), Some(p)) => enc.encode_to_vec(
+            snap,
+            header.sequence,
+            tickpack::Reference::predicted(b, p),
+            &mut packet2,
+        ),
         _ => enc.encode_to_vec(snap, header.sequence, rebase, &mut packet2),
     };
     match r {
@@ -94,7 +100,14 @@ pub(super) fn check_decoded(
         Err(e) => panic!("re-encoding a decoded snapshot failed: {e:?}"),
     }
     let mut s2 = Snapshot::default();
-    match Decoder::new(schema.clone()).decode_predicted_into(&packet2, rebase, reprior, &mut s2) {
+    match Decoder::new(schema.clone()).decode_into(
+        &packet2,
+        tickpack::Reference {
+            baseline: rebase,
+            prior: reprior,
+        },
+        &mut s2,
+    ) {
         Ok(h2) => {
             assert_eq!(h2.sequence, header.sequence);
             assert_eq!(h2.baseline, header.baseline);
@@ -217,7 +230,7 @@ pub(super) fn arb_packet(
         }
         _ => None,
     };
-    let dictionary = match (dict, u.int_in_range(0u8..=5)?) {
+    let dictionary_id = match (dict, u.int_in_range(0u8..=5)?) {
         (_, 0) => Some(u.arbitrary()?),
         (Some(d), 1..=3) => Some(d.id()),
         _ => None,
@@ -227,19 +240,24 @@ pub(super) fn arb_packet(
     } else {
         schema.id()
     };
+    // Keyframes name their ids; deltas mostly rely on the agreed ones.
+    let ids = (baseline.is_none() || u.ratio(1, 4)?).then_some(PacketIds {
+        schema_id,
+        dictionary_id,
+    });
     // A checksum fails unless the fuzzer finds it; sometimes try.
-    let checksum = if u.ratio(1, 8)? {
-        Some(u.arbitrary()?)
-    } else {
-        None
+    let checksum = match u.int_in_range(0u8..=15)? {
+        0 => Checksum::U8(u.arbitrary()?),
+        1 => Checksum::U16(u.arbitrary()?),
+        _ => Checksum::None,
     };
     let mut packet = Vec::new();
     PacketHeader {
-        schema_id,
         sequence,
         baseline,
         prior,
-        dictionary,
+        dictionary: dictionary_id.is_some(),
+        ids,
         checksum,
     }
     .write(&mut packet);
@@ -259,30 +277,17 @@ pub(super) fn arb_packet(
 }
 
 /// `payload` as raw blocks of at most [`MAX_BLOCK_CONTENT`] bytes, the last
-/// marked. An empty payload gets one (invalid) empty-content raw header so
-/// the packet still has a last block.
+/// marked. An empty payload gets no block: the empty payload of an idle
+/// packet.
 pub(super) fn raw_blocks(payload: &[u8], out: &mut Vec<u8>) {
-    if payload.is_empty() {
-        out.extend_from_slice(
-            &BlockHeader {
-                last: true,
-                block_type: BlockType::Raw,
-                size: 1,
-            }
-            .to_bytes(),
-        );
-        return;
-    }
     let n = payload.len().div_ceil(MAX_BLOCK_CONTENT);
     for (i, chunk) in payload.chunks(MAX_BLOCK_CONTENT).enumerate() {
-        out.extend_from_slice(
-            &BlockHeader {
-                last: i + 1 == n,
-                block_type: BlockType::Raw,
-                size: chunk.len(),
-            }
-            .to_bytes(),
-        );
+        BlockHeader {
+            last: i + 1 == n,
+            block_type: BlockType::Raw,
+            size: chunk.len(),
+        }
+        .write(out);
         out.extend_from_slice(chunk);
     }
 }
@@ -321,9 +326,12 @@ pub(super) fn arb_mutated_packet(
     enc.set_checksum(u.ratio(1, 4)?);
     let mut packet = Vec::new();
     let r = match (baseline, prior) {
-        (Some(b), Some(p)) if u.ratio(3, 4)? => {
-            enc.encode_predicted_to_vec(&cur, sequence, b, p, &mut packet)
-        }
+        (Some(b), Some(p)) if u.ratio(3, 4)? => enc.encode_to_vec(
+            &cur,
+            sequence,
+            tickpack::Reference::predicted(b, p),
+            &mut packet,
+        ),
         _ => enc.encode_to_vec(&cur, sequence, baseline, &mut packet),
     };
     if r.is_err() {

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use arbitrary::{Result as AResult, Unstructured};
 
 use tickpack::internals::{
-    subset_decode, subset_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
+    set_decode, set_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
 };
 use tickpack::{
-    decode, encode, Baseline, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError, Encoder,
-    EntityType, Limits, PacketHeader, Schema, Section, SectionRef, Snapshot, MAX_BASELINE_DISTANCE,
-    MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
+    decode, encode, Baseline, Checksum, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError,
+    Encoder, EntityType, Limits, PacketHeader, PacketIds, Schema, Section, SectionRef, Snapshot,
+    MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
 };
 
 /// A property: panics on the input that violates it.
@@ -38,6 +38,9 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("fragment_reassembly", fragment_reassembly),
     ("chunk_receiver", chunk_receiver),
     ("huffman_decode", huffman_decode),
+    ("model_decode", model_decode),
+    ("model_table_load", model_table_load),
+    ("model_block_decode", model_block_decode),
     ("conn_packets", conn_packets),
 ];
 
@@ -50,6 +53,7 @@ use crate::rng::SplitMix64;
 mod conn;
 mod decode;
 mod huffman;
+mod model;
 mod packets;
 mod roundtrip;
 mod session;
@@ -58,6 +62,7 @@ mod transport;
 use conn::*;
 use decode::*;
 use huffman::*;
+use model::*;
 use packets::*;
 use roundtrip::*;
 use session::*;
@@ -107,7 +112,7 @@ pub fn decode_corrupt(data: &[u8]) {
 /// wrap): encode then decode gives the identical snapshot and header, through
 /// [`Encoder::encode`], [`Encoder::encode_into`] (exactly sized and
 /// [`Encoder::max_encoded_len`]-sized buffers), [`Encoder::encode_to_vec`],
-/// [`Encoder::encode_sections`], [`Encoder::encode_predicted_to_vec`] and the
+/// [`Encoder::encode_sections`], [`Reference::predicted`](tickpack::Reference::predicted) and the
 /// one-shot [`encode`]/[`decode`]. Encoder errors must be justified by the
 /// inputs.
 pub fn roundtrip(data: &[u8]) {
@@ -153,8 +158,9 @@ pub fn header_roundtrip(data: &[u8]) {
 }
 
 /// Entity-set coding: encode then decode is the identity for arbitrary
-/// subsets, never larger than a bitmap; decoding arbitrary bytes never panics
-/// and gives ascending indices below the universe.
+/// non-empty subsets, never larger than a bitmap and its head; decoding
+/// arbitrary bytes never panics and gives ascending indices below the
+/// universe.
 pub fn subset_roundtrip(data: &[u8]) {
     let _ = subset_roundtrip_inner(&mut Unstructured::new(data));
 }
@@ -191,6 +197,29 @@ pub fn chunk_receiver(data: &[u8]) {
 /// encode then decode of arbitrary data under the table is the identity.
 pub fn huffman_decode(data: &[u8]) {
     let _ = huffman_decode_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary tokens under a trained, unrelated or uniform model table:
+/// encode then decode is the identity and the stream has no trailing
+/// bytes; arbitrary bytes under the table decode to values or typed errors
+/// for any sequence of calls, never a panic.
+pub fn model_decode(data: &[u8]) {
+    let _ = model_decode_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary bytes, or a valid model table damaged, loaded under the
+/// default or a small slot limit: a table within the limit with every
+/// probability in 1..=4095 that reloads identically, or a typed error;
+/// an intact table loads back exactly.
+pub fn model_table_load(data: &[u8]) {
+    let _ = model_table_load_inner(&mut Unstructured::new(data));
+}
+
+/// A packet coded as one model block (table trained on it) decodes to the
+/// snapshot encoded; the packet damaged (bytes changed, truncated,
+/// extended) decodes to a snapshot or a typed error, never a panic.
+pub fn model_block_decode(data: &[u8]) {
+    let _ = model_block_decode_inner(&mut Unstructured::new(data));
 }
 
 /// The connection layer fed arbitrary datagrams at both ends, mutations of

@@ -17,6 +17,7 @@
 mod chart;
 mod methods;
 mod q3;
+mod q3real;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -148,7 +149,10 @@ fn run() -> Res<()> {
         eprintln!("{}: {:.1} s", sc.name, t.elapsed().as_secs_f64());
         results.push(r);
     }
-    let md = markdown(&results, ticks, quick);
+    let t = Instant::now();
+    let mut md = markdown(&results, ticks, quick);
+    md.push_str(&q3real::section(quick)?);
+    eprintln!("Quake 3 demos: {:.1} s", t.elapsed().as_secs_f64());
     std::fs::create_dir_all(&out)?;
     chart::draw(&results, &out.join("chart.svg"))?;
     if quick {
@@ -322,7 +326,7 @@ fn markdown(results: &[ScenarioResult], ticks: usize, quick: bool) -> String {
          baseline tick *i* − {DISTANCE} (prior *i* − {} for `predict` fields); the first 80% of ticks \
          train every trained codec, the packets of the last 20% are measured, each one decoded and \
          compared with the original (all round-tripped bit-exactly). Bytes are whole packets \
-         (tickpack: with its header and 2-byte checksum; the others: no header of their own \
+         (tickpack: with its header, no checksum; the others: no header of their own \
          beyond what the format needs). µs are per packet, one thread, the fastest of up to {PASSES} \
          timed passes (the machine is shared with other work; expect ±10-20% run to run). Mbit/s: mean bytes × 8 × 60 Hz × 63 clients. \
          % of raw: of the record bytes (ids not counted).\n",
