@@ -30,6 +30,7 @@ pub struct Decoder {
     metas: Vec<SectionMeta>,
     predicted: Vec<crate::snapshot::Section>,
     scratch: DecodeScratch,
+    codes: crate::quant::codes::CodeSpace,
 }
 
 impl core::fmt::Debug for Decoder {
@@ -63,6 +64,7 @@ impl Decoder {
             metas,
             predicted,
             scratch: DecodeScratch::default(),
+            codes: Default::default(),
         }
     }
 
@@ -123,7 +125,12 @@ impl Decoder {
         prior: Option<Baseline<'_>>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
-        let r = self.decode_inner(packet, baseline, prior, out);
+        let r = if self.schema.is_quantized() {
+            self.decode_quantized(packet, baseline, prior, out)
+        } else {
+            self.decode_inner(packet, baseline, prior, out)
+                .and_then(|h| check_sum(&h, out).map(|()| h))
+        };
         if r.is_err() {
             out.reset(&self.schema);
         }
@@ -255,12 +262,68 @@ impl Decoder {
             )?;
             pos += len;
         }
-        if let Some(expected) = header.checksum {
-            let actual = out.checksum(header.checksum_seed());
-            if actual != expected {
-                return Err(DecodeError::ChecksumMismatch { expected, actual });
-            }
-        }
         Ok(header)
     }
+
+    /// [`Decoder::decode_inner`] for a quantised schema: baseline and prior
+    /// go to code form, the decoded codes come back as values.
+    fn decode_quantized(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        out: &mut Snapshot,
+    ) -> Result<PacketHeader, DecodeError> {
+        use crate::quant::codes;
+        let mut c = core::mem::take(&mut self.codes);
+        let r = (|| {
+            let coded = |b: Option<Baseline<'_>>, dst: &mut Snapshot| match b {
+                // A snapshot that does not fit the schema is left for
+                // `named` to report, as without quantisation.
+                Some(b) if b.snapshot.check(&self.schema).is_ok() => {
+                    codes::snapshot_to_codes(&self.schema, b.snapshot, dst)
+                        .map_err(DecodeError::BadBaseline)?;
+                    Ok::<_, DecodeError>(true)
+                }
+                _ => Ok(false),
+            };
+            let b = coded(baseline, &mut c.base)?;
+            let p = coded(prior, &mut c.prior)?;
+            fn swap<'a>(
+                given: Option<Baseline<'a>>,
+                ok: bool,
+                s: &'a Snapshot,
+            ) -> Option<Baseline<'a>> {
+                match given {
+                    Some(g) if ok => Some(Baseline {
+                        sequence: g.sequence,
+                        snapshot: s,
+                    }),
+                    other => other,
+                }
+            }
+            let header = self.decode_inner(
+                packet,
+                swap(baseline, b, &c.base),
+                swap(prior, p, &c.prior),
+                out,
+            )?;
+            codes::snapshot_from_codes(&self.schema, out)?;
+            check_sum(&header, out)?;
+            Ok(header)
+        })();
+        self.codes = c;
+        r
+    }
+}
+
+/// Compares the packet's checksum, if any, with the decoded snapshot's.
+fn check_sum(header: &PacketHeader, out: &Snapshot) -> Result<(), DecodeError> {
+    if let Some(expected) = header.checksum {
+        let actual = out.checksum(header.checksum_seed());
+        if actual != expected {
+            return Err(DecodeError::ChecksumMismatch { expected, actual });
+        }
+    }
+    Ok(())
 }

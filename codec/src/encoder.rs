@@ -82,6 +82,7 @@ pub struct Encoder {
     planes: Vec<u8>,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
+    codes: crate::quant::codes::CodeSpace,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -128,6 +129,7 @@ impl Encoder {
             planes: Vec::new(),
             block_scratch: Vec::new(),
             packet: Vec::new(),
+            codes: Default::default(),
         }
     }
 
@@ -338,10 +340,56 @@ impl Encoder {
         )
     }
 
-    /// Builds header and payload into the scratch buffers.
+    /// Builds header and payload into the scratch buffers. A quantised
+    /// schema codes the integer codes of its quantised fields: the
+    /// snapshot, baseline and prior are converted first (refusing values
+    /// that were not quantised), and the checksum covers the values.
     fn build<'s>(
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) -> Result<(), EncodeError> {
+        if !self.schema.is_quantized() {
+            return self.build_coded(sections.clone(), sections, sequence, baseline, prior);
+        }
+        use crate::quant::codes;
+        let mut c = core::mem::take(&mut self.codes);
+        let r = (|| {
+            c.cur
+                .resize_with(self.schema.sections().len(), Default::default);
+            for (i, (s, d)) in sections.clone().zip(&mut c.cur).enumerate() {
+                codes::section_to_codes(&self.schema, i, &s, d)?;
+            }
+            if let Some(b) = baseline {
+                codes::snapshot_to_codes(&self.schema, b.snapshot, &mut c.base)?;
+            }
+            if let Some(p) = prior.filter(|_| baseline.is_some() && self.schema.predicts()) {
+                codes::snapshot_to_codes(&self.schema, p.snapshot, &mut c.prior)?;
+            }
+            let coded = |b: Baseline<'_>, s| Baseline {
+                sequence: b.sequence,
+                snapshot: s,
+            };
+            self.build_coded(
+                c.cur.iter().map(|s| s.as_ref()),
+                sections,
+                sequence,
+                baseline.map(|b| coded(b, &c.base)),
+                prior.map(|p| coded(p, &c.prior)),
+            )
+        })();
+        self.codes = c;
+        r
+    }
+
+    /// [`Encoder::build`] on sections in code form; `values` are the same
+    /// sections as the caller holds them, for the checksum.
+    fn build_coded<'s, 'v>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>> + Clone,
+        values: impl Iterator<Item = SectionRef<'v>>,
         sequence: u16,
         baseline: Option<Baseline<'_>>,
         prior: Option<Baseline<'_>>,
@@ -423,7 +471,7 @@ impl Encoder {
                 limit: self.limits.max_decoded_bytes,
             });
         }
-        self.write_header(sections, sequence, baseline, prior);
+        self.write_header(values, sequence, baseline, prior);
         Ok(())
     }
 

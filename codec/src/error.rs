@@ -68,6 +68,14 @@ pub enum SchemaError {
         /// The parser's message.
         message: String,
     },
+    /// A quantisation that does not fit its field (wrong type or length,
+    /// a step or range the field's type cannot represent).
+    BadQuantize {
+        /// Field name.
+        field: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SchemaError {
@@ -101,6 +109,9 @@ impl fmt::Display for SchemaError {
             ),
             Self::PodMismatch { reason } => write!(f, "struct does not match schema: {reason}"),
             Self::Parse { message } => write!(f, "schema text: {message}"),
+            Self::BadQuantize { field, reason } => {
+                write!(f, "quantisation of field `{field}`: {reason}")
+            }
         }
     }
 }
@@ -139,6 +150,19 @@ pub enum SnapshotError {
         /// Sections given.
         actual: usize,
     },
+    /// A quantised field holds a value that is not exactly a quantised
+    /// value: the snapshot was not passed through
+    /// [`Schema::quantize`](crate::Schema::quantize).
+    NotQuantized {
+        /// Entity type index.
+        section: usize,
+        /// Entity id.
+        id: u32,
+        /// Field index.
+        field: usize,
+        /// Array element (for quaternions, 0).
+        element: usize,
+    },
 }
 
 impl fmt::Display for SnapshotError {
@@ -159,6 +183,15 @@ impl fmt::Display for SnapshotError {
             Self::SectionCount { expected, actual } => {
                 write!(f, "snapshot has {actual} sections, schema has {expected}")
             }
+            Self::NotQuantized {
+                section,
+                id,
+                field,
+                element,
+            } => write!(
+                f,
+                "section {section} entity {id} field {field}[{element}] is not a quantised value"
+            ),
         }
     }
 }
@@ -403,6 +436,18 @@ pub enum DecodeError {
         /// Checksum of what was decoded.
         actual: u16,
     },
+    /// A quantised field decoded to a code outside its limits (or to
+    /// quaternion codes that are not canonical).
+    BadQuantCode {
+        /// Entity type index.
+        section: usize,
+        /// Entity id.
+        id: u32,
+        /// Field index.
+        field: usize,
+        /// Array element.
+        element: usize,
+    },
 }
 
 impl fmt::Display for DecodeError {
@@ -479,6 +524,15 @@ impl fmt::Display for DecodeError {
             Self::ChecksumMismatch { expected, actual } => write!(
                 f,
                 "decoded snapshot has checksum {actual:#06x}, packet says {expected:#06x}"
+            ),
+            Self::BadQuantCode {
+                section,
+                id,
+                field,
+                element,
+            } => write!(
+                f,
+                "section {section} entity {id} field {field}[{element}] has an invalid quantisation code"
             ),
         }
     }

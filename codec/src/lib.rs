@@ -19,6 +19,7 @@ pub mod internals;
 mod limits;
 mod packet;
 mod pipeline;
+pub mod quant;
 pub mod schema;
 pub mod session;
 mod snapshot;

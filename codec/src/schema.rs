@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::SchemaError;
+use crate::error::{SchemaError, SnapshotError};
+use crate::quant::{plan, Quantize, QuantizeError};
+use crate::snapshot::Snapshot;
 
 /// Most entity types (sections) one schema may declare.
 pub const MAX_SECTIONS: usize = 64;
@@ -148,15 +150,15 @@ impl Field {
 }
 
 /// The serde form of an entity type.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EntityTypeDef {
     name: String,
-    fields: Vec<Field>,
+    fields: Vec<crate::quant::text::FieldDef>,
 }
 
 /// The serde form of a schema (JSON or TOML).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SchemaDef {
     entities: Vec<EntityTypeDef>,
@@ -182,6 +184,8 @@ pub struct EntityType {
     spans: Vec<Span>,
     columns: Vec<(usize, usize)>,
     planes: Vec<crate::pipeline::planes::Plane>,
+    quant: Vec<Option<Quantize>>,
+    slots: Vec<plan::Slot>,
 }
 
 impl EntityType {
@@ -208,6 +212,68 @@ impl EntityType {
     /// The record new entities are coded against (all zero unless set).
     pub fn default_record(&self) -> &[u8] {
         &self.default_record
+    }
+
+    /// The quantisation of each field, parallel to [`EntityType::fields`].
+    pub fn quantization(&self) -> &[Option<Quantize>] {
+        &self.quant
+    }
+
+    /// Whether any field is quantised.
+    pub fn is_quantized(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
+    /// Quantises records laid out back to back (for example a
+    /// `bytemuck::cast_slice_mut` of your own `#[repr(C)]` array): every
+    /// quantised field becomes the value its code stands for. Errors name
+    /// the record index as `entity` and `section` 0. See [`Schema::quantize`].
+    pub fn quantize_records(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
+        if self.slots.is_empty() {
+            return Ok(());
+        }
+        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
+            plan::quantize(&self.slots, rec)
+                .map_err(|f| QuantizeError::from_fault(0, i as u32, f))?;
+        }
+        Ok(())
+    }
+
+    /// Replaces every quantised value of records laid out back to back by
+    /// its integer code, in place: the form the encoder codes (FORMAT.md,
+    /// "Quantised fields"). Each value must be exactly a quantised value.
+    pub fn to_codes(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
+        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
+            plan::to_codes(&self.slots, rec).map_err(|(field, element)| {
+                QuantizeError::NotQuantized {
+                    entity: i as u32,
+                    field,
+                    element,
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The inverse of [`EntityType::to_codes`]: codes back to values,
+    /// refusing codes outside their limits (and non-canonical quaternion
+    /// codes) as a decoder does.
+    pub fn from_codes(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
+        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
+            plan::from_codes(&self.slots, rec).map_err(|(field, element)| {
+                QuantizeError::BadCode {
+                    entity: i as u32,
+                    field,
+                    element,
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The quantised fields.
+    pub(crate) fn slots(&self) -> &[plan::Slot] {
+        &self.slots
     }
 
     /// Field layout merged into runs of equal element width and operator.
@@ -285,6 +351,7 @@ impl EntityType {
     fn new(
         name: String,
         fields: Vec<Field>,
+        quant: Vec<Option<Quantize>>,
         default: Option<Vec<u8>>,
     ) -> Result<Self, SchemaError> {
         check_name(&name)?;
@@ -361,6 +428,26 @@ impl EntityType {
             .zip(&offsets)
             .map(|(f, &o)| (o, f.size()))
             .collect();
+        let mut quant = quant;
+        quant.resize(fields.len(), None);
+        let mut slots = Vec::new();
+        for (i, ((f, &offset), q)) in fields.iter().zip(&offsets).zip(&quant).enumerate() {
+            if let Some(q) = q {
+                let kind = q
+                    .check(f.ty, f.len)
+                    .map_err(|reason| SchemaError::BadQuantize {
+                        field: f.name.clone(),
+                        reason,
+                    })?;
+                slots.push(plan::Slot {
+                    field: i,
+                    offset,
+                    ty: f.ty,
+                    len: f.len,
+                    kind,
+                });
+            }
+        }
         Ok(Self {
             name,
             fields,
@@ -370,6 +457,8 @@ impl EntityType {
             spans,
             columns,
             planes,
+            quant,
+            slots,
         })
     }
 }
@@ -424,6 +513,62 @@ impl Schema {
         self.sections.iter().any(EntityType::predicts)
     }
 
+    /// Whether any entity type has quantised fields.
+    pub fn is_quantized(&self) -> bool {
+        self.sections.iter().any(EntityType::is_quantized)
+    }
+
+    /// Replaces every quantised field of `snapshot` by the value its code
+    /// stands for (see [`quant`](crate::quant)). The server calls this on
+    /// its world once per tick, before encoding and before keeping the
+    /// snapshot as a baseline: what it then holds is exactly what every
+    /// client decodes, so deltas never drift. The encoder refuses a
+    /// snapshot that was not quantised. Quantising twice changes nothing.
+    ///
+    /// On error the snapshot is partly quantised: entities before the one
+    /// named in the error are done.
+    pub fn quantize(&self, snapshot: &mut Snapshot) -> Result<(), QuantizeError> {
+        for (i, (ty, sec)) in self
+            .sections
+            .iter()
+            .zip(snapshot.sections_mut())
+            .enumerate()
+        {
+            if ty.slots.is_empty() || sec.record_size() != ty.record_size {
+                continue;
+            }
+            let (ids, records) = sec.parts_mut();
+            for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(ty.record_size)) {
+                plan::quantize(&ty.slots, rec).map_err(|f| QuantizeError::from_fault(i, id, f))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every quantised value of `snapshot` is exactly a
+    /// quantised value (what the encoder requires).
+    pub fn check_quantized(&self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        let mut scratch = Vec::new();
+        for (i, (ty, sec)) in self.sections.iter().zip(snapshot.sections()).enumerate() {
+            if ty.slots.is_empty() {
+                continue;
+            }
+            for (id, rec) in sec.iter() {
+                scratch.clear();
+                scratch.extend_from_slice(rec);
+                plan::to_codes(&ty.slots, &mut scratch).map_err(|(field, element)| {
+                    SnapshotError::NotQuantized {
+                        section: i,
+                        id,
+                        field,
+                        element,
+                    }
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Loads a schema from JSON text (see the crate docs for the form).
     pub fn from_json(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
@@ -450,7 +595,12 @@ impl Schema {
                 .iter()
                 .map(|e| EntityTypeDef {
                     name: e.name.clone(),
-                    fields: e.fields.clone(),
+                    fields: e
+                        .fields
+                        .iter()
+                        .zip(&e.quant)
+                        .map(|(f, q)| crate::quant::text::FieldDef::new(f, q.as_ref()))
+                        .collect(),
                 })
                 .collect(),
         };
@@ -462,7 +612,15 @@ impl Schema {
         let sections = def
             .entities
             .into_iter()
-            .map(|e| EntityType::new(e.name, e.fields, None))
+            .map(|e| {
+                let (fields, quant) = e
+                    .fields
+                    .into_iter()
+                    .map(|f| f.into_parts())
+                    .collect::<Result<(Vec<_>, Vec<_>), _>>()
+                    .map_err(|(field, reason)| SchemaError::BadQuantize { field, reason })?;
+                EntityType::new(e.name, fields, quant, None)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_sections(sections)
     }
@@ -505,6 +663,23 @@ fn schema_hash(sections: &[EntityType]) -> u32 {
         }
         h.write(&s.default_record);
     }
+    // Quantisation is hashed after everything else, and only when declared,
+    // so schemas without it keep their ids.
+    if sections.iter().any(EntityType::is_quantized) {
+        h.write(b"quantize");
+        let mut bytes = Vec::new();
+        for (i, s) in sections.iter().enumerate() {
+            for (j, q) in s.quant.iter().enumerate() {
+                if let Some(q) = q {
+                    bytes.clear();
+                    q.id_bytes(&mut bytes);
+                    h.write(&(i as u32).to_le_bytes());
+                    h.write(&(j as u32).to_le_bytes());
+                    h.write(&bytes);
+                }
+            }
+        }
+    }
     let v = h.0;
     (v ^ (v >> 32)) as u32
 }
@@ -531,12 +706,14 @@ impl Fnv {
 #[derive(Debug, Default)]
 pub struct SchemaBuilder {
     done: Vec<(String, Vec<Field>, Option<Vec<u8>>)>,
+    quant: Vec<Vec<Option<Quantize>>>,
 }
 
 impl SchemaBuilder {
     /// Starts a new entity type (a new section).
     pub fn entity(mut self, name: &str) -> Self {
         self.done.push((name.to_owned(), Vec::new(), None));
+        self.quant.push(Vec::new());
         self
     }
 
@@ -555,9 +732,23 @@ impl SchemaBuilder {
     pub fn field_with(mut self, field: Field) -> Self {
         if self.done.is_empty() {
             self.done.push((String::new(), Vec::new(), None));
+            self.quant.push(Vec::new());
         }
         if let Some(e) = self.done.last_mut() {
             e.1.push(field);
+            if let Some(q) = self.quant.last_mut() {
+                q.resize(e.1.len(), None);
+            }
+        }
+        self
+    }
+
+    /// Quantises the field added last (see [`quant`](crate::quant));
+    /// [`build`](SchemaBuilder::build) checks that it fits the field's type
+    /// and length. Without a field it does nothing.
+    pub fn quantize(mut self, quantize: Quantize) -> Self {
+        if let Some(q) = self.quant.last_mut().and_then(|q| q.last_mut()) {
+            *q = Some(quantize);
         }
         self
     }
@@ -584,7 +775,8 @@ impl SchemaBuilder {
         let sections = self
             .done
             .into_iter()
-            .map(|(n, f, d)| EntityType::new(n, f, d))
+            .zip(self.quant)
+            .map(|((n, f, d), q)| EntityType::new(n, f, q, d))
             .collect::<Result<Vec<_>, _>>()?;
         Schema::from_sections(sections)
     }
