@@ -11,7 +11,9 @@ use crate::encoder::{Baseline, DEFAULT_LEVEL};
 use crate::error::{DecodeError, DictionaryError};
 use crate::limits::Limits;
 use crate::packet::PacketHeader;
-use crate::pipeline::{self, DecodeScratch, SectionMeta};
+use crate::pipeline::layout::ByteSource;
+use crate::pipeline::values::{self, Element};
+use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
 use crate::schema::Schema;
 use crate::snapshot::{SectionRef, Snapshot};
 use crate::wire::Reader;
@@ -26,8 +28,11 @@ pub struct Decoder {
     limits: Limits,
     blocks: ZstdBlocks,
     dicts: HashMap<u32, (Arc<DDict>, Option<Arc<HuffmanTable>>)>,
+    /// The dictionaries agreed for deltas and for keyframes.
+    agreed: (Option<u32>, Option<u32>),
+    elements: Vec<Vec<Element>>,
     payload: Vec<u8>,
-    metas: Vec<SectionMeta>,
+    metas: Vec<SectionTokens>,
     predicted: Vec<crate::snapshot::Section>,
     scratch: DecodeScratch,
     codes: crate::quant::codes::CodeSpace,
@@ -53,13 +58,16 @@ impl Decoder {
         let metas = schema
             .sections()
             .iter()
-            .map(|_| SectionMeta::default())
+            .map(|_| SectionTokens::default())
             .collect();
+        let elements = schema.sections().iter().map(values::elements).collect();
         Self {
             schema,
             limits: Limits::default(),
             blocks: ZstdBlocks::new(DEFAULT_LEVEL),
             dicts: HashMap::new(),
+            agreed: (None, None),
+            elements,
             payload: Vec::new(),
             metas,
             predicted,
@@ -78,16 +86,43 @@ impl Decoder {
         &self.schema
     }
 
-    /// Adds (or replaces) a dictionary; packets name it by its id.
+    /// Adds (or replaces) a dictionary. Keyframes name it by its id; the
+    /// first dictionary added becomes the agreed one for deltas and
+    /// keyframes until [`Decoder::agree`] says otherwise.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
         self.dicts
             .insert(dict.id(), (Arc::new(d), dict.huffman_arc()));
+        if self.agreed == (None, None) {
+            self.agreed = (Some(dict.id()), Some(dict.id()));
+        }
+        Ok(())
+    }
+
+    /// Sets the dictionaries agreed with the sender (the ones its
+    /// [`Encoder::set_dictionary`](crate::Encoder::set_dictionary) and
+    /// [`Encoder::set_keyframe_dictionary`](crate::Encoder::set_keyframe_dictionary)
+    /// use; `keyframe` `None`: keyframes use `delta`'s). Packets that use a
+    /// dictionary without naming it (deltas) are decoded with these. Each
+    /// must have been added ([`DecodeError::UnknownDictionary`] otherwise).
+    pub fn agree(&mut self, delta: Option<u32>, keyframe: Option<u32>) -> Result<(), DecodeError> {
+        for id in [delta, keyframe].into_iter().flatten() {
+            if !self.dicts.contains_key(&id) {
+                return Err(DecodeError::UnknownDictionary { id });
+            }
+        }
+        self.agreed = (delta, keyframe.or(delta));
         Ok(())
     }
 
     /// Removes a dictionary; returns whether it was held.
     pub fn remove_dictionary(&mut self, id: u32) -> bool {
+        if self.agreed.0 == Some(id) {
+            self.agreed.0 = None;
+        }
+        if self.agreed.1 == Some(id) {
+            self.agreed.1 = None;
+        }
         self.dicts.remove(&id).is_some()
     }
 
@@ -129,7 +164,6 @@ impl Decoder {
             self.decode_quantized(packet, baseline, prior, out)
         } else {
             self.decode_inner(packet, baseline, prior, out)
-                .and_then(|h| check_sum(&h, out).map(|()| h))
         };
         if r.is_err() {
             out.reset(&self.schema);
@@ -170,11 +204,13 @@ impl Decoder {
     ) -> Result<PacketHeader, DecodeError> {
         let mut r = Reader::new(packet);
         let header = PacketHeader::read(&mut r)?;
-        if header.schema_id != self.schema.id() {
-            return Err(DecodeError::SchemaMismatch {
-                expected: self.schema.id(),
-                actual: header.schema_id,
-            });
+        if let Some(ids) = header.ids {
+            if ids.schema_id != self.schema.id() {
+                return Err(DecodeError::SchemaMismatch {
+                    expected: self.schema.id(),
+                    actual: ids.schema_id,
+                });
+            }
         }
         let base = self.named(
             header.baseline,
@@ -188,7 +224,20 @@ impl Decoder {
             |sequence| DecodeError::MissingPrior { sequence },
             |expected, actual| DecodeError::PriorMismatch { expected, actual },
         )?;
-        let dict = match header.dictionary {
+        let keyframe = header.baseline.is_none();
+        let dictionary_id = match (header.dictionary, header.ids) {
+            (false, _) => None,
+            (true, Some(ids)) => ids.dictionary_id,
+            (true, None) => Some(
+                if keyframe {
+                    self.agreed.1
+                } else {
+                    self.agreed.0
+                }
+                .ok_or(DecodeError::NoAgreedDictionary { keyframe })?,
+            ),
+        };
+        let dict = match dictionary_id {
             None => None,
             Some(id) => Some(
                 self.dicts
@@ -197,39 +246,37 @@ impl Decoder {
                     .ok_or(DecodeError::UnknownDictionary { id })?,
             ),
         };
-        block::decode_blocks(
-            &mut self.blocks,
-            dict.as_ref().map(|d| &*d.0),
-            dict.as_ref().and_then(|d| d.1.as_deref()),
-            &mut r,
-            self.limits.max_decoded_bytes,
-            &mut self.payload,
-        )?;
+        self.payload.clear();
+        if r.remaining() > 0 {
+            block::decode_blocks(
+                &mut self.blocks,
+                dict.as_ref().map(|d| &*d.0),
+                dict.as_ref().and_then(|d| d.1.as_deref()),
+                &mut r,
+                self.limits.max_decoded_bytes,
+                &mut self.payload,
+            )?;
+        }
 
-        let mut p = Reader::new(&self.payload);
         let sections = self.schema.sections();
-        let mut plane_bytes = 0usize;
-        for (i, (ty, m)) in sections.iter().zip(&mut self.metas).enumerate() {
-            let base_len = base.map_or(0, |b| b.sections()[i].len());
-            pipeline::decode_meta(i, base_len, self.limits.max_entities_per_section, &mut p, m)?;
-            // rows <= payload length / 1 and record_size <= 4096: no overflow.
-            plane_bytes += m.rows() * ty.record_size();
-        }
-        let meta_end = p.pos();
-        if p.remaining() < plane_bytes {
-            return Err(DecodeError::Truncated {
-                offset: self.payload.len(),
-                needed: plane_bytes - p.remaining(),
-            });
-        }
-        if p.remaining() > plane_bytes {
-            return Err(DecodeError::PayloadTrailing {
-                count: p.remaining() - plane_bytes,
-            });
+        let max_entities = self.limits.max_entities_per_section;
+        let mut src = ByteSource::new(&self.payload);
+        for (i, m) in self.metas.iter_mut().enumerate() {
+            m.clear();
+            m.base_len = base.map_or(0, |b| b.sections()[i].len());
+            if !self.payload.is_empty() {
+                tokens::read_meta(&mut src, i, max_entities, m)?;
+            } else if m.base_len > max_entities {
+                return Err(DecodeError::TooManyEntities {
+                    section: i,
+                    count: m.base_len,
+                    limit: max_entities,
+                });
+            }
         }
 
         out.reset(&self.schema);
-        let mut pos = meta_end;
+        let mut spawn_budget = self.limits.max_decoded_bytes;
         for (i, ((ty, m), sec)) in sections
             .iter()
             .zip(&self.metas)
@@ -250,23 +297,48 @@ impl Decoder {
                 (Some(b), _) => b.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
-            let len = m.rows() * ty.record_size();
             pipeline::decode_section(
                 i,
                 ty,
+                &self.elements[i],
                 &b,
                 m,
-                &self.payload[pos..pos + len],
+                &mut src,
+                spawn_budget,
                 &mut self.scratch,
                 sec,
             )?;
-            pos += len;
+            spawn_budget -= m.spawned.len() * ty.record_size();
+        }
+        if !self.payload.is_empty() {
+            src.finish()?;
+        }
+        // Quantised fields were decoded as codes; the checksum covers values.
+        if self.schema.is_quantized() {
+            crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
+        }
+        if !header.checksum.is_none() {
+            let full = out.digest(header.checksum_seed(dictionary_id));
+            if !header.checksum.matches(full) {
+                return Err(DecodeError::ChecksumMismatch {
+                    expected: match header.checksum {
+                        crate::packet::Checksum::U8(c) => u16::from(c),
+                        crate::packet::Checksum::U16(c) => c,
+                        crate::packet::Checksum::None => 0,
+                    },
+                    actual: match header.checksum {
+                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
+                        _ => full as u16,
+                    },
+                });
+            }
         }
         Ok(header)
     }
 
     /// [`Decoder::decode_inner`] for a quantised schema: baseline and prior
-    /// go to code form, the decoded codes come back as values.
+    /// go to code form (`decode_inner` turns the decoded codes back into
+    /// values before the checksum).
     fn decode_quantized(
         &mut self,
         packet: &[u8],
@@ -308,22 +380,9 @@ impl Decoder {
                 swap(prior, p, &c.prior),
                 out,
             )?;
-            codes::snapshot_from_codes(&self.schema, out)?;
-            check_sum(&header, out)?;
             Ok(header)
         })();
         self.codes = c;
         r
     }
-}
-
-/// Compares the packet's checksum, if any, with the decoded snapshot's.
-fn check_sum(header: &PacketHeader, out: &Snapshot) -> Result<(), DecodeError> {
-    if let Some(expected) = header.checksum {
-        let actual = out.checksum(header.checksum_seed());
-        if actual != expected {
-            return Err(DecodeError::ChecksumMismatch { expected, actual });
-        }
-    }
-    Ok(())
 }

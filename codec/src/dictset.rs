@@ -793,13 +793,24 @@ impl DictionarySet {
 
     /// Adds the set's dictionaries to `decoder` (whose schema must be the
     /// set's to decode its packets).
+    /// Packets that use a dictionary without naming it (deltas) are then
+    /// decoded with this set's ([`Decoder::agree`]).
     pub fn add_to(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
         for (_, d) in &self.dictionaries {
             decoder
                 .add_dictionary(d)
                 .map_err(DictSetError::Dictionary)?;
         }
-        Ok(())
+        self.agree(decoder)
+    }
+
+    /// Makes `decoder` (which holds this set's dictionaries) decode packets
+    /// that do not name their dictionary with this set's.
+    pub fn agree(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
+        let id = |k| self.dictionary(k).map(|d| d.id());
+        decoder
+            .agree(id(DictKind::Delta), id(DictKind::Keyframe))
+            .map_err(DictSetError::Decode)
     }
 }
 

@@ -8,8 +8,10 @@ use crate::block::{self, CDict, Coders, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
-use crate::packet::{PacketHeader, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
-use crate::pipeline::{self, EncodeScratch};
+use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
+use crate::pipeline::layout::ByteSink;
+use crate::pipeline::values::{self, Element};
+use crate::pipeline::{self, tokens, EncodeScratch};
 use crate::schema::Schema;
 use crate::snapshot::{SectionRef, Snapshot};
 
@@ -74,12 +76,13 @@ pub struct Encoder {
     entropy: Entropy,
     /// Whether the packet being built is a keyframe (no baseline).
     keyframe: bool,
-    checksum: bool,
+    checksum_len: usize,
+    elements: Vec<Vec<Element>>,
+    sink: ByteSink,
     scratch: Vec<EncodeScratch>,
     predicted: Vec<crate::snapshot::Section>,
     header: Vec<u8>,
     payload: Vec<u8>,
-    planes: Vec<u8>,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
     codes: crate::quant::codes::CodeSpace,
@@ -113,6 +116,7 @@ impl Encoder {
             .iter()
             .map(|_| Default::default())
             .collect();
+        let elements = schema.sections().iter().map(values::elements).collect();
         Self {
             schema,
             limits: Limits::default(),
@@ -121,12 +125,13 @@ impl Encoder {
             keyframe_dict: None,
             entropy: Entropy::Best,
             keyframe: false,
-            checksum: false,
+            checksum_len: 0,
+            elements,
+            sink: ByteSink::default(),
             scratch,
             predicted,
             header: Vec::with_capacity(MAX_HEADER_LEN),
             payload: Vec::new(),
-            planes: Vec::new(),
             block_scratch: Vec::new(),
             packet: Vec::new(),
             codes: Default::default(),
@@ -182,12 +187,21 @@ impl Encoder {
         }
     }
 
-    /// Sends a 16-bit checksum of the snapshot in every packet (2 bytes),
-    /// so a receiver that reconstructs anything else gets
+    /// Sends a 16-bit checksum of the snapshot in every packet (3 bytes
+    /// with the header's extension byte), so a receiver that reconstructs
+    /// anything else gets
     /// [`DecodeError::ChecksumMismatch`](crate::DecodeError::ChecksumMismatch)
-    /// instead of a silently wrong state. Off by default.
+    /// instead of a silently wrong state. Off by default. Same as
+    /// `set_checksum_len(if on { 2 } else { 0 })`.
     pub fn set_checksum(&mut self, on: bool) {
-        self.checksum = on;
+        self.set_checksum_len(if on { 2 } else { 0 });
+    }
+
+    /// Sends the low `len` bytes (0, 1 or 2; more counts as 2) of the
+    /// snapshot's checksum in every packet. One byte misses one wrong
+    /// state in 256, two bytes one in 65,536.
+    pub fn set_checksum_len(&mut self, len: usize) {
+        self.checksum_len = len.min(2);
     }
 
     /// The schema.
@@ -419,7 +433,6 @@ impl Encoder {
         }
         self.keyframe = baseline.is_none();
         self.payload.clear();
-        self.planes.clear();
         let limit = self.limits.max_entities_per_section;
         for (i, ((cur, ty), scratch)) in sections
             .clone()
@@ -455,16 +468,19 @@ impl Encoder {
                 (Some(b), _) => b.snapshot.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
-            pipeline::encode_section(
-                ty,
-                &base,
-                &cur,
-                scratch,
-                &mut self.payload,
-                &mut self.planes,
-            );
+            pipeline::encode_section(ty, &self.elements[i], &base, &cur, scratch);
         }
-        self.payload.extend_from_slice(&self.planes);
+        // An empty payload stands for "every section idle".
+        if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
+            self.sink.clear();
+            for (i, s) in self.scratch.iter().enumerate() {
+                tokens::write_meta(&mut self.sink, i, &s.tokens);
+            }
+            for (i, s) in self.scratch.iter().enumerate() {
+                tokens::write_rows(&mut self.sink, i, self.elements[i].len(), &s.tokens);
+            }
+            self.payload.extend_from_slice(self.sink.bytes());
+        }
         if self.payload.len() > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {
                 size: self.payload.len(),
@@ -482,16 +498,21 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         prior: Option<Baseline<'_>>,
     ) {
+        let dictionary_id = self.active_dict().map(|d| d.id);
         let mut h = PacketHeader {
-            schema_id: self.schema.id(),
             sequence,
             baseline: baseline.map(|b| b.sequence),
             prior: prior.map(|p| p.sequence),
-            dictionary: self.active_dict().map(|d| d.id),
-            checksum: None,
+            dictionary: dictionary_id.is_some(),
+            ids: baseline.is_none().then_some(PacketIds {
+                schema_id: self.schema.id(),
+                dictionary_id,
+            }),
+            checksum: Checksum::None,
         };
-        if self.checksum {
-            h.checksum = Some(crate::snapshot::digest_sections(sections, h.checksum_seed()) as u16);
+        if self.checksum_len > 0 {
+            let full = crate::snapshot::digest_sections(sections, h.checksum_seed(dictionary_id));
+            h.checksum = Checksum::of_len(self.checksum_len, full);
         }
         self.header.clear();
         h.write(&mut self.header);
@@ -507,6 +528,9 @@ impl Encoder {
             _ => self.dict.as_ref(),
         };
         let huffman = prepared.and_then(|p| p.huffman.as_deref());
+        if self.payload.is_empty() {
+            return;
+        }
         let coders = Coders {
             zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
             dict: prepared.map(|p| &p.cdict),

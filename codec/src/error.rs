@@ -372,6 +372,11 @@ pub enum DecodeError {
         /// What is wrong.
         error: crate::HuffmanError,
     },
+    /// A block size is 0 or above 8192 (or a last block's body is).
+    BadBlockSize {
+        /// Byte offset of the size field.
+        offset: usize,
+    },
     /// A block header sits past the end of the packet, or no block had the last bit.
     MissingLastBlock,
     /// Bytes follow the last block.
@@ -406,8 +411,43 @@ pub enum DecodeError {
     BadEntitySet {
         /// Section index.
         section: usize,
+    },
+    /// A row's element mask is malformed: a group marked changed with no
+    /// changed element, or a changed entity whose mask changes nothing.
+    BadMask {
+        /// Section index.
+        section: usize,
+        /// Row within the section (changed rows, then spawned rows).
+        row: usize,
+    },
+    /// An element value does not fit: wider than the element, an integral
+    /// float out of range, or a value that leaves the element equal to its
+    /// reference although the mask says it changed.
+    BadValue {
+        /// Section index.
+        section: usize,
+        /// Row within the section.
+        row: usize,
+        /// Element index in the record.
+        element: usize,
+    },
+    /// Unused bits of a bit-packed payload byte are not zero.
+    NonZeroPadding {
         /// Offset within the decoded payload.
         offset: usize,
+    },
+    /// The packet says it was compressed with the dictionary agreed for its
+    /// kind (keyframe or delta), and the decoder has none agreed.
+    NoAgreedDictionary {
+        /// Whether the packet is a keyframe.
+        keyframe: bool,
+    },
+    /// The packet names a dictionary other than the one agreed.
+    DictionaryMismatch {
+        /// The dictionary the decoder agreed to.
+        expected: u32,
+        /// The dictionary the packet names.
+        actual: u32,
     },
     /// An entity id would exceed `u32::MAX`.
     IdOverflow {
@@ -493,6 +533,7 @@ impl fmt::Display for DecodeError {
             Self::Huffman { offset, error } => {
                 write!(f, "Huffman block at offset {offset}: {error}")
             }
+            Self::BadBlockSize { offset } => write!(f, "bad block size at offset {offset}"),
             Self::MissingLastBlock => write!(f, "no block is marked last"),
             Self::TrailingBytes { count } => write!(f, "{count} bytes after the last block"),
             Self::DecodedTooLarge { limit } => {
@@ -509,9 +550,31 @@ impl fmt::Display for DecodeError {
                 f,
                 "section {section} announces {count} entities, limit is {limit}"
             ),
-            Self::BadEntitySet { section, offset } => write!(
+            Self::BadEntitySet { section } => {
+                write!(f, "malformed entity set in section {section}")
+            }
+            Self::BadMask { section, row } => {
+                write!(f, "malformed element mask in section {section}, row {row}")
+            }
+            Self::BadValue {
+                section,
+                row,
+                element,
+            } => write!(
                 f,
-                "malformed entity set in section {section} at payload offset {offset}"
+                "bad value for element {element} in section {section}, row {row}"
+            ),
+            Self::NonZeroPadding { offset } => {
+                write!(f, "non-zero padding bits at payload offset {offset}")
+            }
+            Self::NoAgreedDictionary { keyframe } => write!(
+                f,
+                "packet uses the agreed {} dictionary, none is agreed",
+                if *keyframe { "keyframe" } else { "delta" }
+            ),
+            Self::DictionaryMismatch { expected, actual } => write!(
+                f,
+                "packet names dictionary {actual:#010x}, agreed is {expected:#010x}"
             ),
             Self::IdOverflow { section } => write!(f, "entity id overflow in section {section}"),
             Self::DuplicateEntity { section, id } => {

@@ -1,19 +1,23 @@
-//! The packet header.
+//! The packet header (FORMAT.md, 3.1).
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     version (bits 0-3) | flags (bits 4-7)
+//! 0       1     version (bits 0-3, = 2) | flags (bits 4-7)
 //!                 bit 4 BASELINE    a baseline distance follows
-//!                 bit 5 DICTIONARY  a dictionary id follows
-//!                 bit 6 CHECKSUM    a checksum follows
-//!                 bit 7 PRIOR       a prior baseline distance follows (needs BASELINE)
-//! 1       4     schema id, u32 LE
-//! 5       2     sequence, u16 LE
-//! 7       1-3   baseline distance, varint, 1..=32767 (if BASELINE)
-//! ..      1-3   prior distance from the baseline, varint, 1..=32767 (if PRIOR)
-//! ..      4     dictionary id, u32 LE (if DICTIONARY)
-//! ..      2     checksum of the decoded snapshot, u16 LE (if CHECKSUM)
+//!                 bit 5 DICTIONARY  blocks use the dictionary agreed for the packet's kind
+//!                 bit 6 IDS         the schema id follows (and the dictionary id, with DICTIONARY)
+//!                 bit 7 EXTENDED    an extension byte follows the sequence
+//! 1       2     sequence, u16 LE
+//! 3       1     extension (if EXTENDED): bits 0-1 checksum length (0, 1, 2),
+//!               bit 2 PRIOR (needs BASELINE), bits 3-7 zero
+//! ..      4     schema id, u32 LE (if IDS)
+//! ..      4     dictionary id, u32 LE (if IDS and DICTIONARY)
+//! ..      1-3   baseline distance, varint, 1..=32767 (if BASELINE)
+//! ..      1-3   prior distance from the baseline, varint (if PRIOR)
+//! ..      1-2   checksum of the decoded snapshot, LE (if checksum length > 0)
 //! ```
+//!
+//! A typical delta is 4 bytes: flags, sequence, a one-byte distance.
 
 #![forbid(unsafe_code)]
 
@@ -21,23 +25,76 @@ use crate::error::DecodeError;
 use crate::wire::{put_varint, Reader};
 
 /// The wire format version this crate writes and reads.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
 /// Largest baseline distance (half the sequence space, so wrapping
 /// comparisons stay unambiguous).
 pub const MAX_BASELINE_DISTANCE: u16 = 0x7fff;
 /// Largest header size.
-pub const MAX_HEADER_LEN: usize = 1 + 4 + 2 + 3 + 3 + 4 + 2;
+pub const MAX_HEADER_LEN: usize = 1 + 2 + 1 + 4 + 4 + 3 + 3 + 2;
 
 const FLAG_BASELINE: u8 = 0x10;
 const FLAG_DICTIONARY: u8 = 0x20;
-const FLAG_CHECKSUM: u8 = 0x40;
-const FLAG_PRIOR: u8 = 0x80;
+const FLAG_IDS: u8 = 0x40;
+const FLAG_EXTENDED: u8 = 0x80;
+const EXT_CHECKSUM: u8 = 0x03;
+const EXT_PRIOR: u8 = 0x04;
+
+/// The checksum a packet carries, if any: the low 8 or 16 bits of the
+/// decoded snapshot's checksum ([`Snapshot::checksum`](crate::Snapshot::checksum)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Checksum {
+    /// No checksum.
+    #[default]
+    None,
+    /// One byte.
+    U8(u8),
+    /// Two bytes.
+    U16(u16),
+}
+
+impl Checksum {
+    /// Its length in bytes (0, 1 or 2).
+    pub fn len(self) -> usize {
+        match self {
+            Checksum::None => 0,
+            Checksum::U8(_) => 1,
+            Checksum::U16(_) => 2,
+        }
+    }
+
+    /// Whether there is no checksum.
+    pub fn is_none(self) -> bool {
+        self == Checksum::None
+    }
+
+    /// The checksum of `len` bytes (0, 1 or 2; more counts as 2) of `full`.
+    pub fn of_len(len: usize, full: u64) -> Self {
+        match len {
+            0 => Checksum::None,
+            1 => Checksum::U8(full as u8),
+            _ => Checksum::U16(full as u16),
+        }
+    }
+
+    /// Whether `full` (a [`Snapshot::checksum`](crate::Snapshot::checksum)
+    /// before truncation) agrees with this checksum.
+    pub fn matches(self, full: u64) -> bool {
+        self == Self::of_len(self.len(), full)
+    }
+}
+
+/// The ids a packet may carry so that a decoder can check them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PacketIds {
+    /// Schema id of the sender.
+    pub schema_id: u32,
+    /// Id of the dictionary the blocks use, if the packet uses one.
+    pub dictionary_id: Option<u32>,
+}
 
 /// A parsed packet header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PacketHeader {
-    /// Schema id of the sender.
-    pub schema_id: u32,
     /// Sequence of this snapshot.
     pub sequence: u16,
     /// Sequence of the baseline it is a delta against, if any.
@@ -46,11 +103,14 @@ pub struct PacketHeader {
     /// fields coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict).
     /// Only with a baseline.
     pub prior: Option<u16>,
-    /// Dictionary the blocks were compressed with, if any.
-    pub dictionary: Option<u32>,
-    /// Checksum of the snapshot the packet decodes to, if sent
-    /// (see [`Snapshot::checksum`](crate::Snapshot::checksum)).
-    pub checksum: Option<u16>,
+    /// Whether the blocks use a dictionary: the one `ids` names, or else
+    /// the one agreed for the packet's kind (keyframe or delta).
+    pub dictionary: bool,
+    /// The schema and dictionary ids, if sent. Encoders send them on every
+    /// keyframe, so a decoder with another schema says so at once.
+    pub ids: Option<PacketIds>,
+    /// Checksum of the snapshot the packet decodes to, if sent.
+    pub checksum: Checksum,
 }
 
 impl PacketHeader {
@@ -68,11 +128,30 @@ impl PacketHeader {
             return Err(DecodeError::UnsupportedVersion { version });
         }
         let flags = b0 & 0xf0;
-        if flags & FLAG_PRIOR != 0 && flags & FLAG_BASELINE == 0 {
-            return Err(DecodeError::ReservedBits { flags });
-        }
-        let schema_id = r.u32_le()?;
         let sequence = r.u16_le()?;
+        let ext = if flags & FLAG_EXTENDED != 0 {
+            let e = r.u8()?;
+            if e & !(EXT_CHECKSUM | EXT_PRIOR) != 0
+                || e & EXT_CHECKSUM == 3
+                || (e & EXT_PRIOR != 0 && flags & FLAG_BASELINE == 0)
+            {
+                return Err(DecodeError::ReservedBits { flags: e });
+            }
+            e
+        } else {
+            0
+        };
+        let dictionary = flags & FLAG_DICTIONARY != 0;
+        let ids = if flags & FLAG_IDS != 0 {
+            let schema_id = r.u32_le()?;
+            let dictionary_id = if dictionary { Some(r.u32_le()?) } else { None };
+            Some(PacketIds {
+                schema_id,
+                dictionary_id,
+            })
+        } else {
+            None
+        };
         let baseline = if flags & FLAG_BASELINE != 0 {
             let start = r.pos();
             let d = r.varint()?;
@@ -87,7 +166,7 @@ impl PacketHeader {
             None
         };
         let prior = match baseline {
-            Some(b) if flags & FLAG_PRIOR != 0 => {
+            Some(b) if ext & EXT_PRIOR != 0 => {
                 let start = r.pos();
                 let d = r.varint()?;
                 if d == 0 {
@@ -102,22 +181,17 @@ impl PacketHeader {
             }
             _ => None,
         };
-        let dictionary = if flags & FLAG_DICTIONARY != 0 {
-            Some(r.u32_le()?)
-        } else {
-            None
-        };
-        let checksum = if flags & FLAG_CHECKSUM != 0 {
-            Some(r.u16_le()?)
-        } else {
-            None
+        let checksum = match ext & EXT_CHECKSUM {
+            0 => Checksum::None,
+            1 => Checksum::U8(r.u8()?),
+            _ => Checksum::U16(r.u16_le()?),
         };
         Ok(Self {
-            schema_id,
             sequence,
             baseline,
             prior,
             dictionary,
+            ids,
             checksum,
         })
     }
@@ -129,45 +203,54 @@ impl PacketHeader {
 
     /// Appends the header. A baseline more than 32767 sequences back (or
     /// equal to the sequence) cannot be expressed; the encoder checks that.
+    /// A dictionary id in `ids` is written only when `dictionary` is set.
     pub fn write(&self, out: &mut Vec<u8>) {
         let mut b0 = FORMAT_VERSION;
+        let prior = self.baseline.and(self.prior);
+        let ext = self.checksum.len() as u8 | if prior.is_some() { EXT_PRIOR } else { 0 };
         if self.baseline.is_some() {
             b0 |= FLAG_BASELINE;
         }
-        if self.dictionary.is_some() {
+        if self.dictionary {
             b0 |= FLAG_DICTIONARY;
         }
-        if self.checksum.is_some() {
-            b0 |= FLAG_CHECKSUM;
+        if self.ids.is_some() {
+            b0 |= FLAG_IDS;
         }
-        let prior = self.baseline.and(self.prior);
-        if prior.is_some() {
-            b0 |= FLAG_PRIOR;
+        if ext != 0 {
+            b0 |= FLAG_EXTENDED;
         }
         out.push(b0);
-        out.extend_from_slice(&self.schema_id.to_le_bytes());
         out.extend_from_slice(&self.sequence.to_le_bytes());
+        if ext != 0 {
+            out.push(ext);
+        }
+        if let Some(ids) = self.ids {
+            out.extend_from_slice(&ids.schema_id.to_le_bytes());
+            if self.dictionary {
+                out.extend_from_slice(&ids.dictionary_id.unwrap_or(0).to_le_bytes());
+            }
+        }
         if let Some(d) = self.baseline_distance() {
             put_varint(out, u32::from(d));
         }
         if let (Some(b), Some(p)) = (self.baseline, prior) {
             put_varint(out, u32::from(b.wrapping_sub(p)));
         }
-        if let Some(id) = self.dictionary {
-            out.extend_from_slice(&id.to_le_bytes());
-        }
-        if let Some(c) = self.checksum {
-            out.extend_from_slice(&c.to_le_bytes());
+        match self.checksum {
+            Checksum::None => {}
+            Checksum::U8(c) => out.push(c),
+            Checksum::U16(c) => out.extend_from_slice(&c.to_le_bytes()),
         }
     }
 
-    /// The seed binding a checksum to this packet's baseline and dictionary.
-    pub fn checksum_seed(&self) -> u64 {
+    /// The seed binding a checksum to what the packet was decoded against:
+    /// its baseline, prior and the dictionary used (`dictionary_id`).
+    pub fn checksum_seed(&self, dictionary_id: Option<u32>) -> u64 {
         let base = self.baseline.map_or(0x1_0000, u64::from);
-        let dict = self
-            .dictionary
-            .map_or(0, |d| (1 << 17) | (u64::from(d) << 32));
-        base | dict
+        let dict = dictionary_id.map_or(0, |d| (1 << 17) | (u64::from(d) << 32));
+        let prior = self.prior.map_or(0, |p| (u64::from(p) + 1).rotate_left(47));
+        (base | dict) ^ prior
     }
 }
 
@@ -178,10 +261,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x4000), pdist in proptest::option::of(1u16..=0x3fff), dictionary: Option<u32>, checksum: Option<u16>) {
+        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x4000), pdist in proptest::option::of(1u16..=0x3fff), dictionary: bool, dictionary_id: u32, send_ids: bool, checksum in 0usize..3, sum: u16) {
             let baseline = dist.map(|d| sequence.wrapping_sub(d));
             let prior = baseline.and_then(|b| pdist.map(|p| b.wrapping_sub(p)));
-            let h = PacketHeader { schema_id, sequence, baseline, prior, dictionary, checksum };
+            let ids = send_ids.then_some(PacketIds { schema_id, dictionary_id: dictionary.then_some(dictionary_id) });
+            let h = PacketHeader { sequence, baseline, prior, dictionary, ids, checksum: Checksum::of_len(checksum, u64::from(sum)) };
             let mut out = Vec::new();
             h.write(&mut out);
             prop_assert!(out.len() <= MAX_HEADER_LEN);
@@ -191,7 +275,7 @@ mod tests {
         }
 
         #[test]
-        fn parse_then_write_is_identity(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+        fn parse_then_write_is_identity(bytes in proptest::collection::vec(any::<u8>(), 0..20)) {
             if let Ok((h, n)) = PacketHeader::parse(&bytes) {
                 let mut out = Vec::new();
                 h.write(&mut out);
@@ -201,39 +285,62 @@ mod tests {
     }
 
     #[test]
+    fn typical_delta_is_four_bytes() {
+        let h = PacketHeader {
+            sequence: 0x0102,
+            baseline: Some(0x00ff),
+            prior: None,
+            dictionary: true,
+            ids: None,
+            checksum: Checksum::None,
+        };
+        let mut out = Vec::new();
+        h.write(&mut out);
+        assert_eq!(out, [0x32, 0x02, 0x01, 0x03]);
+    }
+
+    #[test]
     fn rejects() {
         assert_eq!(
-            PacketHeader::parse(&[0x02, 0, 0, 0, 0, 0, 0]),
-            Err(DecodeError::UnsupportedVersion { version: 2 })
+            PacketHeader::parse(&[0x01, 0, 0]),
+            Err(DecodeError::UnsupportedVersion { version: 1 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x81, 0, 0, 0, 0, 0, 0]),
-            Err(DecodeError::ReservedBits { flags: 0x80 }),
+            PacketHeader::parse(&[0x82, 0, 0, 0x04]),
+            Err(DecodeError::ReservedBits { flags: 0x04 }),
             "PRIOR without BASELINE"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x91, 0, 0, 0, 0, 0, 0x40, 0xff, 0xff, 0x01, 0x02]),
-            Err(DecodeError::BadVarint { offset: 10 }),
+            PacketHeader::parse(&[0x82, 0, 0, 0x03]),
+            Err(DecodeError::ReservedBits { flags: 0x03 }),
+            "checksum length 3"
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x82, 0, 0, 0x08]),
+            Err(DecodeError::ReservedBits { flags: 0x08 })
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x92, 0, 0x40, 0x04, 0xff, 0xff, 0x01, 0x02]),
+            Err(DecodeError::BadVarint { offset: 7 }),
             "prior more than 32767 behind the packet"
         );
-        // Found by fuzzing: a prior distance near u32::MAX must not overflow.
         assert_eq!(
-            PacketHeader::parse(&[0x91, 0, 0, 0, 0, 0, 0, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f]),
-            Err(DecodeError::BadVarint { offset: 8 })
+            PacketHeader::parse(&[0x92, 0, 0, 0x04, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+            Err(DecodeError::BadVarint { offset: 5 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0]),
+            PacketHeader::parse(&[0x12, 5, 0, 0]),
             Err(DecodeError::BadBaselineDistance)
         );
         assert_eq!(
-            PacketHeader::parse(&[0x11, 0, 0, 0, 0, 5, 0, 0x80, 0x80, 0x02]),
-            Err(DecodeError::BadVarint { offset: 7 })
+            PacketHeader::parse(&[0x12, 5, 0, 0x80, 0x80, 0x02]),
+            Err(DecodeError::BadVarint { offset: 3 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x21, 0, 0, 0, 0, 5, 0, 1, 2]),
+            PacketHeader::parse(&[0x62, 5, 0, 1, 2, 3, 4, 5]),
             Err(DecodeError::Truncated {
                 offset: 7,
-                needed: 2
+                needed: 3
             })
         );
     }

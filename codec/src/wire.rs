@@ -21,6 +21,16 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
+/// Appends `v` as a minimal LEB128 varint of at most 10 bytes.
+#[inline]
+pub(crate) fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 /// Number of bytes `put_varint` writes for `v`.
 #[inline]
 pub(crate) fn varint_len(v: u32) -> usize {
@@ -116,6 +126,35 @@ impl<'a> Reader<'a> {
         }
         Err(DecodeError::BadVarint { offset: start })
     }
+
+    /// Reads a minimal LEB128 `u64` (at most 10 bytes).
+    #[inline]
+    pub(crate) fn varint64(&mut self) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        // Fast path: one byte.
+        if let Some(&b) = self.data.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        let mut v: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8()?;
+            let bits = u64::from(b & 0x7f);
+            if i == 9 && bits > 1 {
+                return Err(DecodeError::BadVarint { offset: start });
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                if i > 0 && bits == 0 {
+                    return Err(DecodeError::BadVarint { offset: start });
+                }
+                return Ok(v);
+            }
+        }
+        Err(DecodeError::BadVarint { offset: start })
+    }
 }
 
 #[cfg(test)]
@@ -133,6 +172,35 @@ mod tests {
             prop_assert_eq!(r.varint().unwrap(), v);
             prop_assert_eq!(r.remaining(), 0);
         }
+    }
+
+    proptest! {
+        #[test]
+        fn varint64_roundtrip(v: u64) {
+            let mut out = Vec::new();
+            put_varint64(&mut out, v);
+            let mut r = Reader::new(&out);
+            prop_assert_eq!(r.varint64().unwrap(), v);
+            prop_assert_eq!(r.remaining(), 0);
+        }
+    }
+
+    #[test]
+    fn varint64_rejects_bad_forms() {
+        for bad in [
+            &[0x80, 0x00][..],
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02][..],
+            &[
+                0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
+            ][..],
+        ] {
+            assert_eq!(
+                Reader::new(bad).varint64(),
+                Err(DecodeError::BadVarint { offset: 0 })
+            );
+        }
+        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
+        assert_eq!(Reader::new(&max).varint64(), Ok(u64::MAX));
     }
 
     #[test]

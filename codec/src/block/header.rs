@@ -2,10 +2,10 @@
 
 #![forbid(unsafe_code)]
 
-/// Most content bytes one block carries (13-bit size field, stored minus one).
+/// Most content bytes one block carries.
 pub const MAX_BLOCK_CONTENT: usize = 8192;
-/// Bytes of block header.
-pub const BLOCK_HEADER_LEN: usize = 2;
+/// Largest block header: the type byte and a 2-byte size.
+pub const BLOCK_HEADER_LEN: usize = 3;
 
 /// The `Block_Type` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,39 +22,84 @@ pub enum BlockType {
 }
 
 /// A parsed block header.
+///
+/// ```text
+/// byte 0   bit 0 Last_Block, bits 1-2 Block_Type, bits 3-7 zero
+/// not last: u16 LE Block_Size - 1 (1..=8192)
+/// last, RLE: varint Block_Size (1..=8192)
+/// last, other types: nothing; the body is the rest of the packet
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockHeader {
     /// Whether this is the packet's final block.
     pub last: bool,
     /// How the block is stored.
     pub block_type: BlockType,
-    /// Content bytes (raw, RLE) or compressed bytes (zstd), 1..=8192.
+    /// Content bytes (raw, RLE) or compressed bytes (zstd, Huffman),
+    /// 1..=8192. Not written for the last block, except an RLE block's.
     pub size: usize,
 }
 
 impl BlockHeader {
-    /// Packs the header; `size` must be 1..=8192.
-    pub fn to_bytes(self) -> [u8; 2] {
+    /// Appends the header; `size` must be 1..=8192.
+    pub fn write(self, out: &mut Vec<u8>) {
         debug_assert!((1..=MAX_BLOCK_CONTENT).contains(&self.size));
-        let v = u16::from(self.last)
-            | ((self.block_type as u16) << 1)
-            | (((self.size - 1) as u16) << 3);
-        v.to_le_bytes()
+        out.push(u8::from(self.last) | ((self.block_type as u8) << 1));
+        match (self.last, self.block_type) {
+            (false, _) => out.extend_from_slice(&((self.size - 1) as u16).to_le_bytes()),
+            (true, BlockType::Rle) => crate::wire::put_varint(out, self.size as u32),
+            (true, _) => {}
+        }
     }
 
-    /// Unpacks a header; every 16-bit value is a valid header.
-    pub fn from_bytes(b: [u8; 2]) -> Self {
-        let v = u16::from_le_bytes(b);
-        let block_type = match (v >> 1) & 3 {
+    /// Reads a header; `remaining` is what follows it in the packet (the
+    /// last block's body, for types other than RLE).
+    pub(crate) fn read(r: &mut crate::wire::Reader<'_>) -> Result<Self, crate::DecodeError> {
+        use crate::DecodeError;
+        let b = r.u8()?;
+        if b & 0xf8 != 0 {
+            return Err(DecodeError::ReservedBits { flags: b });
+        }
+        let last = b & 1 == 1;
+        let block_type = match (b >> 1) & 3 {
             0 => BlockType::Raw,
             1 => BlockType::Rle,
             2 => BlockType::Zstd,
             _ => BlockType::Huffman,
         };
-        Self {
-            last: v & 1 == 1,
+        let at = r.pos();
+        let size = match (last, block_type) {
+            (false, _) => {
+                let v = usize::from(r.u16_le()?) + 1;
+                if v > MAX_BLOCK_CONTENT {
+                    return Err(DecodeError::BadBlockSize { offset: at });
+                }
+                v
+            }
+            (true, BlockType::Rle) => {
+                let v = r.varint()? as usize;
+                if v == 0 || v > MAX_BLOCK_CONTENT {
+                    return Err(DecodeError::BadBlockSize { offset: at });
+                }
+                v
+            }
+            (true, _) => {
+                if r.remaining() == 0 {
+                    return Err(DecodeError::Truncated {
+                        offset: at,
+                        needed: 1,
+                    });
+                }
+                if r.remaining() > MAX_BLOCK_CONTENT {
+                    return Err(DecodeError::BadBlockSize { offset: at });
+                }
+                r.remaining()
+            }
+        };
+        Ok(Self {
+            last,
             block_type,
-            size: usize::from(v >> 3) + 1,
-        }
+            size,
+        })
     }
 }

@@ -79,6 +79,12 @@ pub(crate) fn max_blocks_len(payload_len: usize) -> usize {
     payload_len + blocks * BLOCK_HEADER_LEN
 }
 
+/// The block header bytes of `out` at `at` (for tests).
+#[cfg(test)]
+fn header_at(out: &[u8], at: usize) -> BlockHeader {
+    BlockHeader::read(&mut Reader::new(&out[at..])).unwrap()
+}
+
 /// The entropy coders a block may use.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Coders<'a> {
@@ -113,7 +119,7 @@ pub(crate) fn encode_blocks<B: Backend>(
             size,
         };
         if chunk.len() > 1 && chunk.iter().all(|&b| b == chunk[0]) {
-            out.extend_from_slice(&header(BlockType::Rle, chunk.len()).to_bytes());
+            header(BlockType::Rle, chunk.len()).write(out);
             out.push(chunk[0]);
             continue;
         }
@@ -133,15 +139,15 @@ pub(crate) fn encode_blocks<B: Backend>(
         };
         match (zstd, huff) {
             (Some(n), _) => {
-                out.extend_from_slice(&header(BlockType::Zstd, n).to_bytes());
+                header(BlockType::Zstd, n).write(out);
                 out.extend_from_slice(&scratch[..n]);
             }
             (None, Some((t, n))) => {
-                out.extend_from_slice(&header(BlockType::Huffman, n).to_bytes());
+                header(BlockType::Huffman, n).write(out);
                 t.encode(chunk, out);
             }
             (None, None) => {
-                out.extend_from_slice(&header(BlockType::Raw, chunk.len()).to_bytes());
+                header(BlockType::Raw, chunk.len()).write(out);
                 out.extend_from_slice(chunk);
             }
         }
@@ -164,8 +170,7 @@ pub(crate) fn decode_blocks<B: Backend>(
             return Err(DecodeError::MissingLastBlock);
         }
         let at = r.pos();
-        let h = r.bytes(BLOCK_HEADER_LEN)?;
-        let h = BlockHeader::from_bytes([h[0], h[1]]);
+        let h = BlockHeader::read(r)?;
         let room = max_decoded - out.len();
         match h.block_type {
             BlockType::Raw => {
@@ -263,32 +268,53 @@ mod tests {
 
     #[test]
     fn header_bits() {
+        let mut out = Vec::new();
         let h = BlockHeader {
-            last: true,
+            last: false,
             block_type: BlockType::Zstd,
             size: 8192,
         };
-        assert_eq!(h.to_bytes(), [0xfd, 0xff]);
-        assert_eq!(BlockHeader::from_bytes([0xfd, 0xff]), h);
-        let h = BlockHeader {
-            last: false,
+        h.write(&mut out);
+        assert_eq!(out, [0x04, 0xff, 0x1f]);
+        assert_eq!(header_at(&out, 0), h);
+        out.clear();
+        BlockHeader {
+            last: true,
+            block_type: BlockType::Rle,
+            size: 300,
+        }
+        .write(&mut out);
+        assert_eq!(out, [0x03, 0xac, 0x02]);
+        out.clear();
+        BlockHeader {
+            last: true,
             block_type: BlockType::Raw,
-            size: 1,
-        };
-        assert_eq!(h.to_bytes(), [0, 0]);
+            size: 5,
+        }
+        .write(&mut out);
+        assert_eq!(
+            out,
+            [0x01],
+            "the last block's size is the rest of the packet"
+        );
     }
 
     proptest! {
         #[test]
-        fn header_roundtrip(v: u16) {
-            let h = BlockHeader::from_bytes(v.to_le_bytes());
-            prop_assert_eq!(u16::from_le_bytes(h.to_bytes()), v);
+        fn header_roundtrip(last: bool, ty in 0u8..4, size in 1usize..=8192) {
+            let block_type = [BlockType::Raw, BlockType::Rle, BlockType::Zstd, BlockType::Huffman][usize::from(ty)];
+            let h = BlockHeader { last, block_type, size };
+            let mut out = Vec::new();
+            h.write(&mut out);
+            if last && block_type != BlockType::Rle {
+                out.resize(out.len() + size, 0);
+            }
+            prop_assert_eq!(header_at(&out, 0), h);
         }
 
         #[test]
         fn blocks_roundtrip(payload in proptest::collection::vec(0u8..4, 1..20000)) {
             let out = roundtrip(&payload);
-            // Never larger than the input plus 2 bytes per block.
             prop_assert!(out.len() <= max_blocks_len(payload.len()));
         }
     }
@@ -297,22 +323,19 @@ mod tests {
     fn kinds_chosen() {
         // RLE: 3 bytes for 100 zeros.
         assert_eq!(roundtrip(&[0; 100]).len(), 3);
-        // Incompressible: raw, +2 bytes.
+        // Incompressible: raw, +1 byte.
         let noise: Vec<u8> = (0..200u32)
             .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
             .collect();
-        assert_eq!(roundtrip(&noise).len(), 202);
+        assert_eq!(roundtrip(&noise).len(), 201);
         // Compressible: zstd.
         let text: Vec<u8> = b"abcdefgh".iter().cycle().take(3000).copied().collect();
         let out = roundtrip(&text);
         assert!(out.len() < 100);
-        assert_eq!(
-            BlockHeader::from_bytes([out[0], out[1]]).block_type,
-            BlockType::Zstd
-        );
-        // 20000 bytes need 3 blocks.
+        assert_eq!(header_at(&out, 0).block_type, BlockType::Zstd);
+        // 20000 bytes need 3 blocks: two of 3 + 1 bytes, the last 3 + 1.
         let out = roundtrip(&vec![7; 20000]);
-        assert_eq!(out.len(), 9);
+        assert_eq!(out.len(), 12);
     }
 
     #[test]
@@ -325,30 +348,53 @@ mod tests {
         assert_eq!(dec(&[], 100), Err(DecodeError::MissingLastBlock));
         // not-last raw block of 1 byte, then nothing
         assert_eq!(
-            dec(&[0x00, 0x00, 0xaa], 100),
+            dec(&[0x00, 0x00, 0x00, 0xaa], 100),
             Err(DecodeError::MissingLastBlock)
         );
         assert_eq!(
-            dec(&[0x07, 0x00, 0x01], 100),
+            dec(&[0x07, 0x01], 100),
             Err(DecodeError::MissingHuffmanTable { offset: 0 })
         );
         assert_eq!(
-            dec(&[0x01, 0x00, 0xaa, 0xbb], 100),
+            dec(&[0x03, 0x02, 0xaa, 0xbb], 100),
             Err(DecodeError::TrailingBytes { count: 1 })
         );
         // RLE of 8192 bytes against a 100-byte limit
         assert_eq!(
-            dec(&[0xfb, 0xff, 0x00], 100),
+            dec(&[0x03, 0x80, 0x40, 0x00], 100),
             Err(DecodeError::DecodedTooLarge { limit: 100 })
         );
+        assert_eq!(
+            dec(&[0x03, 0x81, 0x40, 0x00], 100000),
+            Err(DecodeError::BadBlockSize { offset: 1 })
+        );
+        assert_eq!(
+            dec(&[0x03, 0x00, 0x00], 100000),
+            Err(DecodeError::BadBlockSize { offset: 1 })
+        );
+        assert_eq!(
+            dec(&[0x02, 0x00, 0x20, 0x00], 100000),
+            Err(DecodeError::BadBlockSize { offset: 1 })
+        );
+        assert_eq!(
+            dec(&[0x09, 0xaa], 100),
+            Err(DecodeError::ReservedBits { flags: 0x09 })
+        );
         assert!(matches!(
-            dec(&[0x0d, 0x00, 0xde, 0xad], 100000),
+            dec(&[0x05, 0xde, 0xad], 100000),
             Err(DecodeError::Zstd { offset: 0, .. })
         ));
         assert_eq!(
-            dec(&[0x09, 0x00, 0xaa], 100),
+            dec(&[0x01], 100),
             Err(DecodeError::Truncated {
-                offset: 2,
+                offset: 1,
+                needed: 1
+            })
+        );
+        assert_eq!(
+            dec(&[0x00, 0x01, 0x00, 0xaa], 100),
+            Err(DecodeError::Truncated {
+                offset: 3,
                 needed: 1
             })
         );
@@ -385,10 +431,7 @@ mod tests {
             huff.len()
         );
         assert!(huff.len() < payload.len() / 3, "{}", huff.len());
-        assert_eq!(
-            BlockHeader::from_bytes([huff[0], huff[1]]).block_type,
-            BlockType::Huffman
-        );
+        assert_eq!(header_at(&huff, 0).block_type, BlockType::Huffman);
         let mut back = Vec::new();
         decode_blocks(
             &mut z,
@@ -419,7 +462,8 @@ mod tests {
                 block_type: BlockType::Huffman,
                 size: body.len(),
             };
-            let mut b = h.to_bytes().to_vec();
+            let mut b = Vec::new();
+            h.write(&mut b);
             b.extend_from_slice(body);
             let mut o = Vec::new();
             decode_blocks(

@@ -32,6 +32,9 @@ pub struct DictionarySets {
     /// One decoder per schema id, holding every dictionary of the sets with
     /// that schema. Built on first use, dropped when the sets change.
     decoders: HashMap<u32, Decoder>,
+    /// The set of the latest packet that named its ids (a keyframe): the
+    /// one deltas, which name none, are decoded with.
+    current: Option<u32>,
 }
 
 impl DictionarySets {
@@ -118,17 +121,31 @@ impl DictionarySets {
     /// without dictionary the first set with its schema id.
     pub fn for_packet(&self, packet: &[u8]) -> Result<&DictionarySet, DictSetError> {
         let (h, _) = PacketHeader::parse(packet).map_err(DictSetError::Decode)?;
-        self.for_header(&h)
+        Ok(&self.sets[self.for_header(&h)?])
     }
 
-    fn for_header(&self, h: &PacketHeader) -> Result<&DictionarySet, DictSetError> {
-        match h.dictionary {
-            Some(id) => self.by_dictionary(id),
+    /// The index of the set a packet with header `h` was made with.
+    fn for_header(&self, h: &PacketHeader) -> Result<usize, DictSetError> {
+        match h.ids {
+            Some(ids) => match ids.dictionary_id {
+                Some(id) => self
+                    .sets
+                    .iter()
+                    .position(|s| s.dictionaries().iter().any(|(_, d)| d.id() == id))
+                    .ok_or(DictSetError::UnknownDictionary { id }),
+                None => self
+                    .sets
+                    .iter()
+                    .position(|s| s.schema().id() == ids.schema_id)
+                    .ok_or(DictSetError::UnknownSchema { id: ids.schema_id }),
+            },
+            // Deltas name no ids: they continue the latest keyframe's set.
             None => self
-                .sets
-                .iter()
-                .find(|s| s.schema().id() == h.schema_id)
-                .ok_or(DictSetError::UnknownSchema { id: h.schema_id }),
+                .current
+                .and_then(|id| self.sets.iter().position(|s| s.id() == id))
+                .ok_or(DictSetError::Decode(
+                    crate::DecodeError::NoAgreedDictionary { keyframe: false },
+                )),
         }
     }
 
@@ -152,13 +169,15 @@ impl DictionarySets {
         prior: Option<Baseline<'_>>,
     ) -> Result<(PacketHeader, Snapshot), DictSetError> {
         let (h, _) = PacketHeader::parse(packet).map_err(DictSetError::Decode)?;
-        let set = self.for_header(&h)?;
+        let set = &self.sets[self.for_header(&h)?];
         let schema_id = set.schema().id();
-        if h.schema_id != schema_id {
-            return Err(DictSetError::Decode(crate::DecodeError::SchemaMismatch {
-                expected: schema_id,
-                actual: h.schema_id,
-            }));
+        if let Some(ids) = h.ids {
+            if ids.schema_id != schema_id {
+                return Err(DictSetError::Decode(crate::DecodeError::SchemaMismatch {
+                    expected: schema_id,
+                    actual: ids.schema_id,
+                }));
+            }
         }
         if !self.decoders.contains_key(&schema_id) {
             let mut d = Decoder::new(set.schema().clone());
@@ -167,6 +186,11 @@ impl DictionarySets {
             }
             self.decoders.insert(schema_id, d);
         }
+        let set_id = set.id();
+        if let Some(d) = self.decoders.get_mut(&schema_id) {
+            set.agree(d)?;
+        }
+        self.current = Some(set_id);
         let mut out = Snapshot::default();
         match self.decoders.get_mut(&schema_id) {
             Some(d) => d

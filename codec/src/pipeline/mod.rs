@@ -1,30 +1,34 @@
-//! The transforms between a section and its share of the payload, each in
-//! its own module with its inverse:
+//! The transforms between a section and its share of the payload:
 //!
-//! 1. [`align`]: match entities with the baseline by id (removed, changed, spawned);
-//!    [`subset`] and [`ids`] code those sets.
-//! 2. [`delta`]: each changed record against its baseline record, each
+//! 1. [`align`]: match entities with the baseline by id (removed, changed,
+//!    spawned).
+//! 2. [`values`]: each changed record against its baseline record, each
 //!    spawned record against the previous spawned one (the first against the
-//!    type's default record), per field operator.
-//! 3. [`soa`]: rows of deltas to one column per field.
-//! 4. [`planes`]: each column to byte planes, significance-major.
-//!
-//! Delta runs before the transposition because the `Int` operator works on
-//! whole values; the byte-wise operators give the same bytes either way.
+//!    type's default record), element by element: which elements changed,
+//!    and each changed element's kind and value.
+//! 3. [`tokens`]: all of that as one [`SectionTokens`] per section, walked
+//!    in wire order into a [`TokenSink`] (and read back from a
+//!    [`TokenSource`] by [`decode_section`]).
+//! 4. [`layout`]: the zstd path's sink and source, which write the walk as
+//!    bytes.
 
 #![forbid(unsafe_code)]
 
 pub(crate) mod align;
 pub(crate) mod delta;
 pub(crate) mod ids;
+pub(crate) mod layout;
 pub(crate) mod planes;
 pub(crate) mod soa;
 pub(crate) mod subset;
+pub(crate) mod tokens;
+pub(crate) mod values;
 
 use crate::error::DecodeError;
 use crate::schema::EntityType;
 use crate::snapshot::{Section, SectionRef};
-use crate::wire::Reader;
+pub use tokens::{SectionTokens, Token, TokenSink, TokenSource};
+use values::{Element, Kind};
 
 /// Writes into `out` the baseline section as predicted from `b0` and the
 /// older prior `b1`: every entity of `b0`, with its [`DeltaOp::Predict`]
@@ -67,181 +71,220 @@ pub(crate) fn predict_section(
 #[derive(Debug, Default)]
 pub(crate) struct EncodeScratch {
     align: align::Alignment,
-    rows: Vec<u8>,
-    cols: Vec<u8>,
+    /// The section's tokens for the packet being built.
+    pub(crate) tokens: SectionTokens,
 }
 
-/// Appends the section's entity sets to `meta` and its planes to `planes`.
+/// Appends to `t` one row: the elements of `cur` that differ from `reference`.
+#[inline]
+fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut SectionTokens) {
+    for (i, &e) in elements.iter().enumerate() {
+        if values::differs(e, cur, reference) {
+            let (kind, value) = values::encode(e, cur, reference);
+            t.elems.push(Token {
+                element: i as u32,
+                kind,
+                value,
+            });
+        }
+    }
+    t.row_end.push(t.elems.len() as u32);
+}
+
+/// Fills `s.tokens` with the section `cur` coded against `base`.
 pub(crate) fn encode_section(
     ty: &EntityType,
+    elements: &[Element],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
     s: &mut EncodeScratch,
-    meta: &mut Vec<u8>,
-    planes: &mut Vec<u8>,
 ) {
     align::align(base, cur, &mut s.align);
-    let a = &s.align;
-    subset::encode(base.len(), &a.removed, meta);
-    subset::encode(a.kept, &a.changed, meta);
-    ids::encode(a.spawned.iter().map(|&j| cur.ids()[j as usize]), meta);
-
-    let rs = ty.record_size();
-    let n = a.changed_rows.len() + a.spawned.len();
-    s.rows.resize(n * rs, 0);
-    let mut rows = s.rows.chunks_exact_mut(rs);
-    for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
-        delta::encode(
-            ty.spans(),
+    let (a, t) = (&s.align, &mut s.tokens);
+    t.clear();
+    t.base_len = base.len();
+    t.removed.extend_from_slice(&a.removed);
+    t.changed.extend_from_slice(&a.changed);
+    t.spawned
+        .extend(a.spawned.iter().map(|&j| cur.ids()[j as usize]));
+    for &(ci, bi) in &a.changed_rows {
+        encode_row(
+            elements,
             cur.record(ci as usize),
             base.record(bi as usize),
-            row,
+            t,
         );
     }
     let mut prev = ty.default_record();
-    for (&j, row) in a.spawned.iter().zip(&mut rows) {
+    for &j in &a.spawned {
         let rec = cur.record(j as usize);
-        delta::encode(ty.spans(), rec, prev, row);
+        encode_row(elements, rec, prev, t);
         prev = rec;
     }
-    s.cols.resize(n * rs, 0);
-    soa::to_columns(&s.rows, n, rs, ty.columns(), &mut s.cols);
-    let start = planes.len();
-    planes.resize(start + n * rs, 0);
-    planes::split_all(ty.planes(), &s.cols, n, &mut planes[start..]);
 }
 
-/// The entity sets of one section as read from the payload.
+/// Decoder scratch, reused between packets.
 #[derive(Debug, Default)]
-pub(crate) struct SectionMeta {
-    removed: Vec<u32>,
+pub(crate) struct DecodeScratch {
+    prev: Vec<u8>,
+    groups: Vec<bool>,
     changed: Vec<u32>,
-    spawned: Vec<u32>,
-    kept: Vec<u32>,
+    spawn_records: Vec<u8>,
+    ids: Vec<u32>,
+    records: Vec<u8>,
 }
 
-impl SectionMeta {
-    /// Rows of plane data the section carries.
-    pub(crate) fn rows(&self) -> usize {
-        self.changed.len() + self.spawned.len()
-    }
-}
-
-/// Reads one section's entity sets, refusing more than `max_entities`.
-pub(crate) fn decode_meta(
+/// Reads one row from `src`: writes `reference` with the row's changes
+/// applied into `out`.
+#[allow(clippy::too_many_arguments)]
+fn decode_row(
+    src: &mut impl TokenSource,
     section: usize,
-    base_len: usize,
-    max_entities: usize,
-    r: &mut Reader<'_>,
-    m: &mut SectionMeta,
+    row: usize,
+    spawned: bool,
+    elements: &[Element],
+    reference: &[u8],
+    s_groups: &mut Vec<bool>,
+    s_changed: &mut Vec<u32>,
+    out: &mut [u8],
 ) -> Result<(), DecodeError> {
-    let bad = |r: &Reader<'_>| DecodeError::BadEntitySet {
-        section,
-        offset: r.pos(),
-    };
-    subset::decode(r, base_len, &mut m.removed).map_err(|()| bad(r))?;
-    let kept = base_len - m.removed.len();
-    // A baseline the caller holds may itself be over the limit: what is
-    // kept of it counts too.
-    if kept > max_entities {
-        return Err(DecodeError::TooManyEntities {
+    tokens::read_mask(src, section, spawned, elements.len(), s_groups, s_changed)?
+        .map_err(|()| DecodeError::BadMask { section, row })?;
+    out.copy_from_slice(reference);
+    for &e in s_changed.iter() {
+        let el = elements[e as usize];
+        let bad = DecodeError::BadValue {
             section,
-            count: kept,
-            limit: max_entities,
-        });
+            row,
+            element: e as usize,
+        };
+        let mut kind = values::kind_before_bit(el, reference);
+        if kind == Kind::Bits
+            && src.bit(tokens::ctx::make(
+                tokens::ctx::KIND,
+                section,
+                spawned,
+                e as usize,
+            ))?
+        {
+            kind = Kind::Integral;
+        }
+        let v = src.uint(tokens::ctx::make(
+            tokens::ctx::VALUE,
+            section,
+            spawned,
+            e as usize,
+        ))?;
+        values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
+        if !values::differs(el, out, reference) {
+            return Err(bad);
+        }
     }
-    subset::decode(r, kept, &mut m.changed).map_err(|()| bad(r))?;
-    ids::decode(r, max_entities.saturating_sub(kept), &mut m.spawned).map_err(|e| match e {
-        ids::IdsError::Wire(e) => e,
-        ids::IdsError::TooMany(count) => DecodeError::TooManyEntities {
-            section,
-            count: kept.saturating_add(count),
-            limit: max_entities,
-        },
-        ids::IdsError::Overflow => DecodeError::IdOverflow { section },
-    })?;
-    align::kept_indices(base_len, &m.removed, &mut m.kept);
     Ok(())
 }
 
-/// Decoder scratch for one section, reused between packets.
-#[derive(Debug, Default)]
-pub(crate) struct DecodeScratch {
-    rows: Vec<u8>,
-    cols: Vec<u8>,
-    prev: Vec<u8>,
-}
-
-/// Rebuilds a section from its baseline, its entity sets and its planes
-/// (exactly `m.rows() * record_size` bytes) into `out`.
+/// Rebuilds a section from its baseline and its entity sets (`m`, as
+/// [`tokens::read_meta`] left them), reading its rows from `src`, into
+/// `out`. Spawned records may total at most `max_spawn_bytes`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_section(
     section: usize,
     ty: &EntityType,
+    elements: &[Element],
     base: &SectionRef<'_>,
-    m: &SectionMeta,
-    plane_bytes: &[u8],
+    m: &SectionTokens,
+    src: &mut impl TokenSource,
+    max_spawn_bytes: usize,
     s: &mut DecodeScratch,
     out: &mut Section,
 ) -> Result<(), DecodeError> {
     let rs = ty.record_size();
-    let n = m.rows();
-    s.cols.resize(n * rs, 0);
-    planes::join_all(ty.planes(), plane_bytes, n, &mut s.cols);
-    s.rows.resize(n * rs, 0);
-    soa::from_columns(&s.cols, n, rs, ty.columns(), &mut s.rows);
-
-    out.clear_for(rs);
-    let (ids, records) = out.parts_mut();
-    let total = m.kept.len() + m.spawned.len();
-    ids.reserve_exact(total);
-    records.reserve_exact(total * rs);
+    let spawn_bytes = m.spawned.len().saturating_mul(rs);
+    if spawn_bytes > max_spawn_bytes {
+        return Err(DecodeError::DecodedTooLarge {
+            limit: max_spawn_bytes,
+        });
+    }
+    // Kept entities, in order, with changed rows applied.
+    s.ids.clear();
+    s.records.clear();
+    let kept = m.kept();
+    s.ids.reserve_exact(kept);
+    s.records.reserve_exact(kept * rs);
+    let mut removed = m.removed.iter().peekable();
+    let mut changed = m.changed.iter().peekable();
+    let mut k = 0u32;
+    let mut row = 0usize;
+    for bi in 0..base.len() {
+        if removed.peek() == Some(&&(bi as u32)) {
+            removed.next();
+            continue;
+        }
+        s.ids.push(base.ids()[bi]);
+        let brec = base.record(bi);
+        if changed.peek() == Some(&&k) {
+            changed.next();
+            let at = s.records.len();
+            s.records.resize(at + rs, 0);
+            decode_row(
+                src,
+                section,
+                row,
+                false,
+                elements,
+                brec,
+                &mut s.groups,
+                &mut s.changed,
+                &mut s.records[at..],
+            )?;
+            row += 1;
+        } else {
+            s.records.extend_from_slice(brec);
+        }
+        k += 1;
+    }
+    // Spawned entities, each against the previous one.
     s.prev.clear();
     s.prev.extend_from_slice(ty.default_record());
-
-    let mut changed = m.changed.iter().copied().enumerate().peekable();
-    let mut spawned = m.spawned.iter().copied().enumerate().peekable();
-    let mut kept = m.kept.iter().copied().enumerate().peekable();
-    loop {
-        let next_kept = kept.peek().map(|&(_, bi)| base.ids()[bi as usize]);
-        let next_spawn = spawned.peek().map(|&(_, id)| id);
-        match (next_kept, next_spawn) {
-            (None, None) => break,
-            (Some(k), Some(sp)) if k == sp => {
-                return Err(DecodeError::DuplicateEntity { section, id: sp })
+    s.spawn_records.clear();
+    s.spawn_records.resize(spawn_bytes, 0);
+    for (t, rec) in s.spawn_records.chunks_exact_mut(rs).enumerate() {
+        decode_row(
+            src,
+            section,
+            row + t,
+            true,
+            elements,
+            &s.prev,
+            &mut s.groups,
+            &mut s.changed,
+            rec,
+        )?;
+        s.prev.copy_from_slice(rec);
+    }
+    // Merge the two id-ordered lists.
+    out.clear_for(rs);
+    let (ids, records) = out.parts_mut();
+    ids.reserve_exact(kept + m.spawned.len());
+    records.reserve_exact(s.records.len() + spawn_bytes);
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < s.ids.len() || j < m.spawned.len() {
+        let take_kept = match (s.ids.get(i), m.spawned.get(j)) {
+            (Some(&a), Some(&b)) if a == b => {
+                return Err(DecodeError::DuplicateEntity { section, id: b })
             }
-            (Some(k), sp) if sp.is_none_or(|sp| k < sp) => {
-                let Some((ki, bi)) = kept.next() else { break };
-                let brec = base.record(bi as usize);
-                ids.push(k);
-                let at = records.len();
-                match changed.peek() {
-                    Some(&(row, c)) if c as usize == ki => {
-                        changed.next();
-                        records.resize(at + rs, 0);
-                        delta::decode(
-                            ty.spans(),
-                            &s.rows[row * rs..(row + 1) * rs],
-                            brec,
-                            &mut records[at..],
-                        );
-                    }
-                    _ => records.extend_from_slice(brec),
-                }
-            }
-            _ => {
-                let Some((t, id)) = spawned.next() else { break };
-                let row = m.changed.len() + t;
-                ids.push(id);
-                let at = records.len();
-                records.resize(at + rs, 0);
-                delta::decode(
-                    ty.spans(),
-                    &s.rows[row * rs..(row + 1) * rs],
-                    &s.prev,
-                    &mut records[at..],
-                );
-                s.prev.copy_from_slice(&records[at..]);
-            }
+            (Some(&a), Some(&b)) => a < b,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if take_kept {
+            ids.push(s.ids[i]);
+            records.extend_from_slice(&s.records[i * rs..(i + 1) * rs]);
+            i += 1;
+        } else {
+            ids.push(m.spawned[j]);
+            records.extend_from_slice(&s.spawn_records[j * rs..(j + 1) * rs]);
+            j += 1;
         }
     }
     Ok(())

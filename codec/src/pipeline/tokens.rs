@@ -1,0 +1,423 @@
+//! The logical content of a packet's payload, before any serialisation, and
+//! the one walk that turns it into a sequence of tokens.
+//!
+//! A packet is, per section: its entity sets (removed, changed, spawned) and
+//! one *row* per changed or spawned entity: the element change mask and, for
+//! every changed element, an optional kind bit and a value. [`SectionTokens`]
+//! holds exactly that. [`write_meta`] and [`write_rows`] walk it in wire
+//! order and hand every decision to a [`TokenSink`] as a bit or an unsigned
+//! integer with a *context* number ([`ctx`]); the readers in
+//! [`super`] walk the same order through a [`TokenSource`]. The zstd layout
+//! ([`super::layout`]) is one sink/source pair; an entropy coder with
+//! per-context statistics is another.
+//!
+//! Walk order (FORMAT.md, "Payload"):
+//!
+//! 1. For each section: which of its sets are non-empty, then each
+//!    non-empty one: the removed set over the baseline, the changed set over
+//!    the kept entities, the spawn list.
+//! 2. For each section, for each row (changed entities in kept order, then
+//!    spawned ones in id order): the element mask, then per changed element
+//!    in element order its kind bit (floats with an integral reference
+//!    only) and its value.
+
+#![forbid(unsafe_code)]
+
+use super::values::Kind;
+use crate::error::DecodeError;
+
+/// Context numbers: `class << 28 | spawned_row << 22 | section << 16 | index`.
+/// `index` is the element, the group, or the set (0 removed, 1 changed).
+pub mod ctx {
+    /// Which of the section's sets are non-empty: bit 0 removed, bit 1
+    /// changed, bit 2 spawned.
+    pub const SECTION: u32 = 0;
+    /// A non-empty set's head: 0 for a bitmap, else the member count of a
+    /// list; index: 0 removed, 1 changed.
+    pub const SET_HEAD: u32 = 1;
+    /// Gap before the next member of a list-mode set.
+    pub const SET_GAP: u32 = 2;
+    /// One membership bit of a bitmap-mode set.
+    pub const SET_BIT: u32 = 3;
+    /// Number of spawned entities minus one.
+    pub const SPAWN_COUNT: u32 = 4;
+    /// Gap before the next spawned id.
+    pub const SPAWN_GAP: u32 = 5;
+    /// Whether any element of a group of 8 changed; index: the group.
+    pub const MASK_GROUP: u32 = 6;
+    /// Whether one element changed; index: the element.
+    pub const MASK_ELEMENT: u32 = 7;
+    /// The kind bit of a float element (1 integral); index: the element.
+    pub const KIND: u32 = 8;
+    /// An element value; index: the element.
+    pub const VALUE: u32 = 9;
+
+    /// The context number of a decision.
+    #[inline]
+    pub const fn make(class: u32, section: usize, spawned: bool, index: usize) -> u32 {
+        (class << 28) | ((spawned as u32) << 22) | ((section as u32) << 16) | index as u32
+    }
+
+    /// The class of a context number.
+    #[inline]
+    pub const fn class(ctx: u32) -> u32 {
+        ctx >> 28
+    }
+
+    /// The index of a context number.
+    #[inline]
+    pub const fn index(ctx: u32) -> u32 {
+        ctx & 0xffff
+    }
+}
+
+/// Elements per mask group.
+pub const GROUP: usize = 8;
+
+/// Receives the decisions of a payload in wire order.
+pub trait TokenSink {
+    /// One binary decision.
+    fn bit(&mut self, ctx: u32, bit: bool);
+    /// One unsigned integer.
+    fn uint(&mut self, ctx: u32, v: u64);
+}
+
+/// Gives back the decisions a [`TokenSink`] received, in the same order.
+/// Every method fails with a typed error on malformed input.
+pub trait TokenSource {
+    /// One binary decision.
+    fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError>;
+    /// One unsigned integer.
+    fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError>;
+}
+
+/// One changed element of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    /// Element index in the record (array items count separately).
+    pub element: u32,
+    /// How the value is coded; [`Kind::bit`] says whether a kind bit is sent.
+    pub kind: Kind,
+    /// The value (see [`super::values`]).
+    pub value: u64,
+}
+
+/// One section's share of a payload.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SectionTokens {
+    /// Entities in the (predicted) baseline section: the universe of `removed`.
+    pub base_len: usize,
+    /// Indices into the baseline section of entities that are gone, ascending.
+    pub removed: Vec<u32>,
+    /// Indices into the kept entities (baseline minus removed, in id order)
+    /// whose record changed, ascending.
+    pub changed: Vec<u32>,
+    /// Ids of entities not in the baseline, ascending.
+    pub spawned: Vec<u32>,
+    /// Per row (changed rows, then spawned rows): the end of its elements
+    /// in `elems`. Row `r` holds `elems[row_end[r - 1]..row_end[r]]`.
+    pub row_end: Vec<u32>,
+    /// The changed elements of every row, rows in order, ascending element
+    /// index within a row.
+    pub elems: Vec<Token>,
+}
+
+impl SectionTokens {
+    /// Clears everything, keeping capacity.
+    pub fn clear(&mut self) {
+        self.base_len = 0;
+        self.removed.clear();
+        self.changed.clear();
+        self.spawned.clear();
+        self.row_end.clear();
+        self.elems.clear();
+    }
+
+    /// Kept entities: baseline minus removed.
+    pub fn kept(&self) -> usize {
+        self.base_len - self.removed.len()
+    }
+
+    /// Whether the section has nothing to say (no removal, change or spawn).
+    pub fn is_idle(&self) -> bool {
+        self.removed.is_empty() && self.changed.is_empty() && self.spawned.is_empty()
+    }
+
+    /// The changed elements of row `r`.
+    pub fn row(&self, r: usize) -> &[Token] {
+        let start = if r == 0 {
+            0
+        } else {
+            self.row_end[r - 1] as usize
+        };
+        &self.elems[start..self.row_end[r] as usize]
+    }
+}
+
+fn varint_cost(v: u64) -> usize {
+    (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
+}
+
+/// Writes a non-empty subset of `0..universe`: nothing when `universe` is
+/// 1; else a head, 0 for a bitmap of `universe` bits or the member count of
+/// a list of gaps, whichever is smaller in bytes (ties: list).
+fn write_set(
+    sink: &mut impl TokenSink,
+    section: usize,
+    which: usize,
+    universe: usize,
+    members: &[u32],
+) {
+    if universe == 1 {
+        return;
+    }
+    let mut list = varint_cost(members.len() as u64);
+    let mut next = 0u32;
+    for &m in members {
+        list += varint_cost(u64::from(m - next));
+        next = m + 1;
+    }
+    let bitmap = 1 + universe.div_ceil(8);
+    let c = |class| ctx::make(class, section, false, which);
+    if list <= bitmap {
+        sink.uint(c(ctx::SET_HEAD), members.len() as u64);
+        let mut next = 0u32;
+        for &m in members {
+            sink.uint(c(ctx::SET_GAP), u64::from(m - next));
+            next = m + 1;
+        }
+    } else {
+        sink.uint(c(ctx::SET_HEAD), 0);
+        let mut it = members.iter().peekable();
+        for i in 0..universe as u32 {
+            let member = it.peek() == Some(&&i);
+            if member {
+                it.next();
+            }
+            sink.bit(c(ctx::SET_BIT), member);
+        }
+    }
+}
+
+/// Reads a non-empty subset of `0..universe` into `out`; `Err(())` if
+/// malformed (a member out of range, a count above `universe`, an empty
+/// bitmap).
+fn read_set(
+    src: &mut impl TokenSource,
+    section: usize,
+    which: usize,
+    universe: usize,
+    out: &mut Vec<u32>,
+) -> Result<Result<(), ()>, DecodeError> {
+    out.clear();
+    if universe == 1 {
+        out.push(0);
+        return Ok(Ok(()));
+    }
+    let c = |class| ctx::make(class, section, false, which);
+    let n = src.uint(c(ctx::SET_HEAD))?;
+    if n == 0 {
+        for i in 0..universe as u32 {
+            if src.bit(c(ctx::SET_BIT))? {
+                out.push(i);
+            }
+        }
+        if out.is_empty() {
+            return Ok(Err(()));
+        }
+    } else {
+        if n > universe as u64 {
+            return Ok(Err(()));
+        }
+        let mut next = 0u64;
+        for _ in 0..n {
+            let m = next + src.uint(c(ctx::SET_GAP))?.min(u64::from(u32::MAX));
+            if m >= universe as u64 {
+                return Ok(Err(()));
+            }
+            out.push(m as u32);
+            next = m + 1;
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Walks one section's entity sets into `sink`.
+pub fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionTokens) {
+    let flags = u64::from(!t.removed.is_empty())
+        | u64::from(!t.changed.is_empty()) << 1
+        | u64::from(!t.spawned.is_empty()) << 2;
+    sink.uint(ctx::make(ctx::SECTION, section, false, 0), flags);
+    if !t.removed.is_empty() {
+        write_set(sink, section, 0, t.base_len, &t.removed);
+    }
+    if !t.changed.is_empty() {
+        write_set(sink, section, 1, t.kept(), &t.changed);
+    }
+    if !t.spawned.is_empty() {
+        sink.uint(
+            ctx::make(ctx::SPAWN_COUNT, section, false, 0),
+            t.spawned.len() as u64 - 1,
+        );
+        let mut next = 0u32;
+        for &id in &t.spawned {
+            sink.uint(
+                ctx::make(ctx::SPAWN_GAP, section, false, 0),
+                u64::from(id - next),
+            );
+            next = id.wrapping_add(1);
+        }
+    }
+}
+
+/// Reads one section's entity sets into `t` (its `base_len` set by the
+/// caller), refusing more than `max_entities` entities in the section.
+pub(crate) fn read_meta(
+    src: &mut impl TokenSource,
+    section: usize,
+    max_entities: usize,
+    t: &mut SectionTokens,
+) -> Result<(), DecodeError> {
+    let bad = DecodeError::BadEntitySet { section };
+    let flags = src.uint(ctx::make(ctx::SECTION, section, false, 0))?;
+    // A set can only be non-empty over a non-empty universe.
+    if flags > 7 || (flags & 1 != 0 && t.base_len == 0) {
+        return Err(bad);
+    }
+    t.removed.clear();
+    if flags & 1 != 0 {
+        read_set(src, section, 0, t.base_len, &mut t.removed)?.map_err(|()| bad.clone())?;
+    }
+    let kept = t.kept();
+    // A baseline the caller holds may itself be over the limit: what is
+    // kept of it counts too.
+    if kept > max_entities {
+        return Err(DecodeError::TooManyEntities {
+            section,
+            count: kept,
+            limit: max_entities,
+        });
+    }
+    t.changed.clear();
+    if flags & 2 != 0 {
+        if kept == 0 {
+            return Err(bad);
+        }
+        read_set(src, section, 1, kept, &mut t.changed)?.map_err(|()| bad)?;
+    }
+    t.spawned.clear();
+    if flags & 4 == 0 {
+        return Ok(());
+    }
+    let n = src
+        .uint(ctx::make(ctx::SPAWN_COUNT, section, false, 0))?
+        .saturating_add(1);
+    let room = max_entities - kept;
+    if n > room as u64 {
+        return Err(DecodeError::TooManyEntities {
+            section,
+            count: kept.saturating_add(usize::try_from(n).unwrap_or(usize::MAX)),
+            limit: max_entities,
+        });
+    }
+    let mut next = 0u64;
+    for _ in 0..n {
+        let id = next
+            + src
+                .uint(ctx::make(ctx::SPAWN_GAP, section, false, 0))?
+                .min(1 << 33);
+        if id > u64::from(u32::MAX) {
+            return Err(DecodeError::IdOverflow { section });
+        }
+        t.spawned.push(id as u32);
+        next = id + 1;
+    }
+    Ok(())
+}
+
+/// Walks the rows of one section into `sink`; `elements` is the entity
+/// type's element count.
+pub fn write_rows(sink: &mut impl TokenSink, section: usize, elements: usize, t: &SectionTokens) {
+    let groups = elements.div_ceil(GROUP);
+    for r in 0..t.row_end.len() {
+        let spawned = r >= t.changed.len();
+        let row = t.row(r);
+        // Group bits (not sent when the type has one group).
+        if groups > 1 {
+            let mut it = row.iter().peekable();
+            for g in 0..groups {
+                let mut any = false;
+                while let Some(tok) = it.peek() {
+                    if tok.element as usize / GROUP == g {
+                        any = true;
+                        it.next();
+                    } else {
+                        break;
+                    }
+                }
+                sink.bit(ctx::make(ctx::MASK_GROUP, section, spawned, g), any);
+            }
+        }
+        let mut it = row.iter().peekable();
+        for g in 0..groups {
+            let marked = groups == 1 || it.peek().is_some_and(|t| t.element as usize / GROUP == g);
+            if !marked {
+                continue;
+            }
+            for e in g * GROUP..((g + 1) * GROUP).min(elements) {
+                let changed = it.peek().is_some_and(|t| t.element as usize == e);
+                if changed {
+                    it.next();
+                }
+                sink.bit(ctx::make(ctx::MASK_ELEMENT, section, spawned, e), changed);
+            }
+        }
+        for tok in row {
+            let e = tok.element as usize;
+            if let Some(bit) = tok.kind.bit() {
+                sink.bit(ctx::make(ctx::KIND, section, spawned, e), bit);
+            }
+            sink.uint(ctx::make(ctx::VALUE, section, spawned, e), tok.value);
+        }
+    }
+}
+
+/// Reads one row's element mask into `changed` (element indices,
+/// ascending); `Err(())` when a group is marked but empty, or a changed
+/// row changes nothing.
+pub(crate) fn read_mask(
+    src: &mut impl TokenSource,
+    section: usize,
+    spawned: bool,
+    elements: usize,
+    groups_scratch: &mut Vec<bool>,
+    changed: &mut Vec<u32>,
+) -> Result<Result<(), ()>, DecodeError> {
+    let groups = elements.div_ceil(GROUP);
+    changed.clear();
+    groups_scratch.clear();
+    if groups > 1 {
+        for g in 0..groups {
+            groups_scratch.push(src.bit(ctx::make(ctx::MASK_GROUP, section, spawned, g))?);
+        }
+    } else {
+        groups_scratch.push(true);
+    }
+    for (g, &marked) in groups_scratch.iter().enumerate() {
+        if !marked {
+            continue;
+        }
+        let before = changed.len();
+        for e in g * GROUP..((g + 1) * GROUP).min(elements) {
+            if src.bit(ctx::make(ctx::MASK_ELEMENT, section, spawned, e))? {
+                changed.push(e as u32);
+            }
+        }
+        // A marked group changes something, except the implied single
+        // group of a spawned row (which may equal its reference).
+        if changed.len() == before && (groups > 1 || !spawned) {
+            return Ok(Err(()));
+        }
+    }
+    Ok(Ok(()))
+}

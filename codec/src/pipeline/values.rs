@@ -1,0 +1,333 @@
+//! Element values: how one element of a record is coded against its
+//! reference element (FORMAT.md, "Values").
+//!
+//! An element is one scalar of a field (array items count separately). Its
+//! value is a `u64` and, for floats, a kind:
+//!
+//! - `Int`/`Predict` on integers: the zigzag of the wrapping difference
+//!   `cur - ref` at the element's width.
+//! - `Int`/`Predict` on floats where the reference is *integral* (finite,
+//!   a whole number, |x| ≤ 2^24 for `f32` or 2^53 for `f64`, not `-0.0`):
+//!   a kind bit. If the current value is integral too, the value is the
+//!   zigzag of the integer difference ([`Kind::Integral`]); otherwise the
+//!   zigzag of the wrapping bit-pattern difference ([`Kind::Bits`]).
+//! - `Int`/`Predict` on floats whose reference is not integral: the zigzag
+//!   of the bit-pattern difference, no kind bit ([`Kind::BitsOnly`]).
+//! - `Sub`, `Xor`: the per-byte difference or XOR, read as a little-endian
+//!   integer of the element's width. `None`: the current value itself.
+
+#![forbid(unsafe_code)]
+
+use crate::schema::{DeltaOp, EntityType};
+
+/// How an element's value was coded; decides whether a kind bit is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An integer element, or any element under `Sub`, `Xor` or `None`: no kind bit.
+    Int,
+    /// A float coded as the difference of two whole numbers: kind bit 1.
+    Integral,
+    /// A float with an integral reference, coded by bit pattern: kind bit 0.
+    Bits,
+    /// A float whose reference is not integral, coded by bit pattern: no kind bit.
+    BitsOnly,
+}
+
+impl Kind {
+    /// Whether the element sends a kind bit, and which.
+    pub fn bit(self) -> Option<bool> {
+        match self {
+            Kind::Integral => Some(true),
+            Kind::Bits => Some(false),
+            Kind::Int | Kind::BitsOnly => None,
+        }
+    }
+}
+
+/// How an element is laid out and coded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Element {
+    /// Byte offset in the record.
+    pub(crate) offset: u16,
+    /// Width in bytes: 1, 2, 4 or 8.
+    pub(crate) width: u8,
+    /// Delta operator.
+    pub(crate) op: DeltaOp,
+    /// Whether the element is an `f32`/`f64` coded with `Int`/`Predict`.
+    pub(crate) float: bool,
+}
+
+/// The elements of `ty` in record order.
+pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
+    let mut out = Vec::new();
+    for ((f, &off), q) in ty.fields().iter().zip(ty.offsets()).zip(ty.quantization()) {
+        let w = f.ty.size();
+        let op = f.delta_op();
+        // A quantised float arrives here as its integer code (crate::quant).
+        let float = f.ty.is_float() && q.is_none() && matches!(op, DeltaOp::Int | DeltaOp::Predict);
+        for i in 0..f.len {
+            out.push(Element {
+                offset: (off + i * w) as u16,
+                width: w as u8,
+                op,
+                float,
+            });
+        }
+    }
+    out
+}
+
+/// Why an element value was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadValue;
+
+#[inline]
+fn load(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(b)
+}
+
+#[inline]
+fn store(v: u64, out: &mut [u8]) {
+    let n = out.len();
+    out.copy_from_slice(&v.to_le_bytes()[..n]);
+}
+
+#[inline]
+fn mask(width: u8) -> u64 {
+    if width == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * u32::from(width))) - 1
+    }
+}
+
+/// Zigzag of the `width`-byte wrapping difference `c - r`.
+#[inline]
+fn zigzag_diff(c: u64, r: u64, width: u8) -> u64 {
+    let bits = 8 * u32::from(width);
+    let d = c.wrapping_sub(r) & mask(width);
+    // Sign-extend the difference to 64 bits, then zigzag at 64 bits and
+    // keep `bits` bits: the same as zigzag at the element's width.
+    let s = ((d << (64 - bits)) as i64) >> (64 - bits);
+    (((s << 1) ^ (s >> 63)) as u64) & mask(width)
+}
+
+#[inline]
+fn unzigzag_add(z: u64, r: u64, width: u8) -> u64 {
+    let d = (z >> 1) ^ (z & 1).wrapping_neg();
+    r.wrapping_add(d) & mask(width)
+}
+
+#[inline]
+fn zigzag64(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+#[inline]
+fn unzigzag64(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
+}
+
+/// The whole number an integral float holds, if it is integral.
+#[inline]
+fn integral(bits: u64, width: u8) -> Option<i64> {
+    if width == 4 {
+        let x = f32::from_bits(bits as u32);
+        (x.is_finite() && x.trunc() == x && x.abs() <= 16_777_216.0 && bits != 0x8000_0000)
+            .then_some(x as i64)
+    } else {
+        let x = f64::from_bits(bits);
+        (x.is_finite()
+            && x.trunc() == x
+            && x.abs() <= 9_007_199_254_740_992.0
+            && bits != 0x8000_0000_0000_0000)
+            .then_some(x as i64)
+    }
+}
+
+/// The float bits of a whole number within the integral range.
+#[inline]
+fn from_integral(v: i64, width: u8) -> Option<u64> {
+    if width == 4 {
+        (v.unsigned_abs() <= 1 << 24).then(|| u64::from((v as f32).to_bits()))
+    } else {
+        (v.unsigned_abs() <= 1 << 53).then(|| (v as f64).to_bits())
+    }
+}
+
+/// Codes element `e` of `cur` against `reference` (whole records).
+#[inline]
+pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
+    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+    let (c, b) = (&cur[r.clone()], &reference[r]);
+    match e.op {
+        DeltaOp::Int | DeltaOp::Predict => {
+            let (cv, bv) = (load(c), load(b));
+            if e.float {
+                if let Some(bi) = integral(bv, e.width) {
+                    return match integral(cv, e.width) {
+                        Some(ci) => (Kind::Integral, zigzag64(ci - bi)),
+                        None => (Kind::Bits, zigzag_diff(cv, bv, e.width)),
+                    };
+                }
+                return (Kind::BitsOnly, zigzag_diff(cv, bv, e.width));
+            }
+            (Kind::Int, zigzag_diff(cv, bv, e.width))
+        }
+        DeltaOp::Sub => {
+            let mut v = 0u64;
+            for (i, (&c, &b)) in c.iter().zip(b).enumerate() {
+                v |= u64::from(c.wrapping_sub(b)) << (8 * i);
+            }
+            (Kind::Int, v)
+        }
+        DeltaOp::Xor => (Kind::Int, load(c) ^ load(b)),
+        DeltaOp::None => (Kind::Int, load(c)),
+    }
+}
+
+/// The kind an element must be decoded as, before its kind bit (if any) is
+/// read: `None` when the element has no kind bit.
+#[inline]
+pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
+    if !e.float {
+        return Kind::Int;
+    }
+    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+    match integral(load(&reference[r]), e.width) {
+        Some(_) => Kind::Bits,
+        None => Kind::BitsOnly,
+    }
+}
+
+/// Inverse of [`encode`]: writes element `e` of `out` from its kind and
+/// value and the reference record. Refuses values wider than the element
+/// and integral values outside the integral range.
+#[inline]
+pub(crate) fn decode(
+    e: Element,
+    kind: Kind,
+    v: u64,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+    let (b, o) = (&reference[r.clone()], &mut out[r]);
+    let bv = load(b);
+    if kind == Kind::Integral {
+        let bi = integral(bv, e.width).ok_or(BadValue)?;
+        let ci = bi.checked_add(unzigzag64(v)).ok_or(BadValue)?;
+        store(from_integral(ci, e.width).ok_or(BadValue)?, o);
+        return Ok(());
+    }
+    if v & !mask(e.width) != 0 {
+        return Err(BadValue);
+    }
+    match e.op {
+        DeltaOp::Int | DeltaOp::Predict => store(unzigzag_add(v, bv, e.width), o),
+        DeltaOp::Sub => {
+            for (i, (o, &b)) in o.iter_mut().zip(b).enumerate() {
+                *o = ((v >> (8 * i)) as u8).wrapping_add(b);
+            }
+        }
+        DeltaOp::Xor => store(v ^ bv, o),
+        DeltaOp::None => store(v, o),
+    }
+    Ok(())
+}
+
+/// Whether elements `e` of `a` and `b` differ.
+#[inline]
+pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
+    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+    a[r.clone()] != b[r]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn el(width: u8, op: DeltaOp, float: bool) -> Element {
+        Element {
+            offset: 0,
+            width,
+            op,
+            float,
+        }
+    }
+
+    fn rt(e: Element, c: u64, b: u64) -> (Kind, u64) {
+        let w = usize::from(e.width);
+        let (cb, bb) = (&c.to_le_bytes()[..w], &b.to_le_bytes()[..w]);
+        let (k, v) = encode(e, cb, bb);
+        if let Some(bit) = k.bit() {
+            assert_eq!(kind_before_bit(e, bb).bit().is_some(), true);
+            let _ = bit;
+        } else {
+            assert_eq!(kind_before_bit(e, bb), k);
+        }
+        let mut out = vec![0xaa; w];
+        decode(e, k, v, bb, &mut out).unwrap();
+        assert_eq!(out, cb);
+        (k, v)
+    }
+
+    proptest! {
+        #[test]
+        fn inverse(w in prop_oneof![Just(1u8), Just(2), Just(4), Just(8)], op in 0usize..5, c: u64, b: u64, small: i16) {
+            let op = [DeltaOp::Sub, DeltaOp::Xor, DeltaOp::Int, DeltaOp::None, DeltaOp::Predict][op];
+            let m = mask(w);
+            rt(el(w, op, false), c & m, b & m);
+            if w >= 4 && matches!(op, DeltaOp::Int | DeltaOp::Predict) {
+                rt(el(w, op, true), c & m, b & m);
+                // Whole numbers near each other.
+                let (x, y) = (f64::from(small), f64::from(small) + 3.0);
+                let (xb, yb) = if w == 4 {
+                    (u64::from((x as f32).to_bits()), u64::from((y as f32).to_bits()))
+                } else {
+                    (x.to_bits(), y.to_bits())
+                };
+                prop_assert_eq!(rt(el(w, op, true), yb, xb), (Kind::Integral, 6));
+            }
+        }
+    }
+
+    #[test]
+    fn float_kinds() {
+        let e = el(4, DeltaOp::Int, true);
+        let f = |x: f32| u64::from(x.to_bits());
+        assert_eq!(rt(e, f(1010.0), f(1000.0)), (Kind::Integral, 20));
+        assert_eq!(rt(e, f(-3.0), f(2.0)), (Kind::Integral, 9));
+        assert_eq!(rt(e, f(0.5), f(1000.0)).0, Kind::Bits);
+        assert_eq!(rt(e, f(-0.0), f(0.0)).0, Kind::Bits);
+        assert_eq!(rt(e, f(0.0), f(-0.0)).0, Kind::BitsOnly);
+        assert_eq!(rt(e, f(f32::NAN), f(1.0)).0, Kind::Bits);
+        assert_eq!(rt(e, f(2.0), f(33_554_432.0)).0, Kind::BitsOnly);
+        assert_eq!(rt(e, f(16_777_216.0), f(0.0)), (Kind::Integral, 1 << 25));
+        let mut o = [0; 4];
+        let b = 16_777_216f32.to_bits().to_le_bytes();
+        assert_eq!(decode(e, Kind::Integral, 2, &b, &mut o), Err(BadValue));
+        assert_eq!(
+            decode(e, Kind::Integral, 0, &[0, 0, 0xc0, 0x7f], &mut o),
+            Err(BadValue)
+        );
+        assert_eq!(decode(e, Kind::Bits, 1 << 32, &b, &mut o), Err(BadValue));
+    }
+
+    #[test]
+    fn integer_zigzag() {
+        assert_eq!(
+            rt(el(4, DeltaOp::Int, false), (-3i32) as u32 as u64, 0),
+            (Kind::Int, 5)
+        );
+        assert_eq!(rt(el(1, DeltaOp::Int, false), 0, 255), (Kind::Int, 2));
+        assert_eq!(rt(el(8, DeltaOp::Int, false), 0, 1), (Kind::Int, 1));
+        assert_eq!(
+            rt(el(2, DeltaOp::Sub, false), 0x0100, 0x00ff),
+            (Kind::Int, 0x0101)
+        );
+    }
+}
