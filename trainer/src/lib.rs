@@ -10,6 +10,7 @@
 //! tickpack-trainer train CAPTURE... --out DIR [--game G] [--version V] [--json] ...
 //! tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json] ...
 //! tickpack-trainer inspect FILE
+//! tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
 //! ```
 #![forbid(unsafe_code)]
 
@@ -22,6 +23,7 @@ pub mod import;
 pub mod inspect;
 pub mod measure;
 pub mod replay;
+pub mod suggest;
 pub mod table;
 pub mod train;
 
@@ -45,6 +47,7 @@ usage:
   tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json]
         [--held-out] [--level L] [--rtt-ms MS --jitter TICKS]
   tickpack-trainer inspect FILE
+  tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
   tickpack-trainer --version
 ";
 
@@ -227,6 +230,24 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
                 return Err(usage("inspect takes one FILE"));
             };
             out.write_all(inspect::inspect(file.as_ref())?.as_bytes())
+                .map_err(io_out)?;
+        }
+        "suggest" => {
+            let a = Args::parse(rest, &["steps"], &[])?;
+            let [file] = a.positional.as_slice() else {
+                return Err(usage("suggest takes one CAPTURE"));
+            };
+            let steps = match a.value("steps") {
+                None => suggest::DEFAULT_STEPS.to_vec(),
+                Some(s) => s
+                    .split(',')
+                    .map(|x| x.trim().parse::<f64>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .ok()
+                    .filter(|v| v.iter().all(|x| x.is_finite() && *x > 0.0))
+                    .ok_or_else(|| usage("--steps takes positive steps, comma-separated"))?,
+            };
+            out.write_all(suggest::suggest(file.as_ref(), &steps)?.as_bytes())
                 .map_err(io_out)?;
         }
         other => return Err(usage(format!("unknown command `{other}`"))),
