@@ -96,16 +96,23 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
          zstd level {ZSTD_LEVEL}; every packet decoded and checked"
     );
     let racing = scenarios::racing_lobby(seed, ticks);
+    let racing_q = racing.quantized(
+        "racing lobby, quantised",
+        scenarios::racing_schema_quantized(),
+    );
     let cubes = scenarios::cube_pile(seed, ticks);
     let idle = scenarios::idle(ticks);
     let generated = start.elapsed();
-    for sc in [&racing, &cubes, &idle] {
+    for sc in [&racing, &racing_q, &cubes, &idle] {
         let r = measure(sc)?;
         r.print(sc.name == "cube pile");
+        if std::ptr::eq(sc, &racing_q) {
+            print_errors(&racing, &racing_q);
+        }
     }
     println!(
-        "\nall {} packets decoded bit-exact; scenarios generated in {:.2} s",
-        3 * (ticks + 1),
+        "\nall {} packets decoded bit-exact (quantised: to the quantised world); scenarios generated in {:.2} s",
+        4 * (ticks + 1),
         generated.as_secs_f64(),
     );
     let untrained = LobbyConfig {
@@ -115,8 +122,19 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
     let base = lobby::simulate(&untrained)?;
     let r = lobby::simulate(lobby_cfg)?;
     print_lobby(lobby_cfg, &r, &base);
+    let q = lobby::simulate(&LobbyConfig {
+        quantized: true,
+        ..*lobby_cfg
+    })?;
+    println!(
+        "quantised racing schema (1 mm, smallest-three 10, 0.01 m/s, 8-bit controls; no set): \
+         {:.1} bytes per client per tick, {:.2} Mbit/s upload, {} undecodable, {} out of sync",
+        q.bytes_per_client, q.upload_mbps, q.undecodable, q.out_of_sync
+    );
     println!("\ntotal {:.2} s", start.elapsed().as_secs_f64());
-    if r.undecodable + base.undecodable > 0 || r.out_of_sync + base.out_of_sync > 0 {
+    if r.undecodable + base.undecodable + q.undecodable > 0
+        || r.out_of_sync + base.out_of_sync + q.out_of_sync > 0
+    {
         return Err(format!(
             "{} undecodable packets, {} clients out of sync",
             r.undecodable, r.out_of_sync
@@ -299,6 +317,30 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
     }
     r.keyframe_last = packet.len();
     Ok(r)
+}
+
+/// The largest reconstruction error per quantised field over every tick:
+/// the quantised world (what every client decodes) against the original.
+fn print_errors(original: &Scenario, quantized: &Scenario) {
+    let mut max = Vec::new();
+    for (a, b) in original.ticks.iter().zip(&quantized.ticks) {
+        tickpack::quant::snapshot_errors(&quantized.schema, a, b, &mut max);
+    }
+    let mut line = String::from("max reconstruction error:");
+    for (ty, m) in quantized.schema.sections().iter().zip(&max) {
+        for ((f, q), e) in ty.fields().iter().zip(ty.quantization()).zip(m) {
+            if let Some(q) = q {
+                let unit = match q {
+                    tickpack::quant::Quantize::SmallestThree { .. } => {
+                        format!(" rad ({:.3}°)", e.to_degrees())
+                    }
+                    _ => String::new(),
+                };
+                line += &format!(" {} {e:.6}{unit} (bound {:.6});", f.name, q.max_error(f.ty));
+            }
+        }
+    }
+    println!("{line}");
 }
 
 /// All record bytes of a snapshot, section after section.

@@ -22,11 +22,15 @@ pub(crate) mod rng;
 use tickpack::{Schema, Section, Snapshot};
 
 pub use arena::{
-    arena_client_view, arena_schema, arena_shooter, arena_view, ARENA_CENTRE, GRENADE_TICKS,
-    PLAYER_COUNT, RIFLE_TICKS, VIEW_RADIUS,
+    arena_client_view, arena_schema, arena_schema_quantized, arena_shooter,
+    arena_shooter_quantized, arena_view, ARENA_CENTRE, GRENADE_TICKS, PLAYER_COUNT, RIFLE_TICKS,
+    VIEW_RADIUS,
 };
 pub use cube_pile::{cube_pile, cube_schema, idle, CUBE_COUNT, CUBE_FIELDS};
-pub use racing::{racing_lobby, racing_schema, CAR_COUNT, TRACK_CENTRE};
+pub use racing::{
+    racing_lobby, racing_lobby_quantized, racing_schema, racing_schema_quantized, CAR_COUNT,
+    TRACK_CENTRE,
+};
 
 /// Simulation ticks per second of every scenario.
 pub const TICK_RATE: u32 = 60;
@@ -46,6 +50,35 @@ impl Scenario {
     /// Record bytes of tick `i`: what a naive sender sends, ids not counted.
     pub fn raw_len(&self, i: usize) -> usize {
         self.ticks.get(i).map_or(0, Snapshot::raw_len)
+    }
+
+    /// The same recording under `schema`, which must have the same record
+    /// layout (typically the scenario's schema with quantisation declared,
+    /// every range clamped), each tick passed through
+    /// [`Schema::quantize`] as a server does before sending.
+    #[allow(
+        clippy::expect_used,
+        reason = "the quantised schemas of this crate share their scenario's layout and clamp \
+                  every range, and the simulations produce finite values only"
+    )]
+    pub fn quantized(&self, name: &'static str, schema: Schema) -> Scenario {
+        let ticks = self
+            .ticks
+            .iter()
+            .map(|t| {
+                let mut s = Snapshot::from_sections(&schema, t.sections().to_vec())
+                    .expect("same record layout");
+                schema
+                    .quantize(&mut s)
+                    .expect("finite values, clamped ranges");
+                s
+            })
+            .collect();
+        Scenario {
+            name,
+            schema,
+            ticks,
+        }
     }
 }
 

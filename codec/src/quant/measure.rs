@@ -6,7 +6,8 @@
 use super::plan::{read_float, read_integer};
 use super::Quantize;
 use crate::error::SnapshotError;
-use crate::schema::{EntityType, Primitive};
+use crate::schema::{EntityType, Primitive, Schema};
+use crate::snapshot::Snapshot;
 
 /// Raises `max[f]` to the error of field `f` between an `original` record
 /// and its `reconstructed` value, for every field `f < max.len()`:
@@ -69,6 +70,35 @@ pub fn field_errors(
         *m = m.max(err);
     }
     Ok(())
+}
+
+/// [`field_errors`] over whole snapshots: `max[section][field]` is raised
+/// to the error of every entity present in both `original` (for example the
+/// server's world before [`Schema::quantize`]) and `reconstructed` (what a
+/// client decoded), matched by id. `max` is resized to the schema's shape;
+/// sections that do not fit the schema are skipped.
+pub fn snapshot_errors(
+    schema: &Schema,
+    original: &Snapshot,
+    reconstructed: &Snapshot,
+    max: &mut Vec<Vec<f64>>,
+) {
+    max.resize(schema.sections().len(), Vec::new());
+    for (((ty, a), b), m) in schema
+        .sections()
+        .iter()
+        .zip(original.sections())
+        .zip(reconstructed.sections())
+        .zip(max.iter_mut())
+    {
+        m.resize(ty.fields().len(), 0.0);
+        for (id, rec) in a.iter() {
+            if let Some(got) = b.get(id) {
+                // Both records come from sections of the schema's size or are skipped.
+                let _ = field_errors(ty, rec, got, m);
+            }
+        }
+    }
 }
 
 fn float_diff(a: f64, b: f64, ty: Primitive) -> f64 {

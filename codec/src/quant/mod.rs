@@ -49,7 +49,7 @@ mod scalar;
 pub(crate) mod text;
 
 pub use error::QuantizeError;
-pub use measure::field_errors;
+pub use measure::{field_errors, snapshot_errors};
 
 use crate::schema::Primitive;
 

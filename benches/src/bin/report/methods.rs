@@ -140,7 +140,11 @@ impl Tickpack {
         let mut samples = Vec::new();
         for i in d.training() {
             let mut p = Vec::new();
-            enc.payload(&d.ticks[i], (i & 0xffff) as u16, Some(base(d, i)), &mut p)?;
+            let seq = (i & 0xffff) as u16;
+            match prior(d, i).filter(|_| d.schema.predicts()) {
+                Some(pr) => enc.payload_predicted(&d.ticks[i], seq, base(d, i), pr, &mut p)?,
+                None => enc.payload(&d.ticks[i], seq, Some(base(d, i)), &mut p)?,
+            }
             samples.push(p);
         }
         let bytes = zstd::dict::from_samples(&samples, BLOCK_DICT_SIZE)?;
@@ -155,15 +159,27 @@ impl Tickpack {
     }
 }
 
+/// Schemas with `predict` fields (the quantised scenarios) are coded with
+/// the prior `i - 2·DISTANCE`, like [`TickpackSet`].
 impl Method for Tickpack {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
-        self.enc
-            .encode_to_vec(&d.ticks[i], (i & 0xffff) as u16, Some(base(d, i)), out)?;
+        let seq = (i & 0xffff) as u16;
+        match prior(d, i).filter(|_| d.schema.predicts()) {
+            Some(p) => self
+                .enc
+                .encode_predicted_to_vec(&d.ticks[i], seq, base(d, i), p, out)?,
+            None => self
+                .enc
+                .encode_to_vec(&d.ticks[i], seq, Some(base(d, i)), out)?,
+        }
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
-        Ok(self.dec.decode(packet, Some(base(d, i)))?.1)
+        let mut out = Snapshot::default();
+        self.dec
+            .decode_predicted_into(packet, Some(base(d, i)), prior(d, i), &mut out)?;
+        Ok(out)
     }
 }
 
