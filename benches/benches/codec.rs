@@ -25,7 +25,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tickpack::internals::{self, Blocks};
 use tickpack::{Baseline, Decoder, Encoder, Schema, Snapshot, DEFAULT_LEVEL};
-use tickpack_benches::scenarios::{self, changed_entities};
+use tickpack_scenarios::{self as scenarios, changed_entities};
 
 /// Ticks between a delta packet and its baseline, as in the 2015 challenge.
 const DISTANCE: usize = 6;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tickpack::session::{Server, ServerConfig, View};
 use tickpack::Snapshot;
-use tickpack_benches::scenarios::racing_lobby;
+use tickpack_scenarios::racing_lobby;
 
 const CLIENTS: u16 = 63;
 

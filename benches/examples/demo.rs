@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tickpack::{Baseline, Decoder, Encoder, Snapshot};
 use tickpack_benches::lobby::{self, LobbyConfig};
-use tickpack_benches::scenarios::{self, changed_entities, Scenario, TICK_RATE};
+use tickpack_scenarios::{self as scenarios, changed_entities, Scenario, TICK_RATE};
 
 /// Ticks between a packet and its baseline, as in the 2015 challenge.
 const DISTANCE: usize = 6;
@@ -202,7 +202,7 @@ fn print_lobby(cfg: &LobbyConfig, r: &lobby::LobbyReport, base: &lobby::LobbyRep
         f2(base.upload_mbps),
     );
     row(
-        "  budget of seed 003 for 63 clients",
+        "  50 Mbit/s budget for 63 clients",
         "50.00".into(),
         "50.00".into(),
     );

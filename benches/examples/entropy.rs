@@ -16,7 +16,7 @@ use std::error::Error;
 use std::time::Instant;
 
 use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, HuffmanTable, Schema, Snapshot};
-use tickpack_benches::scenarios::{cube_pile, racing_lobby};
+use tickpack_scenarios::{cube_pile, racing_lobby};
 
 const DISTANCE: usize = 6;
 

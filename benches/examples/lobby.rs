@@ -39,7 +39,7 @@
 //!   chunk took longer than the 32-tick baseline ring, until the first ack
 //!   of a regular snapshot arrives.
 //! * Each client has a token bucket: its share of the `--budget-mbps`
-//!   upload budget (default 50, seed 003), CBS a quarter second, EBS twice
+//!   upload budget (default 50), CBS a quarter second, EBS twice
 //!   that. It pays for every datagram: snapshots through
 //!   `Fragmenter::split_paced` (a red snapshot is held back whole; the next
 //!   one is a delta against whatever the client acked) and connect-chunk
@@ -67,16 +67,18 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use tickpack::dictset::{DictKind, DictionarySet};
 use tickpack::session::{
-    Client, ClientConfig, ClientMessage, DropReason, Persist, Received, Server, ServerConfig, View,
-};
-use tickpack::transport::{
-    ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
-    JitterConfig, Paced, Playout, RateTiers, Reassembler, ResendDelay, TokenBucket,
-    TokenBucketConfig, MAX_CHUNK_SIZE,
+    Client, ClientConfig, ClientMessage, DropReason, Persist, RateTiers, Received, Server,
+    ServerConfig, View,
 };
 use tickpack::Snapshot;
 use tickpack_benches::lobby::shipped_racing_set;
-use tickpack_benches::scenarios::{racing_lobby, TICK_RATE};
+use tickpack_scenarios::rng::SplitMix64;
+use tickpack_scenarios::{racing_lobby, TICK_RATE};
+use tickpack_transport::{
+    ChunkConfig, ChunkReceiver, ChunkSender, Conformance, FragmentConfig, Fragmenter, JitterBuffer,
+    JitterConfig, Paced, Playout, Reassembler, ResendDelay, TokenBucket, TokenBucketConfig,
+    MAX_CHUNK_SIZE,
+};
 
 const CH_FRAGMENT: u8 = 0;
 const CH_SLICE: u8 = 1;
@@ -86,7 +88,7 @@ const CH_MESSAGE: u8 = 3;
 const MTU: usize = 1200;
 /// UDP/IPv4 header bytes, charged to the token bucket per datagram.
 const UDP_IP_OVERHEAD: u64 = 28;
-/// The server's upload budget for the whole lobby (seed 003).
+/// The server's upload budget for the whole lobby, in Mbit/s.
 const BUDGET_MBPS: f64 = 50.0;
 /// Ticks the presented world keeps a car no snapshot updated: the longest
 /// rate interval (4) plus what loss and held-back snapshots add.
@@ -184,31 +186,13 @@ fn parse_args() -> Result<Args, Box<dyn Error>> {
     Ok(a)
 }
 
-/// SplitMix64, for the link.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// A datagram waiting in a [`Link`]: release time, order, destination.
 type Queued = Reverse<(Instant, u64, SocketAddr, Vec<u8>)>;
 
 /// The lossy, delayed send side of one socket.
 #[derive(Debug)]
 struct Link {
-    rng: Rng,
+    rng: SplitMix64,
     loss: f64,
     latency: Duration,
     jitter: Duration,
@@ -225,7 +209,7 @@ struct Link {
 impl Link {
     fn new(seed: u64, loss: f64, latency: Duration) -> Self {
         Self {
-            rng: Rng(seed),
+            rng: SplitMix64::new(seed),
             loss,
             latency,
             jitter: latency / 10,

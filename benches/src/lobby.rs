@@ -10,8 +10,8 @@ use tickpack::dictset::{DictKind, DictionarySet};
 use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
 use tickpack::Snapshot;
 
-use crate::scenarios::rng::SplitMix64;
-use crate::scenarios::{racing_lobby, racing_lobby_quantized, TICK_RATE};
+use tickpack_scenarios::rng::SplitMix64;
+use tickpack_scenarios::{racing_lobby, racing_lobby_quantized, TICK_RATE};
 
 /// Simulation settings.
 #[derive(Debug, Clone, Copy)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::block::{self, DDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
-use crate::encoder::{Baseline, DEFAULT_LEVEL};
+use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
 use crate::limits::Limits;
 use crate::packet::PacketHeader;
@@ -15,6 +15,7 @@ use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
 use crate::schema::Schema;
+use crate::snapshot::Baseline;
 use crate::snapshot::{SectionRef, Snapshot};
 use crate::wire::Reader;
 

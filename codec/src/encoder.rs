@@ -13,16 +13,7 @@ use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, EncodeScratch};
 use crate::schema::Schema;
-use crate::snapshot::{SectionRef, Snapshot};
-
-/// The snapshot a delta is taken against, and its sequence.
-#[derive(Debug, Clone, Copy)]
-pub struct Baseline<'a> {
-    /// Sequence the baseline was sent with.
-    pub sequence: u16,
-    /// The baseline state, as the receiver holds it.
-    pub snapshot: &'a Snapshot,
-}
+use crate::snapshot::{Baseline, SectionRef, Snapshot};
 
 /// Which entropy coders the encoder may use for each block. Raw and RLE
 /// blocks are always available.

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::block;
+pub use crate::block::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 use crate::error::DecodeError;
 use crate::pipeline::{delta, planes, soa, subset};
 use crate::schema::EntityType;

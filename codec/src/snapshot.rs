@@ -273,6 +273,15 @@ pub(crate) fn digest_sections<'a>(
     h.digest()
 }
 
+/// The snapshot a delta is taken against, and its sequence.
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline<'a> {
+    /// Sequence the baseline was sent with.
+    pub sequence: u16,
+    /// The baseline state, as the receiver holds it.
+    pub snapshot: &'a Snapshot,
+}
+
 /// The state of one tick: one [`Section`] per entity type of a schema.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Snapshot {

@@ -1,4 +1,4 @@
-//! Replays the fuzz properties of `tickpack::fuzz_props`:
+//! Replays the fuzz properties of `tickpack_testkit::props`:
 //!
 //! - every file under `fuzz/regressions/<target>/` (crash inputs saved by
 //!   `fuzz/run.sh`) is fed to the property of the same name;
@@ -6,12 +6,11 @@
 //!   inputs, so this test exercises them even with no regressions committed;
 //! - the fuzz crate declares exactly one target per property.
 
-#![cfg(feature = "internals")]
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use tickpack::fuzz_props::PROPERTIES;
+use tickpack_testkit::props::PROPERTIES;
+use tickpack_testkit::rng::SplitMix64;
 
 /// Pseudo-random inputs per property.
 const INPUTS: u64 = 300;
@@ -85,28 +84,21 @@ fn regressions() {
     );
 }
 
-/// splitmix64.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The `i`-th fixed input of property `name`: lengths from 0 to about 4 KiB,
 /// mostly random bytes, some biased towards small values and runs.
 fn input(name: &str, i: u64) -> Vec<u8> {
-    let mut state = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    }) ^ i;
+    let mut rng = SplitMix64::new(
+        name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        }) ^ i,
+    );
     let len = match i % 4 {
-        0 => next(&mut state) % 64,
-        1 | 2 => next(&mut state) % 1024,
-        _ => next(&mut state) % 4096,
+        0 => rng.below(64),
+        1 | 2 => rng.below(1024),
+        _ => rng.below(4096),
     } as usize;
     let mask = [0xff, 0xff, 0x0f, 0x03][(i / 4 % 4) as usize];
-    (0..len).map(|_| next(&mut state) as u8 & mask).collect()
+    (0..len).map(|_| rng.next_u64() as u8 & mask).collect()
 }
 
 #[test]
@@ -145,7 +137,7 @@ fn one_fuzz_target_per_property() {
     props.sort();
     assert_eq!(
         targets, props,
-        "fuzz/fuzz_targets/*.rs vs fuzz_props::PROPERTIES"
+        "fuzz/fuzz_targets/*.rs vs tickpack_testkit::props::PROPERTIES"
     );
     let manifest = std::fs::read_to_string(fuzz_dir().join("Cargo.toml")).unwrap_or_default();
     for p in &props {

@@ -4,13 +4,15 @@
 
 mod common;
 
-use common::{evolve, random_snapshot, roundtrip, schema_strategy, Rng};
+use common::roundtrip;
 use proptest::prelude::*;
 use tickpack::{Dictionary, Schema, Snapshot};
+use tickpack_testkit::gen::{evolve, random_snapshot, schema_strategy};
+use tickpack_testkit::rng::SplitMix64;
 
-fn dictionary(rng: &mut Rng) -> Dictionary {
+fn dictionary(rng: &mut SplitMix64) -> Dictionary {
     // Raw-content dictionary: zstd uses it as history for matches.
-    Dictionary::new(rng.next() as u32, rng.bytes(512))
+    Dictionary::new(rng.next_u64() as u32, rng.bytes(512))
 }
 
 proptest! {
@@ -18,7 +20,7 @@ proptest! {
 
     #[test]
     fn keyframes(schema in schema_strategy(), seed in 1u64.., sequence: u16) {
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let snap = random_snapshot(&schema, &mut rng, 40, 200);
         roundtrip(&schema, &snap, sequence, None, None);
         let d = dictionary(&mut rng);
@@ -29,7 +31,7 @@ proptest! {
     fn delta_chains(schema in schema_strategy(), seed in 1u64.., start: u16, dist in 1u16..40) {
         // A chain of ticks with spawns, despawns and changes, each coded
         // against the tick `dist` back, crossing the u16 wrap when start is high.
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let d = dictionary(&mut rng);
         let mut ticks = vec![random_snapshot(&schema, &mut rng, 30, 100)];
         for _ in 0..12 {
@@ -48,7 +50,7 @@ proptest! {
 
     #[test]
     fn against_unrelated_baseline(schema in schema_strategy(), seed in 1u64..) {
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let a = random_snapshot(&schema, &mut rng, 30, 60);
         let b = random_snapshot(&schema, &mut rng, 30, 60);
         roundtrip(&schema, &a, 7, Some((6, &b)), None);
@@ -66,7 +68,7 @@ fn unchanged_entities_cost_almost_nothing() {
         .field("touch", tickpack::Primitive::I32, 1)
         .build()
         .unwrap();
-    let mut rng = Rng(9);
+    let mut rng = SplitMix64::new(9);
     let mut a = Snapshot::new(&schema);
     for id in 0..901 {
         a.section_mut(0)
@@ -97,18 +99,19 @@ fn large_sections_span_blocks() {
         .field("x", tickpack::Primitive::U64, 8)
         .build()
         .unwrap();
-    let mut rng = Rng(3);
+    let mut rng = SplitMix64::new(3);
     let snap = random_snapshot(&schema, &mut rng, 600, 100_000);
     let p = roundtrip(&schema, &snap, 0, None, None);
     assert!(p.len() > tickpack::MAX_BLOCK_CONTENT);
 }
 
 mod prediction {
-    use super::common::{evolve, random_snapshot, schema_strategy, Rng};
     use proptest::prelude::*;
     use tickpack::{
         Baseline, DecodeError, Decoder, DeltaOp, Encoder, Field, Primitive, Schema, Snapshot,
     };
+    use tickpack_testkit::gen::{evolve, random_snapshot, schema_strategy};
+    use tickpack_testkit::rng::SplitMix64;
 
     /// The schema with every field switched to `Predict`.
     fn predictive(schema: &Schema) -> Schema {
@@ -130,7 +133,7 @@ mod prediction {
         #[test]
         fn roundtrip_with_prior(schema in schema_strategy(), seed in 1u64.., start: u16) {
             let schema = predictive(&schema);
-            let mut rng = Rng(seed);
+            let mut rng = SplitMix64::new(seed);
             let t0 = random_snapshot(&schema, &mut rng, 20, 60);
             let t1 = evolve(&schema, &t0, &mut rng, 60);
             let t2 = evolve(&schema, &t1, &mut rng, 60);
@@ -258,15 +261,17 @@ fn small_dictionaries_still_compress_large_blocks() {
 }
 
 mod huffman {
-    use super::common::{evolve, random_snapshot, roundtrip, schema_strategy, Rng};
+    use super::common::roundtrip;
     use proptest::prelude::*;
     use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, HuffmanTable};
+    use tickpack_testkit::gen::{evolve, random_snapshot, schema_strategy};
+    use tickpack_testkit::rng::SplitMix64;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(32))]
         #[test]
         fn every_entropy_mode_roundtrips(schema in schema_strategy(), seed in 1u64..) {
-            let mut rng = Rng(seed);
+            let mut rng = SplitMix64::new(seed);
             let t0 = random_snapshot(&schema, &mut rng, 30, 80);
             let t1 = evolve(&schema, &t0, &mut rng, 80);
             // A table trained on the bytes of the first tick's payload.

@@ -7,15 +7,14 @@
 //! independently of the server's bookkeeping).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use common::Rng;
 use proptest::prelude::*;
 use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
 use tickpack::{DeltaOp, Field, Primitive, Schema, Snapshot};
+use tickpack_testkit::link::{LinkConfig, Pair};
+use tickpack_testkit::rng::SplitMix64;
 
 fn schema(predict: bool) -> Schema {
     let op = if predict {
@@ -45,7 +44,7 @@ struct World {
     schema: Schema,
     snap: Snapshot,
     next_shot: u32,
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 impl World {
@@ -64,7 +63,7 @@ impl World {
             schema,
             snap,
             next_shot: 1000,
-            rng: Rng(seed | 1),
+            rng: SplitMix64::new(seed | 1),
         }
     }
 
@@ -113,21 +112,13 @@ impl World {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Link {
-    loss: u64, // percent
-    dup: u64,  // percent
-    latency_ms: u64,
-    jitter_ms: u64, // uniform 0..jitter added; reorders packets
-}
-
 struct SimClient {
     id: u16,
     client: Client,
     view_kind: u32, // 0: all, else a filter changing over time
     join_tick: u64,
-    to_client: Vec<(u64, Vec<u8>)>,
-    to_server: Vec<(u64, Vec<u8>)>,
+    /// The client's two directions of the lossy link, on the test's clock.
+    link: Pair,
     /// Per sequence sent: the world and the view it was sent with.
     sent: BTreeMap<u16, (Arc<Snapshot>, View)>,
     /// Per sequence applied: the state the client must hold.
@@ -196,39 +187,9 @@ fn view_for(kind: u32, tick: u64, world: &Snapshot) -> View {
     View::filter(vec![cars, shots])
 }
 
-fn send(
-    link: &Link,
-    rng: &mut Rng,
-    now: u64,
-    q: &mut Vec<(u64, Vec<u8>)>,
-    bytes: &[u8],
-    lossy: bool,
-) {
-    if lossy && rng.below(100) < link.loss {
-        return;
-    }
-    let copies = if rng.below(100) < link.dup { 2 } else { 1 };
-    for _ in 0..copies {
-        let delay = link.latency_ms
-            + if link.jitter_ms > 0 {
-                rng.below(link.jitter_ms + 1)
-            } else {
-                0
-            };
-        q.push((now + delay, bytes.to_vec()));
-    }
-}
-
-fn take_arrived(q: &mut Vec<(u64, Vec<u8>)>, now: u64) -> Vec<Vec<u8>> {
-    // Arrival order by time; equal times keep push order.
-    q.sort_by_key(|p| p.0);
-    let n = q.iter().take_while(|p| p.0 <= now).count();
-    q.drain(..n).map(|p| p.1).collect()
-}
-
 /// Runs `ticks` ticks of lossy traffic then `calm` ticks without loss, and
 /// checks every invariant. Returns (bytes sent, packets, full snapshots).
-fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u64, u64, u64) {
+fn simulate(seed: u64, link: LinkConfig, ticks: u64, calm: u64, history: usize) -> (u64, u64, u64) {
     // Odd seeds predict car positions from two baselines.
     let mut world = World::new(seed, seed % 2 == 1);
     let config = ServerConfig {
@@ -237,7 +198,7 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
         ..ServerConfig::default()
     };
     let mut server = Server::new(world.schema.clone(), config).unwrap();
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = SplitMix64::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut clients: Vec<SimClient> = (0..4u16)
         .map(|i| SimClient {
             id: 100 + i,
@@ -251,8 +212,7 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
             .unwrap(),
             view_kind: u32::from(i % 3),
             join_tick: u64::from(i) * 300, // late joiners
-            to_client: Vec::new(),
-            to_server: Vec::new(),
+            link: Pair::new(link, seed ^ u64::from(i)),
             sent: BTreeMap::new(),
             model: BTreeMap::new(),
             last_applied_tick: None,
@@ -264,7 +224,6 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
     let mut prev_seq = None;
     for t in 0..ticks + calm {
         let now = t * tick_ms;
-        let lossy = t < ticks;
         let snap = world.step();
         let seq = server.begin_tick(snap.clone());
         if prev_seq.is_some_and(|p: u16| seq < p) {
@@ -272,6 +231,8 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
         }
         prev_seq = Some(seq);
         for c in &mut clients {
+            c.link.set_lossy(t < ticks);
+            c.link.now_ms = now;
             if t == c.join_tick {
                 server.connect(c.id);
             }
@@ -290,10 +251,10 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
                 }
             }
             let packet = server.send(c.id, &view).unwrap();
-            send(&link, &mut rng, now, &mut c.to_client, &packet, lossy);
+            c.link.to_client.send(c.link.now_ms, &packet);
         }
         for c in &mut clients {
-            for p in take_arrived(&mut c.to_client, now) {
+            for p in c.link.to_client.recv(c.link.now_ms) {
                 match c.client.receive(&p) {
                     Received::Applied { sequence, baseline } => {
                         let got = c.client.get(sequence).unwrap();
@@ -323,9 +284,9 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
             }
             if t >= c.join_tick {
                 let m = c.client.message(c.id).to_bytes();
-                send(&link, &mut rng, now, &mut c.to_server, &m, lossy);
+                c.link.to_server.send(c.link.now_ms, &m);
             }
-            for m in take_arrived(&mut c.to_server, now) {
+            for m in c.link.to_server.recv(c.link.now_ms) {
                 server.handle_message(&m).unwrap();
             }
             // Garbage acks now and then: never sent, far future, far past.
@@ -334,7 +295,7 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
             // packets (UnknownBaseline) until its next real ack, which is
             // newer, moves the baseline on. Never a wrong state.
             if rng.below(50) == 0 {
-                let junk = rng.next() as u16;
+                let junk = rng.next_u64() as u16;
                 server.ack(c.id, junk).ok();
             }
             if t >= c.join_tick {
@@ -374,9 +335,9 @@ fn simulate(seed: u64, link: Link, ticks: u64, calm: u64, history: usize) -> (u6
 fn no_loss() {
     let (_, packets, full) = simulate(
         1,
-        Link {
-            loss: 0,
-            dup: 0,
+        LinkConfig {
+            loss_pct: 0,
+            dup_pct: 0,
             latency_ms: 0,
             jitter_ms: 0,
         },
@@ -392,9 +353,9 @@ fn no_loss() {
 fn loss_5_percent_with_latency_and_jitter() {
     let (_, packets, full) = simulate(
         2,
-        Link {
-            loss: 5,
-            dup: 1,
+        LinkConfig {
+            loss_pct: 5,
+            dup_pct: 1,
             latency_ms: 50,
             jitter_ms: 20,
         },
@@ -409,9 +370,9 @@ fn loss_5_percent_with_latency_and_jitter() {
 fn loss_5_percent_predicted() {
     let (bytes, packets, full) = simulate(
         7,
-        Link {
-            loss: 5,
-            dup: 1,
+        LinkConfig {
+            loss_pct: 5,
+            dup_pct: 1,
             latency_ms: 50,
             jitter_ms: 20,
         },
@@ -427,9 +388,9 @@ fn loss_5_percent_predicted() {
 fn loss_20_percent_reordering() {
     let (_, packets, full) = simulate(
         3,
-        Link {
-            loss: 20,
-            dup: 5,
+        LinkConfig {
+            loss_pct: 20,
+            dup_pct: 5,
             latency_ms: 100,
             jitter_ms: 60,
         },
@@ -447,9 +408,9 @@ fn loss_50_percent_high_latency() {
     // full, and it still just works.
     let (_, packets, full) = simulate(
         4,
-        Link {
-            loss: 50,
-            dup: 10,
+        LinkConfig {
+            loss_pct: 50,
+            dup_pct: 10,
             latency_ms: 300,
             jitter_ms: 100,
         },
@@ -465,9 +426,9 @@ fn loss_50_percent_high_latency_long_history() {
     // With 64 snapshots of history the same link gets deltas again.
     let (_, packets, full) = simulate(
         5,
-        Link {
-            loss: 50,
-            dup: 10,
+        LinkConfig {
+            loss_pct: 50,
+            dup_pct: 10,
             latency_ms: 300,
             jitter_ms: 100,
         },

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| tickpack::fuzz_props::capture_read(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tickpack_testkit::props::capture_read(data));

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| tickpack::fuzz_props::decode_corrupt(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tickpack_testkit::props::decode_corrupt(data));

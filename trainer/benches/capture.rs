@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureThread, CaptureWriter};
 use tickpack::{Baseline, Encoder};
-use tickpack_benches::scenarios::{cube_pile, racing_lobby, Scenario};
+use tickpack_scenarios::{cube_pile, racing_lobby, Scenario};
 
 const TICKS: usize = 240;
 

@@ -6,7 +6,7 @@
 #![allow(missing_docs, clippy::unwrap_used)]
 use std::time::Instant;
 use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
-use tickpack_benches::scenarios::{cube_pile, racing_lobby};
+use tickpack_scenarios::{cube_pile, racing_lobby};
 fn main() {
     for s in [cube_pile(1, 3600), racing_lobby(1, 3600)] {
         let raw: usize = s.ticks.iter().map(|t| t.raw_len()).sum();

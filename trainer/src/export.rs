@@ -6,9 +6,7 @@
 use std::path::Path;
 
 use tickpack::capture::CaptureHeader;
-use tickpack_benches::scenarios::{
-    arena_shooter, cube_pile, idle, racing_lobby, Scenario, TICK_RATE,
-};
+use tickpack_scenarios::{arena_shooter, cube_pile, idle, racing_lobby, Scenario, TICK_RATE};
 
 use crate::captures::{capture_err, create_capture, finish_capture};
 use crate::import::Imported;

@@ -3,7 +3,7 @@
 //! - [`fiedler`]: the 2015 networked-physics compression challenge file
 //!   (`delta_data.bin`: frames of 901 cubes × 8 little-endian `i32`, no
 //!   header). Entity id = cube index, tick = frame index, schema =
-//!   `tickpack_benches::scenarios::cube_schema()`.
+//!   `tickpack_scenarios::cube_schema()`.
 //! - [`jsonl`]: JSON lines, documented in the README ("Trainer"): a header
 //!   line with game, version and schema, then one line per tick.
 
@@ -18,7 +18,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use tickpack::capture::{CaptureHeader, SentRecord};
 use tickpack::{Primitive, Schema, Section, Snapshot};
-use tickpack_benches::scenarios::{cube_schema, CUBE_COUNT, CUBE_FIELDS};
+use tickpack_scenarios::{cube_schema, CUBE_COUNT, CUBE_FIELDS};
 
 use crate::captures::{capture_err, create_capture, finish_capture};
 use crate::TrainerError;

@@ -179,18 +179,8 @@ pub fn block_samples(
     Ok((data, sizes))
 }
 
-/// The "raw snapshot" plain zstd frames compress in `eval`: per section, the
-/// entity count (`u32`), the ids (`u32` each) and the records, little-endian.
-pub fn raw_snapshot(s: &Snapshot, out: &mut Vec<u8>) {
-    out.clear();
-    for sec in s.sections() {
-        out.extend_from_slice(&(sec.len() as u32).to_le_bytes());
-        for id in sec.ids() {
-            out.extend_from_slice(&id.to_le_bytes());
-        }
-        out.extend_from_slice(sec.records());
-    }
-}
+/// The "raw snapshot" plain zstd frames compress in `eval`.
+pub use tickpack_scenarios::raw::write as raw_snapshot;
 
 /// Mean of `total` over `n` (0 when `n` is 0).
 pub fn mean(total: u64, n: usize) -> f64 {

@@ -4,6 +4,7 @@
 
 use tickpack::capture::{Capture, CapturedTick};
 use tickpack::MAX_BASELINE_DISTANCE;
+use tickpack_scenarios::rng::SplitMix64;
 
 /// The simulated ack delay used when a capture has no recorded sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +165,7 @@ fn recorded(ticks: &[CapturedTick]) -> Vec<Packet> {
 /// whose ack has arrived (so baselines never move backwards), with the ack
 /// before that one as its prior, as the session server does.
 fn simulated(ticks: &[CapturedTick], delay: u64, jitter: u32) -> Vec<Packet> {
-    let arrives = |s: u64| s + delay + splitmix(s) % (u64::from(jitter) + 1);
+    let arrives = |s: u64| s + delay + SplitMix64::new(s).below(u64::from(jitter) + 1);
     let mut out = Vec::with_capacity(ticks.len());
     let (mut acked, mut prior): (Option<usize>, Option<usize>) = (None, None);
     for (i, t) in ticks.iter().enumerate() {
@@ -182,13 +183,6 @@ fn simulated(ticks: &[CapturedTick], delay: u64, jitter: u32) -> Vec<Packet> {
         });
     }
     out
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

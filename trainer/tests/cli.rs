@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tickpack::capture::{Capture, CaptureLimits, SentRecord};
-use tickpack_benches::scenarios::{cube_pile, cube_schema};
+use tickpack_scenarios::{cube_pile, cube_schema};
 use tickpack_trainer::{run, TrainerError};
 
 fn tmp(name: &str) -> PathBuf {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tickpack::dictset::{DictKind, DictionarySets, SetLimits};
 use tickpack::{Baseline, PacketHeader};
-use tickpack_benches::scenarios::{cube_pile, racing_lobby, Scenario};
+use tickpack_scenarios::{cube_pile, racing_lobby, Scenario};
 
 fn scenario(game: &str) -> Scenario {
     match game {

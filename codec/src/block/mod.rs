@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! bit  0      Last_Block   1 on the packet's final block
-//! bits 1-2    Block_Type   0 raw, 1 RLE, 2 zstd, 3 reserved (trained entropy coder)
+//! bits 1-2    Block_Type   0 raw, 1 RLE, 2 zstd, 3 Huffman (the dictionary's table)
 //! bits 3-15   Block_Size   size - 1: raw/RLE = content bytes, zstd = compressed bytes
 //! ```
 //! The header is a little-endian `u16`. A block's content never exceeds
@@ -13,12 +13,17 @@
 // This file holds no code: `header` and `stream` open with
 // `#![forbid(unsafe_code)]`; `zstd_raw` is the crate's one unsafe module.
 
+// Block framing is crate-private; the `internals` feature re-exports it
+// (doc-hidden) for the fuzz properties.
+#[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 mod header;
 mod huffman;
 mod stream;
 mod zstd_raw;
 
-pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
+pub use header::MAX_BLOCK_CONTENT;
+#[cfg(feature = "internals")]
+pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 pub use huffman::{HuffmanError, HuffmanTable};
 pub(crate) use stream::{decode_blocks, encode_blocks, max_blocks_len, Coders, ZstdBlocks};
 pub(crate) use zstd_raw::{CDict, DDict};

@@ -5,32 +5,7 @@
 use super::error::CaptureError;
 use super::format::{checksum, CAPTURE_VERSION, MAGIC, PREAMBLE_LEN};
 use super::CaptureHeader;
-use crate::schema::{DeltaOp, Field, Schema};
-
-/// Rebuilds `base` with per-field delta operators from `ops` (section,
-/// field) and default records from `defaults` (section; `None` keeps the
-/// base's). Names, types and lengths are kept.
-pub(crate) fn rebuild_schema(
-    base: &Schema,
-    ops: impl Fn(usize, usize) -> Option<DeltaOp>,
-    defaults: impl Fn(usize) -> Option<Vec<u8>>,
-) -> Result<Schema, crate::SchemaError> {
-    let mut b = Schema::builder();
-    for (s, ty) in base.sections().iter().enumerate() {
-        b = b.entity(ty.name());
-        for (i, f) in ty.fields().iter().enumerate() {
-            b = b.field_with(Field {
-                delta: ops(s, i).or(f.delta),
-                ..f.clone()
-            });
-        }
-        let rec = defaults(s).unwrap_or_else(|| ty.default_record().to_vec());
-        if rec.iter().any(|&x| x != 0) {
-            b = b.default_record(&rec);
-        }
-    }
-    b.build()
-}
+use crate::schema::{rebuild_schema, Schema};
 
 fn check_name(name: &str) -> Result<(), CaptureError> {
     if name.is_empty() || name.len() > 255 {

@@ -61,8 +61,6 @@ pub use reader::{CaptureReader, Record, Ticks};
 pub use thread::CaptureThread;
 pub use writer::{CaptureOptions, CaptureWriter};
 
-pub(crate) use header::rebuild_schema;
-
 use crate::limits::Limits;
 use crate::schema::Schema;
 use crate::snapshot::Snapshot;

@@ -11,8 +11,8 @@ use super::format::{
 };
 use super::{header, CaptureHeader, CaptureLimits, CapturedTick, SentRecord};
 use crate::decoder::Decoder;
-use crate::encoder::Baseline;
 use crate::packet::PacketHeader;
+use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
 
 /// One record of a capture, as [`CaptureReader::next_record`] returns it.

@@ -9,8 +9,9 @@ use super::format::{
     checksum, put_varint, KIND_END, KIND_SENT, KIND_TICK, SENT_BASELINE, SENT_PRIOR,
 };
 use super::{header, CaptureHeader, SentRecord};
-use crate::encoder::{Baseline, Encoder};
+use crate::encoder::Encoder;
 use crate::packet::MAX_BASELINE_DISTANCE;
+use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
 
 /// How a [`CaptureWriter`] stores ticks.

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use super::{DictSetError, DictionarySet, SetLimits, MANIFEST_FILE};
 use crate::decoder::Decoder;
-use crate::encoder::Baseline;
 use crate::packet::PacketHeader;
+use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
 
 /// Dictionary sets held side by side, for instance two versions of a game

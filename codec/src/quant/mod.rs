@@ -46,6 +46,7 @@ mod measure;
 pub(crate) mod plan;
 mod quat;
 mod scalar;
+#[cfg(feature = "serde")]
 pub(crate) mod text;
 
 pub use error::QuantizeError;

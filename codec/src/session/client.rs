@@ -4,18 +4,18 @@
 
 use core::fmt;
 
+use super::error::SessionError;
 use super::message::ClientMessage;
-use super::seq::seq_newer;
-use super::server::SessionError;
 use super::DEFAULT_HISTORY;
 use crate::decoder::Decoder;
 use crate::dict::Dictionary;
-use crate::encoder::Baseline;
 use crate::error::DecodeError;
 use crate::limits::Limits;
 use crate::packet::PacketHeader;
 use crate::schema::Schema;
+use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
+use tickpack_seq::seq_newer;
 
 /// Client settings.
 #[derive(Debug, Clone)]

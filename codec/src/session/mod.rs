@@ -36,17 +36,20 @@
 #![forbid(unsafe_code)]
 
 mod client;
+mod error;
 mod message;
 mod persist;
-mod seq;
+mod rate;
 mod server;
 mod view;
 
 pub use client::{Client, ClientConfig, ClientStats, DropReason, Received};
+pub use error::SessionError;
 pub use message::ClientMessage;
 pub use persist::Persist;
-pub use seq::{seq_distance, seq_newer};
-pub use server::{AckOutcome, Server, ServerConfig, ServerStats, SessionError};
+pub use rate::RateTiers;
+pub use server::{AckOutcome, Server, ServerConfig, ServerStats};
+pub use tickpack_seq::{seq_distance, seq_newer};
 pub use view::View;
 
 /// Default number of snapshots kept per client, as in Quake 3.

@@ -6,17 +6,18 @@ use core::fmt;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::error::SessionError;
 use super::message::ClientMessage;
-use super::seq::{seq_distance, seq_newer};
 use super::view::View;
 use super::DEFAULT_HISTORY;
 use crate::dict::Dictionary;
-use crate::encoder::{Baseline, Encoder, DEFAULT_LEVEL};
-use crate::error::{DecodeError, DictionaryError, EncodeError};
+use crate::encoder::{Encoder, DEFAULT_LEVEL};
 use crate::limits::Limits;
 use crate::packet::MAX_BASELINE_DISTANCE;
 use crate::schema::Schema;
+use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
+use tickpack_seq::{seq_distance, seq_newer};
 
 /// Server settings.
 #[derive(Debug, Clone)]
@@ -68,46 +69,7 @@ pub enum AckOutcome {
     Unknown,
 }
 
-/// Errors of the session layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SessionError {
-    /// No client with this id is connected.
-    UnknownClient {
-        /// The id.
-        id: u16,
-    },
-    /// `send` before the first `begin_tick`.
-    NoTick,
-    /// Encoding failed (the world does not fit the schema or the limits).
-    Encode(EncodeError),
-    /// A client message could not be parsed.
-    Message(DecodeError),
-    /// The dictionary could not be prepared.
-    Dictionary(DictionaryError),
-    /// `history` must be 1..=32767.
-    BadHistory {
-        /// The value given.
-        history: usize,
-    },
-}
-
-impl fmt::Display for SessionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownClient { id } => write!(f, "no client with id {id}"),
-            Self::NoTick => write!(f, "send called before begin_tick"),
-            Self::Encode(e) => write!(f, "encode: {e}"),
-            Self::Message(e) => write!(f, "client message: {e}"),
-            Self::Dictionary(e) => write!(f, "dictionary: {e}"),
-            Self::BadHistory { history } => write!(f, "history of {history} is not 1..=32767"),
-        }
-    }
-}
-
-impl std::error::Error for SessionError {}
-
-/// Counters for the demo and the notes.
+/// Server counters: packets, bytes, full snapshots and acks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
     /// Packets handed out by [`Server::send`].

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use tickpack::Snapshot;
-use tickpack_benches::scenarios::{self, changed_entities, Scenario, TICK_RATE};
+use tickpack_scenarios::{self as scenarios, changed_entities, Scenario, TICK_RATE};
 
 use methods::{
     BitcodeZstd, Data, Lz4, Method, Quake3, RefPrefix, Res, Tickpack, TickpackSet, ZstdFrame,

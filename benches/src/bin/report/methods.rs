@@ -11,6 +11,8 @@ use tickpack::{
 };
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
+use tickpack_scenarios::raw;
+
 use crate::q3::Q3;
 
 pub(crate) type Res<T> = Result<T, Box<dyn Error>>;
@@ -41,7 +43,7 @@ impl<'a> Data<'a> {
             .iter()
             .map(|t| {
                 let mut v = Vec::new();
-                serialize(t, &mut v);
+                raw::write(t, &mut v);
                 v
             })
             .collect();
@@ -59,40 +61,6 @@ impl<'a> Data<'a> {
         let step = all.len().div_ceil(MAX_SAMPLES).max(1);
         all.into_iter().step_by(step).collect()
     }
-}
-
-/// The raw snapshot: per section a little-endian `u32` count, the ids, the records.
-pub(crate) fn serialize(s: &Snapshot, out: &mut Vec<u8>) {
-    out.clear();
-    for sec in s.sections() {
-        out.extend_from_slice(&(sec.len() as u32).to_le_bytes());
-        for id in sec.ids() {
-            out.extend_from_slice(&id.to_le_bytes());
-        }
-        out.extend_from_slice(sec.records());
-    }
-}
-
-/// The inverse of [`serialize`].
-pub(crate) fn parse(schema: &Schema, mut b: &[u8]) -> Res<Snapshot> {
-    let mut sections = Vec::new();
-    for e in schema.sections() {
-        let (n, rest) = b.split_first_chunk::<4>().ok_or("raw: truncated count")?;
-        let n = u32::from_le_bytes(*n) as usize;
-        let rs = e.record_size();
-        let need = n * 4 + n * rs;
-        if rest.len() < need {
-            return Err("raw: truncated section".into());
-        }
-        let ids = rest[..4 * n]
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let recs = rest[4 * n..need].to_vec();
-        sections.push(Section::from_parts(ids, recs, rs)?);
-        b = &rest[need..];
-    }
-    Ok(Snapshot::from_sections(schema, sections)?)
 }
 
 /// One codec under test.
@@ -303,7 +271,7 @@ impl ZstdFrame {
 
 impl Method for ZstdFrame {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
-        serialize(&d.ticks[i], &mut self.buf);
+        raw::write(&d.ticks[i], &mut self.buf);
         out.clear();
         out.reserve(zstd::zstd_safe::compress_bound(self.buf.len()));
         self.c.compress_to_buffer(&self.buf, out)?;
@@ -312,7 +280,7 @@ impl Method for ZstdFrame {
 
     fn decode(&mut self, d: &Data<'_>, _i: usize, packet: &[u8]) -> Res<Snapshot> {
         let raw = self.d.decompress(packet, 1 << 24)?;
-        parse(d.schema, &raw)
+        Ok(raw::parse(d.schema, &raw)?)
     }
 }
 
@@ -329,14 +297,14 @@ impl Lz4 {
 
 impl Method for Lz4 {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
-        serialize(&d.ticks[i], &mut self.buf);
+        raw::write(&d.ticks[i], &mut self.buf);
         *out = lz4_flex::compress_prepend_size(&self.buf);
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, _i: usize, packet: &[u8]) -> Res<Snapshot> {
         let raw = lz4_flex::decompress_size_prepended(packet)?;
-        parse(d.schema, &raw)
+        Ok(raw::parse(d.schema, &raw)?)
     }
 }
 
@@ -369,7 +337,7 @@ fn zstd_err(code: usize) -> Box<dyn Error> {
 
 impl Method for RefPrefix<'_> {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
-        serialize(&d.ticks[i], &mut self.buf);
+        raw::write(&d.ticks[i], &mut self.buf);
         self.c
             .ref_prefix(&self.raws[i - DISTANCE])
             .map_err(zstd_err)?;
@@ -386,7 +354,7 @@ impl Method for RefPrefix<'_> {
         self.buf.clear();
         self.buf.reserve(self.raws[i].len().max(1 << 16));
         self.d.decompress(&mut self.buf, packet).map_err(zstd_err)?;
-        parse(d.schema, &self.buf)
+        Ok(raw::parse(d.schema, &self.buf)?)
     }
 }
 
@@ -561,7 +529,7 @@ impl Method for Quake3 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tickpack_benches::scenarios;
+    use tickpack_scenarios as scenarios;
 
     #[test]
     fn every_method_round_trips_the_arena() {
@@ -586,14 +554,5 @@ mod tests {
                 assert_eq!(m.decode(&d, i, &p).unwrap(), sc.ticks[i]);
             }
         }
-    }
-
-    #[test]
-    fn raw_serialisation_round_trips() {
-        let sc = scenarios::arena_shooter(2, 3);
-        let mut v = Vec::new();
-        serialize(&sc.ticks[2], &mut v);
-        assert_eq!(parse(&sc.schema, &v).unwrap(), sc.ticks[2]);
-        assert!(parse(&sc.schema, &v[..v.len() - 1]).is_err());
     }
 }

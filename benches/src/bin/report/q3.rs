@@ -1,6 +1,5 @@
 //! A Quake-3-style field delta with a trained static Huffman code, after
-//! ioquake3's `msg.c` (`MSG_WriteDeltaEntity`, `MSG_WriteBits`) and the
-//! design in seed 004.
+//! ioquake3's `msg.c` (`MSG_WriteDeltaEntity`, `MSG_WriteBits`).
 //!
 //! Per section, a 16-bit count of entries, then per entry (ascending ids,
 //! only entities that were added, removed or changed against the baseline):
@@ -537,7 +536,7 @@ fn diff<'s>(b: &'s Section, c: &'s Section, default: &'s [u8], out: &mut Vec<Ent
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tickpack_benches::scenarios;
+    use tickpack_scenarios as scenarios;
 
     #[test]
     fn huffman_round_trips_every_byte() {

@@ -1,0 +1,350 @@
+//! A loaded dictionary set: assembling one, its accessors, and the encoder
+//! and decoder made from it.
+
+#![forbid(unsafe_code)]
+
+use super::id::*;
+use super::*;
+use crate::block::HuffmanTable;
+use crate::decoder::Decoder;
+use crate::dict::Dictionary;
+use crate::encoder::Encoder;
+use crate::error::EncodeError;
+use crate::limits::Limits;
+use crate::schema::Schema;
+use crate::snapshot::{Baseline, Snapshot};
+
+/// Whether `a` and `b` lay records out the same way (entity types, field
+/// names, types, lengths and default records), whatever their operators.
+pub fn same_layout(a: &Schema, b: &Schema) -> Result<(), String> {
+    if a.sections().len() != b.sections().len() {
+        return Err(format!(
+            "{} entity types against {}",
+            a.sections().len(),
+            b.sections().len()
+        ));
+    }
+    for (x, y) in a.sections().iter().zip(b.sections()) {
+        if x.name() != y.name() || x.fields().len() != y.fields().len() {
+            return Err(format!("entity type `{}` against `{}`", x.name(), y.name()));
+        }
+        for (f, g) in x.fields().iter().zip(y.fields()) {
+            if f.name != g.name || f.ty != g.ty || f.len != g.len {
+                return Err(format!(
+                    "field `{}.{}` ({:?} x{}) against `{}` ({:?} x{})",
+                    x.name(),
+                    f.name,
+                    f.ty,
+                    f.len,
+                    g.name,
+                    g.ty,
+                    g.len
+                ));
+            }
+        }
+        if x.default_record() != y.default_record() {
+            return Err(format!("default record of `{}`", x.name()));
+        }
+    }
+    Ok(())
+}
+
+/// A loaded, verified dictionary set for one game version.
+#[derive(Debug, Clone)]
+pub struct DictionarySet {
+    pub(super) manifest: Manifest,
+    pub(super) schema: Schema,
+    pub(super) dictionaries: Vec<(DictKind, Dictionary)>,
+}
+
+impl DictionarySet {
+    /// Assembles a new set (what the trainer does): computes the dictionary
+    /// ids, hashes and the set id, and fills the manifest's `format`, ids,
+    /// schema and dictionary entries. `manifest` supplies the rest (game,
+    /// version, fields, training, measured); its `fields` are rebuilt from
+    /// `schema` when empty. Dictionary files are named `<kind>.dict`.
+    pub fn assemble(
+        mut manifest: Manifest,
+        schema: Schema,
+        base_schema_id: u32,
+        dictionaries: Vec<(DictKind, Vec<u8>, u64)>,
+    ) -> Result<Self, DictSetError> {
+        check_name(&manifest.game)?;
+        check_name(&manifest.version)?;
+        manifest.format = MANIFEST_FORMAT;
+        manifest.schema_id = schema.id();
+        manifest.base_schema_id = base_schema_id;
+        manifest.schema =
+            serde_json::from_str(&schema.to_json()).map_err(|e| DictSetError::Manifest {
+                message: e.to_string(),
+            })?;
+        manifest.default_records = if schema
+            .sections()
+            .iter()
+            .all(|t| t.default_record().iter().all(|&b| b == 0))
+        {
+            Vec::new()
+        } else {
+            schema
+                .sections()
+                .iter()
+                .map(|t| {
+                    let r = t.default_record();
+                    r.iter().any(|&b| b != 0).then(|| hex(r))
+                })
+                .collect()
+        };
+        let mut choices = Vec::new();
+        for t in schema.sections() {
+            for f in t.fields() {
+                let old = manifest
+                    .fields
+                    .iter()
+                    .find(|c| c.entity == t.name() && c.field == f.name);
+                choices.push(FieldChoice {
+                    entity: t.name().to_owned(),
+                    field: f.name.clone(),
+                    delta: f.delta_op(),
+                    held_out_bytes: old.map(|c| c.held_out_bytes.clone()).unwrap_or_default(),
+                });
+            }
+        }
+        manifest.fields = choices;
+        let mut dicts = Vec::new();
+        manifest.dictionaries.clear();
+        for (kind, bytes, max_size) in dictionaries {
+            if dicts.iter().any(|(k, _)| *k == kind) {
+                return Err(DictSetError::DuplicateKind { kind });
+            }
+            let id = dictionary_id(&manifest.game, &manifest.version, schema.id(), kind, &bytes);
+            manifest.dictionaries.push(DictionaryEntry {
+                kind,
+                id,
+                file: format!("{}.dict", kind.name()),
+                size: bytes.len() as u64,
+                sha256: sha256_hex(&bytes),
+                max_size,
+                huffman: None,
+            });
+            dicts.push((kind, Dictionary::new(id, bytes)));
+        }
+        let ids: Vec<(DictKind, u32)> = dicts.iter().map(|(k, d)| (*k, d.id())).collect();
+        manifest.set_id = set_id(&manifest.game, &manifest.version, schema.id(), &ids);
+        Ok(Self {
+            manifest,
+            schema,
+            dictionaries: dicts,
+        })
+    }
+
+    /// Attaches a trained Huffman table to the dictionary of `kind`: its
+    /// packets may then use Huffman blocks where they beat zstd. The
+    /// table goes into the manifest and into the dictionary and set ids.
+    pub fn with_huffman(
+        mut self,
+        kind: DictKind,
+        table: &HuffmanTable,
+    ) -> Result<Self, DictSetError> {
+        let missing = || DictSetError::Manifest {
+            message: format!("no {} dictionary to attach a Huffman table to", kind.name()),
+        };
+        let (game, version, schema_id) = (
+            self.manifest.game.clone(),
+            self.manifest.version.clone(),
+            self.manifest.schema_id,
+        );
+        let slot = self
+            .dictionaries
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .ok_or_else(missing)?;
+        let bytes = slot.1.bytes().to_vec();
+        let id = dictionary_id_with(&game, &version, schema_id, kind, &bytes, Some(table));
+        slot.1 = Dictionary::new(id, bytes).with_huffman(table.clone());
+        let entry = self
+            .manifest
+            .dictionaries
+            .iter_mut()
+            .find(|e| e.kind == kind)
+            .ok_or_else(missing)?;
+        entry.huffman = Some(hex(&table.to_bytes()));
+        entry.id = id;
+        let ids: Vec<(DictKind, u32)> = self
+            .dictionaries
+            .iter()
+            .map(|(k, d)| (*k, d.id()))
+            .collect();
+        self.manifest.set_id = set_id(&game, &version, schema_id, &ids);
+        Ok(self)
+    }
+
+    /// The manifest as pretty-printed JSON (what [`DictionarySet::save`] writes).
+    pub fn manifest_json(&self) -> String {
+        // A manifest holds strings, numbers and maps with string keys only.
+        serde_json::to_string_pretty(&self.manifest).unwrap_or_default() + "\n"
+    }
+
+    /// The set id.
+    pub fn id(&self) -> u32 {
+        self.manifest.set_id
+    }
+
+    /// Game name.
+    pub fn game(&self) -> &str {
+        &self.manifest.game
+    }
+
+    /// Game version.
+    pub fn version(&self) -> &str {
+        &self.manifest.version
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The schema with the trained operators: build encoders and decoders
+    /// with it (or use [`DictionarySet::encoder`] and
+    /// [`DictionarySet::decoder`]).
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The dictionary for packets of `kind`, if the set has one.
+    pub fn dictionary(&self, kind: DictKind) -> Option<&Dictionary> {
+        self.dictionaries
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, d)| d)
+    }
+
+    /// Every dictionary with its kind.
+    pub fn dictionaries(&self) -> &[(DictKind, Dictionary)] {
+        &self.dictionaries
+    }
+
+    /// Checks the set was trained for `schema`'s layout (its operators may
+    /// differ: the set's replace them).
+    pub fn fits(&self, schema: &Schema) -> Result<(), DictSetError> {
+        same_layout(&self.schema, schema).map_err(|reason| DictSetError::LayoutMismatch { reason })
+    }
+
+    /// An encoder using the set's schema and, per packet, the dictionary of
+    /// its kind.
+    pub fn encoder(&self, level: i32) -> Result<SetEncoder, DictSetError> {
+        let make = |kind| -> Result<Encoder, DictSetError> {
+            let mut e = Encoder::with_level(self.schema.clone(), level);
+            e.set_dictionary(self.dictionary(kind))
+                .map_err(DictSetError::Dictionary)?;
+            Ok(e)
+        };
+        Ok(SetEncoder {
+            keyframe: make(DictKind::Keyframe)?,
+            delta: make(DictKind::Delta)?,
+        })
+    }
+
+    /// A decoder with the set's schema holding all its dictionaries.
+    pub fn decoder(&self) -> Result<Decoder, DictSetError> {
+        let mut d = Decoder::new(self.schema.clone());
+        self.add_to(&mut d)?;
+        Ok(d)
+    }
+
+    /// Adds the set's dictionaries to `decoder` (whose schema must be the
+    /// set's to decode its packets).
+    /// Packets that use a dictionary without naming it (deltas) are then
+    /// decoded with this set's ([`Decoder::agree`]).
+    pub fn add_to(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
+        for (_, d) in &self.dictionaries {
+            decoder
+                .add_dictionary(d)
+                .map_err(DictSetError::Dictionary)?;
+        }
+        self.agree(decoder)
+    }
+
+    /// Makes `decoder` (which holds this set's dictionaries) decode packets
+    /// that do not name their dictionary with this set's.
+    pub fn agree(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
+        let id = |k| self.dictionary(k).map(|d| d.id());
+        decoder
+            .agree(id(DictKind::Delta), id(DictKind::Keyframe))
+            .map_err(DictSetError::Decode)
+    }
+}
+
+/// An encoder for a [`DictionarySet`]: keyframes with the keyframe
+/// dictionary, deltas with the delta dictionary, both under the set's
+/// schema. Made by [`DictionarySet::encoder`].
+#[derive(Debug)]
+pub struct SetEncoder {
+    keyframe: Encoder,
+    delta: Encoder,
+}
+
+impl SetEncoder {
+    /// Encodes like [`Encoder::encode`], with the dictionary of the packet's kind.
+    pub fn encode(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+    ) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.encode_to_vec(snapshot, sequence, baseline, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`SetEncoder::encode`], replacing the contents of `out`.
+    pub fn encode_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        self.encoder_mut(DictKind::of(baseline.is_some()))
+            .encode_to_vec(snapshot, sequence, baseline, out)
+    }
+
+    /// Like [`Encoder::encode_predicted_to_vec`]: a delta against `baseline`
+    /// with `prior` as the older baseline for `predict` fields.
+    pub fn encode_predicted_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        baseline: Baseline<'_>,
+        prior: Baseline<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        self.delta
+            .encode_predicted_to_vec(snapshot, sequence, baseline, prior, out)
+    }
+
+    /// The encoder used for packets of `kind`.
+    pub fn encoder_mut(&mut self, kind: DictKind) -> &mut Encoder {
+        match kind {
+            DictKind::Keyframe => &mut self.keyframe,
+            DictKind::Delta => &mut self.delta,
+        }
+    }
+
+    /// Sets the limits of both encoders.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.keyframe.set_limits(limits);
+        self.delta.set_limits(limits);
+    }
+
+    /// Turns packet checksums on or off for both encoders.
+    pub fn set_checksum(&mut self, on: bool) {
+        self.keyframe.set_checksum(on);
+        self.delta.set_checksum(on);
+    }
+
+    /// The set's schema.
+    pub fn schema(&self) -> &Schema {
+        self.delta.schema()
+    }
+}

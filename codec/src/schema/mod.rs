@@ -1,0 +1,722 @@
+//! Entity schemas: named fields of primitive types, their byte layout, the
+//! delta operator of each field, and the schema id that goes on the wire.
+//!
+//! A record is the fields laid out in declaration order, little-endian, with
+//! no padding: the same bytes as a `#[repr(C)]` struct with no padding on a
+//! little-endian machine.
+
+#![forbid(unsafe_code)]
+
+use crate::error::{SchemaError, SnapshotError};
+use crate::quant::{plan, Quantize, QuantizeError};
+use crate::snapshot::Snapshot;
+
+#[cfg(feature = "serde")]
+mod text;
+#[cfg(any(feature = "capture", feature = "dictset"))]
+pub(crate) use text::rebuild_schema;
+
+/// Most entity types (sections) one schema may declare.
+pub const MAX_SECTIONS: usize = 64;
+/// Most fields one entity type may declare.
+pub const MAX_FIELDS: usize = 256;
+/// Largest record, in bytes. Keeps one record well inside one 8 KiB block.
+pub const MAX_RECORD_SIZE: usize = 4096;
+/// Largest fixed-size array length of one field.
+pub const MAX_ARRAY_LEN: usize = 1024;
+
+/// A primitive field type. Multi-byte values are little-endian on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum Primitive {
+    /// `u8`
+    U8,
+    /// `i8`
+    I8,
+    /// `u16`
+    U16,
+    /// `i16`
+    I16,
+    /// `u32`
+    U32,
+    /// `i32`
+    I32,
+    /// `u64`
+    U64,
+    /// `i64`
+    I64,
+    /// `f32`, any bit pattern (NaN payloads survive)
+    F32,
+    /// `f64`, any bit pattern (NaN payloads survive)
+    F64,
+}
+
+impl Primitive {
+    /// Size in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            Self::U8 | Self::I8 => 1,
+            Self::U16 | Self::I16 => 2,
+            Self::U32 | Self::I32 | Self::F32 => 4,
+            Self::U64 | Self::I64 | Self::F64 => 8,
+        }
+    }
+
+    /// Whether this is a floating-point type.
+    pub const fn is_float(self) -> bool {
+        matches!(self, Self::F32 | Self::F64)
+    }
+
+    const fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// How a field is coded against its reference value (the baseline record for
+/// a changed entity, the previous new entity for a spawned one).
+///
+/// `Sub` and `Xor` work byte by byte; `Int` subtracts whole values (floats as
+/// their bit patterns) with wrapping arithmetic and zigzag-maps the result so
+/// small changes in either direction leave the high byte planes zero.
+/// See FORMAT.md, "Delta operators", for the measurements behind the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum DeltaOp {
+    /// Byte-wise wrapping subtraction.
+    Sub,
+    /// Byte-wise XOR.
+    Xor,
+    /// Element-wise wrapping subtraction, zigzag-mapped.
+    Int,
+    /// No delta: the value itself is sent.
+    None,
+    /// Like `Int`, but against a linear prediction `2·b0 − b1` from the two
+    /// newest acked baselines (element-wise wrapping arithmetic on the
+    /// integer or float bit values) when the packet names a prior baseline
+    /// and the entity is in both; else against `b0`. For values that move
+    /// at a steady rate.
+    Predict,
+}
+
+impl DeltaOp {
+    /// The operator used when a field does not name one.
+    pub const fn default_for(_ty: Primitive) -> Self {
+        DeltaOp::Int
+    }
+
+    const fn code(self) -> u8 {
+        match self {
+            Self::Sub => 0,
+            Self::Xor => 1,
+            Self::Int => 2,
+            Self::None => 3,
+            Self::Predict => 4,
+        }
+    }
+}
+
+/// One field of an entity type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct Field {
+    /// Field name, unique within its entity type.
+    pub name: String,
+    /// Element type.
+    #[cfg_attr(feature = "serde", serde(rename = "type"))]
+    pub ty: Primitive,
+    /// Array length; 1 for a scalar.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "text::one", skip_serializing_if = "text::is_one")
+    )]
+    pub len: usize,
+    /// Delta operator; `None` means [`DeltaOp::default_for`] the type.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub delta: Option<DeltaOp>,
+}
+
+impl Field {
+    /// Size of the field in a record.
+    pub fn size(&self) -> usize {
+        self.ty.size() * self.len
+    }
+
+    /// The operator in force.
+    pub fn delta_op(&self) -> DeltaOp {
+        self.delta.unwrap_or(DeltaOp::default_for(self.ty))
+    }
+}
+
+/// A run of bytes in a record with one element width and one delta operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    pub(crate) width: usize,
+    pub(crate) op: DeltaOp,
+}
+
+/// An entity type: a named record layout. Built with [`SchemaBuilder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityType {
+    name: String,
+    fields: Vec<Field>,
+    offsets: Vec<usize>,
+    record_size: usize,
+    default_record: Vec<u8>,
+    spans: Vec<Span>,
+    columns: Vec<(usize, usize)>,
+    planes: Vec<crate::pipeline::planes::Plane>,
+    quant: Vec<Option<Quantize>>,
+    slots: Vec<plan::Slot>,
+}
+
+impl EntityType {
+    /// Entity type name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Fields in record order.
+    pub fn fields(&self) -> &[Field] {
+        &self.fields
+    }
+
+    /// Byte offset of each field in the record.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// Record size in bytes.
+    pub fn record_size(&self) -> usize {
+        self.record_size
+    }
+
+    /// The record new entities are coded against (all zero unless set).
+    pub fn default_record(&self) -> &[u8] {
+        &self.default_record
+    }
+
+    /// The quantisation of each field, parallel to [`EntityType::fields`].
+    pub fn quantization(&self) -> &[Option<Quantize>] {
+        &self.quant
+    }
+
+    /// Whether any field is quantised.
+    pub fn is_quantized(&self) -> bool {
+        !self.slots.is_empty()
+    }
+
+    /// Quantises records laid out back to back (for example a
+    /// `bytemuck::cast_slice_mut` of your own `#[repr(C)]` array): every
+    /// quantised field becomes the value its code stands for. Errors name
+    /// the record index as `entity` and `section` 0. See [`Schema::quantize`].
+    pub fn quantize_records(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
+        if self.slots.is_empty() {
+            return Ok(());
+        }
+        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
+            plan::quantize(&self.slots, rec)
+                .map_err(|f| QuantizeError::from_fault(0, i as u32, f))?;
+        }
+        Ok(())
+    }
+
+    /// Replaces every quantised value of records laid out back to back by
+    /// its integer code, in place: the form the encoder codes (FORMAT.md,
+    /// "Quantised fields"). Each value must be exactly a quantised value.
+    pub fn to_codes(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
+        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
+            plan::to_codes(&self.slots, rec).map_err(|(field, element)| {
+                QuantizeError::NotQuantized {
+                    entity: i as u32,
+                    field,
+                    element,
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The inverse of [`EntityType::to_codes`]: codes back to values,
+    /// refusing codes outside their limits (and non-canonical quaternion
+    /// codes) as a decoder does.
+    pub fn from_codes(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
+        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
+            plan::from_codes(&self.slots, rec).map_err(|(field, element)| {
+                QuantizeError::BadCode {
+                    entity: i as u32,
+                    field,
+                    element,
+                }
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The quantised fields.
+    pub(crate) fn slots(&self) -> &[plan::Slot] {
+        &self.slots
+    }
+
+    /// Field layout merged into runs of equal element width and operator.
+    pub(crate) fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    /// `(offset, size)` of each field: the columns of the SoA stage.
+    pub(crate) fn columns(&self) -> &[(usize, usize)] {
+        &self.columns
+    }
+
+    /// Whether any field uses [`DeltaOp::Predict`].
+    pub fn predicts(&self) -> bool {
+        self.spans.iter().any(|s| s.op == DeltaOp::Predict)
+    }
+
+    /// The order of the byte planes.
+    pub(crate) fn planes(&self) -> &[crate::pipeline::planes::Plane] {
+        &self.planes
+    }
+
+    /// Byte offset and size of each element (array items counted singly).
+    pub fn element_layout(&self) -> impl Iterator<Item = (usize, Primitive)> + '_ {
+        self.fields
+            .iter()
+            .zip(&self.offsets)
+            .flat_map(|(f, &o)| (0..f.len).map(move |i| (o + i * f.ty.size(), f.ty)))
+    }
+
+    /// Checks that `T` has exactly this layout: same size, and for each
+    /// field of `T` (as declared by [`PodLayout`]) the same offset, type and
+    /// array length. `bytemuck::Pod` already guarantees `T` has no padding.
+    pub fn check_pod<T: PodLayout>(&self) -> Result<(), SchemaError> {
+        let size = core::mem::size_of::<T>();
+        if size != self.record_size {
+            return Err(SchemaError::PodMismatch {
+                reason: format!(
+                    "struct is {size} bytes, entity type `{}` is {}",
+                    self.name, self.record_size
+                ),
+            });
+        }
+        let pod = T::fields();
+        if pod.len() != self.fields.len() {
+            return Err(SchemaError::PodMismatch {
+                reason: format!(
+                    "struct has {} fields, entity type `{}` has {}",
+                    pod.len(),
+                    self.name,
+                    self.fields.len()
+                ),
+            });
+        }
+        let mut covered = 0;
+        for ((p, f), &off) in pod.iter().zip(&self.fields).zip(&self.offsets) {
+            if p.name != f.name || p.ty != f.ty || p.len != f.len || p.offset != off {
+                return Err(SchemaError::PodMismatch {
+                    reason: format!(
+                        "struct field `{}` ({:?} x{} at {}) vs schema field `{}` ({:?} x{} at {})",
+                        p.name, p.ty, p.len, p.offset, f.name, f.ty, f.len, off
+                    ),
+                });
+            }
+            covered += f.size();
+        }
+        if covered != size {
+            return Err(SchemaError::PodMismatch {
+                reason: format!("fields cover {covered} of {size} bytes: padding"),
+            });
+        }
+        Ok(())
+    }
+
+    fn new(
+        name: String,
+        fields: Vec<Field>,
+        quant: Vec<Option<Quantize>>,
+        default: Option<Vec<u8>>,
+    ) -> Result<Self, SchemaError> {
+        check_name(&name)?;
+        if fields.is_empty() {
+            return Err(SchemaError::NoFields { entity: name });
+        }
+        if fields.len() > MAX_FIELDS {
+            return Err(SchemaError::RecordTooLarge {
+                entity: name,
+                size: fields.len(),
+                limit: MAX_FIELDS,
+            });
+        }
+        let mut offsets = Vec::with_capacity(fields.len());
+        let mut size = 0usize;
+        for (i, f) in fields.iter().enumerate() {
+            check_name(&f.name)?;
+            if fields[..i].iter().any(|g| g.name == f.name) {
+                return Err(SchemaError::DuplicateName {
+                    name: f.name.clone(),
+                });
+            }
+            if f.len == 0 || f.len > MAX_ARRAY_LEN {
+                return Err(SchemaError::BadArrayLength {
+                    field: f.name.clone(),
+                    len: f.len,
+                });
+            }
+            offsets.push(size);
+            size += f.size();
+            if size > MAX_RECORD_SIZE {
+                return Err(SchemaError::RecordTooLarge {
+                    entity: name,
+                    size,
+                    limit: MAX_RECORD_SIZE,
+                });
+            }
+        }
+        let default_record = match default {
+            Some(d) if d.len() != size => {
+                return Err(SchemaError::DefaultRecordSize {
+                    entity: name,
+                    expected: size,
+                    actual: d.len(),
+                })
+            }
+            Some(d) => d,
+            None => vec![0; size],
+        };
+        let mut spans: Vec<Span> = Vec::new();
+        for (f, &off) in fields.iter().zip(&offsets) {
+            let (width, op) = (f.ty.size(), f.delta_op());
+            match spans.last_mut() {
+                Some(s) if s.width == width && s.op == op && s.offset + s.len == off => {
+                    s.len += f.size();
+                }
+                _ => spans.push(Span {
+                    offset: off,
+                    len: f.size(),
+                    width,
+                    op,
+                }),
+            }
+        }
+        let planes = crate::pipeline::planes::order(
+            &fields
+                .iter()
+                .zip(&offsets)
+                .map(|(f, &o)| (o, f.size(), f.ty.size()))
+                .collect::<Vec<_>>(),
+        );
+        let columns = fields
+            .iter()
+            .zip(&offsets)
+            .map(|(f, &o)| (o, f.size()))
+            .collect();
+        let mut quant = quant;
+        quant.resize(fields.len(), None);
+        let mut slots = Vec::new();
+        for (i, ((f, &offset), q)) in fields.iter().zip(&offsets).zip(&quant).enumerate() {
+            if let Some(q) = q {
+                let kind = q
+                    .check(f.ty, f.len)
+                    .map_err(|reason| SchemaError::BadQuantize {
+                        field: f.name.clone(),
+                        reason,
+                    })?;
+                slots.push(plan::Slot {
+                    field: i,
+                    offset,
+                    ty: f.ty,
+                    len: f.len,
+                    kind,
+                });
+            }
+        }
+        Ok(Self {
+            name,
+            fields,
+            offsets,
+            record_size: size,
+            default_record,
+            spans,
+            columns,
+            planes,
+            quant,
+            slots,
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<(), SchemaError> {
+    if name.is_empty() || name.len() > 255 {
+        return Err(SchemaError::BadName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// A set of entity types, one section each, with a stable 32-bit id.
+///
+/// ```
+/// use tickpack::{Primitive, Schema};
+/// let schema = Schema::builder()
+///     .entity("car")
+///     .field("pos", Primitive::F32, 3)
+///     .field("speed", Primitive::F32, 1)
+///     .build()
+///     .unwrap();
+/// assert_eq!(schema.sections()[0].record_size(), 16);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schema {
+    sections: Vec<EntityType>,
+    id: u32,
+}
+
+impl Schema {
+    /// Starts a builder.
+    pub fn builder() -> SchemaBuilder {
+        SchemaBuilder::default()
+    }
+
+    /// Entity types in section order.
+    pub fn sections(&self) -> &[EntityType] {
+        &self.sections
+    }
+
+    /// The schema id: a hash of names, types, array lengths, delta operators
+    /// and default records. Peers with different schemas get
+    /// [`DecodeError::SchemaMismatch`](crate::DecodeError::SchemaMismatch).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Whether any entity type uses [`DeltaOp::Predict`].
+    pub fn predicts(&self) -> bool {
+        self.sections.iter().any(EntityType::predicts)
+    }
+
+    /// Whether any entity type has quantised fields.
+    pub fn is_quantized(&self) -> bool {
+        self.sections.iter().any(EntityType::is_quantized)
+    }
+
+    /// Replaces every quantised field of `snapshot` by the value its code
+    /// stands for (see [`quant`](crate::quant)). The server calls this on
+    /// its world once per tick, before encoding and before keeping the
+    /// snapshot as a baseline: what it then holds is exactly what every
+    /// client decodes, so deltas never drift. The encoder refuses a
+    /// snapshot that was not quantised. Quantising twice changes nothing.
+    ///
+    /// On error the snapshot is partly quantised: entities before the one
+    /// named in the error are done.
+    pub fn quantize(&self, snapshot: &mut Snapshot) -> Result<(), QuantizeError> {
+        for (i, (ty, sec)) in self
+            .sections
+            .iter()
+            .zip(snapshot.sections_mut())
+            .enumerate()
+        {
+            if ty.slots.is_empty() || sec.record_size() != ty.record_size {
+                continue;
+            }
+            let (ids, records) = sec.parts_mut();
+            for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(ty.record_size)) {
+                plan::quantize(&ty.slots, rec).map_err(|f| QuantizeError::from_fault(i, id, f))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every quantised value of `snapshot` is exactly a
+    /// quantised value (what the encoder requires).
+    pub fn check_quantized(&self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        let mut scratch = Vec::new();
+        for (i, (ty, sec)) in self.sections.iter().zip(snapshot.sections()).enumerate() {
+            if ty.slots.is_empty() {
+                continue;
+            }
+            for (id, rec) in sec.iter() {
+                scratch.clear();
+                scratch.extend_from_slice(rec);
+                plan::to_codes(&ty.slots, &mut scratch).map_err(|(field, element)| {
+                    SnapshotError::NotQuantized {
+                        section: i,
+                        id,
+                        field,
+                        element,
+                    }
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn from_sections(sections: Vec<EntityType>) -> Result<Self, SchemaError> {
+        if sections.is_empty() {
+            return Err(SchemaError::NoSections);
+        }
+        if sections.len() > MAX_SECTIONS {
+            return Err(SchemaError::TooManySections {
+                count: sections.len(),
+                limit: MAX_SECTIONS,
+            });
+        }
+        for (i, s) in sections.iter().enumerate() {
+            if sections[..i].iter().any(|t| t.name == s.name) {
+                return Err(SchemaError::DuplicateName {
+                    name: s.name.clone(),
+                });
+            }
+        }
+        let id = schema_hash(&sections);
+        Ok(Self { sections, id })
+    }
+}
+
+/// FNV-1a 64 over a canonical byte form, folded to 32 bits. Stable across
+/// platforms and releases: changing it is a wire format change.
+fn schema_hash(sections: &[EntityType]) -> u32 {
+    let mut h = Fnv::new();
+    h.write(b"tickpack schema 1");
+    h.write(&(sections.len() as u32).to_le_bytes());
+    for s in sections {
+        h.write_str(&s.name);
+        h.write(&(s.fields.len() as u32).to_le_bytes());
+        for f in &s.fields {
+            h.write_str(&f.name);
+            h.write(&[f.ty.code(), f.delta_op().code()]);
+            h.write(&(f.len as u32).to_le_bytes());
+        }
+        h.write(&s.default_record);
+    }
+    // Quantisation is hashed after everything else, and only when declared,
+    // so schemas without it keep their ids.
+    if sections.iter().any(EntityType::is_quantized) {
+        h.write(b"quantize");
+        let mut bytes = Vec::new();
+        for (i, s) in sections.iter().enumerate() {
+            for (j, q) in s.quant.iter().enumerate() {
+                if let Some(q) = q {
+                    bytes.clear();
+                    q.id_bytes(&mut bytes);
+                    h.write(&(i as u32).to_le_bytes());
+                    h.write(&(j as u32).to_le_bytes());
+                    h.write(&bytes);
+                }
+            }
+        }
+    }
+    let v = h.0;
+    (v ^ (v >> 32)) as u32
+}
+
+pub(crate) struct Fnv(pub(crate) u64);
+
+impl Fnv {
+    pub(crate) fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    fn write_str(&mut self, s: &str) {
+        self.write(&(s.len() as u32).to_le_bytes());
+        self.write(s.as_bytes());
+    }
+}
+
+/// Builds a [`Schema`] one entity type at a time.
+#[derive(Debug, Default)]
+pub struct SchemaBuilder {
+    done: Vec<(String, Vec<Field>, Option<Vec<u8>>)>,
+    quant: Vec<Vec<Option<Quantize>>>,
+}
+
+impl SchemaBuilder {
+    /// Starts a new entity type (a new section).
+    pub fn entity(mut self, name: &str) -> Self {
+        self.done.push((name.to_owned(), Vec::new(), None));
+        self.quant.push(Vec::new());
+        self
+    }
+
+    /// Adds a field to the current entity type; `len` 1 is a scalar, more
+    /// is a fixed-size array. Uses the type's default delta operator.
+    pub fn field(self, name: &str, ty: Primitive, len: usize) -> Self {
+        self.field_with(Field {
+            name: name.to_owned(),
+            ty,
+            len,
+            delta: None,
+        })
+    }
+
+    /// Adds a fully specified field to the current entity type.
+    pub fn field_with(mut self, field: Field) -> Self {
+        if self.done.is_empty() {
+            self.done.push((String::new(), Vec::new(), None));
+            self.quant.push(Vec::new());
+        }
+        if let Some(e) = self.done.last_mut() {
+            e.1.push(field);
+            if let Some(q) = self.quant.last_mut() {
+                q.resize(e.1.len(), None);
+            }
+        }
+        self
+    }
+
+    /// Quantises the field added last (see [`quant`](crate::quant));
+    /// [`build`](SchemaBuilder::build) checks that it fits the field's type
+    /// and length. Without a field it does nothing.
+    pub fn quantize(mut self, quantize: Quantize) -> Self {
+        if let Some(q) = self.quant.last_mut().and_then(|q| q.last_mut()) {
+            *q = Some(quantize);
+        }
+        self
+    }
+
+    /// Sets the record new entities of the current type are coded against.
+    pub fn default_record(mut self, record: &[u8]) -> Self {
+        if let Some(e) = self.done.last_mut() {
+            e.2 = Some(record.to_vec());
+        }
+        self
+    }
+
+    /// Adds an entity type whose layout is taken from a `#[repr(C)]` struct.
+    pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
+        self = self.entity(name);
+        for f in T::fields() {
+            self = self.field(f.name, f.ty, f.len);
+        }
+        self
+    }
+
+    /// Validates and builds the schema.
+    pub fn build(self) -> Result<Schema, SchemaError> {
+        let sections = self
+            .done
+            .into_iter()
+            .zip(self.quant)
+            .map(|((n, f, d), q)| EntityType::new(n, f, q, d))
+            .collect::<Result<Vec<_>, _>>()?;
+        Schema::from_sections(sections)
+    }
+}
+
+mod pod;
+pub use pod::{PodField, PodLayout, PrimitiveType};
+
+#[cfg(test)]
+mod tests;

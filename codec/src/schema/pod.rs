@@ -1,0 +1,77 @@
+//! Schemas from `#[repr(C)]` [`bytemuck::Pod`] structs: the field list a
+//! struct reports ([`PodLayout`], usually through `pod_layout!`) and the
+//! Rust types that map to primitives.
+
+#![forbid(unsafe_code)]
+
+use super::Primitive;
+
+/// One field of a `#[repr(C)]` struct, as reported by [`PodLayout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodField {
+    /// Field name.
+    pub name: &'static str,
+    /// Byte offset in the struct.
+    pub offset: usize,
+    /// Element type.
+    pub ty: Primitive,
+    /// Array length (1 for a scalar).
+    pub len: usize,
+}
+
+/// A primitive Rust type with a [`Primitive`] counterpart; arrays of them
+/// report their length.
+pub trait PrimitiveType {
+    /// The wire type of one element.
+    const PRIMITIVE: Primitive;
+    /// Number of elements.
+    const LEN: usize = 1;
+}
+
+macro_rules! prim {
+    ($($t:ty => $p:ident),*) => {$(
+        impl PrimitiveType for $t { const PRIMITIVE: Primitive = Primitive::$p; }
+    )*};
+}
+prim!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32,
+      u64 => U64, i64 => I64, f32 => F32, f64 => F64);
+
+impl<T: PrimitiveType, const N: usize> PrimitiveType for [T; N] {
+    const PRIMITIVE: Primitive = T::PRIMITIVE;
+    const LEN: usize = N;
+}
+
+/// The field layout of a `#[repr(C)]` [`bytemuck::Pod`] struct, usually
+/// implemented with [`pod_layout!`](crate::pod_layout).
+pub trait PodLayout: bytemuck::Pod {
+    /// Fields in declaration order.
+    fn fields() -> Vec<PodField>;
+}
+
+/// Implements [`PodLayout`] for a `#[repr(C)]` struct from its field list,
+/// taking offsets from `core::mem::offset_of!`.
+///
+/// ```
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Car { pos: [f32; 3], speed: f32 }
+/// tickpack::pod_layout!(Car { pos: [f32; 3], speed: f32 });
+///
+/// let schema = tickpack::Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
+/// schema.sections()[0].check_pod::<Car>().unwrap();
+/// ```
+#[macro_export]
+macro_rules! pod_layout {
+    ($t:ty { $($f:ident : $ft:ty),* $(,)? }) => {
+        impl $crate::PodLayout for $t {
+            fn fields() -> ::std::vec::Vec<$crate::PodField> {
+                ::std::vec![$($crate::PodField {
+                    name: ::core::stringify!($f),
+                    offset: ::core::mem::offset_of!($t, $f),
+                    ty: <$ft as $crate::PrimitiveType>::PRIMITIVE,
+                    len: <$ft as $crate::PrimitiveType>::LEN,
+                }),*]
+            }
+        }
+    };
+}

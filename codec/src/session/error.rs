@@ -1,0 +1,46 @@
+//! The session layer's error.
+
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use crate::error::{DecodeError, DictionaryError, EncodeError};
+
+/// Errors of the session layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// No client with this id is connected.
+    UnknownClient {
+        /// The id.
+        id: u16,
+    },
+    /// `send` before the first `begin_tick`.
+    NoTick,
+    /// Encoding failed (the world does not fit the schema or the limits).
+    Encode(EncodeError),
+    /// A client message could not be parsed.
+    Message(DecodeError),
+    /// The dictionary could not be prepared.
+    Dictionary(DictionaryError),
+    /// `history` must be 1..=32767.
+    BadHistory {
+        /// The value given.
+        history: usize,
+    },
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownClient { id } => write!(f, "no client with id {id}"),
+            Self::NoTick => write!(f, "send called before begin_tick"),
+            Self::Encode(e) => write!(f, "encode: {e}"),
+            Self::Message(e) => write!(f, "client message: {e}"),
+            Self::Dictionary(e) => write!(f, "dictionary: {e}"),
+            Self::BadHistory { history } => write!(f, "history of {history} is not 1..=32767"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}

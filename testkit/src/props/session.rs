@@ -1,0 +1,232 @@
+//! The session state machine, capture files and dictionary sets under arbitrary input.
+
+use super::*;
+use crate::link::{Link, LinkConfig};
+
+pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    use std::sync::Arc;
+    use tickpack::session::{
+        seq_newer, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
+    };
+
+    let schema = arb_schema(u, 2, 3, 2)?;
+    let history = u.int_in_range(1..=12usize)?;
+    let config = ServerConfig {
+        history,
+        first_sequence: u.arbitrary()?,
+        checksum: u.arbitrary()?,
+        ..ServerConfig::default()
+    };
+    let Ok(mut server) = Server::new(schema.clone(), config) else {
+        return Ok(());
+    };
+    let client_cfg = ClientConfig {
+        history,
+        ..ClientConfig::default()
+    };
+    let Ok(mut client) = Client::new(schema.clone(), client_cfg) else {
+        return Ok(());
+    };
+    server.connect(1);
+    let mut world = arb_snapshot(u, &schema, false)?;
+    let mut sent: BTreeMap<u16, Arc<Snapshot>> = BTreeMap::new();
+    // Server to client; the input picks which packet in flight to deliver,
+    // drop or duplicate.
+    let mut flight = Link::new(LinkConfig::default(), 0);
+    for _ in 0..u.int_in_range(1..=200usize)? {
+        if u.is_empty() {
+            break;
+        }
+        let before = server.acked(1);
+        match u.int_in_range(0..=8u8)? {
+            0 | 1 => {
+                world = evolve_snapshot(u, &schema, &world, false)?;
+                let w = Arc::new(world.clone());
+                let seq = server.begin_tick(w.clone());
+                sent.insert(seq, w);
+                if let Ok(p) = server.send(1, &View::all()) {
+                    flight.send(0, &p);
+                }
+            }
+            2 | 3 if flight.in_flight() > 0 => {
+                let i = u.choose_index(flight.in_flight())?;
+                let Some(p) = flight.take(i) else {
+                    continue;
+                };
+                match client.receive(&p) {
+                    Received::Applied { sequence, .. } => {
+                        assert_eq!(
+                            client.get(sequence),
+                            sent.get(&sequence).map(|s| &**s),
+                            "applied a wrong state"
+                        );
+                    }
+                    Received::Dropped(DropReason::Undecodable(e)) => {
+                        panic!("server packet undecodable: {e}")
+                    }
+                    Received::Dropped(_) => {}
+                }
+            }
+            4 if flight.in_flight() > 0 => {
+                let i = u.choose_index(flight.in_flight())?;
+                flight.drop_at(i);
+            }
+            5 if flight.in_flight() > 0 => {
+                let i = u.choose_index(flight.in_flight())?;
+                flight.duplicate(i);
+            }
+            6 => {
+                let _ = server.handle_message(&client.message(1).to_bytes());
+            }
+            7 => {
+                let _ = server.ack(1, u.arbitrary()?);
+                let garbage: Vec<u8> = u.arbitrary()?;
+                let _ = server.handle_message(&garbage);
+                let r = client.receive(&garbage);
+                if let Received::Applied { sequence, .. } = r {
+                    // Only a byte-exact copy of a real packet can apply.
+                    assert_eq!(client.get(sequence), sent.get(&sequence).map(|s| &**s));
+                }
+            }
+            _ => client.request_full(),
+        }
+        if let Some((seq, snap)) = client.latest() {
+            assert_eq!(
+                Some(snap),
+                sent.get(&seq).map(|s| &**s),
+                "newest state not one the server sent"
+            );
+        }
+        if let (Some(b), Some(a)) = (before, server.acked(1)) {
+            assert!(
+                a == b || seq_newer(a, b),
+                "baseline moved backwards: {b} -> {a}"
+            );
+        }
+        if let Some(a) = server.acked(1) {
+            assert!(sent.contains_key(&a), "baseline {a} was never sent");
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    use tickpack::capture::{CaptureHeader, CaptureLimits, CaptureReader, CaptureWriter};
+
+    let limits = CaptureLimits {
+        max_header_bytes: 64 << 10,
+        max_record_bytes: 256 << 10,
+        decoder: Limits {
+            max_entities_per_section: 1000,
+            max_decoded_bytes: 256 << 10,
+        },
+    };
+    let (bytes, written) = if u.arbitrary()? {
+        (rest(u)?.to_vec(), None)
+    } else {
+        let schema = arb_schema(u, 2, 3, 2)?;
+        let header = CaptureHeader::new("fuzz", "1", 60, schema.clone());
+        let Ok(mut w) = CaptureWriter::new(Vec::new(), &header, Default::default()) else {
+            return Ok(());
+        };
+        let mut snap = arb_snapshot(u, &schema, false)?;
+        let mut ticks = Vec::new();
+        for t in 0..u.int_in_range(0..=6u64)? {
+            if w.tick(t, &snap).is_err() {
+                return Ok(());
+            }
+            ticks.push(snap.clone());
+            snap = evolve_snapshot(u, &schema, &snap, false)?;
+        }
+        let Ok(mut bytes) = w.finish() else {
+            return Ok(());
+        };
+        let intact = !u.arbitrary::<bool>()?;
+        if !intact && !bytes.is_empty() {
+            for _ in 0..u.int_in_range(1..=4usize)? {
+                let i = u.choose_index(bytes.len())?;
+                bytes[i] = u.arbitrary()?;
+            }
+            let keep = u.int_in_range(0..=bytes.len())?;
+            bytes.truncate(keep);
+        }
+        (bytes, intact.then_some(ticks))
+    };
+    let len = bytes.len() as u64;
+    let reader = match CaptureReader::with_limits(&bytes[..], limits) {
+        Ok(r) => r,
+        Err(e) => {
+            assert!(written.is_none(), "intact capture refused: {e}");
+            assert!(e.offset().is_none_or(|o| o <= len), "offset past the input");
+            return Ok(());
+        }
+    };
+    let mut got = Vec::new();
+    for t in reader.ticks() {
+        match t {
+            Ok(t) => got.push(t.snapshot),
+            Err(e) => {
+                assert!(written.is_none(), "intact capture failed: {e}");
+                assert!(e.offset().is_none_or(|o| o <= len), "offset past the input");
+                break;
+            }
+        }
+    }
+    if let Some(w) = written {
+        assert_eq!(got, w, "capture round trip");
+    }
+    Ok(())
+}
+
+pub(super) fn dictset_load_inner(u: &mut Unstructured<'_>) -> AResult<()> {
+    use tickpack::dictset::{DictSetError, DictionarySet};
+
+    let mut manifest: Vec<u8>;
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    if u.arbitrary()? {
+        manifest = u.arbitrary()?;
+        for _ in 0..u.int_in_range(0..=2usize)? {
+            files.insert(u.arbitrary()?, u.arbitrary()?);
+        }
+    } else {
+        // The shipped racing set, with bytes of the manifest or of one
+        // dictionary changed.
+        manifest = include_bytes!("../../../dictionaries/racing-lobby/1/manifest.json").to_vec();
+        files.insert(
+            "keyframe.dict".into(),
+            include_bytes!("../../../dictionaries/racing-lobby/1/keyframe.dict").to_vec(),
+        );
+        files.insert(
+            "delta.dict".into(),
+            include_bytes!("../../../dictionaries/racing-lobby/1/delta.dict").to_vec(),
+        );
+        for _ in 0..u.int_in_range(0..=3usize)? {
+            let target = match u.int_in_range(0..=2u8)? {
+                0 => &mut manifest,
+                1 => files.entry("keyframe.dict".into()).or_default(),
+                _ => files.entry("delta.dict".into()).or_default(),
+            };
+            if !target.is_empty() {
+                let i = u.choose_index(target.len())?;
+                target[i] = u.arbitrary()?;
+            }
+        }
+    }
+    let r = DictionarySet::from_manifest(&manifest, |name| {
+        files.get(name).cloned().ok_or_else(|| DictSetError::Io {
+            file: name.into(),
+            kind: std::io::ErrorKind::NotFound,
+            message: "missing".into(),
+        })
+    });
+    if let Ok(set) = r {
+        for (_, d) in set.dictionaries() {
+            assert!(
+                set.manifest().dictionaries.iter().any(|e| e.id == d.id()),
+                "dictionary not in manifest"
+            );
+        }
+        let _ = set.decoder();
+    }
+    Ok(())
+}
