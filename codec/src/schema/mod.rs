@@ -694,11 +694,15 @@ impl SchemaBuilder {
         self
     }
 
-    /// Adds an entity type whose layout is taken from a `#[repr(C)]` struct.
+    /// Adds an entity type whose layout (and quantisation) is taken from a
+    /// `#[repr(C)]` struct.
     pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
         self = self.entity(name);
         for f in T::fields() {
             self = self.field(f.name, f.ty, f.len);
+            if let Some(q) = f.quantize {
+                self = self.quantize(q);
+            }
         }
         self
     }
