@@ -207,8 +207,10 @@ impl Encoder {
             let b = baseline
                 .and_then(|b| b.sections().get(i))
                 .map_or(0, |b| b.len());
-            // two entity sets (mode byte + bitmap), id list, records
-            payload += 2 * (1 + b.div_ceil(8)) + 5 * (s.len() + 1) + s.records().len();
+            // Flags; two entity sets (head and bitmap, never larger than
+            // that as a list); spawn count and ids; every row at its largest.
+            let rows = s.len() * values::max_row_len(&self.elements[i]);
+            payload += 1 + 2 * (10 + 1 + b.div_ceil(8)) + 10 + 5 * s.len() + rows;
         }
         MAX_HEADER_LEN + block::max_blocks_len(payload)
     }

@@ -105,7 +105,9 @@ pub use dict::Dictionary;
 pub use encoder::{Encoder, Entropy, DEFAULT_LEVEL};
 pub use error::{DecodeError, DictionaryError, EncodeError, SchemaError, SnapshotError};
 pub use limits::Limits;
-pub use packet::{PacketHeader, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
+pub use packet::{
+    Checksum, PacketHeader, PacketIds, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN,
+};
 pub use schema::{
     DeltaOp, EntityType, Field, PodField, PodLayout, Primitive, PrimitiveType, Schema,
     SchemaBuilder,

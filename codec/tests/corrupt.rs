@@ -12,33 +12,38 @@ fn schema() -> Schema {
         .unwrap()
 }
 
-/// Header (version 1, schema id, sequence 10, optional baseline distance
-/// and dictionary) followed by `blocks`.
-fn packet(schema_id: u32, dist: Option<u8>, dict: Option<u32>, blocks: &[u8]) -> Vec<u8> {
-    let mut flags = 1u8;
+/// A version 2 header with sequence 10: flags, sequence, the ids (schema
+/// id and, with `dict`, a dictionary id) if given, the baseline distance if
+/// given; then `blocks`.
+fn packet(ids: Option<(u32, u32)>, dist: Option<u8>, dict: bool, blocks: &[u8]) -> Vec<u8> {
+    let mut flags = 2u8;
     if dist.is_some() {
         flags |= 0x10;
     }
-    if dict.is_some() {
+    if dict {
         flags |= 0x20;
     }
+    if ids.is_some() {
+        flags |= 0x40;
+    }
     let mut p = vec![flags];
-    p.extend_from_slice(&schema_id.to_le_bytes());
     p.extend_from_slice(&10u16.to_le_bytes());
+    if let Some((schema, dictionary)) = ids {
+        p.extend_from_slice(&schema.to_le_bytes());
+        if dict {
+            p.extend_from_slice(&dictionary.to_le_bytes());
+        }
+    }
     if let Some(d) = dist {
         p.push(d);
-    }
-    if let Some(id) = dict {
-        p.extend_from_slice(&id.to_le_bytes());
     }
     p.extend_from_slice(blocks);
     p
 }
 
-/// One last raw block holding `payload`.
+/// One last raw block holding `payload` (its size is the rest of the packet).
 fn raw(payload: &[u8]) -> Vec<u8> {
-    let h = 1u16 | (((payload.len() - 1) as u16) << 3);
-    let mut b = h.to_le_bytes().to_vec();
+    let mut b = vec![0x01];
     b.extend_from_slice(payload);
     b
 }
@@ -53,20 +58,32 @@ fn baseline_snapshot(s: &Schema) -> Snapshot {
 #[test]
 fn valid_hand_written_packets_decode() {
     let s = schema();
-    // Keyframe: spawn ids 5 and 9 (count 2, first 5, gap 3), values 1 and 2
-    // coded with Int (zigzag of 1 - 0 and 2 - 1).
-    let p = packet(s.id(), None, None, &raw(&[2, 5, 3, 2, 2]));
+    // Keyframe: section flags "spawned", 2 spawned (count - 1 = 1), ids 5
+    // and 9 (gaps 5, 3); each row: the element byte (element 0 changed),
+    // then zigzag(1 - 0) = 2 and zigzag(2 - 0) = 4.
+    let p = packet(
+        Some((s.id(), 0)),
+        None,
+        false,
+        &raw(&[4, 1, 5, 3, 1, 2, 1, 4]),
+    );
     let (_, snap) = tickpack::decode(&s, &p, None).unwrap();
     assert_eq!(snap, baseline_snapshot(&s));
-    // Delta: nothing removed (mode 0), entity 9 changed (indices: 1 at 1), no spawns, value 2 -> 4.
+    // Delta: flags "changed", changed set as a list (1 member, gap 1: the
+    // second kept entity, 9), its row: element byte, zigzag(4 - 2) = 4.
     let base = baseline_snapshot(&s);
     let b = Baseline {
         sequence: 9,
         snapshot: &base,
     };
-    let p = packet(s.id(), Some(1), None, &raw(&[0, 3, 1, 1, 0, 4]));
+    let p = packet(None, Some(1), false, &raw(&[2, 1, 1, 1, 4]));
     let (_, snap) = tickpack::decode(&s, &p, Some(b)).unwrap();
     assert_eq!(snap.sections()[0].get(9), Some(&[4u8][..]));
+    // An idle delta: the header alone.
+    let p = packet(None, Some(1), false, &[]);
+    assert_eq!(p.len(), 4);
+    let (_, snap) = tickpack::decode(&s, &p, Some(b)).unwrap();
+    assert_eq!(snap, base);
 }
 
 #[test]
@@ -84,15 +101,14 @@ fn corrupt_table() {
         .build()
         .unwrap();
     let wrong_base = Snapshot::new(&other);
-    let key = |payload: &[u8]| packet(id, None, None, &raw(payload));
-    let delta = |payload: &[u8]| packet(id, Some(1), None, &raw(payload));
-    let mut garbage_zstd = packet(id, None, None, &[]);
-    garbage_zstd.extend_from_slice(&[0x0d, 0x00, 0xde, 0xad]);
-    let mut bomb = packet(id, None, None, &[]);
+    let key_blocks = |blocks: &[u8]| packet(Some((id, 0)), None, false, blocks);
+    let key = |payload: &[u8]| key_blocks(&raw(payload));
+    let delta = |payload: &[u8]| packet(None, Some(1), false, &raw(payload));
+    let mut bomb = key_blocks(&[]);
     for _ in 0..200 {
-        bomb.extend_from_slice(&[0xfa, 0xff, 0x00]); // RLE, 8192 zeros, not last
+        bomb.extend_from_slice(&[0x02, 0xff, 0x1f, 0x00]); // RLE, 8192 zeros, not last
     }
-    bomb.extend_from_slice(&[0xfb, 0xff, 0x00]);
+    bomb.extend_from_slice(&[0x03, 0x80, 0x40, 0x00]);
 
     type Case<'a> = (&'a str, Vec<u8>, Option<Baseline<'a>>, DecodeError);
     let cases: Vec<Case<'_>> = vec![
@@ -107,18 +123,18 @@ fn corrupt_table() {
         ),
         (
             "short header",
-            vec![1, 0, 0],
+            vec![2, 0],
             None,
             DecodeError::Truncated {
                 offset: 1,
-                needed: 2,
+                needed: 1,
             },
         ),
         (
-            "version 2",
-            vec![2, 0, 0, 0, 0, 0, 0],
+            "version 1",
+            vec![1, 0, 0, 0, 0, 0, 0],
             None,
-            DecodeError::UnsupportedVersion { version: 2 },
+            DecodeError::UnsupportedVersion { version: 1 },
         ),
         (
             "version 0",
@@ -127,14 +143,35 @@ fn corrupt_table() {
             DecodeError::UnsupportedVersion { version: 0 },
         ),
         (
-            "reserved flag",
-            vec![0x81, 0, 0, 0, 0, 0, 0],
+            "reserved extension bit",
+            vec![0x82, 0, 0, 0x08],
             None,
-            DecodeError::ReservedBits { flags: 0x80 },
+            DecodeError::ReservedBits { flags: 0x08 },
+        ),
+        (
+            "checksum length 3",
+            vec![0x82, 0, 0, 0x03],
+            None,
+            DecodeError::ReservedBits { flags: 0x03 },
+        ),
+        (
+            "prior without baseline",
+            vec![0x82, 0, 0, 0x04],
+            None,
+            DecodeError::ReservedBits { flags: 0x04 },
+        ),
+        (
+            "extension byte missing",
+            vec![0x82, 0, 0],
+            None,
+            DecodeError::Truncated {
+                offset: 3,
+                needed: 1,
+            },
         ),
         (
             "wrong schema",
-            packet(id ^ 1, None, None, &raw(&[0])),
+            packet(Some((id ^ 1, 0)), None, false, &raw(&[0])),
             None,
             DecodeError::SchemaMismatch {
                 expected: id,
@@ -143,29 +180,25 @@ fn corrupt_table() {
         ),
         (
             "baseline distance 0",
-            packet(id, Some(0), None, &raw(&[0])),
+            packet(None, Some(0), false, &raw(&[0])),
             b9,
             DecodeError::BadBaselineDistance,
         ),
         (
             "non-minimal distance",
-            {
-                let mut p = packet(id, Some(0x81), None, &[]);
-                p.push(0x00);
-                p
-            },
+            packet(None, Some(0x81), false, &[0x00]),
             b9,
-            DecodeError::BadVarint { offset: 7 },
+            DecodeError::BadVarint { offset: 3 },
         ),
         (
             "missing baseline",
-            delta(&[0, 0, 0]),
+            delta(&[0]),
             None,
             DecodeError::MissingBaseline { sequence: 9 },
         ),
         (
             "wrong baseline",
-            delta(&[0, 0, 0]),
+            delta(&[0]),
             Some(Baseline {
                 sequence: 8,
                 snapshot: &base,
@@ -177,7 +210,7 @@ fn corrupt_table() {
         ),
         (
             "baseline of another schema",
-            delta(&[0, 0, 0]),
+            delta(&[0]),
             Some(Baseline {
                 sequence: 9,
                 snapshot: &wrong_base,
@@ -189,46 +222,73 @@ fn corrupt_table() {
         ),
         (
             "unknown dictionary",
-            packet(id, None, Some(77), &raw(&[0])),
+            packet(Some((id, 77)), None, true, &raw(&[0])),
             None,
             DecodeError::UnknownDictionary { id: 77 },
         ),
         (
-            "no blocks",
-            packet(id, None, None, &[]),
+            "no last block",
+            key_blocks(&[0x00, 0x00, 0x00, 0xaa]),
             None,
             DecodeError::MissingLastBlock,
         ),
         (
-            "no last block",
-            packet(id, None, None, &[0x00, 0x00, 0x00]),
+            "reserved block header bits",
+            key_blocks(&[0x09, 0x00]),
             None,
-            DecodeError::MissingLastBlock,
+            DecodeError::ReservedBits { flags: 0x09 },
+        ),
+        (
+            "empty last block",
+            key_blocks(&[0x01]),
+            None,
+            DecodeError::Truncated {
+                offset: 8,
+                needed: 1,
+            },
+        ),
+        (
+            "RLE block of 0 bytes",
+            key_blocks(&[0x03, 0x00, 0x00]),
+            None,
+            DecodeError::BadBlockSize { offset: 8 },
+        ),
+        (
+            "RLE block above 8192 bytes",
+            key_blocks(&[0x03, 0x81, 0x40, 0x00]),
+            None,
+            DecodeError::BadBlockSize { offset: 8 },
+        ),
+        (
+            "block above 8192 bytes",
+            key_blocks(&[0x00, 0x00, 0x20, 0x00]),
+            None,
+            DecodeError::BadBlockSize { offset: 8 },
         ),
         (
             "Huffman block without a table",
-            packet(id, None, None, &[0x07, 0x00, 0x00]),
+            key_blocks(&[0x07, 0x00]),
             None,
             DecodeError::MissingHuffmanTable { offset: 7 },
         ),
         (
             "bytes after last block",
-            packet(id, None, None, &[0x01, 0x00, 0x00, 0x00]),
+            key_blocks(&[0x03, 0x01, 0x00, 0x00]),
             None,
             DecodeError::TrailingBytes { count: 1 },
         ),
         (
             "truncated block",
-            packet(id, None, None, &[0x09, 0x00, 0x00]),
+            key_blocks(&[0x00, 0x01, 0x00, 0x00]),
             None,
             DecodeError::Truncated {
-                offset: 9,
+                offset: 10,
                 needed: 1,
             },
         ),
         (
             "garbage zstd block",
-            garbage_zstd,
+            key_blocks(&[0x05, 0xde, 0xad]),
             None,
             DecodeError::Zstd {
                 offset: 7,
@@ -242,8 +302,26 @@ fn corrupt_table() {
             DecodeError::DecodedTooLarge { limit: 1 << 20 },
         ),
         (
+            "bad varint in the payload",
+            key(&[4, 0x80, 0x00]),
+            None,
+            DecodeError::BadVarint { offset: 1 },
+        ),
+        (
+            "unknown section flags",
+            key(&[8]),
+            None,
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        (
+            "removal from an empty baseline",
+            key(&[1]),
+            None,
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        (
             "too many spawns",
-            key(&[0x81, 0x80, 0x04]),
+            key(&[4, 0x80, 0x80, 0x04]),
             None,
             DecodeError::TooManyEntities {
                 section: 0,
@@ -252,53 +330,85 @@ fn corrupt_table() {
             },
         ),
         (
-            "bad set mode",
-            delta(&[9]),
+            "set count past universe",
+            delta(&[2, 3, 0, 0, 0]),
             b9,
-            DecodeError::BadEntitySet {
-                section: 0,
-                offset: 1,
-            },
+            DecodeError::BadEntitySet { section: 0 },
         ),
         (
             "set index past universe",
-            delta(&[3, 1, 2]),
+            delta(&[2, 1, 2]),
             b9,
-            DecodeError::BadEntitySet {
-                section: 0,
-                offset: 3,
-            },
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        (
+            "empty bitmap",
+            delta(&[2, 0, 0x00]),
+            b9,
+            DecodeError::BadEntitySet { section: 0 },
         ),
         (
             "id overflow",
-            key(&[2, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0]),
+            key(&[4, 1, 0xff, 0xff, 0xff, 0xff, 0x0f, 0]),
             None,
             DecodeError::IdOverflow { section: 0 },
         ),
         (
             "spawn of a kept id",
-            delta(&[0, 0, 1, 5, 0]),
+            delta(&[4, 0, 5, 1, 2]),
             b9,
             DecodeError::DuplicateEntity { section: 0, id: 5 },
         ),
         (
-            "planes truncated",
-            key(&[2, 5, 3, 2]),
+            "changed row that changes nothing",
+            delta(&[2, 1, 1, 0x00]),
+            b9,
+            DecodeError::BadMask { section: 0, row: 0 },
+        ),
+        (
+            "value wider than the element",
+            delta(&[2, 1, 1, 1, 0x80, 0x04]),
+            b9,
+            DecodeError::BadValue {
+                section: 0,
+                row: 0,
+                element: 0,
+            },
+        ),
+        (
+            "value that changes nothing",
+            delta(&[2, 1, 1, 1, 0]),
+            b9,
+            DecodeError::BadValue {
+                section: 0,
+                row: 0,
+                element: 0,
+            },
+        ),
+        (
+            "non-zero padding bits",
+            delta(&[2, 1, 1, 0x03, 4]),
+            b9,
+            DecodeError::NonZeroPadding { offset: 3 },
+        ),
+        (
+            "rows truncated",
+            key(&[4, 1, 5, 3, 1, 2]),
             None,
             DecodeError::Truncated {
-                offset: 4,
+                offset: 6,
                 needed: 1,
             },
         ),
         (
             "payload trailing",
-            key(&[2, 5, 3, 2, 2, 0]),
+            key(&[4, 1, 5, 3, 1, 2, 1, 4, 0]),
             None,
             DecodeError::PayloadTrailing { count: 1 },
         ),
         (
             "payload ends in meta",
-            key(&[2, 5]),
+            key(&[4, 1]),
             None,
             DecodeError::Truncated {
                 offset: 2,
@@ -325,6 +435,71 @@ fn corrupt_table() {
 }
 
 #[test]
+fn dictionaries_must_be_agreed() {
+    let s = schema();
+    // A delta that says it uses the agreed dictionary, to a decoder that
+    // agreed none.
+    let base = baseline_snapshot(&s);
+    let b = Some(Baseline {
+        sequence: 9,
+        snapshot: &base,
+    });
+    let p = packet(None, Some(1), true, &raw(&[0]));
+    let mut dec = Decoder::new(s.clone());
+    assert_eq!(
+        dec.decode(&p, b).map(|_| ()),
+        Err(DecodeError::NoAgreedDictionary { keyframe: false })
+    );
+    // Agreeing to a dictionary not held is refused.
+    assert_eq!(
+        dec.agree(Some(3), None),
+        Err(DecodeError::UnknownDictionary { id: 3 })
+    );
+}
+
+#[test]
+fn integral_floats_out_of_range_are_refused() {
+    let s = Schema::builder()
+        .entity("e")
+        .field("x", Primitive::F32, 1)
+        .build()
+        .unwrap();
+    // One spawned entity (id 7); its row: element byte, kind bit 1
+    // (integral), then zigzag(2^24 + 1) from 0.0: past 2^24.
+    let mut payload = vec![4, 0, 7, 0x01, 0x01];
+    let mut v = ((1u64 << 24) + 1) << 1;
+    while v >= 0x80 {
+        payload.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    payload.push(v as u8);
+    let p = packet(Some((s.id(), 0)), None, false, &raw(&payload));
+    assert_eq!(
+        tickpack::decode(&s, &p, None).map(|_| ()),
+        Err(DecodeError::BadValue {
+            section: 0,
+            row: 0,
+            element: 0
+        })
+    );
+    // 2^24 itself is in range.
+    let last = payload.len() - 4;
+    payload.truncate(last);
+    let mut v = (1u64 << 24) << 1;
+    while v >= 0x80 {
+        payload.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    payload.push(v as u8);
+    let p = packet(Some((s.id(), 0)), None, false, &raw(&payload));
+    let (_, snap) = tickpack::decode(&s, &p, None).unwrap();
+    assert_eq!(
+        snap.sections()[0].get(7),
+        Some(&16_777_216f32.to_le_bytes()[..])
+    );
+}
+
+#[test]
 fn limits_are_configurable() {
     let s = schema();
     let mut dec = Decoder::new(s.clone());
@@ -332,7 +507,12 @@ fn limits_are_configurable() {
         max_entities_per_section: 1,
         max_decoded_bytes: 1 << 20,
     });
-    let p = packet(s.id(), None, None, &raw(&[2, 5, 3, 2, 2]));
+    let p = packet(
+        Some((s.id(), 0)),
+        None,
+        false,
+        &raw(&[4, 1, 5, 3, 1, 2, 1, 4]),
+    );
     assert_eq!(
         dec.decode(&p, None),
         Err(DecodeError::TooManyEntities {
@@ -434,11 +614,18 @@ fn checksum_detects_a_wrong_baseline() {
     let plain = tickpack::Encoder::new(s.clone())
         .encode(&cur, 10, Some(b))
         .unwrap();
-    assert_eq!(p.len(), plain.len() + 2, "the checksum costs 2 bytes");
+    assert_eq!(
+        p.len(),
+        plain.len() + 3,
+        "the checksum costs 2 bytes and the extension byte"
+    );
     let mut dec = Decoder::new(s.clone());
     let (h, got) = dec.decode(&p, Some(b)).unwrap();
     assert_eq!(got, cur);
-    assert_eq!(h.checksum, Some(cur.checksum(h.checksum_seed())));
+    assert_eq!(
+        h.checksum,
+        tickpack::Checksum::U16(cur.checksum(h.checksum_seed(None)))
+    );
     // The client holds a different state under the same sequence.
     let mut drifted = base.clone();
     drifted.section_mut(0).unwrap().insert(5, &[42]).unwrap();
@@ -460,12 +647,18 @@ fn checksum_detects_a_wrong_baseline() {
         baseline: Some(8),
         ..h
     };
-    assert_ne!(h.checksum_seed(), h2.checksum_seed());
-    let h3 = tickpack::PacketHeader {
-        dictionary: Some(0),
-        ..h
-    };
-    assert_ne!(h.checksum_seed(), h3.checksum_seed());
+    assert_ne!(h.checksum_seed(None), h2.checksum_seed(None));
+    assert_ne!(h.checksum_seed(None), h.checksum_seed(Some(0)));
+    // One byte of checksum: 2 bytes in all.
+    let mut enc = tickpack::Encoder::new(s.clone());
+    enc.set_checksum_len(1);
+    let p1 = enc.encode(&cur, 10, Some(b)).unwrap();
+    assert_eq!(p1.len(), plain.len() + 2);
+    let (h, _) = dec.decode(&p1, Some(b)).unwrap();
+    assert_eq!(
+        h.checksum,
+        tickpack::Checksum::U8(cur.checksum(h.checksum_seed(None)) as u8)
+    );
 }
 
 #[test]

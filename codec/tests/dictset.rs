@@ -127,9 +127,10 @@ fn save_load_and_round_trip_with_both_kinds() {
     let (h, got) = dec.decode(&key, None).unwrap();
     assert_eq!(got, t[0]);
     assert_eq!(
-        h.dictionary,
+        h.ids.and_then(|i| i.dictionary_id),
         loaded.dictionary(DictKind::Keyframe).map(|d| d.id())
     );
+    assert_eq!(h.ids.map(|i| i.schema_id), Some(loaded.schema().id()));
     for i in 1..4 {
         let b = Some(Baseline {
             sequence: (i - 1) as u16,
@@ -138,11 +139,9 @@ fn save_load_and_round_trip_with_both_kinds() {
         let p = enc.encode(&t[i], i as u16, b).unwrap();
         let (h, got) = dec.decode(&p, b).unwrap();
         assert_eq!(got, t[i]);
-        assert_eq!(
-            h.dictionary,
-            loaded.dictionary(DictKind::Delta).map(|d| d.id())
-        );
-        assert_eq!(h.schema_id, loaded.schema().id());
+        // Deltas use the agreed dictionary without naming it.
+        assert!(h.dictionary);
+        assert_eq!(h.ids, None);
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -317,25 +316,23 @@ fn two_versions_side_by_side() {
         Err(DictSetError::DuplicateSet { .. })
     ));
 
-    // Packets of both versions, interleaved, decode through the registry.
+    // Each version's keyframe picks its set by the ids it names; the
+    // deltas after it (which name none) decode with that set.
     let mut e1 = v1.encoder(3).unwrap();
     let mut e2 = v2.encoder(3).unwrap();
     let (t1, t2) = (ticks(v1.schema(), 3), ticks(v2.schema(), 3));
-    for i in 0..3 {
-        let b1 = (i > 0).then(|| Baseline {
-            sequence: (i - 1) as u16,
-            snapshot: &t1[i - 1],
-        });
-        let b2 = (i > 0).then(|| Baseline {
-            sequence: (i - 1) as u16,
-            snapshot: &t2[i - 1],
-        });
-        let p1 = e1.encode(&t1[i], i as u16, b1).unwrap();
-        let p2 = e2.encode(&t2[i], i as u16, b2).unwrap();
-        assert_eq!(sets.for_packet(&p1).unwrap().version(), "1");
-        assert_eq!(sets.for_packet(&p2).unwrap().version(), "2");
-        assert_eq!(sets.decode(&p1, b1).unwrap().1, t1[i]);
-        assert_eq!(sets.decode(&p2, b2).unwrap().1, t2[i]);
+    for (e, t, version) in [(&mut e1, &t1, "1"), (&mut e2, &t2, "2")] {
+        for i in 0..3 {
+            let b = (i > 0).then(|| Baseline {
+                sequence: (i - 1) as u16,
+                snapshot: &t[i - 1],
+            });
+            let p = e.encode(&t[i], i as u16, b).unwrap();
+            if i == 0 {
+                assert_eq!(sets.for_packet(&p).unwrap().version(), version);
+            }
+            assert_eq!(sets.decode(&p, b).unwrap().1, t[i]);
+        }
     }
 
     // An id no set holds is refused by name.
@@ -345,7 +342,13 @@ fn two_versions_side_by_side() {
         .unwrap()
         .encode(&ticks(stranger.schema(), 1)[0], 0, None)
         .unwrap();
-    let id = PacketHeader::parse(&p).unwrap().0.dictionary.unwrap();
+    let id = PacketHeader::parse(&p)
+        .unwrap()
+        .0
+        .ids
+        .unwrap()
+        .dictionary_id
+        .unwrap();
     assert_eq!(
         sets.decode(&p, None),
         Err(DictSetError::UnknownDictionary { id })
@@ -354,7 +357,13 @@ fn two_versions_side_by_side() {
     // After the rollover the old version's packets are refused.
     let old = e1.encode(&t1[0], 9, None).unwrap();
     assert!(sets.remove("arena", "1").is_some());
-    let id = PacketHeader::parse(&old).unwrap().0.dictionary.unwrap();
+    let id = PacketHeader::parse(&old)
+        .unwrap()
+        .0
+        .ids
+        .unwrap()
+        .dictionary_id
+        .unwrap();
     assert_eq!(
         sets.decode(&old, None),
         Err(DictSetError::UnknownDictionary { id })

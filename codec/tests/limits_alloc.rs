@@ -17,10 +17,10 @@ fn schema() -> Schema {
         .unwrap()
 }
 
+/// A keyframe header naming the schema: version 2, flag IDS, sequence 0.
 fn header(schema: &Schema) -> Vec<u8> {
-    let mut p = vec![1u8];
+    let mut p = vec![0x42u8, 0, 0];
     p.extend_from_slice(&schema.id().to_le_bytes());
-    p.extend_from_slice(&0u16.to_le_bytes());
     p
 }
 
@@ -42,18 +42,19 @@ fn decompression_bomb() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = schema();
     let mut dec = decoder(&s);
-    // 600 bytes claiming 200 RLE blocks of 8 KiB = 1.6 MB.
+    // 800 bytes claiming 200 RLE blocks of 8 KiB = 1.6 MB.
     let mut p = header(&s);
     for _ in 0..199 {
-        p.extend_from_slice(&[0xfa, 0xff, 0x00]);
+        p.extend_from_slice(&[0x02, 0xff, 0x1f, 0x00]);
     }
-    p.extend_from_slice(&[0xfb, 0xff, 0x00]);
+    p.extend_from_slice(&[0x03, 0x80, 0x40, 0x00]);
     let mut out = Snapshot::new(&s);
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
     assert_eq!(r, Err(DecodeError::DecodedTooLarge { limit: 64 * 1024 }));
     assert!(peak <= 2 * LIMITS.max_decoded_bytes, "peak {peak}");
-    // A genuine packet of compressed blocks regenerating 880 KB: 30,000
-    // zero records from a sender with looser limits. Tiny on the wire.
+    // A genuine packet from a sender with looser limits: 30,000 zero
+    // records (480 KB decoded), tiny on the wire, refused by count before
+    // anything is allocated for them.
     let mut big = Snapshot::new(&s);
     for id in 0..30_000u32 {
         big.section_mut(0).unwrap().insert(id, &[0; 16]).unwrap();
@@ -62,7 +63,14 @@ fn decompression_bomb() {
     let p = enc.encode(&big, 0, None).unwrap();
     assert!(p.len() < 2000, "{} bytes", p.len());
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
-    assert_eq!(r, Err(DecodeError::DecodedTooLarge { limit: 64 * 1024 }));
+    assert_eq!(
+        r,
+        Err(DecodeError::TooManyEntities {
+            section: 0,
+            count: 30_000,
+            limit: 1000
+        })
+    );
     assert!(peak <= 2 * LIMITS.max_decoded_bytes, "peak {peak}");
 }
 
@@ -72,11 +80,11 @@ fn absurd_entity_counts() {
     let s = schema();
     let mut dec = decoder(&s);
     let mut out = Snapshot::new(&s);
-    // A keyframe announcing u32::MAX spawned entities in 5 bytes.
+    // A keyframe announcing u32::MAX spawned entities in 6 bytes: section
+    // flags "spawned", then the count minus one.
     let mut p = header(&s);
-    let payload = [0xff, 0xff, 0xff, 0xff, 0x0f];
-    p.extend_from_slice(&(1u16 | ((payload.len() as u16 - 1) << 3)).to_le_bytes());
-    p.extend_from_slice(&payload);
+    p.push(0x01); // last block, raw: the rest of the packet
+    p.extend_from_slice(&[0x04, 0xfe, 0xff, 0xff, 0xff, 0x0f]);
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
     assert_eq!(
         r,
@@ -87,13 +95,12 @@ fn absurd_entity_counts() {
         })
     );
     assert!(peak < 4096, "peak {peak}");
-    // 1000 spawned ids (allowed) but no record bytes: refused before the
-    // section is allocated.
-    let mut payload = vec![0xe8, 0x07]; // 1000
-    payload.extend(std::iter::repeat_n(0u8, 1000));
+    // 1000 spawned ids (allowed) but no rows: refused before the section
+    // is allocated.
     let mut p = header(&s);
-    p.extend_from_slice(&(1u16 | ((payload.len() as u16 - 1) << 3)).to_le_bytes());
-    p.extend_from_slice(&payload);
+    p.push(0x01);
+    p.extend_from_slice(&[0x04, 0xe7, 0x07]); // 1000 spawned
+    p.extend(std::iter::repeat_n(0u8, 1000));
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
     assert!(matches!(r, Err(DecodeError::Truncated { .. })), "{r:?}");
     assert!(peak < 16 * 1024, "peak {peak}");
@@ -104,9 +111,10 @@ fn unknown_dictionary_and_garbage_acks() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let s = schema();
     let mut dec = decoder(&s);
-    let mut p = vec![0x21u8];
-    p.extend_from_slice(&s.id().to_le_bytes());
-    p.extend_from_slice(&[0, 0, 0xef, 0xbe, 0xad, 0xde, 0x01, 0x00, 0x00]);
+    // A keyframe naming its schema and dictionary 0xdeadbeef.
+    let mut p = header(&s);
+    p[0] |= 0x20;
+    p.extend_from_slice(&[0xef, 0xbe, 0xad, 0xde, 0x01, 0x00]);
     let (r, peak) = peak_of(|| dec.decode(&p, None));
     assert_eq!(
         r.map(|_| ()),

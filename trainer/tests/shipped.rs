@@ -56,7 +56,12 @@ fn shipped_sets_load_and_round_trip() {
             }
             let (h, _) = PacketHeader::parse(&packet).unwrap();
             let kind = DictKind::of(base.is_some());
-            assert_eq!(h.dictionary, set.dictionary(kind).map(|d| d.id()));
+            let named = h.ids.and_then(|i| i.dictionary_id);
+            if base.is_none() {
+                // Keyframes name their dictionary; deltas use the agreed one.
+                assert_eq!(named, set.dictionary(kind).map(|d| d.id()));
+            }
+            assert_eq!(h.dictionary, set.dictionary(kind).is_some());
             if set.schema().predicts() && prior.is_some() {
                 assert!(h.prior.is_some());
             }

@@ -52,8 +52,16 @@ impl BlockHeader {
         }
     }
 
-    /// Reads a header; `remaining` is what follows it in the packet (the
-    /// last block's body, for types other than RLE).
+    /// Parses a header from the start of `bytes` (the rest of a packet),
+    /// returning it and its length. A last block other than RLE takes all
+    /// the bytes after its header as its body.
+    pub fn parse(bytes: &[u8]) -> Result<(Self, usize), crate::DecodeError> {
+        let mut r = crate::wire::Reader::new(bytes);
+        let h = Self::read(&mut r)?;
+        Ok((h, r.pos()))
+    }
+
+    /// Reads a header; a last block other than RLE extends to the end of `r`.
     pub(crate) fn read(r: &mut crate::wire::Reader<'_>) -> Result<Self, crate::DecodeError> {
         use crate::DecodeError;
         let b = r.u8()?;

@@ -3,8 +3,8 @@
 //! 1. [`align`]: match entities with the baseline by id (removed, changed,
 //!    spawned).
 //! 2. [`values`]: each changed record against its baseline record, each
-//!    spawned record against the previous spawned one (the first against the
-//!    type's default record), element by element: which elements changed,
+//!    spawned record against the type's default record (all zeros unless
+//!    the schema sets one), element by element: which elements changed,
 //!    and each changed element's kind and value.
 //! 3. [`tokens`]: all of that as one [`SectionTokens`] per section, walked
 //!    in wire order into a [`TokenSink`] (and read back from a
@@ -115,18 +115,14 @@ pub(crate) fn encode_section(
             t,
         );
     }
-    let mut prev = ty.default_record();
     for &j in &a.spawned {
-        let rec = cur.record(j as usize);
-        encode_row(elements, rec, prev, t);
-        prev = rec;
+        encode_row(elements, cur.record(j as usize), ty.default_record(), t);
     }
 }
 
 /// Decoder scratch, reused between packets.
 #[derive(Debug, Default)]
 pub(crate) struct DecodeScratch {
-    prev: Vec<u8>,
     groups: Vec<bool>,
     changed: Vec<u32>,
     spawn_records: Vec<u8>,
@@ -243,24 +239,23 @@ pub(crate) fn decode_section(
         }
         k += 1;
     }
-    // Spawned entities, each against the previous one.
-    s.prev.clear();
-    s.prev.extend_from_slice(ty.default_record());
+    // Spawned entities, each against the type's default record. Records
+    // grow as rows are read, so a truncated payload allocates little.
     s.spawn_records.clear();
-    s.spawn_records.resize(spawn_bytes, 0);
-    for (t, rec) in s.spawn_records.chunks_exact_mut(rs).enumerate() {
+    for t in 0..m.spawned.len() {
+        let at = s.spawn_records.len();
+        s.spawn_records.resize(at + rs, 0);
         decode_row(
             src,
             section,
             row + t,
             true,
             elements,
-            &s.prev,
+            ty.default_record(),
             &mut s.groups,
             &mut s.changed,
-            rec,
+            &mut s.spawn_records[at..],
         )?;
-        s.prev.copy_from_slice(rec);
     }
     // Merge the two id-ordered lists.
     out.clear_for(rs);

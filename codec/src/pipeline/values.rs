@@ -77,6 +77,23 @@ pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
     out
 }
 
+/// The most payload bytes one row of these elements takes: its mask (group
+/// bits, one byte per group), its kind bits and its values at their
+/// longest varints.
+pub(crate) fn max_row_len(elements: &[Element]) -> usize {
+    let groups = elements.len().div_ceil(8);
+    let values: usize = elements
+        .iter()
+        .map(|e| match e.width {
+            1 => 2,
+            2 => 3,
+            4 => 5,
+            _ => 10,
+        })
+        .sum();
+    groups.div_ceil(8) + groups + elements.len().div_ceil(8) + values
+}
+
 /// Why an element value was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BadValue;

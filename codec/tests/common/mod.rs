@@ -67,12 +67,16 @@ pub fn roundtrip(
     assert_eq!(
         h,
         PacketHeader {
-            schema_id: schema.id(),
             sequence,
             baseline: baseline.map(|b| b.0),
             prior: None,
-            dictionary: dict.map(Dictionary::id),
-            checksum: None,
+            dictionary: dict.is_some(),
+            // Keyframes name the schema and dictionary; deltas do not.
+            ids: baseline.is_none().then_some(tickpack::PacketIds {
+                schema_id: schema.id(),
+                dictionary_id: dict.map(Dictionary::id),
+            }),
+            checksum: tickpack::Checksum::None,
         }
     );
     // Decoding into a snapshot full of 0xFF junk gives the same result.

@@ -50,7 +50,9 @@ pub(super) fn check_decoded(
         Ok((h, _)) => assert_eq!(&h, header, "decoded header differs from parsed header"),
         Err(e) => panic!("packet decoded but its header does not parse: {e:?}"),
     }
-    assert_eq!(header.schema_id, schema.id());
+    if let Some(ids) = header.ids {
+        assert_eq!(ids.schema_id, schema.id());
+    }
     if let Err(e) = snap.check(schema) {
         panic!("decoded snapshot does not fit the schema: {e:?}");
     }
@@ -217,7 +219,7 @@ pub(super) fn arb_packet(
         }
         _ => None,
     };
-    let dictionary = match (dict, u.int_in_range(0u8..=5)?) {
+    let dictionary_id = match (dict, u.int_in_range(0u8..=5)?) {
         (_, 0) => Some(u.arbitrary()?),
         (Some(d), 1..=3) => Some(d.id()),
         _ => None,
@@ -227,19 +229,24 @@ pub(super) fn arb_packet(
     } else {
         schema.id()
     };
+    // Keyframes name their ids; deltas mostly rely on the agreed ones.
+    let ids = (baseline.is_none() || u.ratio(1, 4)?).then_some(PacketIds {
+        schema_id,
+        dictionary_id,
+    });
     // A checksum fails unless the fuzzer finds it; sometimes try.
-    let checksum = if u.ratio(1, 8)? {
-        Some(u.arbitrary()?)
-    } else {
-        None
+    let checksum = match u.int_in_range(0u8..=15)? {
+        0 => Checksum::U8(u.arbitrary()?),
+        1 => Checksum::U16(u.arbitrary()?),
+        _ => Checksum::None,
     };
     let mut packet = Vec::new();
     PacketHeader {
-        schema_id,
         sequence,
         baseline,
         prior,
-        dictionary,
+        dictionary: dictionary_id.is_some(),
+        ids,
         checksum,
     }
     .write(&mut packet);
@@ -259,30 +266,17 @@ pub(super) fn arb_packet(
 }
 
 /// `payload` as raw blocks of at most [`MAX_BLOCK_CONTENT`] bytes, the last
-/// marked. An empty payload gets one (invalid) empty-content raw header so
-/// the packet still has a last block.
+/// marked. An empty payload gets no block: the empty payload of an idle
+/// packet.
 pub(super) fn raw_blocks(payload: &[u8], out: &mut Vec<u8>) {
-    if payload.is_empty() {
-        out.extend_from_slice(
-            &BlockHeader {
-                last: true,
-                block_type: BlockType::Raw,
-                size: 1,
-            }
-            .to_bytes(),
-        );
-        return;
-    }
     let n = payload.len().div_ceil(MAX_BLOCK_CONTENT);
     for (i, chunk) in payload.chunks(MAX_BLOCK_CONTENT).enumerate() {
-        out.extend_from_slice(
-            &BlockHeader {
-                last: i + 1 == n,
-                block_type: BlockType::Raw,
-                size: chunk.len(),
-            }
-            .to_bytes(),
-        );
+        BlockHeader {
+            last: i + 1 == n,
+            block_type: BlockType::Raw,
+            size: chunk.len(),
+        }
+        .write(out);
         out.extend_from_slice(chunk);
     }
 }

@@ -16,9 +16,9 @@ use tickpack::internals::{
     subset_decode, subset_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
 };
 use tickpack::{
-    decode, encode, Baseline, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError, Encoder,
-    EntityType, Limits, PacketHeader, Schema, Section, SectionRef, Snapshot, MAX_BASELINE_DISTANCE,
-    MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
+    decode, encode, Baseline, Checksum, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError,
+    Encoder, EntityType, Limits, PacketHeader, PacketIds, Schema, Section, SectionRef, Snapshot,
+    MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
 };
 
 /// A property: panics on the input that violates it.

@@ -72,16 +72,20 @@ pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let checksum = u.ratio(1, 3)?;
     enc.set_checksum(checksum);
     let header = |prior: Option<u16>| {
+        let dictionary_id = dict.as_ref().map(Dictionary::id);
         let mut h = PacketHeader {
-            schema_id: schema.id(),
             sequence,
             baseline: baseline.map(|b| b.sequence),
             prior,
-            dictionary: dict.as_ref().map(Dictionary::id),
-            checksum: None,
+            dictionary: dictionary_id.is_some(),
+            ids: baseline.is_none().then_some(PacketIds {
+                schema_id: schema.id(),
+                dictionary_id,
+            }),
+            checksum: Checksum::None,
         };
         if checksum {
-            h.checksum = Some(cur.checksum(h.checksum_seed()));
+            h.checksum = Checksum::U16(cur.checksum(h.checksum_seed(dictionary_id)));
         }
         h
     };
@@ -134,8 +138,12 @@ pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
                     assert_eq!(
                         h,
                         PacketHeader {
-                            dictionary: None,
-                            checksum: None,
+                            dictionary: false,
+                            ids: expected.ids.map(|i| PacketIds {
+                                dictionary_id: None,
+                                ..i
+                            }),
+                            checksum: Checksum::None,
                             ..expected
                         }
                     );
