@@ -2,6 +2,7 @@
 //!
 //! ```sh
 //! cargo run --release --example demo [-- --ticks N] [--seed S] [--clients C] [--loss P]
+//! cargo run --release --example demo -- --help
 //! ```
 //!
 //! Part 1, the codec:
@@ -25,6 +26,8 @@ use std::error::Error;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
+
 use tickpack::{Baseline, Decoder, Encoder, Snapshot};
 use tickpack_benches::lobby::{self, LobbyConfig};
 use tickpack_scenarios::{self as scenarios, changed_entities, Scenario, TICK_RATE};
@@ -35,58 +38,67 @@ const DEFAULT_TICKS: usize = 600;
 const DEFAULT_SEED: u64 = 1;
 const ZSTD_LEVEL: i32 = 3;
 
+/// Most ticks: each scenario is generated whole in memory.
+const MAX_TICKS: u64 = 36_000;
+/// Most lobby clients.
+const MAX_CLIENTS: u16 = 4096;
+
+/// tickpack on its reference scenarios against plain zstd, then the
+/// session layer over a lossy simulated link.
+#[derive(Debug, Parser)]
+#[command(name = "demo")]
+struct Cli {
+    /// Ticks per scenario (at least 7: packet i is coded against tick i - 6).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TICKS as u64,
+          value_parser = clap::value_parser!(u64).range(DISTANCE as u64 + 1..=MAX_TICKS))]
+    ticks: u64,
+    /// Scenario and link seed.
+    #[arg(long, value_name = "S", default_value_t = DEFAULT_SEED)]
+    seed: u64,
+    /// Clients of the session-layer lobby.
+    #[arg(long, value_name = "C", default_value_t = 63,
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_CLIENTS)))]
+    clients: u16,
+    /// Packet loss in each direction: a fraction (0.05) or a percentage (5%), below 100%.
+    #[arg(long, value_name = "P", default_value = "5%", value_parser = parse_loss)]
+    loss: f64,
+}
+
+/// `0.05` or `5%`; a bare number above 1 is a percentage.
+fn parse_loss(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a fraction or a percentage"))?;
+    let p = if s.ends_with('%') || p > 1.0 {
+        p / 100.0
+    } else {
+        p
+    };
+    if (0.0..1.0).contains(&p) {
+        Ok(p)
+    } else {
+        Err(format!("{s} is not at least 0 and below 100%"))
+    }
+}
+
 fn main() -> ExitCode {
-    match parse_args().and_then(|(ticks, seed, lobby)| run(ticks, seed, &lobby)) {
+    let cli = Cli::parse();
+    let ticks = cli.ticks as usize;
+    let lobby = LobbyConfig {
+        clients: cli.clients,
+        loss: cli.loss,
+        ticks,
+        seed: cli.seed,
+        ..LobbyConfig::default()
+    };
+    match run(ticks, cli.seed, &lobby) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn parse_args() -> Result<(usize, u64, LobbyConfig), Box<dyn Error>> {
-    let (mut ticks, mut seed) = (DEFAULT_TICKS, DEFAULT_SEED);
-    let mut lobby = LobbyConfig::default();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let (key, inline) = match arg.split_once('=') {
-            Some((k, v)) => (k.to_owned(), Some(v.to_owned())),
-            None => (arg.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or(format!("{key} needs a value"))
-        };
-        match key.as_str() {
-            "--ticks" => ticks = value()?.parse()?,
-            "--seed" => seed = value()?.parse()?,
-            "--clients" => lobby.clients = value()?.parse()?,
-            "--loss" => {
-                let p: f64 = value()?.trim_end_matches('%').parse()?;
-                lobby.loss = if p > 1.0 { p / 100.0 } else { p };
-            }
-            "-h" | "--help" => {
-                println!(
-                    "usage: demo [--ticks N (default {DEFAULT_TICKS}, at least 7)] [--seed S (default {DEFAULT_SEED})] \
-                     [--clients C (default 63)] [--loss P (0.05 or 5%, default 5%)]"
-                );
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
-        }
-    }
-    if ticks <= DISTANCE {
-        return Err(format!("--ticks must be at least {}", DISTANCE + 1).into());
-    }
-    if !(0.0..1.0).contains(&lobby.loss) {
-        return Err("--loss must be below 100%".into());
-    }
-    lobby.ticks = ticks;
-    lobby.seed = seed;
-    Ok((ticks, seed, lobby))
 }
 
 fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn Error>> {

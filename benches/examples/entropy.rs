@@ -2,10 +2,10 @@
 //! racing lobby and the cube pile, keyframes and deltas separately.
 //!
 //! ```sh
-//! cargo run --release --example entropy
+//! cargo run --release --example entropy [-- --ticks N] [--seed S]
 //! ```
 //!
-//! Each scenario runs 1500 ticks; the first 80% train a Huffman table (and
+//! Each scenario runs 1500 ticks (`--ticks`); the first 80% train a Huffman table (and
 //! a 16 KiB zstd dictionary, for the last two rows) on the encoder's own
 //! payloads, the rest are measured: packet `i` against tick `i - 6`, or as a
 //! keyframe. Every packet is decoded and compared.
@@ -14,6 +14,8 @@
 
 use std::error::Error;
 use std::time::Instant;
+
+use clap::Parser;
 
 use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, HuffmanTable, Schema, Snapshot};
 use tickpack_scenarios::{cube_pile, racing_lobby};
@@ -84,12 +86,28 @@ fn run(name: &str, schema: &Schema, ticks: &[Snapshot]) -> Result<(), Box<dyn Er
     Ok(())
 }
 
+/// Entropy stages compared per block: zstd only, trained static Huffman
+/// only, best-of per block, on the racing lobby and the cube pile.
+#[derive(Debug, Parser)]
+#[command(name = "entropy")]
+struct Cli {
+    /// Ticks per scenario: the first 80% train, the rest are measured.
+    #[arg(long, value_name = "N", default_value_t = 1500,
+          value_parser = clap::value_parser!(u64).range(60..=36_000))]
+    ticks: u64,
+    /// Scenario seed.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u64,
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
+    let cli = Cli::parse();
+    let ticks = cli.ticks as usize;
     println!("| scenario | packets | entropy | mean bytes | encode µs | decode µs |");
     println!("|---|---|---|---|---|---|");
-    let racing = racing_lobby(1, 1500);
+    let racing = racing_lobby(cli.seed, ticks);
     run(racing.name, &racing.schema, &racing.ticks)?;
-    let cubes = cube_pile(1, 1500);
+    let cubes = cube_pile(cli.seed, ticks);
     run(cubes.name, &cubes.schema, &cubes.ticks)?;
     Ok(())
 }

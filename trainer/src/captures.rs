@@ -1,33 +1,120 @@
-//! Loading captures, and schema helpers shared by the commands.
+//! Reading captures in bounded memory, writing them safely, and schema
+//! helpers shared by the commands.
+//!
+//! A command reads each capture once for its metadata ([`scan_all`]), plans
+//! from that, then reads it again ([`Scanned::stream`], [`Scanned::load`])
+//! keeping only the snapshots the plan still needs.
 
 #![forbid(unsafe_code)]
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use tickpack::capture::{Capture, CaptureHeader, CaptureLimits, CaptureOptions, CaptureWriter};
+use sha2::{Digest, Sha256};
+use tickpack::capture::{
+    CaptureHeader, CaptureLimits, CaptureOptions, CaptureReader, CaptureWriter, Record, SentRecord,
+};
 use tickpack::dictset::same_layout;
-use tickpack::{DeltaOp, Field, Schema};
+use tickpack::{DeltaOp, Field, Schema, Snapshot};
 
+use crate::output::{check_output, Pending};
 use crate::TrainerError;
 
-/// A capture loaded for training or evaluation.
+/// Most sent records one tick of a capture may hold (one packet per client
+/// per tick: far more clients than a server has).
+pub const MAX_SENT_PER_TICK: usize = 65_536;
+
+/// What the first pass over a capture learns about one tick: everything
+/// but the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TickMeta {
+    /// The server's tick number.
+    pub tick: u64,
+    /// Packets recorded as sent in that tick.
+    pub sent: Vec<SentRecord>,
+    /// Bytes the snapshot takes in memory: ids and records.
+    pub bytes: u64,
+}
+
+/// A capture read once without keeping its snapshots: the header, every
+/// tick's number and sent records, and the file's hash. Its snapshots are
+/// read again, as needed, by [`Scanned::stream`].
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub struct Scanned {
     /// Where it came from.
     pub path: PathBuf,
     /// Its SHA-256, lowercase hex.
     pub sha256: String,
-    /// Its contents.
-    pub capture: Capture,
+    /// Its header.
+    pub header: CaptureHeader,
+    /// Its ticks, in order.
+    pub ticks: Vec<TickMeta>,
 }
 
-impl Loaded {
+impl Scanned {
     /// Index of the first held-out tick: the latest `fraction` of the ticks
     /// are held out (at least one when there are two ticks or more).
     pub fn split(&self, fraction: f64) -> usize {
-        held_out_start(self.capture.ticks.len(), fraction)
+        held_out_start(self.ticks.len(), fraction)
+    }
+
+    /// Reads the capture again, calling `f(index, snapshot)` for every tick
+    /// in order. Only the reader's current tick is in memory. A capture
+    /// that no longer has the hash of the first reading is an error, after
+    /// its ticks.
+    pub fn stream(
+        &self,
+        mut f: impl FnMut(usize, &Snapshot) -> Result<(), TrainerError>,
+    ) -> Result<(), TrainerError> {
+        let p = &self.path;
+        let file = File::open(p).map_err(|e| TrainerError::io(p, e))?;
+        let mut input = Hashing {
+            inner: file,
+            hash: Sha256::new(),
+        };
+        let mut r = CaptureReader::with_limits(&mut input, CaptureLimits::default())
+            .map_err(capture_err(p))?;
+        if r.header() != &self.header {
+            return Err(changed(p));
+        }
+        let mut i = 0usize;
+        while let Some(rec) = r.next_record().map_err(capture_err(p))? {
+            if let Record::Tick { tick, snapshot } = rec {
+                if self.ticks.get(i).map(|t| t.tick) != Some(tick) {
+                    return Err(changed(p));
+                }
+                f(i, snapshot)?;
+                i += 1;
+            }
+        }
+        drop(r);
+        if i != self.ticks.len() || input.hex() != self.sha256 {
+            return Err(changed(p));
+        }
+        Ok(())
+    }
+
+    /// The snapshots of the ticks `wanted` says yes to, read in one pass.
+    pub fn load(
+        &self,
+        mut wanted: impl FnMut(usize) -> bool,
+    ) -> Result<HashMap<usize, Snapshot>, TrainerError> {
+        let mut out = HashMap::new();
+        self.stream(|i, s| {
+            if wanted(i) {
+                out.insert(i, s.clone());
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+fn changed(p: &Path) -> TrainerError {
+    TrainerError::Changed {
+        file: p.display().to_string(),
     }
 }
 
@@ -41,32 +128,90 @@ pub fn held_out_start(n: usize, fraction: f64) -> usize {
     n - held.min(n - 1)
 }
 
-/// Reads whole captures; every capture must have the first one's layout.
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Loaded>, TrainerError> {
+/// Bytes a snapshot takes in memory: ids and records.
+pub fn snapshot_bytes(s: &Snapshot) -> u64 {
+    (s.raw_len() + 4 * s.entity_count()) as u64
+}
+
+/// Hashes what is read through it.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256,
+}
+
+impl<R> Hashing<R> {
+    /// The SHA-256 of what was read, lowercase hex.
+    fn hex(self) -> String {
+        self.hash
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Reads every capture once, keeping only what [`Scanned`] holds (memory
+/// per tick: its number, its sent records, a size); every capture must have
+/// the first one's layout. Damage anywhere is an error.
+pub fn scan_all(paths: &[PathBuf]) -> Result<Vec<Scanned>, TrainerError> {
     if paths.is_empty() {
         return Err(TrainerError::Usage("no capture given".into()));
     }
-    let mut out: Vec<Loaded> = Vec::with_capacity(paths.len());
+    let mut out: Vec<Scanned> = Vec::with_capacity(paths.len());
     for p in paths {
-        let bytes = std::fs::read(p).map_err(|e| TrainerError::io(p, e))?;
-        let capture = Capture::read(&bytes[..], CaptureLimits::default()).map_err(|error| {
-            TrainerError::Capture {
-                file: p.display().to_string(),
-                error,
-            }
-        })?;
+        let file = File::open(p).map_err(|e| TrainerError::io(p, e))?;
+        let mut input = Hashing {
+            inner: file,
+            hash: Sha256::new(),
+        };
+        let mut r = CaptureReader::with_limits(&mut input, CaptureLimits::default())
+            .map_err(capture_err(p))?;
+        let header = r.header().clone();
         if let Some(first) = out.first() {
-            same_layout(&first.capture.header.schema, &capture.header.schema).map_err(
-                |reason| TrainerError::SchemaMismatch {
+            same_layout(&first.header.schema, &header.schema).map_err(|reason| {
+                TrainerError::SchemaMismatch {
                     file: p.display().to_string(),
                     reason,
-                },
-            )?;
+                }
+            })?;
         }
-        out.push(Loaded {
+        let mut ticks: Vec<TickMeta> = Vec::new();
+        while let Some(rec) = r.next_record().map_err(capture_err(p))? {
+            match rec {
+                Record::Tick { tick, snapshot } => ticks.push(TickMeta {
+                    tick,
+                    sent: Vec::new(),
+                    bytes: snapshot_bytes(snapshot),
+                }),
+                Record::Sent(s) => {
+                    if let Some(t) = ticks.last_mut() {
+                        if t.sent.len() >= MAX_SENT_PER_TICK {
+                            return Err(TrainerError::TooManySent {
+                                file: p.display().to_string(),
+                                tick: t.tick,
+                                limit: MAX_SENT_PER_TICK,
+                            });
+                        }
+                        t.sent.push(s);
+                    }
+                }
+            }
+        }
+        drop(r);
+        let sha256 = input.hex();
+        out.push(Scanned {
             path: p.clone(),
-            sha256: tickpack::dictset::sha256_hex(&bytes),
-            capture,
+            sha256,
+            header,
+            ticks,
         });
     }
     Ok(out)
@@ -107,30 +252,43 @@ pub fn op_name(op: DeltaOp) -> String {
         .unwrap_or_else(|| format!("{op:?}").to_lowercase())
 }
 
-/// Opens `path` for a new capture with `header`.
+/// A capture being written to a temporary file beside its destination.
+#[derive(Debug)]
+pub struct NewCapture {
+    path: PathBuf,
+    pending: Pending,
+    /// The writer: call [`CaptureWriter::tick`] and [`CaptureWriter::sent`].
+    pub writer: CaptureWriter<BufWriter<File>>,
+}
+
+/// Starts the capture `path` with `header`, after refusing an output that
+/// is one of `inputs` or that exists without `force` ([`check_output`]).
+/// Nothing appears at `path` before [`NewCapture::finish`].
 pub fn create_capture(
+    inputs: &[&Path],
     path: &Path,
+    force: bool,
     header: &CaptureHeader,
-) -> Result<CaptureWriter<BufWriter<File>>, TrainerError> {
-    let f = File::create(path).map_err(|e| TrainerError::io(path, e))?;
-    CaptureWriter::new(BufWriter::new(f), header, CaptureOptions::default()).map_err(|error| {
-        TrainerError::Capture {
-            file: path.display().to_string(),
-            error,
-        }
+) -> Result<NewCapture, TrainerError> {
+    check_output(inputs, path, force)?;
+    let pending = Pending::new(path, force)?;
+    let writer = CaptureWriter::new(pending.writer()?, header, CaptureOptions::default())
+        .map_err(capture_err(path))?;
+    Ok(NewCapture {
+        path: path.to_owned(),
+        pending,
+        writer,
     })
 }
 
-/// Finishes a capture started with [`create_capture`]; returns its size.
-pub fn finish_capture(path: &Path, w: CaptureWriter<BufWriter<File>>) -> Result<u64, TrainerError> {
-    let mut inner = w.finish().map_err(|error| TrainerError::Capture {
-        file: path.display().to_string(),
-        error,
-    })?;
-    inner.flush().map_err(|e| TrainerError::io(path, e))?;
-    drop(inner);
-    let meta = std::fs::metadata(path).map_err(|e| TrainerError::io(path, e))?;
-    Ok(meta.len())
+impl NewCapture {
+    /// Completes the capture and moves it to its destination; returns its size.
+    pub fn finish(self) -> Result<u64, TrainerError> {
+        let mut inner = self.writer.finish().map_err(capture_err(&self.path))?;
+        inner.flush().map_err(|e| TrainerError::io(&self.path, e))?;
+        drop(inner);
+        self.pending.commit()
+    }
 }
 
 /// Wraps a capture error with its file name.

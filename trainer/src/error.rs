@@ -56,6 +56,42 @@ pub enum TrainerError {
     Zstd(String),
     /// The input has nothing to work on (no ticks, no packets).
     Empty(String),
+    /// An output was refused (it is an input, it exists, it is a
+    /// directory), or could not be moved into place.
+    Output(String),
+    /// `inspect` found damage; its report was printed.
+    Damaged {
+        /// The file or directory inspected.
+        file: String,
+    },
+    /// Replaying a capture would hold more snapshots than allowed: its
+    /// packets' baselines reach too far back.
+    TooMuchHeld {
+        /// The capture file.
+        file: String,
+        /// The tick at which the limit was passed.
+        tick: u64,
+        /// Snapshots held then.
+        snapshots: usize,
+        /// Their bytes (ids and records).
+        bytes: u64,
+        /// The limit, bytes.
+        limit: u64,
+    },
+    /// A tick of a capture records more sent packets than allowed.
+    TooManySent {
+        /// The capture file.
+        file: String,
+        /// The tick.
+        tick: u64,
+        /// The most sent records a tick may hold.
+        limit: usize,
+    },
+    /// A capture read again is not what it was at its first reading.
+    Changed {
+        /// The capture file.
+        file: String,
+    },
 }
 
 impl TrainerError {
@@ -86,6 +122,26 @@ impl fmt::Display for TrainerError {
             Self::Decode(e) => write!(f, "decode: {e}"),
             Self::Zstd(m) => write!(f, "zstd: {m}"),
             Self::Empty(m) => write!(f, "{m}"),
+            Self::Output(m) => write!(f, "{m}"),
+            Self::Damaged { file } => write!(f, "{file} is damaged (report above)"),
+            Self::TooMuchHeld {
+                file,
+                tick,
+                snapshots,
+                bytes,
+                limit,
+            } => write!(
+                f,
+                "{file}: at tick {tick}, {snapshots} snapshots ({bytes} bytes) are still needed \
+                 as baselines, over the {limit}-byte limit: the packets' baselines reach too far back"
+            ),
+            Self::TooManySent { file, tick, limit } => write!(
+                f,
+                "{file}: tick {tick} records more than {limit} sent packets"
+            ),
+            Self::Changed { file } => {
+                write!(f, "{file}: the capture changed while it was being read")
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -10,9 +11,9 @@ use serde::Serialize;
 use tickpack::dictset::{DictKind, DictionarySet, SetEncoder, MANIFEST_FILE};
 use tickpack::{Decoder, Encoder, Snapshot};
 
-use crate::captures::{held_out_start, load_all, Loaded};
+use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
-use crate::replay::{plan, BaselineModel, Rtt};
+use crate::replay::{plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
 /// Size of the dictionary trained for `zstd_frame_dict_bytes_mean`: zstd's
@@ -35,6 +36,13 @@ pub struct EvalOptions {
     pub held_out_fraction: f64,
     /// zstd level, for tickpack and the plain frames alike.
     pub level: i32,
+    /// Most bytes of raw snapshots the plain frames' dictionary is trained
+    /// on (default [`MAX_FRAME_DICT_SAMPLES`]).
+    pub max_dict_samples: u64,
+    /// Most bytes of snapshots held at once as baselines still to be used
+    /// (default [`MAX_HELD_BYTES`]); a capture whose baselines reach back
+    /// further is refused.
+    pub max_held_bytes: u64,
 }
 
 impl Default for EvalOptions {
@@ -46,6 +54,8 @@ impl Default for EvalOptions {
             held_out: false,
             held_out_fraction: 0.2,
             level: tickpack::DEFAULT_LEVEL,
+            max_dict_samples: MAX_FRAME_DICT_SAMPLES,
+            max_held_bytes: MAX_HELD_BYTES,
         }
     }
 }
@@ -93,6 +103,10 @@ pub struct EvalContext {
     pub set: Option<(String, String, u32)>,
     /// Packets that were keyframes (no baseline).
     pub keyframes: u64,
+    /// Most snapshots held in memory at once (baselines still needed).
+    pub peak_held_ticks: usize,
+    /// Most bytes of snapshots (ids and records) held at once.
+    pub peak_held_bytes: u64,
 }
 
 /// Loads the set for `dir` (a set, or a root holding `<game>/<version>/`).
@@ -130,10 +144,49 @@ fn mean_of(total: f64, n: usize) -> Option<f64> {
     (n > 0).then(|| round2(total / n as f64))
 }
 
-/// Replays the captures and measures.
+/// Most bytes of snapshots `eval` holds as baselines by default: 1 GiB.
+pub const MAX_HELD_BYTES: u64 = 1 << 30;
+
+/// Most bytes of raw snapshots the `zstd_frame_dict_bytes_mean` dictionary
+/// is trained on: 16 MiB (zstd asks for about 100 times the dictionary size).
+pub const MAX_FRAME_DICT_SAMPLES: u64 = 16 << 20;
+
+/// The packets of one capture, with the tick index after which each tick's
+/// snapshot is no longer needed.
+struct Planned {
+    packets: Vec<Packet>,
+    last_use: HashMap<usize, usize>,
+}
+
+fn planned(sc: &Scanned, opts: &EvalOptions, baselines: &mut String) -> Planned {
+    let (packets, why) = plan(&sc.ticks, sc.header.tick_rate, opts.model);
+    *baselines = why;
+    let start = if opts.held_out {
+        held_out_start(sc.ticks.len(), opts.held_out_fraction)
+    } else {
+        0
+    };
+    let packets: Vec<Packet> = packets.into_iter().filter(|p| p.tick >= start).collect();
+    let mut last_use: HashMap<usize, usize> = HashMap::new();
+    for p in &packets {
+        for i in [Some(p.tick), p.baseline, p.baseline.and(p.prior)]
+            .into_iter()
+            .flatten()
+        {
+            let e = last_use.entry(i).or_insert(p.tick);
+            *e = (*e).max(p.tick);
+        }
+    }
+    Planned { packets, last_use }
+}
+
+/// Replays the captures and measures. Each capture is read three times
+/// (metadata; packets; dictionary frames); only the snapshots a later
+/// packet still needs as a baseline are held, so memory does not grow with
+/// a capture's length (see [`EvalContext::peak_held_ticks`]).
 pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerError> {
-    let loaded = load_all(&opts.captures)?;
-    let header = &loaded[0].capture.header;
+    let scanned = scan_all(&opts.captures)?;
+    let header = &scanned[0].header;
     let set = match &opts.dictionaries {
         None => None,
         Some(dir) => {
@@ -152,155 +205,241 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
         ),
         Some(s) => (Codec::Set(Box::new(s.encoder(opts.level)?)), s.decoder()?),
     };
+    let (picks, picked_bytes) =
+        frame_dict_picks(&scanned, opts.held_out_fraction, opts.max_dict_samples);
 
-    let mut jobs: Vec<Job<'_>> = Vec::new();
     let mut baselines = String::new();
-    for l in &loaded {
-        let (packets, why) = plan(&l.capture, opts.model);
-        baselines = why;
-        let start = if opts.held_out {
-            held_out_start(l.capture.ticks.len(), opts.held_out_fraction)
-        } else {
-            0
-        };
-        jobs.extend(
-            packets
-                .into_iter()
-                .filter(|p| p.tick >= start)
-                .map(|p| Job::new(&l.capture, p)),
-        );
-    }
-
-    let mut sizes = Vec::with_capacity(jobs.len());
+    let mut sizes: Vec<u64> = Vec::new();
     let (mut raw, mut enc_us, mut dec_us, mut key_bytes) = (0u64, 0f64, 0f64, 0u64);
     let mut keyframes = 0u64;
     let mut ok = true;
     let (mut packet, mut out) = (Vec::new(), Snapshot::default());
-    for j in &jobs {
-        raw += j.snapshot.raw_len() as u64;
-        keyframes += u64::from(j.baseline.is_none());
-        let t = Instant::now();
-        codec.encode(j, &mut packet)?;
-        enc_us += t.elapsed().as_secs_f64() * 1e6;
-        sizes.push(packet.len() as u64);
-        let t = Instant::now();
-        let r =
-            decoder.decode_predicted_into(&packet, j.codec_baseline(), j.codec_prior(), &mut out);
-        dec_us += t.elapsed().as_secs_f64() * 1e6;
-        ok &= r.is_ok() && out == *j.snapshot;
-        codec.encode(&j.keyframe(), &mut packet)?;
-        key_bytes += packet.len() as u64;
-        ok &= decoder.decode_into(&packet, None, &mut out).is_ok() && out == *j.snapshot;
+    let mut frames = Frames::new(opts.level)?;
+    let mut samples = Vec::with_capacity(usize::try_from(picked_bytes).unwrap_or(0));
+    let (mut sample_sizes, mut raw_buf) = (Vec::with_capacity(picks.len()), Vec::new());
+    let (mut peak_ticks, mut peak_bytes) = (0usize, 0u64);
+    let mut plans = Vec::with_capacity(scanned.len());
+    for (ci, sc) in scanned.iter().enumerate() {
+        let pl = planned(sc, opts, &mut baselines);
+        let mut held: HashMap<usize, Snapshot> = HashMap::new();
+        let mut held_bytes = 0u64;
+        let mut next = 0usize;
+        sc.stream(|i, snap| {
+            if picks.contains(&(ci, i)) {
+                raw_snapshot(snap, &mut raw_buf);
+                samples.extend_from_slice(&raw_buf);
+                sample_sizes.push(raw_buf.len());
+            }
+            if pl.last_use.contains_key(&i) {
+                held.insert(i, snap.clone());
+                held_bytes += snapshot_bytes(snap);
+                peak_ticks = peak_ticks.max(held.len());
+                peak_bytes = peak_bytes.max(held_bytes);
+                if held_bytes > opts.max_held_bytes {
+                    return Err(TrainerError::TooMuchHeld {
+                        file: sc.path.display().to_string(),
+                        tick: sc.ticks.get(i).map_or(0, |t| t.tick),
+                        snapshots: held.len(),
+                        bytes: held_bytes,
+                        limit: opts.max_held_bytes,
+                    });
+                }
+            }
+            while let Some(&p) = pl.packets.get(next).filter(|p| p.tick <= i) {
+                next += 1;
+                let j = Job::new(&sc.ticks, &held, p)?;
+                raw += j.snapshot.raw_len() as u64;
+                keyframes += u64::from(j.baseline.is_none());
+                let t = Instant::now();
+                codec.encode(&j, &mut packet)?;
+                enc_us += t.elapsed().as_secs_f64() * 1e6;
+                sizes.push(packet.len() as u64);
+                let t = Instant::now();
+                let r = decoder.decode_predicted_into(
+                    &packet,
+                    j.codec_baseline(),
+                    j.codec_prior(),
+                    &mut out,
+                );
+                dec_us += t.elapsed().as_secs_f64() * 1e6;
+                ok &= r.is_ok() && out == *j.snapshot;
+                codec.encode(&j.keyframe(), &mut packet)?;
+                key_bytes += packet.len() as u64;
+                ok &= decoder.decode_into(&packet, None, &mut out).is_ok() && out == *j.snapshot;
+                frames.plain(j.snapshot)?;
+            }
+            let last_use = &pl.last_use;
+            held.retain(|k, s| {
+                let keep = last_use.get(k).is_some_and(|&u| u > i);
+                if !keep {
+                    held_bytes -= snapshot_bytes(s);
+                }
+                keep
+            });
+            Ok(())
+        })?;
+        plans.push(pl);
     }
-    let zstd = zstd_frames(&loaded, &jobs, opts)?;
-    let n = jobs.len();
-    let mut sorted = sizes.clone();
+    let dict_bytes = frames.with_dictionary(&scanned, &plans, &samples, &sample_sizes)?;
+    let n = sizes.len();
+    let mut sorted = sizes;
     sorted.sort_unstable();
     let p95 = (n > 0).then(|| sorted[(n * 95).div_ceil(100).max(1) - 1]);
     let report = EvalReport {
         packets: n as u64,
         raw_bytes_mean: mean_of(raw as f64, n),
-        bytes_mean: mean_of(sizes.iter().sum::<u64>() as f64, n),
+        bytes_mean: mean_of(sorted.iter().sum::<u64>() as f64, n),
         bytes_p95: p95,
         bytes_max: sorted.last().copied(),
         keyframe_bytes_mean: mean_of(key_bytes as f64, n),
         encode_us_mean: mean_of(enc_us, n),
         decode_us_mean: mean_of(dec_us, n),
-        zstd_frame_bytes_mean: mean_of(zstd.bytes, n),
-        zstd_frame_dict_bytes_mean: zstd.dict_bytes.and_then(|b| mean_of(b, n)),
-        zstd_frame_encode_us_mean: mean_of(zstd.encode_us, n),
-        zstd_frame_decode_us_mean: mean_of(zstd.decode_us, n),
+        zstd_frame_bytes_mean: mean_of(frames.bytes, n),
+        zstd_frame_dict_bytes_mean: dict_bytes.and_then(|b| mean_of(b, n)),
+        zstd_frame_encode_us_mean: mean_of(frames.encode_us, n),
+        zstd_frame_decode_us_mean: mean_of(frames.decode_us, n),
         roundtrip_ok: ok,
     };
     let ctx = EvalContext {
-        captures: loaded.len(),
+        captures: scanned.len(),
         baselines,
         set: set.map(|s| (s.game().to_owned(), s.version().to_owned(), s.id())),
         keyframes,
+        peak_held_ticks: peak_ticks,
+        peak_held_bytes: peak_bytes,
     };
     Ok((report, ctx))
-}
-
-struct ZstdTotals {
-    bytes: f64,
-    dict_bytes: Option<f64>,
-    encode_us: f64,
-    decode_us: f64,
 }
 
 fn zstd_err(e: std::io::Error) -> TrainerError {
     TrainerError::Zstd(e.to_string())
 }
 
-/// Plain zstd frames of each packet's raw snapshot, timed; and the same with
-/// a dictionary trained on the raw snapshots of the training split.
-fn zstd_frames(
-    loaded: &[Loaded],
-    jobs: &[Job<'_>],
-    opts: &EvalOptions,
-) -> Result<ZstdTotals, TrainerError> {
-    let mut c = zstd::bulk::Compressor::new(opts.level).map_err(zstd_err)?;
-    let mut d = zstd::bulk::Decompressor::new().map_err(zstd_err)?;
-    let (mut raw, mut frame, mut back) = (Vec::new(), Vec::new(), Vec::new());
-    let mut t = ZstdTotals {
-        bytes: 0.0,
-        dict_bytes: None,
-        encode_us: 0.0,
-        decode_us: 0.0,
-    };
-    for j in jobs {
-        raw_snapshot(j.snapshot, &mut raw);
-        frame.clear();
-        frame.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-        let s = Instant::now();
-        c.compress_to_buffer(&raw[..], &mut frame)
-            .map_err(zstd_err)?;
-        t.encode_us += s.elapsed().as_secs_f64() * 1e6;
-        t.bytes += frame.len() as f64;
-        back.clear();
-        back.reserve(raw.len());
-        let s = Instant::now();
-        d.decompress_to_buffer(&frame[..], &mut back)
-            .map_err(zstd_err)?;
-        t.decode_us += s.elapsed().as_secs_f64() * 1e6;
-        if back != raw {
-            return Err(TrainerError::Zstd("plain frame did not round-trip".into()));
+/// The ticks whose raw snapshots train the plain frames' dictionary, and
+/// their total size: the training split of every capture, at most 1000
+/// evenly spaced, and fewer if they would exceed `max_bytes`.
+fn frame_dict_picks(
+    scanned: &[Scanned],
+    fraction: f64,
+    max_bytes: u64,
+) -> (HashSet<(usize, usize)>, u64) {
+    let mut all: Vec<(usize, usize, u64)> = Vec::new();
+    for (ci, sc) in scanned.iter().enumerate() {
+        let n = held_out_start(sc.ticks.len(), fraction);
+        let sections = 4 * sc.header.schema.sections().len() as u64;
+        all.extend(
+            sc.ticks[..n]
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (ci, i, t.bytes + sections)),
+        );
+    }
+    let mut k = all.len().min(1000);
+    loop {
+        let picks: Vec<&(usize, usize, u64)> = if all.len() > k {
+            (0..k).map(|i| &all[i * all.len() / k]).collect()
+        } else {
+            all.iter().collect()
+        };
+        let total: u64 = picks.iter().map(|p| p.2).sum();
+        if total <= max_bytes || k <= 8 {
+            return (picks.into_iter().map(|p| (p.0, p.1)).collect(), total);
         }
+        k = k * 3 / 4;
+    }
+}
+
+/// Plain zstd frames of each packet's raw snapshot, timed.
+struct Frames {
+    level: i32,
+    c: zstd::bulk::Compressor<'static>,
+    d: zstd::bulk::Decompressor<'static>,
+    raw: Vec<u8>,
+    frame: Vec<u8>,
+    back: Vec<u8>,
+    bytes: f64,
+    encode_us: f64,
+    decode_us: f64,
+}
+
+impl Frames {
+    fn new(level: i32) -> Result<Self, TrainerError> {
+        Ok(Self {
+            level,
+            c: zstd::bulk::Compressor::new(level).map_err(zstd_err)?,
+            d: zstd::bulk::Decompressor::new().map_err(zstd_err)?,
+            raw: Vec::new(),
+            frame: Vec::new(),
+            back: Vec::new(),
+            bytes: 0.0,
+            encode_us: 0.0,
+            decode_us: 0.0,
+        })
     }
 
-    // The training split's raw snapshots, at most 1000 evenly spaced.
-    let mut picks: Vec<&Snapshot> = Vec::new();
-    for l in loaded {
-        let n = held_out_start(l.capture.ticks.len(), opts.held_out_fraction);
-        picks.extend(l.capture.ticks[..n].iter().map(|t| &t.snapshot));
-    }
-    if picks.len() > 1000 {
-        picks = (0..1000).map(|i| picks[i * picks.len() / 1000]).collect();
-    }
-    let (mut data, mut sizes) = (Vec::new(), Vec::new());
-    for s in picks {
-        raw_snapshot(s, &mut raw);
-        data.extend_from_slice(&raw);
-        sizes.push(raw.len());
-    }
-    if sizes.len() >= 8 {
-        if let Ok(dict) = zstd::dict::from_continuous(&data, &sizes, ZSTD_FRAME_DICT_SIZE) {
-            let prepared = zstd::dict::EncoderDictionary::copy(&dict, opts.level);
-            let mut c =
-                zstd::bulk::Compressor::with_prepared_dictionary(&prepared).map_err(zstd_err)?;
-            let mut total = 0.0;
-            for j in jobs {
-                raw_snapshot(j.snapshot, &mut raw);
-                frame.clear();
-                frame.reserve(zstd::zstd_safe::compress_bound(raw.len()));
-                c.compress_to_buffer(&raw[..], &mut frame)
-                    .map_err(zstd_err)?;
-                total += frame.len() as f64;
-            }
-            t.dict_bytes = Some(total);
+    /// Compresses and decompresses one snapshot as a plain frame.
+    fn plain(&mut self, snap: &Snapshot) -> Result<(), TrainerError> {
+        raw_snapshot(snap, &mut self.raw);
+        self.frame.clear();
+        self.frame
+            .reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
+        let s = Instant::now();
+        self.c
+            .compress_to_buffer(&self.raw[..], &mut self.frame)
+            .map_err(zstd_err)?;
+        self.encode_us += s.elapsed().as_secs_f64() * 1e6;
+        self.bytes += self.frame.len() as f64;
+        self.back.clear();
+        self.back.reserve(self.raw.len());
+        let s = Instant::now();
+        self.d
+            .decompress_to_buffer(&self.frame[..], &mut self.back)
+            .map_err(zstd_err)?;
+        self.decode_us += s.elapsed().as_secs_f64() * 1e6;
+        if self.back != self.raw {
+            return Err(TrainerError::Zstd("plain frame did not round-trip".into()));
         }
+        Ok(())
     }
-    Ok(t)
+
+    /// Total frame bytes of every packet's snapshot with a dictionary
+    /// trained on `samples`, reading the captures once more; `None` when
+    /// there are too few samples or zstd cannot train.
+    fn with_dictionary(
+        &mut self,
+        scanned: &[Scanned],
+        plans: &[Planned],
+        samples: &[u8],
+        sizes: &[usize],
+    ) -> Result<Option<f64>, TrainerError> {
+        if sizes.len() < 8 {
+            return Ok(None);
+        }
+        let Ok(dict) = zstd::dict::from_continuous(samples, sizes, ZSTD_FRAME_DICT_SIZE) else {
+            return Ok(None);
+        };
+        let prepared = zstd::dict::EncoderDictionary::copy(&dict, self.level);
+        let mut c =
+            zstd::bulk::Compressor::with_prepared_dictionary(&prepared).map_err(zstd_err)?;
+        let mut total = 0.0;
+        for (sc, pl) in scanned.iter().zip(plans) {
+            let mut next = 0usize;
+            sc.stream(|i, snap| {
+                while pl.packets.get(next).is_some_and(|p| p.tick <= i) {
+                    next += 1;
+                    raw_snapshot(snap, &mut self.raw);
+                    self.frame.clear();
+                    self.frame
+                        .reserve(zstd::zstd_safe::compress_bound(self.raw.len()));
+                    c.compress_to_buffer(&self.raw[..], &mut self.frame)
+                        .map_err(zstd_err)?;
+                    total += self.frame.len() as f64;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(Some(total))
+    }
 }
 
 /// The readable table printed without `--json`.

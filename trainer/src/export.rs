@@ -8,8 +8,9 @@ use std::path::Path;
 use tickpack::capture::CaptureHeader;
 use tickpack_scenarios::{arena_shooter, cube_pile, idle, racing_lobby, Scenario, TICK_RATE};
 
-use crate::captures::{capture_err, create_capture, finish_capture};
+use crate::captures::{capture_err, create_capture};
 use crate::import::Imported;
+use crate::output::check_output;
 use crate::TrainerError;
 
 /// Scenario names `export` takes, with the game name their captures get.
@@ -47,20 +48,45 @@ pub fn scenario(
     Ok((s, game))
 }
 
-/// Writes scenario `name` as a capture (tick numbers `0..ticks`, 60 Hz).
+/// Most bytes of snapshots `export` holds in memory (a scenario is
+/// generated whole before it is written): 1 GiB.
+pub const MAX_EXPORT_BYTES: u64 = 1 << 30;
+
+/// Writes scenario `name` as a capture (tick numbers `0..ticks`, 60 Hz) to
+/// `output` (refused if it exists, unless `force`). Refuses `ticks` whose
+/// snapshots would take more than [`MAX_EXPORT_BYTES`].
 pub fn export(
     name: &str,
     output: &Path,
-    ticks: usize,
+    force: bool,
+    ticks: u64,
     seed: u64,
 ) -> Result<Imported, TrainerError> {
+    check_output(&[], output, force)?;
+    // One tick's size (ids and records, twice for growth and allocator
+    // slack) tells how many ticks fit the budget.
+    let (one, _) = scenario(name, 1, seed)?;
+    let per_tick = one.ticks.first().map_or(1, |t| {
+        2 * (t.raw_len() + 4 * t.entity_count() + 64 * t.sections().len()) as u64
+    });
+    let fit = MAX_EXPORT_BYTES / per_tick.max(1);
+    if ticks > fit {
+        return Err(TrainerError::Usage(format!(
+            "--ticks {ticks}: scenario `{name}` takes about {per_tick} bytes of memory per tick, \
+             so at most {fit} ticks fit the {} MiB export budget",
+            MAX_EXPORT_BYTES >> 20
+        )));
+    }
+    let ticks = usize::try_from(ticks).map_err(|_| {
+        TrainerError::Usage(format!("--ticks {ticks} does not fit this machine's usize"))
+    })?;
     let (s, game) = scenario(name, ticks, seed)?;
     let header = CaptureHeader::new(game, SCENARIO_VERSION, TICK_RATE, s.schema.clone());
-    let mut w = create_capture(output, &header)?;
+    let mut w = create_capture(&[], output, force, &header)?;
     for (i, t) in s.ticks.iter().enumerate() {
-        w.tick(i as u64, t).map_err(capture_err(output))?;
+        w.writer.tick(i as u64, t).map_err(capture_err(output))?;
     }
-    let bytes = finish_capture(output, w)?;
+    let bytes = w.finish()?;
     Ok(Imported {
         ticks: s.ticks.len() as u64,
         bytes,

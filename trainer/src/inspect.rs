@@ -18,8 +18,18 @@ use crate::TrainerError;
 /// The magic number of a zstd dictionary (`ZSTD_MAGIC_DICTIONARY`, little-endian).
 const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
 
+/// What `inspect` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspected {
+    /// The description printed.
+    pub text: String,
+    /// The file is damaged: a capture that does not read to its end record
+    /// with every checksum good, or a set that does not verify.
+    pub damaged: bool,
+}
+
 /// Describes `path`.
-pub fn inspect(path: &Path) -> Result<String, TrainerError> {
+pub fn inspect(path: &Path) -> Result<Inspected, TrainerError> {
     if path.is_dir() {
         return Ok(set_dir(path, &path.join(MANIFEST_FILE)));
     }
@@ -40,7 +50,10 @@ pub fn inspect(path: &Path) -> Result<String, TrainerError> {
         return capture(path);
     }
     if n >= 4 && head[..4] == ZSTD_DICT_MAGIC {
-        return dictionary(path);
+        return dictionary(path).map(|text| Inspected {
+            text,
+            damaged: false,
+        });
     }
     if head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -79,7 +92,7 @@ fn schema_lines(s: &mut String, schema: &Schema) {
     }
 }
 
-fn capture(path: &Path) -> Result<String, TrainerError> {
+fn capture(path: &Path) -> Result<Inspected, TrainerError> {
     let f = std::fs::File::open(path).map_err(|e| TrainerError::io(path, e))?;
     let size = f.metadata().map(|m| m.len()).unwrap_or(0);
     let mut r =
@@ -97,6 +110,7 @@ fn capture(path: &Path) -> Result<String, TrainerError> {
     let (mut first, mut last) = (None, 0u64);
     let (mut min_e, mut max_e) = (usize::MAX, 0usize);
     let mut clients = BTreeSet::new();
+    let mut damaged = false;
     let status = loop {
         match r.next_record() {
             Ok(Some(Record::Tick { tick, snapshot })) => {
@@ -112,7 +126,10 @@ fn capture(path: &Path) -> Result<String, TrainerError> {
                 clients.insert(x.client);
             }
             Ok(None) => break "complete (end record present, every checksum good)".to_owned(),
-            Err(e) => break format!("DAMAGED: {e}; the {ticks} ticks before it are intact"),
+            Err(e) => {
+                damaged = true;
+                break format!("DAMAGED: {e}; the {ticks} ticks before it are intact");
+            }
         }
     };
     match first {
@@ -134,7 +151,7 @@ fn capture(path: &Path) -> Result<String, TrainerError> {
     }
     let _ = writeln!(s, "sent records: {sent} ({} clients)", clients.len());
     let _ = writeln!(s, "status: {status}");
-    Ok(s)
+    Ok(Inspected { text: s, damaged })
 }
 
 fn dictionary(path: &Path) -> Result<String, TrainerError> {
@@ -181,11 +198,15 @@ fn dictionary(path: &Path) -> Result<String, TrainerError> {
     Ok(s)
 }
 
-fn set_dir(dir: &Path, manifest: &Path) -> String {
+fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
+    let damaged = |text: String| Inspected {
+        text,
+        damaged: true,
+    };
     let mut s = String::new();
     let text = match std::fs::read(manifest) {
         Ok(t) => t,
-        Err(e) => return format!("{}: {e}\n", manifest.display()),
+        Err(e) => return damaged(format!("{}: {e}\n", manifest.display())),
     };
     let verified = DictionarySet::from_manifest(&text, |file| {
         std::fs::read(dir.join(file)).map_err(|e| DictSetError::Io {
@@ -197,7 +218,7 @@ fn set_dir(dir: &Path, manifest: &Path) -> String {
     let m = match (&verified, serde_json::from_slice::<Manifest>(&text)) {
         (Ok(set), _) => set.manifest().clone(),
         (Err(_), Ok(m)) => m,
-        (Err(e), Err(_)) => return format!("manifest {}: {e}\n", manifest.display()),
+        (Err(e), Err(_)) => return damaged(format!("manifest {}: {e}\n", manifest.display())),
     };
     let _ = writeln!(
         s,
@@ -250,5 +271,8 @@ fn set_dir(dir: &Path, manifest: &Path) -> String {
         me.keyframe_bytes_without,
         me.keyframe_bytes_with
     );
-    s
+    Inspected {
+        text: s,
+        damaged: verified.is_err(),
+    }
 }

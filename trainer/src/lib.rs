@@ -12,245 +12,164 @@
 //! tickpack-trainer inspect FILE
 //! tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
 //! ```
+//!
+//! Every command has `--help`; outputs are never written in place
+//! ([`output`]), and captures are read in bounded memory ([`captures`]).
 #![forbid(unsafe_code)]
 
-pub mod args;
 pub mod captures;
+pub mod cli;
 mod error;
 pub mod eval;
 pub mod export;
 pub mod import;
 pub mod inspect;
+pub mod jsonl;
 pub mod measure;
+pub mod output;
 pub mod replay;
 pub mod suggest;
 pub mod table;
 pub mod train;
 
 use std::io::Write;
-use std::path::PathBuf;
+
+use clap::error::ErrorKind;
+use clap::Parser;
 
 pub use error::TrainerError;
 
-use args::Args;
-use replay::{BaselineModel, Rtt};
-
-/// The usage text.
-pub const USAGE: &str = "\
-usage:
-  tickpack-trainer import fiedler INPUT.bin OUT.tpcap [--game G] [--version V]
-  tickpack-trainer import jsonl INPUT.jsonl OUT.tpcap
-  tickpack-trainer export racing|cubes|idle OUT.tpcap [--ticks N] [--seed S]
-  tickpack-trainer train CAPTURE... --out DIR [--game G] [--version V] [--json]
-        [--level L] [--sizes 512,1024,...] [--held-out F] [--keyframe-every N]
-        [--baseline-distance N | --rtt-ms MS --jitter TICKS] [--quiet]
-  tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json]
-        [--held-out] [--level L] [--rtt-ms MS --jitter TICKS]
-  tickpack-trainer inspect FILE
-  tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
-  tickpack-trainer --version
-";
-
-fn usage(msg: impl Into<String>) -> TrainerError {
-    TrainerError::Usage(msg.into())
-}
+use cli::{Cli, Command, Import};
 
 fn io_out(e: std::io::Error) -> TrainerError {
     TrainerError::io("<stdout>", e)
 }
 
-fn model(a: &Args) -> Result<BaselineModel, TrainerError> {
-    if let Some(n) = a.parsed::<u32>("baseline-distance")? {
-        if n == 0 || n > u32::from(tickpack::MAX_BASELINE_DISTANCE) {
-            return Err(usage("--baseline-distance must be 1..=32767"));
+/// Parses the command line `args` (without the program name). `--help` and
+/// `--version` give their text as `Ok(Err(text))`; a usage error is
+/// [`TrainerError::Usage`] with clap's message (usage line included).
+pub fn parse(args: &[String]) -> Result<Result<Cli, String>, TrainerError> {
+    let argv = std::iter::once("tickpack-trainer").chain(args.iter().map(String::as_str));
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => Ok(Ok(cli)),
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            Ok(Err(e.render().to_string()))
         }
-        return Ok(BaselineModel::Distance(n));
-    }
-    let d = Rtt::default();
-    Ok(BaselineModel::Auto(Rtt {
-        rtt_ms: a.parsed("rtt-ms")?.unwrap_or(d.rtt_ms),
-        jitter_ticks: a.parsed("jitter")?.unwrap_or(d.jitter_ticks),
-    }))
-}
-
-fn one_output(a: &Args, what: &str) -> Result<(PathBuf, PathBuf), TrainerError> {
-    match a.positional.as_slice() {
-        [_, input, output] => Ok((input.into(), output.into())),
-        _ => Err(usage(format!("{what} takes INPUT and OUT.tpcap"))),
+        Err(e) => Err(TrainerError::Usage(e.render().to_string())),
     }
 }
 
 /// Runs the command line `args` (without the program name), writing the
 /// command's output to `out`. Progress bars go to stderr on a terminal.
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
-    let Some((cmd, rest)) = args.split_first() else {
-        return Err(usage("no command"));
+    let cli = match parse(args)? {
+        Ok(cli) => cli,
+        Err(text) => return out.write_all(text.as_bytes()).map_err(io_out),
     };
-    match cmd.as_str() {
-        "--version" | "-V" => {
-            writeln!(
-                out,
-                "tickpack-trainer {} (wire format {}, capture format {})",
-                env!("CARGO_PKG_VERSION"),
-                tickpack::FORMAT_VERSION,
-                tickpack::capture::CAPTURE_VERSION
-            )
-            .map_err(io_out)?;
-        }
-        "--help" | "-h" | "help" => out.write_all(USAGE.as_bytes()).map_err(io_out)?,
-        "import" => {
-            let a = Args::parse(rest, &["game", "version"], &[])?;
-            let r = match a.positional.first().map(String::as_str) {
-                Some("fiedler") => {
-                    let (i, o) = one_output(&a, "import fiedler")?;
-                    let game = a.value("game").unwrap_or("cube-pile");
-                    let version = a.value("version").unwrap_or(export::SCENARIO_VERSION);
-                    (import::fiedler(&i, &o, game, version)?, o)
-                }
-                Some("jsonl") => {
-                    if a.value("game").is_some() || a.value("version").is_some() {
-                        return Err(usage(
-                            "import jsonl takes game and version from its header line",
-                        ));
-                    }
-                    let (i, o) = one_output(&a, "import jsonl")?;
-                    (import::jsonl(&i, &o)?, o)
-                }
-                _ => return Err(usage("import takes `fiedler` or `jsonl`")),
+    match cli.command {
+        Command::Import(which) => {
+            let (r, o) = match which {
+                Import::Fiedler(a) => (
+                    import::fiedler(&a.input, &a.out.output, a.out.force, &a.game, &a.version)?,
+                    a.out.output,
+                ),
+                Import::Jsonl(a) => (
+                    import::jsonl(&a.input, &a.out.output, a.out.force)?,
+                    a.out.output,
+                ),
             };
             writeln!(
                 out,
                 "wrote {}: {} ticks, {} bytes",
-                r.1.display(),
-                r.0.ticks,
-                r.0.bytes
+                o.display(),
+                r.ticks,
+                r.bytes
             )
             .map_err(io_out)?;
         }
-        "export" => {
-            let a = Args::parse(rest, &["ticks", "seed"], &[])?;
-            let [name, output] = a.positional.as_slice() else {
-                return Err(usage("export takes SCENARIO and OUT.tpcap"));
-            };
-            let ticks = a.parsed("ticks")?.unwrap_or(600);
-            let seed = a.parsed("seed")?.unwrap_or(1);
-            let r = export::export(name, output.as_ref(), ticks, seed)?;
-            writeln!(out, "wrote {output}: {} ticks, {} bytes", r.ticks, r.bytes)
-                .map_err(io_out)?;
+        Command::Export(a) => {
+            let r = export::export(&a.scenario, &a.out.output, a.out.force, a.ticks, a.seed)?;
+            writeln!(
+                out,
+                "wrote {}: {} ticks, {} bytes",
+                a.out.output.display(),
+                r.ticks,
+                r.bytes
+            )
+            .map_err(io_out)?;
         }
-        "train" => {
-            let a = Args::parse(
-                rest,
-                &[
-                    "out",
-                    "game",
-                    "version",
-                    "level",
-                    "sizes",
-                    "held-out",
-                    "keyframe-every",
-                    "baseline-distance",
-                    "rtt-ms",
-                    "jitter",
-                ],
-                &["json", "quiet"],
-            )?;
+        Command::Train(a) => {
             let d = train::TrainOptions::default();
-            let sizes = match a.value("sizes") {
-                None => d.sizes.clone(),
-                Some(s) => s
-                    .split(',')
-                    .map(|x| x.trim().parse::<usize>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|_| usage("--sizes takes sizes in bytes, comma-separated"))?,
-            };
-            let held_out: f64 = a.parsed("held-out")?.unwrap_or(d.held_out);
-            if !(0.0..1.0).contains(&held_out) || held_out == 0.0 {
-                return Err(usage("--held-out must be above 0 and below 1"));
-            }
             let opts = train::TrainOptions {
-                captures: a.positional.iter().map(PathBuf::from).collect(),
-                out: a
-                    .value("out")
-                    .map(PathBuf::from)
-                    .ok_or_else(|| usage("train needs --out DIR"))?,
-                game: a.value("game").map(str::to_owned),
-                version: a.value("version").map(str::to_owned),
-                level: a.parsed("level")?.unwrap_or(d.level),
-                sizes,
-                held_out,
-                model: model(&a)?,
-                keyframe_every: a.parsed("keyframe-every")?.unwrap_or(d.keyframe_every),
-                progress: !a.switch("json") && !a.switch("quiet"),
+                captures: a.captures,
+                out: a.out,
+                game: a.game,
+                version: a.version,
+                level: a.level,
+                sizes: if a.sizes.is_empty() { d.sizes } else { a.sizes },
+                held_out: a.held_out,
+                model: a.model.model(),
+                keyframe_every: usize::try_from(a.keyframe_every).unwrap_or(usize::MAX),
+                progress: !a.json && !a.quiet,
+                max_held_bytes: d.max_held_bytes,
             };
+            if opts.sizes.len() > cli::MAX_SIZES {
+                return Err(TrainerError::Usage(format!(
+                    "--sizes: at most {} sizes, got {}",
+                    cli::MAX_SIZES,
+                    opts.sizes.len()
+                )));
+            }
             let (_, report) = train::train(&opts)?;
-            if a.switch("json") {
+            if a.json {
                 let text = serde_json::to_string_pretty(&report)
-                    .map_err(|e| usage(format!("json: {e}")))?;
+                    .map_err(|e| TrainerError::Empty(format!("json: {e}")))?;
                 writeln!(out, "{text}").map_err(io_out)?;
             } else {
                 out.write_all(train::summary(&report).as_bytes())
                     .map_err(io_out)?;
             }
         }
-        "eval" => {
-            let a = Args::parse(
-                rest,
-                &[
-                    "dictionaries",
-                    "baseline-distance",
-                    "level",
-                    "rtt-ms",
-                    "jitter",
-                ],
-                &["json", "held-out"],
-            )?;
+        Command::Eval(a) => {
             let d = eval::EvalOptions::default();
             let opts = eval::EvalOptions {
-                captures: a.positional.iter().map(PathBuf::from).collect(),
-                dictionaries: a.value("dictionaries").map(PathBuf::from),
-                model: model(&a)?,
-                held_out: a.switch("held-out"),
+                captures: a.captures,
+                dictionaries: a.dictionaries,
+                model: a.model.model(),
+                held_out: a.held_out,
                 held_out_fraction: d.held_out_fraction,
-                level: a.parsed("level")?.unwrap_or(d.level),
+                level: a.level,
+                max_dict_samples: d.max_dict_samples,
+                max_held_bytes: d.max_held_bytes,
             };
             let (report, ctx) = eval::eval(&opts)?;
-            if a.switch("json") {
-                let text =
-                    serde_json::to_string(&report).map_err(|e| usage(format!("json: {e}")))?;
+            if a.json {
+                let text = serde_json::to_string(&report)
+                    .map_err(|e| TrainerError::Empty(format!("json: {e}")))?;
                 writeln!(out, "{text}").map_err(io_out)?;
             } else {
                 out.write_all(eval::table(&report, &ctx).as_bytes())
                     .map_err(io_out)?;
             }
         }
-        "inspect" => {
-            let a = Args::parse(rest, &[], &[])?;
-            let [file] = a.positional.as_slice() else {
-                return Err(usage("inspect takes one FILE"));
+        Command::Inspect(a) => {
+            let r = inspect::inspect(&a.file)?;
+            out.write_all(r.text.as_bytes()).map_err(io_out)?;
+            if r.damaged {
+                return Err(TrainerError::Damaged {
+                    file: a.file.display().to_string(),
+                });
+            }
+        }
+        Command::Suggest(a) => {
+            let steps = if a.steps.is_empty() {
+                suggest::DEFAULT_STEPS.to_vec()
+            } else {
+                a.steps
             };
-            out.write_all(inspect::inspect(file.as_ref())?.as_bytes())
+            out.write_all(suggest::suggest(&a.capture, &steps)?.as_bytes())
                 .map_err(io_out)?;
         }
-        "suggest" => {
-            let a = Args::parse(rest, &["steps"], &[])?;
-            let [file] = a.positional.as_slice() else {
-                return Err(usage("suggest takes one CAPTURE"));
-            };
-            let steps = match a.value("steps") {
-                None => suggest::DEFAULT_STEPS.to_vec(),
-                Some(s) => s
-                    .split(',')
-                    .map(|x| x.trim().parse::<f64>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .ok()
-                    .filter(|v| v.iter().all(|x| x.is_finite() && *x > 0.0))
-                    .ok_or_else(|| usage("--steps takes positive steps, comma-separated"))?,
-            };
-            out.write_all(suggest::suggest(file.as_ref(), &steps)?.as_bytes())
-                .map_err(io_out)?;
-        }
-        other => return Err(usage(format!("unknown command `{other}`"))),
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use tickpack_trainer::{run, TrainerError, USAGE};
+use tickpack_trainer::{run, TrainerError};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -12,7 +12,12 @@ fn main() -> ExitCode {
     match run(&args, &mut stdout) {
         Ok(()) => ExitCode::SUCCESS,
         Err(TrainerError::Usage(m)) => {
-            eprintln!("tickpack-trainer: {m}\n\n{USAGE}");
+            // clap's messages come rendered, usage line included.
+            if m.contains("Usage:") {
+                eprint!("{m}");
+            } else {
+                eprintln!("error: {m}\n\nFor more information, try '--help'.");
+            }
             ExitCode::from(2)
         }
         Err(e) => {

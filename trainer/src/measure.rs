@@ -2,10 +2,11 @@
 
 #![forbid(unsafe_code)]
 
-use tickpack::capture::Capture;
+use std::collections::HashMap;
+
 use tickpack::{Baseline, DeltaOp, Encoder, Schema, Snapshot, MAX_BLOCK_CONTENT};
 
-use crate::captures::{ops_of, with_ops};
+use crate::captures::{ops_of, with_ops, TickMeta};
 use crate::replay::Packet;
 use crate::TrainerError;
 
@@ -23,19 +24,28 @@ pub struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    /// The job for `packet` of `capture`.
-    pub fn new(capture: &'a Capture, packet: Packet) -> Self {
-        let t = &capture.ticks[packet.tick];
-        let at = |i: usize| {
-            let b = &capture.ticks[i];
-            (b.tick as u16, &b.snapshot)
+    /// The job for `packet` of a capture with `ticks`, its snapshots taken
+    /// from `held` (by tick index); an error if one is not there.
+    pub fn new(
+        ticks: &[TickMeta],
+        held: &'a HashMap<usize, Snapshot>,
+        packet: Packet,
+    ) -> Result<Self, TrainerError> {
+        let at = |i: usize| -> Result<(u16, &'a Snapshot), TrainerError> {
+            match (ticks.get(i), held.get(&i)) {
+                (Some(t), Some(s)) => Ok((t.tick as u16, s)),
+                _ => Err(TrainerError::Empty(format!(
+                    "tick index {i} was planned but not loaded"
+                ))),
+            }
         };
-        Self {
-            snapshot: &t.snapshot,
-            sequence: t.tick as u16,
-            baseline: packet.baseline.map(at),
-            prior: packet.baseline.and(packet.prior).map(at),
-        }
+        let (sequence, snapshot) = at(packet.tick)?;
+        Ok(Self {
+            snapshot,
+            sequence,
+            baseline: packet.baseline.map(at).transpose()?,
+            prior: packet.baseline.and(packet.prior).map(at).transpose()?,
+        })
     }
 
     /// The same snapshot as a keyframe.

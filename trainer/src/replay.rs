@@ -2,9 +2,10 @@
 
 #![forbid(unsafe_code)]
 
-use tickpack::capture::{Capture, CapturedTick};
 use tickpack::MAX_BASELINE_DISTANCE;
 use tickpack_scenarios::rng::SplitMix64;
+
+use crate::captures::TickMeta;
 
 /// The simulated ack delay used when a capture has no recorded sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,10 +64,10 @@ impl Packet {
     }
 }
 
-/// The packets `model` sends for `capture`, in tick order, and a short
-/// description of where the baselines came from.
-pub fn plan(capture: &Capture, model: BaselineModel) -> (Vec<Packet>, String) {
-    let ticks = &capture.ticks;
+/// The packets `model` sends for a capture's `ticks` (recorded at
+/// `tick_rate` Hz, 0 if unknown), in tick order, and a short description of
+/// where the baselines came from.
+pub fn plan(ticks: &[TickMeta], tick_rate: u32, model: BaselineModel) -> (Vec<Packet>, String) {
     match model {
         BaselineModel::Distance(n) => {
             let back = |i: usize| -> Option<usize> {
@@ -93,11 +94,7 @@ pub fn plan(capture: &Capture, model: BaselineModel) -> (Vec<Packet>, String) {
             if ticks.iter().any(|t| !t.sent.is_empty()) {
                 (recorded(ticks), "recorded sends".into())
             } else {
-                let rate = if capture.header.tick_rate == 0 {
-                    60
-                } else {
-                    capture.header.tick_rate
-                };
+                let rate = if tick_rate == 0 { 60 } else { tick_rate };
                 let delay = (u64::from(rtt.rtt_ms) * u64::from(rate))
                     .div_ceil(1000)
                     .max(1);
@@ -113,7 +110,7 @@ pub fn plan(capture: &Capture, model: BaselineModel) -> (Vec<Packet>, String) {
     }
 }
 
-fn close_enough(ticks: &[CapturedTick], i: usize, j: usize) -> bool {
+fn close_enough(ticks: &[TickMeta], i: usize, j: usize) -> bool {
     ticks[i].tick - ticks[j].tick <= u64::from(MAX_BASELINE_DISTANCE)
 }
 
@@ -121,7 +118,7 @@ fn close_enough(ticks: &[CapturedTick], i: usize, j: usize) -> bool {
 /// baseline (and prior) sequence is resolved to the tick in which the same
 /// client was sent that sequence; failing that, to the newest earlier tick
 /// whose number has those low 16 bits (captures imported from JSON lines).
-fn recorded(ticks: &[CapturedTick]) -> Vec<Packet> {
+fn recorded(ticks: &[TickMeta]) -> Vec<Packet> {
     let mut out: Vec<Packet> = Vec::new();
     let mut last_sent: std::collections::HashMap<(u32, u16), usize> = Default::default();
     for (i, t) in ticks.iter().enumerate() {
@@ -164,7 +161,7 @@ fn recorded(ticks: &[CapturedTick]) -> Vec<Packet> {
 /// after it was sent, and each packet is coded against the newest tick
 /// whose ack has arrived (so baselines never move backwards), with the ack
 /// before that one as its prior, as the session server does.
-fn simulated(ticks: &[CapturedTick], delay: u64, jitter: u32) -> Vec<Packet> {
+fn simulated(ticks: &[TickMeta], delay: u64, jitter: u32) -> Vec<Packet> {
     let arrives = |s: u64| s + delay + SplitMix64::new(s).below(u64::from(jitter) + 1);
     let mut out = Vec::with_capacity(ticks.len());
     let (mut acked, mut prior): (Option<usize>, Option<usize>) = (None, None);
@@ -188,23 +185,20 @@ fn simulated(ticks: &[CapturedTick], delay: u64, jitter: u32) -> Vec<Packet> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tickpack::capture::{CaptureHeader, SentRecord};
-    use tickpack::{Primitive, Schema, Snapshot};
+    use tickpack::capture::SentRecord;
+
+    struct Capture {
+        ticks: Vec<TickMeta>,
+    }
 
     fn capture(ticks: &[u64]) -> Capture {
-        let schema = Schema::builder()
-            .entity("a")
-            .field("x", Primitive::U8, 1)
-            .build()
-            .unwrap();
         Capture {
-            header: CaptureHeader::new("g", "1", 60, schema.clone()),
             ticks: ticks
                 .iter()
-                .map(|&tick| CapturedTick {
+                .map(|&tick| TickMeta {
                     tick,
-                    snapshot: Snapshot::new(&schema),
                     sent: Vec::new(),
+                    bytes: 0,
                 })
                 .collect(),
         }
@@ -212,7 +206,11 @@ mod tests {
 
     #[test]
     fn distance_skips_ticks_without_a_baseline() {
-        let (p, _) = plan(&capture(&[0, 1, 2, 3, 5, 9]), BaselineModel::Distance(2));
+        let (p, _) = plan(
+            &capture(&[0, 1, 2, 3, 5, 9]).ticks,
+            60,
+            BaselineModel::Distance(2),
+        );
         let pairs: Vec<_> = p.iter().map(|p| (p.tick, p.baseline, p.prior)).collect();
         assert_eq!(
             pairs,
@@ -227,7 +225,7 @@ mod tests {
     #[test]
     fn simulated_acks_start_with_keyframes() {
         let c = capture(&(0..40).collect::<Vec<_>>());
-        let (p, _) = plan(&c, BaselineModel::Auto(Rtt::default()));
+        let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(Rtt::default()));
         assert_eq!(p.len(), 40);
         assert_eq!(p[0].baseline, None);
         for q in &p {
@@ -260,7 +258,7 @@ mod tests {
         c.ticks[2].sent[1].prior = Some(10);
         c.ticks[2].sent[0].baseline = Some(501);
         c.ticks[2].sent[0].prior = Some(500);
-        let (p, why) = plan(&c, BaselineModel::Auto(Rtt::default()));
+        let (p, why) = plan(&c.ticks, 60, BaselineModel::Auto(Rtt::default()));
         assert_eq!(why, "recorded sends");
         let pairs: Vec<_> = p.iter().map(|p| (p.tick, p.baseline, p.prior)).collect();
         assert_eq!(

@@ -3,7 +3,11 @@
 //! 1. Every capture's ticks are split: the latest 20% are held out (not a
 //!    random sample: a dictionary must work on the ticks that come next).
 //! 2. Packets are planned as `eval` plans them (recorded sends, else an RTT
-//!    model), plus a keyframe every `keyframe_every` ticks.
+//!    model), plus a keyframe every `keyframe_every` ticks, from a first
+//!    reading of the captures that keeps no snapshot. Long captures are
+//!    sampled evenly (at most [`MAX_JOBS`] packets of each kind, and no more
+//!    than [`TrainOptions::max_held_bytes`] of snapshots); a second reading
+//!    loads only the snapshots those packets need.
 //! 3. Per field, the delta operator that minimises the held-out delta bytes
 //!    (no dictionary) is chosen by coordinate descent, the other fields fixed.
 //! 4. With those operators, the real encoder builds its uncompressed
@@ -12,10 +16,12 @@
 //!    deltas, zstd's fastCover trainer makes a dictionary of each size tried;
 //!    the one giving the fewest held-out bytes is kept, or none if none helps.
 //! 5. The set (schema with the chosen operators, dictionaries, manifest) is
-//!    written, loaded back and verified.
+//!    written to a new directory beside `--out`, loaded back and verified,
+//!    then swapped in for the set there, if any ([`crate::output`]).
 
 #![forbid(unsafe_code)]
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -25,10 +31,11 @@ use tickpack::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
 };
-use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema};
+use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema, Snapshot};
 
-use crate::captures::{held_out_start, load_all, op_name, ops_of, with_ops, Loaded};
+use crate::captures::{held_out_start, op_name, ops_of, scan_all, with_ops, Scanned};
 use crate::measure::{block_samples, mean, total_bytes, Job};
+use crate::output::{check_set_output, save_set};
 use crate::replay::{plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
@@ -69,6 +76,9 @@ pub struct TrainOptions {
     pub keyframe_every: usize,
     /// Show a progress bar (on a terminal).
     pub progress: bool,
+    /// Most bytes of snapshots (ids and records) held in memory: when the
+    /// packets planned need more, fewer are sampled, evenly.
+    pub max_held_bytes: u64,
 }
 
 impl Default for TrainOptions {
@@ -84,6 +94,7 @@ impl Default for TrainOptions {
             model: BaselineModel::Auto(Rtt::default()),
             keyframe_every: 10,
             progress: true,
+            max_held_bytes: MAX_HELD_BYTES,
         }
     }
 }
@@ -97,7 +108,21 @@ pub struct TrainReport {
     pub seconds: f64,
     /// The manifest written.
     pub manifest: Manifest,
+    /// Snapshots held in memory for training (the sampled packets' ticks,
+    /// baselines and priors).
+    #[serde(skip)]
+    pub snapshots_held: usize,
 }
+
+/// Most packets of each kind (training or held-out, delta or keyframe)
+/// `train` works on; longer captures are sampled evenly. Large enough that
+/// the shipped sets (three captures of 3,600 ticks) use every packet.
+pub const MAX_JOBS: usize = 20_000;
+
+/// Most bytes of snapshots (ids and records) `train` holds in memory by
+/// default ([`TrainOptions::max_held_bytes`]): 1 GiB, so that the shipped
+/// cube-pile set (10,800 ticks of 32 KB) is trained on every tick.
+pub const MAX_HELD_BYTES: u64 = 1 << 30;
 
 struct Split<'a> {
     train_delta: Vec<Job<'a>>,
@@ -106,23 +131,27 @@ struct Split<'a> {
     held_key: Vec<Job<'a>>,
 }
 
-fn split_jobs<'a>(loaded: &'a [Loaded], opts: &TrainOptions) -> (Split<'a>, String, u64, u64) {
-    let mut s = Split {
-        train_delta: Vec::new(),
-        train_key: Vec::new(),
-        held_delta: Vec::new(),
-        held_key: Vec::new(),
-    };
-    let (mut train_ticks, mut held_ticks) = (0u64, 0u64);
-    let mut why = String::new();
-    for l in loaded {
-        let c = &l.capture;
-        let n = c.ticks.len();
+/// The packets of every kind, as (capture, packet), before any snapshot is read.
+#[derive(Default)]
+struct Plan {
+    train_delta: Vec<(usize, Packet)>,
+    train_key: Vec<(usize, Packet)>,
+    held_delta: Vec<(usize, Packet)>,
+    held_key: Vec<(usize, Packet)>,
+    why: String,
+    train_ticks: u64,
+    held_ticks: u64,
+}
+
+fn plan_all(scanned: &[Scanned], opts: &TrainOptions) -> Plan {
+    let mut s = Plan::default();
+    for (ci, sc) in scanned.iter().enumerate() {
+        let n = sc.ticks.len();
         let start = held_out_start(n, opts.held_out);
-        train_ticks += start as u64;
-        held_ticks += (n - start) as u64;
-        let (packets, w) = plan(c, opts.model);
-        why = w;
+        s.train_ticks += start as u64;
+        s.held_ticks += (n - start) as u64;
+        let (packets, w) = plan(&sc.ticks, sc.header.tick_rate, opts.model);
+        s.why = w;
         let mut keys: Vec<usize> = packets
             .iter()
             .filter(|p| p.baseline.is_none())
@@ -132,27 +161,83 @@ fn split_jobs<'a>(loaded: &'a [Loaded], opts: &TrainOptions) -> (Split<'a>, Stri
         keys.sort_unstable();
         keys.dedup();
         for p in packets.iter().filter(|p| p.baseline.is_some()) {
-            let j = Job::new(c, *p);
             if p.tick >= start {
-                s.held_delta.push(j);
+                s.held_delta.push((ci, *p));
             } else {
-                s.train_delta.push(j);
+                s.train_delta.push((ci, *p));
             }
         }
         for k in keys {
-            let j = Job::new(c, Packet::keyframe(k));
             if k >= start {
-                s.held_key.push(j);
+                s.held_key.push((ci, Packet::keyframe(k)));
             } else {
-                s.train_key.push(j);
+                s.train_key.push((ci, Packet::keyframe(k)));
             }
         }
     }
-    (s, why, train_ticks, held_ticks)
+    s
 }
 
-/// Evenly spaced subset of at most `max` jobs.
-fn thin<'a>(jobs: &[Job<'a>], max: usize) -> Vec<Job<'a>> {
+/// The ticks (capture, index) the packets need: sent snapshots, baselines, priors.
+fn needed<'p>(lists: impl IntoIterator<Item = &'p [(usize, Packet)]>) -> HashSet<(usize, usize)> {
+    let mut out = HashSet::new();
+    for list in lists {
+        for (ci, p) in list {
+            for i in [Some(p.tick), p.baseline, p.baseline.and(p.prior)]
+                .into_iter()
+                .flatten()
+            {
+                out.insert((*ci, i));
+            }
+        }
+    }
+    out
+}
+
+/// Samples every list down to at most `cap` packets, with `cap` lowered
+/// until the snapshots they need fit `max_bytes`.
+fn sample(plan: &mut Plan, scanned: &[Scanned], max_bytes: u64) -> HashSet<(usize, usize)> {
+    let mut cap = MAX_JOBS;
+    loop {
+        let lists = [
+            thin(&plan.train_delta, cap),
+            thin(&plan.train_key, cap),
+            thin(&plan.held_delta, cap),
+            thin(&plan.held_key, cap),
+        ];
+        let need = needed(lists.iter().map(Vec::as_slice));
+        let bytes: u64 = need
+            .iter()
+            .filter_map(|&(ci, i)| scanned.get(ci)?.ticks.get(i))
+            .map(|t| t.bytes)
+            .sum();
+        if bytes <= max_bytes || cap <= 8 {
+            let [a, b, c, d] = lists;
+            plan.train_delta = a;
+            plan.train_key = b;
+            plan.held_delta = c;
+            plan.held_key = d;
+            return need;
+        }
+        cap = cap * 3 / 4;
+    }
+}
+
+fn jobs<'a>(
+    list: &[(usize, Packet)],
+    scanned: &[Scanned],
+    held: &'a [HashMap<usize, Snapshot>],
+) -> Result<Vec<Job<'a>>, TrainerError> {
+    list.iter()
+        .map(|&(ci, p)| match (scanned.get(ci), held.get(ci)) {
+            (Some(sc), Some(h)) => Job::new(&sc.ticks, h, p),
+            _ => Err(TrainerError::Empty(format!("capture {ci} was not loaded"))),
+        })
+        .collect()
+}
+
+/// Evenly spaced subset of at most `max` items.
+fn thin<T: Copy>(jobs: &[T], max: usize) -> Vec<T> {
     if jobs.len() <= max {
         return jobs.to_vec();
     }
@@ -170,18 +255,38 @@ fn bar(opts: &TrainOptions, len: u64) -> ProgressBar {
     pb
 }
 
-/// Trains a set and writes it to `opts.out`.
+/// Trains a set and writes it to `opts.out`, replacing a set there as a
+/// whole. Captures are read in bounded memory: once for their metadata, once
+/// for the snapshots of the packets used (at most [`MAX_JOBS`] of each kind,
+/// [`TrainOptions::max_held_bytes`] in all).
 pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), TrainerError> {
     let started = Instant::now();
-    let loaded = load_all(&opts.captures)?;
-    let first = &loaded[0].capture.header;
+    let inputs: Vec<&std::path::Path> = opts.captures.iter().map(PathBuf::as_path).collect();
+    check_set_output(&inputs, &opts.out)?;
+    let scanned = scan_all(&opts.captures)?;
+    let first = &scanned[0].header;
     let game = opts.game.clone().unwrap_or_else(|| first.game.clone());
     let version = opts
         .version
         .clone()
         .unwrap_or_else(|| first.version.clone());
     let base = first.schema.clone();
-    let (jobs, why, train_ticks, held_ticks) = split_jobs(&loaded, opts);
+    let mut planned = plan_all(&scanned, opts);
+    let need = sample(&mut planned, &scanned, opts.max_held_bytes);
+    let held: Vec<HashMap<usize, Snapshot>> = scanned
+        .iter()
+        .enumerate()
+        .map(|(ci, sc)| sc.load(|i| need.contains(&(ci, i))))
+        .collect::<Result<_, _>>()?;
+    let snapshots_held = held.iter().map(HashMap::len).sum();
+    let jobs = Split {
+        train_delta: jobs(&planned.train_delta, &scanned, &held)?,
+        train_key: jobs(&planned.train_key, &scanned, &held)?,
+        held_delta: jobs(&planned.held_delta, &scanned, &held)?,
+        held_key: jobs(&planned.held_key, &scanned, &held)?,
+    };
+    let (why, train_ticks, held_ticks) =
+        (planned.why.clone(), planned.train_ticks, planned.held_ticks);
     if jobs.held_delta.is_empty() && jobs.held_key.is_empty() {
         return Err(TrainerError::Empty(
             "no held-out packets: give captures with more ticks".into(),
@@ -329,7 +434,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         dictionaries: Vec::new(),
         training: Training {
             trainer: format!("tickpack-trainer {}", env!("CARGO_PKG_VERSION")),
-            captures: loaded
+            captures: scanned
                 .iter()
                 .map(|l| CaptureSource {
                     file: l
@@ -338,7 +443,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default(),
                     sha256: l.sha256.clone(),
-                    ticks: l.capture.ticks.len() as u64,
+                    ticks: l.ticks.len() as u64,
                 })
                 .collect(),
             train_ticks,
@@ -379,12 +484,12 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     for (kind, table) in &huffman {
         set = set.with_huffman(*kind, table)?;
     }
-    set.save(&opts.out)?;
-    let set = DictionarySet::load(&opts.out)?;
+    let set = save_set(&set, &opts.out)?;
     let report = TrainReport {
         out: opts.out.display().to_string(),
         seconds: started.elapsed().as_secs_f64(),
         manifest: set.manifest().clone(),
+        snapshots_held,
     };
     Ok((set, report))
 }

@@ -161,6 +161,22 @@ fn jsonl_readme_example_imports() {
 }
 
 #[test]
+fn jsonl_with_a_byte_order_mark_imports() {
+    let dir = tmp("bom");
+    std::fs::write(dir.join("m.jsonl"), format!("\u{feff}{}", readme_jsonl())).unwrap();
+    let out = cmd(&[
+        &"import",
+        &"jsonl",
+        &dir.join("m.jsonl"),
+        &dir.join("m.tpcap"),
+    ])
+    .unwrap();
+    assert!(out.contains("2 ticks"), "{out}");
+    assert_eq!(read(&dir.join("m.tpcap")).header.game, "arena");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn jsonl_errors_name_the_line() {
     let dir = tmp("jsonl-bad");
     let head = readme_jsonl().lines().next().unwrap().to_owned();
@@ -174,6 +190,16 @@ fn jsonl_errors_name_the_line() {
         ("{\"tick\":0}\n\n{\"tick\":0}", 4, "does not follow"),
         ("{\"tick\":5,\"baseline\":5}", 2, "baseline 5"),
         ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1,2],\"hp\":1},{\"id\":1,\"pos\":[1,2],\"hp\":1}]}}", 2, "twice"),
+        // Strictness: no silent infinities, no "last key wins", no NaN literal.
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1e39,2],\"hp\":1}]}}", 2, "overflows f32"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[-1e39,2],\"hp\":1}]}}", 2, "overflows f32"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"id\":2,\"pos\":[1,2],\"hp\":1}]}}", 2, "`id` twice"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[1,2],\"hp\":1,\"hp\":2}]}}", 2, "field `hp` twice"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[],\"ship\":[]}}", 2, "section `ship` appears twice"),
+        ("{\"tick\":0,\"tick\":1}", 2, "`tick` appears twice"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[NaN,2],\"hp\":1}]}}", 2, "{\"bits\": N}"),
+        ("{\"tick\":0,\"sections\":{\"ship\":[{\"id\":1,\"pos\":[Infinity,2],\"hp\":1}]}}", 2, "{\"bits\": N}"),
+        ("{\"game\":\"g\",\"game\":\"h\",\"version\":\"1\",\"schema\":{}}", 1, "duplicate field"),
     ];
     for (i, (body, line, what)) in cases.iter().enumerate() {
         let text = if *line == 1 {
@@ -292,8 +318,22 @@ fn train_then_eval_on_a_tiny_capture() {
     let n = bytes.len();
     bytes.truncate(n - n / 3);
     std::fs::write(dir.join("cut.tpcap"), bytes).unwrap();
-    let i = cmd(&[&"inspect", &dir.join("cut.tpcap")]).unwrap();
+    let args: Vec<String> = vec![
+        "inspect".into(),
+        dir.join("cut.tpcap").display().to_string(),
+    ];
+    let mut report = Vec::new();
+    let e = run(&args, &mut report).unwrap_err();
+    assert!(matches!(e, TrainerError::Damaged { .. }), "{e}");
+    let i = String::from_utf8(report).unwrap();
     assert!(i.contains("DAMAGED") && i.contains("truncated"), "{i}");
+    let o = Command::new(env!("CARGO_BIN_EXE_tickpack-trainer"))
+        .arg("inspect")
+        .arg(dir.join("cut.tpcap"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "a damaged capture exits 1");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("DAMAGED"));
     let e = cmd(&[&"eval", &dir.join("cut.tpcap")]).unwrap_err();
     assert!(matches!(e, TrainerError::Capture { .. }), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -318,7 +358,7 @@ fn usage_errors_and_exit_codes() {
     let bin = env!("CARGO_BIN_EXE_tickpack-trainer");
     let o = Command::new(bin).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("usage:"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Usage:"));
     let o = Command::new(bin).arg("--version").output().unwrap();
     assert!(o.status.success());
     let o = Command::new(bin)

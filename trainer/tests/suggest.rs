@@ -10,8 +10,21 @@ fn suggest_reports_every_float_field() {
     let dir = std::env::temp_dir().join(format!("tickpack-suggest-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("racing.tpcap");
-    tickpack_trainer::export::export("racing", &path, 40, 3).unwrap();
+    tickpack_trainer::export::export("racing", &path, false, 40, 3).unwrap();
     let text = suggest(&path, &[0.001, 0.1]).unwrap();
+    // The command line gives the same text.
+    let args: Vec<String> = ["suggest", path.to_str().unwrap(), "--steps", "0.001,0.1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut out = Vec::new();
+    tickpack_trainer::run(&args, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), text);
+    let bad: Vec<String> = ["suggest", "x", "--steps", "0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(tickpack_trainer::run(&bad, &mut Vec::new()).is_err());
     let _ = std::fs::remove_dir_all(&dir);
     for field in ["position", "rotation", "velocity", "steering", "throttle"] {
         assert!(text.contains(&format!("`car`.`{field}`")), "{text}");

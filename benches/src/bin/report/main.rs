@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
+
 use tickpack::Snapshot;
 use tickpack_scenarios::{self as scenarios, changed_entities, Scenario, TICK_RATE};
 
@@ -95,21 +97,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// The comparison report: tickpack against the alternatives on the
+/// bundled scenarios and the Quake 3 captures.
+#[derive(Debug, Parser)]
+#[command(name = "report")]
+struct Cli {
+    /// A few seconds: fewer ticks, printed, written to a temporary directory.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write the report [default: benches/report, or a temporary
+    /// directory with --quick].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
 fn run() -> Res<()> {
-    let mut quick = false;
-    let mut out: Option<PathBuf> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--quick" => quick = true,
-            "--out" => out = Some(args.next().ok_or("--out needs a directory")?.into()),
-            "-h" | "--help" => {
-                println!("usage: report [--quick] [--out DIR]");
-                return Ok(());
-            }
-            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
-        }
-    }
+    let Cli { quick, out } = Cli::parse();
     let ticks = if quick { QUICK_TICKS } else { FULL_TICKS };
     let out = out.unwrap_or_else(|| {
         if quick {

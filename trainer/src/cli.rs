@@ -1,0 +1,302 @@
+//! The command line, declared with clap: every command and flag, with the
+//! range of every number checked while parsing (the error names the flag).
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::replay::{BaselineModel, Rtt};
+
+/// Most ticks `export` records: a scenario is generated in memory.
+pub const MAX_EXPORT_TICKS: u64 = 1_000_000;
+/// Smallest dictionary size `--sizes` takes (zstd's `ZDICT_DICTSIZE_MIN`).
+pub const MIN_DICT_SIZE: usize = 256;
+/// Largest dictionary size `--sizes` takes: 1 MiB, as a dictionary set loads.
+pub const MAX_DICT_SIZE: usize = 1 << 20;
+/// Most dictionary sizes `--sizes` takes (each is a training run).
+pub const MAX_SIZES: usize = 32;
+/// Largest `--keyframe-every`.
+pub const MAX_KEYFRAME_EVERY: u64 = 1_000_000;
+/// Largest `--rtt-ms`: one minute.
+pub const MAX_RTT_MS: u64 = 60_000;
+/// Largest `--jitter`, ticks.
+pub const MAX_JITTER: u64 = 10_000;
+
+/// The `--version` text: crate version, wire and capture format versions.
+pub fn version_text() -> String {
+    format!(
+        "{} (wire format {}, capture format {})",
+        env!("CARGO_PKG_VERSION"),
+        tickpack::FORMAT_VERSION,
+        tickpack::capture::CAPTURE_VERSION
+    )
+}
+
+/// `tickpack-trainer`: captures in, dictionary sets out.
+#[derive(Debug, Parser)]
+#[command(
+    name = "tickpack-trainer",
+    version = version_text(),
+    about = "Trains and evaluates tickpack dictionary sets from captured traffic",
+    long_about = None,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Convert data you already have into a capture.
+    #[command(subcommand)]
+    Import(Import),
+    /// Record a bundled scenario as a capture.
+    Export(ExportArgs),
+    /// Train a dictionary set (operators and dictionaries) from captures.
+    Train(TrainArgs),
+    /// Replay captures through the codec and report sizes and times.
+    Eval(EvalArgs),
+    /// Describe a capture, a dictionary, a manifest or a set directory;
+    /// exits 1 if it is damaged.
+    Inspect(InspectArgs),
+    /// Per float field of a capture: its range, its tick-to-tick changes and
+    /// the bits per value at candidate quantisation steps.
+    Suggest(SuggestArgs),
+}
+
+/// The importers.
+#[derive(Debug, Subcommand)]
+pub enum Import {
+    /// The 2015 networked-physics challenge file (frames of 901 cubes x 8 i32).
+    Fiedler(FiedlerArgs),
+    /// JSON lines: a header line with game, version and schema, then one line per tick.
+    Jsonl(JsonlArgs),
+}
+
+/// Where an output goes, and whether an existing one may be replaced.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// The capture to write (written to a temporary file, renamed when complete).
+    #[arg(value_name = "OUT.tpcap")]
+    pub output: PathBuf,
+    /// Replace OUT.tpcap if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `import fiedler`.
+#[derive(Debug, Clone, Args)]
+pub struct FiedlerArgs {
+    /// The challenge file (`delta_data.bin`).
+    #[arg(value_name = "INPUT.bin")]
+    pub input: PathBuf,
+    /// The capture to write.
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Game name written into the capture.
+    #[arg(long, value_name = "G", default_value = "cube-pile")]
+    pub game: String,
+    /// Game version written into the capture.
+    #[arg(long, value_name = "V", default_value = crate::export::SCENARIO_VERSION)]
+    pub version: String,
+}
+
+/// `import jsonl`: game and version come from the header line.
+#[derive(Debug, Clone, Args)]
+pub struct JsonlArgs {
+    /// The JSON lines file (README, "Trainer").
+    #[arg(value_name = "INPUT.jsonl")]
+    pub input: PathBuf,
+    /// The capture to write.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// `export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The scenario.
+    #[arg(value_name = "SCENARIO", value_parser = ["racing", "cubes", "arena", "idle"])]
+    pub scenario: String,
+    /// The capture to write.
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Ticks to record.
+    #[arg(long, value_name = "N", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_EXPORT_TICKS))]
+    pub ticks: u64,
+    /// The scenario's random seed.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// How packets pick baselines: a fixed distance, or simulated acks.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// Tick t against tick t - N (prior t - 2N); ticks without one are skipped.
+    #[arg(long, value_name = "N", conflicts_with_all = ["rtt_ms", "jitter"],
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(tickpack::MAX_BASELINE_DISTANCE)))]
+    pub baseline_distance: Option<u32>,
+    /// Without recorded sends: the simulated client's round trip, milliseconds [default: 100].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=MAX_RTT_MS as i64))]
+    pub rtt_ms: Option<u32>,
+    /// Without recorded sends: up to this many extra ticks of ack delay [default: 2].
+    #[arg(long, value_name = "TICKS", value_parser = clap::value_parser!(u32).range(0..=MAX_JITTER as i64))]
+    pub jitter: Option<u32>,
+}
+
+impl ModelArgs {
+    /// The baseline model these flags describe.
+    pub fn model(&self) -> BaselineModel {
+        if let Some(n) = self.baseline_distance {
+            return BaselineModel::Distance(n);
+        }
+        let d = Rtt::default();
+        BaselineModel::Auto(Rtt {
+            rtt_ms: self.rtt_ms.unwrap_or(d.rtt_ms),
+            jitter_ticks: self.jitter.unwrap_or(d.jitter_ticks),
+        })
+    }
+}
+
+/// `train`.
+#[derive(Debug, Clone, Args)]
+pub struct TrainArgs {
+    /// Captures to train on (same schema layout).
+    #[arg(value_name = "CAPTURE", required = true)]
+    pub captures: Vec<PathBuf>,
+    /// The set's directory. A set already there is replaced as a whole (the
+    /// new set is written beside it, then swapped in); any other existing
+    /// file or non-empty directory is refused.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Game name [default: the first capture's].
+    #[arg(long, value_name = "G")]
+    pub game: Option<String>,
+    /// Game version [default: the first capture's].
+    #[arg(long, value_name = "V")]
+    pub version: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    /// zstd level the packets are measured at.
+    #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
+    pub level: i32,
+    /// Dictionary sizes tried, bytes, comma-separated [default: 512,1024,2048,4096,8192,16384].
+    #[arg(long, value_name = "SIZES", value_parser = parse_size, value_delimiter = ',', num_args = 1)]
+    pub sizes: Vec<usize>,
+    /// Fraction of each capture's ticks held out (the latest), above 0 and below 1.
+    #[arg(long, value_name = "F", default_value_t = 0.2, value_parser = parse_fraction)]
+    pub held_out: f64,
+    /// A keyframe sample every N ticks.
+    #[arg(long, value_name = "N", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYFRAME_EVERY))]
+    pub keyframe_every: u64,
+    /// Baselines.
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// `eval`.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    /// Captures to replay (same schema layout).
+    #[arg(value_name = "CAPTURE", required = true)]
+    pub captures: Vec<PathBuf>,
+    /// A set directory, or a root holding `<game>/<version>/` sets.
+    #[arg(long, value_name = "DIR")]
+    pub dictionaries: Option<PathBuf>,
+    /// Print one JSON object with stable keys (README, "Trainer").
+    #[arg(long)]
+    pub json: bool,
+    /// Replay only the ticks `train` holds out (the latest 20%).
+    #[arg(long)]
+    pub held_out: bool,
+    /// zstd level, for tickpack and the plain frames alike.
+    #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
+    pub level: i32,
+    /// Baselines.
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// `inspect`.
+#[derive(Debug, Clone, Args)]
+pub struct InspectArgs {
+    /// A capture, a zstd dictionary, a manifest.json or a set directory.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// `suggest`.
+#[derive(Debug, Clone, Args)]
+pub struct SuggestArgs {
+    /// The capture.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: PathBuf,
+    /// Candidate steps, comma-separated [default: 0.0001,0.001,0.01,0.1,1].
+    #[arg(long, value_name = "STEPS", value_parser = parse_step, value_delimiter = ',', num_args = 1)]
+    pub steps: Vec<f64>,
+}
+
+/// One quantisation step: finite and positive.
+fn parse_step(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("step {v} is not finite and positive"))
+    }
+}
+
+/// A zstd compression level the linked zstd accepts.
+fn parse_level(s: &str) -> Result<i32, String> {
+    let (lo, hi) = (
+        zstd::zstd_safe::min_c_level(),
+        zstd::zstd_safe::max_c_level(),
+    );
+    let v: i32 = s
+        .parse()
+        .map_err(|_| format!("zstd level must be a whole number in {lo}..={hi}"))?;
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("zstd level {v} is not in {lo}..={hi}"))
+    }
+}
+
+/// One dictionary size.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let v: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size in bytes"))?;
+    if (MIN_DICT_SIZE..=MAX_DICT_SIZE).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "dictionary size {v} is not in {MIN_DICT_SIZE}..={MAX_DICT_SIZE} bytes"
+        ))
+    }
+}
+
+/// A fraction above 0 and below 1.
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not above 0 and below 1"))
+    }
+}

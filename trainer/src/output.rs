@@ -1,0 +1,280 @@
+//! Writing outputs without ever losing a file.
+//!
+//! - A capture is written to a temporary file in the output's directory and
+//!   renamed over the output only once it is complete; a failure removes
+//!   the temporary file and leaves any old output untouched.
+//! - An output that is the same file as an input (same path, a link, a
+//!   symlink) is refused before anything is opened for writing.
+//! - An existing output is refused unless the caller forces it; without
+//!   force the final rename also refuses to replace a file that appeared
+//!   meanwhile.
+//! - A dictionary set is written to a new directory beside its target,
+//!   loaded back, and then swapped in: the old set is moved aside and
+//!   removed only after the new one is in place, so a directory never holds
+//!   a mix of old dictionaries and a new manifest.
+
+#![forbid(unsafe_code)]
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+use tickpack::dictset::{DictionarySet, MANIFEST_FILE};
+
+use crate::TrainerError;
+
+fn refuse(msg: String) -> TrainerError {
+    TrainerError::Output(msg)
+}
+
+/// The directory `path` lives in (`.` for a bare file name).
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuses `output` if it is one of `inputs` (by file identity, so links
+/// and different spellings of one path count), if it is a directory, or if
+/// it exists and `force` is off.
+pub fn check_output(inputs: &[&Path], output: &Path, force: bool) -> Result<(), TrainerError> {
+    let meta = match std::fs::metadata(output) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(TrainerError::io(output, e)),
+    };
+    for input in inputs {
+        if same_file::is_same_file(input, output).unwrap_or(false) {
+            return Err(refuse(format!(
+                "{} is the input {}: write the output to another file",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    if meta.is_dir() {
+        return Err(refuse(format!("{} is a directory", output.display())));
+    }
+    if !force {
+        return Err(refuse(format!(
+            "{} exists: add --force to replace it",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// A file being written: a temporary file beside its destination, moved
+/// there by [`Pending::commit`]. Dropped without commit, it is removed.
+#[derive(Debug)]
+pub struct Pending {
+    dest: PathBuf,
+    force: bool,
+    file: NamedTempFile,
+}
+
+impl Pending {
+    /// Starts writing `dest` (already checked with [`check_output`]).
+    pub fn new(dest: &Path, force: bool) -> Result<Self, TrainerError> {
+        let dir = parent_of(dest);
+        let file = tempfile::Builder::new()
+            .prefix(".tickpack-")
+            .suffix(".part")
+            .tempfile_in(dir)
+            .map_err(|e| TrainerError::io(dir, e))?;
+        // A temporary file is private; the output gets the permissions of
+        // the file it replaces, or those of an ordinary new file.
+        let perms = match std::fs::metadata(dest) {
+            Ok(m) => m.permissions(),
+            Err(_) => ordinary(
+                false,
+                file.as_file()
+                    .metadata()
+                    .map_err(|e| TrainerError::io(file.path(), e))?
+                    .permissions(),
+            ),
+        };
+        std::fs::set_permissions(file.path(), perms).map_err(|e| TrainerError::io(dest, e))?;
+        Ok(Self {
+            dest: dest.to_owned(),
+            force,
+            file,
+        })
+    }
+
+    /// A buffered writer on the temporary file.
+    pub fn writer(&self) -> Result<BufWriter<File>, TrainerError> {
+        let f = self
+            .file
+            .as_file()
+            .try_clone()
+            .map_err(|e| TrainerError::io(self.file.path(), e))?;
+        Ok(BufWriter::new(f))
+    }
+
+    /// Flushes the data to disk and moves the file to its destination
+    /// (replacing an existing one only when forced); returns its size.
+    pub fn commit(self) -> Result<u64, TrainerError> {
+        let f = self.file.as_file();
+        f.sync_all()
+            .map_err(|e| TrainerError::io(self.file.path(), e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| TrainerError::io(self.file.path(), e))?
+            .len();
+        let dest = self.dest;
+        let done = if self.force {
+            self.file.persist(&dest).map(drop)
+        } else {
+            self.file.persist_noclobber(&dest).map(drop)
+        };
+        done.map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                refuse(format!(
+                    "{} appeared while it was being written: add --force to replace it",
+                    dest.display()
+                ))
+            } else {
+                TrainerError::io(&dest, e.error)
+            }
+        })?;
+        Ok(len)
+    }
+}
+
+/// The permissions of a new file (`rw-r--r--`) or directory (`rwxr-xr-x`)
+/// in place of `current` (a temporary file's or directory's, private).
+fn ordinary(dir: bool, current: std::fs::Permissions) -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = current;
+        std::fs::Permissions::from_mode(if dir { 0o755 } else { 0o644 })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        let mut p = current;
+        p.set_readonly(false);
+        p
+    }
+}
+
+/// What is at a dictionary set's target directory.
+enum Target {
+    Absent,
+    EmptyDir,
+    Set,
+}
+
+fn set_target(out: &Path) -> Result<Target, TrainerError> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Absent),
+        Err(e) => return Err(TrainerError::io(out, e)),
+    };
+    if !meta.is_dir() {
+        return Err(refuse(format!(
+            "{} exists and is not a directory",
+            out.display()
+        )));
+    }
+    if out.join(MANIFEST_FILE).is_file() {
+        return Ok(Target::Set);
+    }
+    let mut entries = std::fs::read_dir(out).map_err(|e| TrainerError::io(out, e))?;
+    if entries.next().is_none() {
+        Ok(Target::EmptyDir)
+    } else {
+        Err(refuse(format!(
+            "{} is a non-empty directory without a {MANIFEST_FILE}: \
+             give a new directory, an empty one, or an existing set",
+            out.display()
+        )))
+    }
+}
+
+/// Refuses a set directory `out` that holds anything but a dictionary set
+/// (or nothing), or that holds one of `inputs` (replacing the set would
+/// delete it).
+pub fn check_set_output(inputs: &[&Path], out: &Path) -> Result<(), TrainerError> {
+    if matches!(set_target(out)?, Target::Absent) {
+        return Ok(());
+    }
+    let dir = out.canonicalize().map_err(|e| TrainerError::io(out, e))?;
+    for input in inputs {
+        if let Ok(p) = input.canonicalize() {
+            if p.starts_with(&dir) {
+                return Err(refuse(format!(
+                    "the input {} is inside {}, which the new set replaces",
+                    input.display(),
+                    out.display()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `set` to `out` as a whole: into a new directory beside `out`,
+/// loaded back and verified there, then swapped in for whatever set `out`
+/// held. Returns the set as loaded from `out`.
+pub fn save_set(set: &DictionarySet, out: &Path) -> Result<DictionarySet, TrainerError> {
+    let target = set_target(out)?;
+    let parent = parent_of(out);
+    std::fs::create_dir_all(parent).map_err(|e| TrainerError::io(parent, e))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".tickpack-set-")
+        .tempdir_in(parent)
+        .map_err(|e| TrainerError::io(parent, e))?;
+    set.save(staging.path())?;
+    DictionarySet::load(staging.path())?;
+    let perms = match std::fs::metadata(out) {
+        Ok(m) => m.permissions(),
+        Err(_) => ordinary(
+            true,
+            std::fs::metadata(staging.path())
+                .map_err(|e| TrainerError::io(staging.path(), e))?
+                .permissions(),
+        ),
+    };
+    std::fs::set_permissions(staging.path(), perms)
+        .map_err(|e| TrainerError::io(staging.path(), e))?;
+    let old = match target {
+        Target::Absent => None,
+        Target::EmptyDir => {
+            std::fs::remove_dir(out).map_err(|e| TrainerError::io(out, e))?;
+            None
+        }
+        Target::Set => {
+            let holder = tempfile::Builder::new()
+                .prefix(".tickpack-old-set-")
+                .tempdir_in(parent)
+                .map_err(|e| TrainerError::io(parent, e))?
+                .keep();
+            let aside = holder.join("set");
+            std::fs::rename(out, &aside).map_err(|e| TrainerError::io(out, e))?;
+            Some(aside)
+        }
+    };
+    let staged = staging.keep();
+    if let Err(e) = std::fs::rename(&staged, out) {
+        // Put the old set back; the new one stays in `staged` for the user.
+        if let Some(old) = &old {
+            let _ = std::fs::rename(old, out);
+        }
+        return Err(refuse(format!(
+            "could not move the new set from {} to {}: {e}",
+            staged.display(),
+            out.display()
+        )));
+    }
+    if let Some(old) = old {
+        if let Some(holder) = old.parent() {
+            let _ = std::fs::remove_dir_all(holder);
+        }
+    }
+    Ok(DictionarySet::load(out)?)
+}

@@ -1,0 +1,212 @@
+//! The trainer never loses a file: the same file as input and output is
+//! refused, existing outputs need `--force`, a failed write leaves the old
+//! output as it was, and a dictionary set is replaced as a whole.
+#![forbid(unsafe_code)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use tickpack_trainer::{run, TrainerError};
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("tickpack-files-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+fn cmd(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Result<String, TrainerError> {
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect();
+    let mut out = Vec::new();
+    run(&args, &mut out)?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+const HEAD: &str = r#"{"game":"g","version":"1","schema":{"entities":[{"name":"e","fields":[{"name":"x","type":"u8"}]}]}}"#;
+
+fn jsonl(ticks: usize) -> String {
+    let mut s = format!("{HEAD}\n");
+    for t in 0..ticks {
+        s += &format!("{{\"tick\":{t},\"sections\":{{\"e\":[{{\"id\":1,\"x\":{t}}}]}}}}\n");
+    }
+    s
+}
+
+/// Files in `dir`, sorted, temporary files included.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn same_file_as_input_and_output_is_refused_and_the_input_kept() {
+    let dir = tmp("same");
+    let input = dir.join("m.jsonl");
+    let text = jsonl(3);
+    std::fs::write(&input, &text).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    #[allow(unused_mut)]
+    let mut spellings = vec![
+        input.clone(),
+        dir.join(".").join("m.jsonl"),
+        dir.join("sub").join("..").join("m.jsonl"),
+    ];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&input, dir.join("link.tpcap")).unwrap();
+        std::fs::hard_link(&input, dir.join("hard.tpcap")).unwrap();
+        spellings.push(dir.join("link.tpcap"));
+        spellings.push(dir.join("hard.tpcap"));
+    }
+    for out in &spellings {
+        for force in [false, true] {
+            let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"import", &"jsonl", &input, out];
+            if force {
+                args.push(&"--force");
+            }
+            let e = cmd(&args).unwrap_err();
+            assert!(
+                matches!(&e, TrainerError::Output(m) if m.contains("is the input")),
+                "{out:?}: {e}"
+            );
+            assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
+        }
+    }
+    // The fiedler importer too.
+    std::fs::write(dir.join("d.bin"), [0u8; 16]).unwrap();
+    let e = cmd(&[
+        &"import",
+        &"fiedler",
+        &dir.join("d.bin"),
+        &dir.join("d.bin"),
+        &"--force",
+    ])
+    .unwrap_err();
+    assert!(matches!(e, TrainerError::Output(_)), "{e}");
+    assert_eq!(std::fs::read(dir.join("d.bin")).unwrap(), [0u8; 16]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn existing_outputs_need_force_and_failures_keep_them() {
+    let dir = tmp("force");
+    let good = dir.join("good.jsonl");
+    std::fs::write(&good, jsonl(4)).unwrap();
+    let out = dir.join("o.tpcap");
+    std::fs::write(&out, b"precious").unwrap();
+
+    // Without --force nothing is touched.
+    let e = cmd(&[&"import", &"jsonl", &good, &out]).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("--force")),
+        "{e}"
+    );
+    let e = cmd(&[&"export", &"idle", &out, &"--ticks", &"2"]).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("--force")),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+
+    // A bad input half-way through, with --force: the old output stays whole
+    // and no temporary file is left behind.
+    let bad = dir.join("bad.jsonl");
+    let mut text = jsonl(50);
+    text += "{\"tick\":50,\"sections\":{\"e\":[{\"id\":1,\"x\":999}]}}\n";
+    std::fs::write(&bad, text).unwrap();
+    let before = listing(&dir);
+    let e = cmd(&[&"import", &"jsonl", &bad, &out, &"--force"]).unwrap_err();
+    assert!(matches!(e, TrainerError::Import { .. }), "{e}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    assert_eq!(listing(&dir), before, "no temporary file left");
+
+    // With --force and a good input, the output is replaced.
+    cmd(&[&"import", &"jsonl", &good, &out, &"--force"]).unwrap();
+    assert!(std::fs::read(&out)
+        .unwrap()
+        .starts_with(&tickpack::capture::MAGIC));
+    let i = cmd(&[&"inspect", &out]).unwrap();
+    assert!(i.contains("ticks: 4"), "{i}");
+    assert_eq!(listing(&dir), before);
+
+    // Outputs are ordinary files and directories, not private temporaries.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let fresh = dir.join("fresh.tpcap");
+        cmd(&[&"export", &"idle", &fresh, &"--ticks", &"2"]).unwrap();
+        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+        std::fs::remove_file(&fresh).unwrap();
+    }
+
+    // A directory is never an output.
+    let e = cmd(&[&"export", &"idle", &dir, &"--force", &"--ticks", &"2"]).unwrap_err();
+    assert!(matches!(e, TrainerError::Output(_)), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn train_replaces_a_set_as_a_whole() {
+    let dir = tmp("set");
+    let cap = dir.join("c.tpcap");
+    cmd(&[
+        &"export", &"cubes", &cap, &"--ticks", &"60", &"--seed", &"2",
+    ])
+    .unwrap();
+    let set = dir.join("sets/cube-pile/1");
+    let train = |extra: &[&dyn AsRef<std::ffi::OsStr>]| {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"train", &cap, &"--out", &set, &"--sizes", &"1024", &"--quiet",
+        ];
+        args.extend_from_slice(extra);
+        cmd(&args)
+    };
+    train(&[]).unwrap();
+    let first = listing(&set);
+    assert!(first.contains(&"manifest.json".to_owned()), "{first:?}");
+
+    // A file the new manifest does not name does not survive a retrain, and
+    // nothing is left beside the set.
+    std::fs::write(set.join("keyframe-old.dict"), b"stale").unwrap();
+    train(&[&"--keyframe-every", &"7"]).unwrap();
+    assert_eq!(listing(&set), first, "exactly the new set's files");
+    assert_eq!(listing(&dir.join("sets/cube-pile")), vec!["1".to_owned()]);
+    let i = cmd(&[&"inspect", &set]).unwrap();
+    assert!(i.contains("verified: yes"), "{i}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&set).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+
+    // A non-empty directory that is not a set is refused, untouched.
+    let other = dir.join("notes");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("todo.txt"), b"keep me").unwrap();
+    let e = cmd(&[&"train", &cap, &"--out", &other, &"--quiet"]).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("not")),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(other.join("todo.txt")).unwrap(), b"keep me");
+
+    // A capture inside the set it would replace is refused.
+    let inside = set.join("c.tpcap");
+    std::fs::copy(&cap, &inside).unwrap();
+    let e = cmd(&[&"train", &inside, &"--out", &set, &"--quiet"]).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("inside")),
+        "{e}"
+    );
+    assert!(inside.is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

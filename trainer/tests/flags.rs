@@ -1,0 +1,122 @@
+//! The command line: help on every command, version, usage errors with exit
+//! code 2, and every number range-checked with a message naming its flag.
+#![forbid(unsafe_code)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+use tickpack_trainer::{run, TrainerError};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tickpack-trainer"))
+}
+
+fn usage(args: &[&str]) -> String {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    match run(&args, &mut Vec::new()) {
+        Err(TrainerError::Usage(m)) => m,
+        other => panic!("{args:?}: {other:?}"),
+    }
+}
+
+#[test]
+fn the_command_line_is_consistent() {
+    use clap::CommandFactory;
+    tickpack_trainer::cli::Cli::command().debug_assert();
+}
+
+#[test]
+fn every_command_has_help() {
+    for cmd in [
+        vec![],
+        vec!["import"],
+        vec!["import", "fiedler"],
+        vec!["import", "jsonl"],
+        vec!["export"],
+        vec!["train"],
+        vec!["eval"],
+        vec!["inspect"],
+    ] {
+        let o = bin().args(&cmd).arg("--help").output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{cmd:?}");
+        assert!(text.contains("Usage: tickpack-trainer"), "{cmd:?}: {text}");
+    }
+    let o = bin().args(["help", "train"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--keyframe-every"));
+    let o = bin().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && v.contains("wire format"), "{v}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["train", "--help-me"],
+        vec!["eval"],
+        vec!["export", "racing"],
+        vec!["frobnicate"],
+        vec!["import", "jsonl", "a", "b", "--game", "x"],
+        vec!["eval", "a", "--baseline-distance", "6", "--rtt-ms", "50"],
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains("Usage:"), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn numbers_are_range_checked_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["train", "a", "--out", "d", "--sizes", "0"], "--sizes"),
+        (
+            vec!["train", "a", "--out", "d", "--sizes", "1024,x"],
+            "--sizes",
+        ),
+        (
+            vec!["train", "a", "--out", "d", "--sizes", "4294967296000"],
+            "--sizes",
+        ),
+        (vec!["train", "a", "--out", "d", "--level", "99"], "--level"),
+        (vec!["eval", "a", "--level", "-99999999"], "--level"),
+        (
+            vec!["train", "a", "--out", "d", "--keyframe-every", "0"],
+            "--keyframe-every",
+        ),
+        (
+            vec!["train", "a", "--out", "d", "--held-out", "1"],
+            "--held-out",
+        ),
+        (
+            vec!["train", "a", "--out", "d", "--held-out", "NaN"],
+            "--held-out",
+        ),
+        (
+            vec!["eval", "a", "--baseline-distance", "0"],
+            "--baseline-distance",
+        ),
+        (
+            vec!["eval", "a", "--baseline-distance", "32768"],
+            "--baseline-distance",
+        ),
+        (vec!["eval", "a", "--rtt-ms=-1"], "--rtt-ms"),
+        (vec!["eval", "a", "--jitter", "99999999"], "--jitter"),
+        (
+            vec!["export", "racing", "x.tpcap", "--ticks", "99999999999"],
+            "--ticks",
+        ),
+        (
+            vec!["export", "racing", "x.tpcap", "--ticks", "0"],
+            "--ticks",
+        ),
+        (vec!["export", "racing", "x.tpcap", "--seed=-1"], "--seed"),
+    ] {
+        let m = usage(&args);
+        assert!(m.contains(flag), "{args:?}: {m}");
+    }
+    // Under the flag's own cap but over the export memory budget.
+    let m = usage(&["export", "cubes", "x.tpcap", "--ticks", "900000"]);
+    assert!(m.contains("--ticks") && m.contains("budget"), "{m}");
+    assert!(!std::path::Path::new("x.tpcap").exists());
+}

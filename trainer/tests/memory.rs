@@ -1,0 +1,217 @@
+//! `eval` and `train` hold a bounded number of snapshots whatever a
+//! capture's length: a long capture of many identical entities (tiny on
+//! disk, large in memory) is streamed, not loaded whole.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+mod counting;
+
+use std::path::{Path, PathBuf};
+
+use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
+use tickpack::{Primitive, Schema, Section, Snapshot};
+use tickpack_trainer::eval::{eval, EvalOptions};
+use tickpack_trainer::replay::BaselineModel;
+use tickpack_trainer::train::{train, TrainOptions};
+
+fn tmp(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("tickpack-memory-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+/// `ticks` ticks of `entities` identical zero entities of `u8[14]`: a few
+/// bytes per tick on disk, `entities * 18` bytes per tick in memory.
+fn zeros(path: &Path, ticks: u64, entities: u32) -> usize {
+    let schema = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 14)
+        .build()
+        .unwrap();
+    let ids: Vec<u32> = (0..entities).collect();
+    let sec = Section::from_parts(ids, vec![0u8; 14 * entities as usize], 14).unwrap();
+    let snap = Snapshot::from_sections(&schema, vec![sec]).unwrap();
+    let header = CaptureHeader::new("zeros", "1", 60, schema);
+    let f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = CaptureWriter::new(f, &header, CaptureOptions::default()).unwrap();
+    for t in 0..ticks {
+        w.tick(t, &snap).unwrap();
+    }
+    w.finish().unwrap();
+    18 * entities as usize
+}
+
+#[test]
+fn eval_holds_a_window_of_snapshots_not_the_capture() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("eval");
+    let cap = dir.join("zeros.tpcap");
+    let ticks = 300;
+    let per_tick = zeros(&cap, ticks, 1024);
+    let whole = per_tick * ticks as usize;
+    let disk = std::fs::metadata(&cap).unwrap().len();
+    assert!(disk < 64 << 10, "{disk} bytes on disk");
+
+    {
+        let model = BaselineModel::Distance(6);
+        let opts = EvalOptions {
+            captures: vec![cap.clone()],
+            model,
+            max_dict_samples: 256 << 10,
+            ..EvalOptions::default()
+        };
+        let (r, peak) = counting::peak_of(|| eval(&opts).unwrap());
+        let (report, ctx) = r;
+        assert!(report.roundtrip_ok);
+        assert!(report.packets >= ticks - 6, "{}", report.packets);
+        // The baseline window: the RTT model's ~8 ticks, or 2 x 6 + 1.
+        assert!(
+            ctx.peak_held_ticks <= 16,
+            "{model:?}: {}",
+            ctx.peak_held_ticks
+        );
+        assert!(ctx.peak_held_bytes <= 16 * per_tick as u64);
+        // The whole capture in memory would be `whole` (5.5 MB); streaming
+        // stays near the frame-dictionary samples (256 KiB here) plus the
+        // window of 13 snapshots (240 KB).
+        assert!(
+            peak < 2 << 20,
+            "{model:?}: peak heap {peak} bytes, capture in memory {whole}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn eval_refuses_baselines_that_reach_too_far_back() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("far");
+    let cap = dir.join("zeros.tpcap");
+    let per_tick = zeros(&cap, 300, 1024);
+    // Tick t against t - 100 with prior t - 200: 201 snapshots live at once.
+    let opts = EvalOptions {
+        captures: vec![cap.clone()],
+        model: BaselineModel::Distance(100),
+        max_held_bytes: 50 * per_tick as u64,
+        max_dict_samples: 256 << 10,
+        ..EvalOptions::default()
+    };
+    let (r, peak) = counting::peak_of(|| eval(&opts));
+    match r {
+        Err(tickpack_trainer::TrainerError::TooMuchHeld {
+            snapshots, bytes, ..
+        }) => {
+            assert_eq!(snapshots, 51);
+            assert!(bytes > opts.max_held_bytes);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Refused at the limit, not after holding the 201 snapshots (3.7 MB).
+    assert!(peak < 2 << 20, "peak heap {peak}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_tick_with_too_many_sent_records_is_refused() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("sent");
+    let cap = dir.join("sent.tpcap");
+    let schema = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 1)
+        .build()
+        .unwrap();
+    let header = CaptureHeader::new("sent", "1", 60, schema.clone());
+    let f = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+    let mut w = CaptureWriter::new(f, &header, CaptureOptions::default()).unwrap();
+    w.tick(0, &Snapshot::new(&schema)).unwrap();
+    let limit = tickpack_trainer::captures::MAX_SENT_PER_TICK;
+    for client in 0..=limit as u32 {
+        let s = tickpack::capture::SentRecord {
+            client,
+            sequence: 0,
+            baseline: None,
+            prior: None,
+            bytes: 0,
+        };
+        w.sent(&s).unwrap();
+    }
+    w.finish().unwrap();
+    let opts = EvalOptions {
+        captures: vec![cap],
+        ..EvalOptions::default()
+    };
+    match eval(&opts) {
+        Err(tickpack_trainer::TrainerError::TooManySent {
+            tick: 0, limit: l, ..
+        }) => {
+            assert_eq!(l, limit)
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn train_samples_within_its_memory_budget() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("train");
+    let cap = dir.join("zeros.tpcap");
+    let ticks = 300;
+    let per_tick = zeros(&cap, ticks, 1024);
+    let budget = 120 * per_tick as u64;
+    let opts = TrainOptions {
+        captures: vec![cap.clone()],
+        out: dir.join("set"),
+        sizes: vec![1024],
+        progress: false,
+        max_held_bytes: budget,
+        ..TrainOptions::default()
+    };
+    let (r, peak) = counting::peak_of(|| train(&opts).unwrap());
+    let (_, report) = r;
+    assert!(report.snapshots_held > 0);
+    assert!(
+        report.snapshots_held as u64 * per_tick as u64 <= budget,
+        "{} snapshots of {per_tick} bytes held, budget {budget}",
+        report.snapshots_held
+    );
+    assert!(report.manifest.measured.delta_packets > 0);
+    let whole = per_tick * ticks as usize;
+    assert!(peak < whole, "peak heap {peak}, capture in memory {whole}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_line_of_millions_of_entities_is_refused_while_parsing() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("jsonl");
+    let input = dir.join("big.jsonl");
+    let mut text = String::from(
+        r#"{"game":"g","version":"1","schema":{"entities":[{"name":"e","fields":[{"name":"x","type":"u8"}]}]}}"#,
+    );
+    text += "\n{\"tick\":0,\"sections\":{\"e\":[";
+    let n = 2_500_000u32;
+    for id in 0..n {
+        if id > 0 {
+            text.push(',');
+        }
+        text += &format!("{{\"id\":{id},\"x\":0}}");
+    }
+    text += "]}}\n";
+    let line = text.len();
+    assert!(line < tickpack_trainer::import::MAX_JSONL_LINE);
+    std::fs::write(&input, text).unwrap();
+    let out = dir.join("big.tpcap");
+    let (r, peak) = counting::peak_of(|| tickpack_trainer::import::jsonl(&input, &out, false));
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("line 2") && e.contains("more than 65536"), "{e}");
+    // The line buffer (twice while it grows) plus 65,537 parsed records;
+    // not millions of objects.
+    assert!(
+        peak < 2 * line + (8 << 20),
+        "peak heap {peak} for a {line}-byte line"
+    );
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
