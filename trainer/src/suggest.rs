@@ -257,7 +257,7 @@ fn render(path: &Path, ticks: u64, stats: &[FieldStats], steps: &[f64]) -> Strin
                 }
                 let pct = 100.0 * c as f64 / st.changes as f64;
                 let label = match EDGES.get(i) {
-                    Some(&e) if e == 0.0 => "=0".to_owned(),
+                    Some(0.0) => "=0".to_owned(),
                     Some(&e) => format!("{lo}..{e}"),
                     None => format!(">{lo}"),
                 };
@@ -274,7 +274,8 @@ fn render(path: &Path, ticks: u64, stats: &[FieldStats], steps: &[f64]) -> Strin
                 "  every value has unit norm: a rotation? `smallest_three = 10` costs 32 bits, 0.27° at most"
             );
         }
-        if !(st.min <= st.max) {
+        // No finite value seen: nothing to quantise.
+        if st.min > st.max {
             continue;
         }
         let mut rows = vec![vec![
