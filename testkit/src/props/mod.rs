@@ -38,6 +38,7 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("fragment_reassembly", fragment_reassembly),
     ("chunk_receiver", chunk_receiver),
     ("huffman_decode", huffman_decode),
+    ("quant_roundtrip", quant_roundtrip),
 ];
 
 /// The id the fuzzed decoders register their dictionary under.
@@ -49,6 +50,7 @@ use crate::rng::SplitMix64;
 mod decode;
 mod huffman;
 mod packets;
+mod quant;
 mod roundtrip;
 mod session;
 mod transport;
@@ -56,6 +58,7 @@ mod transport;
 use decode::*;
 use huffman::*;
 use packets::*;
+use quant::*;
 use roundtrip::*;
 use session::*;
 use transport::*;
@@ -97,6 +100,15 @@ pub fn dictset_load(data: &[u8]) {
 /// re-encode/decode round trip.
 pub fn decode_corrupt(data: &[u8]) {
     let _ = decode_corrupt_inner(&mut Unstructured::new(data));
+}
+
+/// A schema with every kind of quantisation, snapshots of plausible values
+/// and float specials: [`Schema::quantize`] is idempotent and gives
+/// snapshots [`Schema::check_quantized`] accepts, which encode and decode
+/// (keyframe and delta) to themselves; a corrupted delta decodes to an error
+/// or to values inside every declaration.
+pub fn quant_roundtrip(data: &[u8]) {
+    let _ = quant_roundtrip_inner(&mut Unstructured::new(data));
 }
 
 /// Arbitrary schema (every [`DeltaOp`]), snapshot, baseline, prior,
