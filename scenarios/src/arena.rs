@@ -16,8 +16,7 @@
 //! view out of a tick (itself plus every entity within a radius), the
 //! interest management a real server does per client.
 
-use tickpack::quant::{AngleUnit, Quantize};
-use tickpack::{DeltaOp, Field, Primitive, Schema, Section, Snapshot};
+use tickpack::{Primitive, Schema, Section, Snapshot};
 
 use super::math::V3;
 use super::rng::SplitMix64;
@@ -80,59 +79,6 @@ pub fn arena_schema() -> Schema {
         .field("bounces", Primitive::U8, 1)
         .build()
         .expect("arena schema is valid")
-}
-
-/// The arena schema with quantisation declared (same record layout as
-/// [`arena_schema`]): positions 1 mm within ±4096 m (clamped), velocities
-/// 0.01 m/s within ±200 m/s (clamped, the rifle flies at 90), yaw and pitch
-/// 16-bit angles in radians (0.0055° steps). Integer fields stay as they
-/// are. Positions, and projectile velocities (constant between bounces),
-/// are coded with [`DeltaOp::Predict`]: exact on integer codes.
-#[allow(
-    clippy::expect_used,
-    reason = "a fixed, valid schema: the builder cannot reject it"
-)]
-pub fn arena_schema_quantized() -> Schema {
-    let pos = Quantize::step(0.001).with_range(-4096.0, 4096.0).clamped();
-    let vel = Quantize::step(0.01).with_range(-200.0, 200.0).clamped();
-    let angle = Quantize::angle(16, AngleUnit::Radians);
-    let predicted = |name: &str| Field {
-        name: name.into(),
-        ty: Primitive::F32,
-        len: 3,
-        delta: Some(DeltaOp::Predict),
-    };
-    Schema::builder()
-        .entity("player")
-        .field_with(predicted("position"))
-        .quantize(pos)
-        .field("velocity", Primitive::F32, 3)
-        .quantize(vel)
-        .field("yaw", Primitive::F32, 1)
-        .quantize(angle)
-        .field("pitch", Primitive::F32, 1)
-        .quantize(angle)
-        .field("health", Primitive::U8, 1)
-        .field("armor", Primitive::U8, 1)
-        .field("weapon", Primitive::U8, 1)
-        .field("flags", Primitive::U8, 1)
-        .field("ammo", Primitive::U16, 1)
-        .field("frags", Primitive::I16, 1)
-        .entity("projectile")
-        .field_with(predicted("position"))
-        .quantize(pos)
-        .field_with(predicted("velocity"))
-        .quantize(vel)
-        .field("owner", Primitive::U16, 1)
-        .field("kind", Primitive::U8, 1)
-        .field("bounces", Primitive::U8, 1)
-        .build()
-        .expect("quantised arena schema is valid")
-}
-
-/// [`arena_shooter`] under [`arena_schema_quantized`], every tick quantised.
-pub fn arena_shooter_quantized(seed: u64, ticks: usize) -> Scenario {
-    arena_shooter(seed, ticks).quantized("arena shooter, quantised", arena_schema_quantized())
 }
 
 /// Records `ticks` ticks of the arena (after a warm-up, so every recorded

@@ -10,6 +10,9 @@
 //! - [`idle`]: nothing moves, for the per-packet header floor;
 //! - [`arena_shooter`]: 32 players and 200-320 projectiles that spawn and
 //!   despawn every tick, two sections, with per-client views ([`arena_view`]).
+//!
+//! [`racing_lobby_quantized`] and [`arena_shooter_quantized`] are the racing
+//! and arena recordings under schemas that declare quantisation.
 
 // Crate-wide: no module here needs `unsafe`.
 #![forbid(unsafe_code)]
@@ -17,6 +20,7 @@
 mod arena;
 mod cube_pile;
 mod math;
+mod quantized;
 mod racing;
 pub mod raw;
 pub mod rng;
@@ -24,15 +28,15 @@ pub mod rng;
 use tickpack::{Schema, Section, Snapshot};
 
 pub use arena::{
-    arena_client_view, arena_schema, arena_schema_quantized, arena_shooter,
-    arena_shooter_quantized, arena_view, ARENA_CENTRE, GRENADE_TICKS, PLAYER_COUNT, RIFLE_TICKS,
-    VIEW_RADIUS,
+    arena_client_view, arena_schema, arena_shooter, arena_view, ARENA_CENTRE, GRENADE_TICKS,
+    PLAYER_COUNT, RIFLE_TICKS, VIEW_RADIUS,
 };
 pub use cube_pile::{cube_pile, cube_schema, idle, CUBE_COUNT, CUBE_FIELDS};
-pub use racing::{
-    racing_lobby, racing_lobby_quantized, racing_schema, racing_schema_quantized, CAR_COUNT,
-    TRACK_CENTRE,
+pub use quantized::{
+    arena_schema_quantized, arena_shooter_quantized, racing_lobby_quantized,
+    racing_schema_quantized,
 };
+pub use racing::{racing_lobby, racing_schema, CAR_COUNT, TRACK_CENTRE};
 
 /// Simulation ticks per second of every scenario.
 pub const TICK_RATE: u32 = 60;

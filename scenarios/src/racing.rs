@@ -12,8 +12,7 @@
 
 use core::f64::consts::TAU;
 
-use tickpack::quant::Quantize;
-use tickpack::{DeltaOp, Field, Primitive, Schema};
+use tickpack::{Primitive, Schema};
 
 use super::math::{Quat, V3};
 use super::rng::SplitMix64;
@@ -53,68 +52,6 @@ pub fn racing_schema() -> Schema {
         .field("lap", Primitive::U16, 1)
         .build()
         .expect("racing schema is valid")
-}
-
-/// The racing schema with quantisation declared (same record layout as
-/// [`racing_schema`], a different schema id):
-///
-/// - `position`: 1 mm fixed point within ±4096 m of the origin (clamped): a
-///   car at 80 m/s moves about 1,333 steps per tick, 11 bits of change
-///   instead of three noisy mantissa bytes;
-/// - `rotation`: smallest three, 10 bits per component: at most 0.28° of
-///   rotation error (1.2 cm at the end of a 5 m car);
-/// - `velocity`: 0.01 m/s within ±200 m/s (clamped): 0.17 mm of
-///   extrapolation error per tick;
-/// - `steering`, `throttle`: 8 bits, steps of 1/127 within -1..1 (clamped),
-///   finer than any input device the scenario models;
-/// - `lap` stays a plain `u16`.
-///
-/// Position, rotation and velocity are coded with [`DeltaOp::Predict`]: on
-/// integer codes the linear prediction from two acked baselines is exact
-/// arithmetic, and a car that keeps its speed leaves a residual of a few
-/// steps (measured in the demo's session part: 833 bytes per client per
-/// tick without prediction, 645 with it).
-#[allow(
-    clippy::expect_used,
-    reason = "a fixed, valid schema: the builder cannot reject it"
-)]
-pub fn racing_schema_quantized() -> Schema {
-    Schema::builder()
-        .entity("car")
-        .field_with(Field {
-            name: "position".into(),
-            ty: Primitive::F32,
-            len: 3,
-            delta: Some(DeltaOp::Predict),
-        })
-        .quantize(Quantize::step(0.001).with_range(-4096.0, 4096.0).clamped())
-        .field_with(Field {
-            name: "rotation".into(),
-            ty: Primitive::F32,
-            len: 4,
-            delta: Some(DeltaOp::Predict),
-        })
-        .quantize(Quantize::smallest_three(10))
-        .field_with(Field {
-            name: "velocity".into(),
-            ty: Primitive::F32,
-            len: 3,
-            delta: Some(DeltaOp::Predict),
-        })
-        .quantize(Quantize::step(0.01).with_range(-200.0, 200.0).clamped())
-        .field("steering", Primitive::F32, 1)
-        .quantize(Quantize::step(1.0 / 127.0).with_range(-1.0, 1.0).clamped())
-        .field("throttle", Primitive::F32, 1)
-        .quantize(Quantize::step(1.0 / 127.0).with_range(-1.0, 1.0).clamped())
-        .field("lap", Primitive::U16, 1)
-        .build()
-        .expect("quantised racing schema is valid")
-}
-
-/// [`racing_lobby`] under [`racing_schema_quantized`]: the same race, every
-/// tick quantised as a server would before sending it.
-pub fn racing_lobby_quantized(seed: u64, ticks: usize) -> Scenario {
-    racing_lobby(seed, ticks).quantized("racing lobby, quantised", racing_schema_quantized())
 }
 
 /// Records `ticks` ticks of a 64-car race (entity ids `0..64`, every car
