@@ -42,6 +42,12 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// dictionary and scratch buffers, so after the first packets the hot path
 /// does not allocate.
 ///
+/// With a schema that declares quantisation ([`crate::quant`]), every
+/// snapshot, baseline and prior must hold quantised values (pass the world
+/// through [`Schema::quantize`] once per tick); the encoder codes their
+/// integer codes and refuses anything else with
+/// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
+///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Primitive, Schema, Snapshot};
 /// let schema = Schema::builder().entity("car").field("pos", Primitive::F32, 3).build()?;

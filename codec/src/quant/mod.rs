@@ -10,7 +10,7 @@
 //! snapshot all hold exactly the same values: the client reconstructs
 //! bit for bit what the server deltas against next tick, so no error
 //! accumulates. A snapshot that was not quantised is refused by the encoder
-//! ([`EncodeError::NotQuantized`](crate::EncodeError::NotQuantized)) instead
+//! ([`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized)) instead
 //! of being rounded silently.
 //!
 //! On the wire the coded value of a quantised field is its integer code, in
