@@ -304,6 +304,45 @@ impl Quantize {
     }
 }
 
+/// The declaration in the words of the text form, for tables and logs:
+/// `step 0.001 in [-4096, 4096], clamp`, `range [0, 255]`,
+/// `smallest_three 10`, `angle_bits 16 degrees`.
+impl core::fmt::Display for Quantize {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let policy = |p: OutOfRange| match p {
+            OutOfRange::Error => "",
+            OutOfRange::Clamp => ", clamp",
+        };
+        match *self {
+            Self::Fixed {
+                step,
+                range,
+                out_of_range,
+            } => {
+                write!(f, "step {step}")?;
+                if let Some([lo, hi]) = range {
+                    write!(f, " in [{lo}, {hi}]")?;
+                }
+                write!(f, "{}", policy(out_of_range))
+            }
+            Self::Range {
+                min,
+                max,
+                out_of_range,
+            } => write!(f, "range [{min}, {max}]{}", policy(out_of_range)),
+            Self::SmallestThree { bits } => write!(f, "smallest_three {bits}"),
+            Self::Angle { bits, unit } => write!(
+                f,
+                "angle_bits {bits} {}",
+                match unit {
+                    AngleUnit::Degrees => "degrees",
+                    AngleUnit::Radians => "radians",
+                }
+            ),
+        }
+    }
+}
+
 /// Equal when every parameter has the same bits.
 impl PartialEq for Quantize {
     fn eq(&self, other: &Self) -> bool {

@@ -1,5 +1,6 @@
-//! `suggest` on an exported racing capture: every float field is reported
-//! with its range, its changes and the bits per value at each step.
+//! The trainer and quantisation: `suggest` on an exported racing capture
+//! reports every float field with its range, its changes and the bits per
+//! value at each step; schemas the trainer rebuilds keep their quantisation.
 #![forbid(unsafe_code)]
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
@@ -44,4 +45,16 @@ fn suggest_reports_every_float_field() {
         let bits = |l: &str| -> f64 { l.split_whitespace().last().unwrap().parse().unwrap() };
         assert!(bits(pair[0]) > bits(pair[1]), "{pair:?}");
     }
+}
+
+#[test]
+fn rebuilt_schemas_keep_their_quantisation() {
+    use tickpack_trainer::captures::{ops_of, with_ops};
+    let schema = tickpack_scenarios::racing_schema_quantized();
+    let rebuilt = with_ops(&schema, &ops_of(&schema)).unwrap();
+    assert_eq!(
+        rebuilt.sections()[0].quantization(),
+        schema.sections()[0].quantization()
+    );
+    assert_eq!(rebuilt.id(), schema.id());
 }
