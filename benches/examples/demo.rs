@@ -6,19 +6,23 @@
 //! ```
 //!
 //! Part 1, the codec:
-//! For each scenario (the 64-car racing lobby, the 901-cube pile of the 2015
-//! compression challenge, and an idle server) it encodes tick 0 as a
-//! keyframe, ticks 1-5 against tick 0 (so the receiver holds them), and every
-//! tick `i >= 6` against tick `i - 6`, the challenge's fixed 100 ms ack
-//! distance. Every packet is decoded and compared with the original: any
-//! difference exits non-zero. Statistics cover the keyframe and the packets
-//! of ticks 6 and later.
+//! For each scenario (the 64-car racing lobby, lossless and with the
+//! quantised schema, the 901-cube pile of the 2015 compression challenge,
+//! and an idle server) it encodes tick 0 as a keyframe, ticks 1-5 against
+//! tick 0 (so the receiver holds them), and every tick `i >= 6` against tick
+//! `i - 6`, the challenge's fixed 100 ms ack distance (schemas with
+//! `predict` fields also name the prior `i - 12`). Every packet is decoded
+//! and compared with the original (the quantised lobby: with the quantised
+//! world): any difference exits non-zero. Statistics cover the keyframe and
+//! the packets of ticks 6 and later; the quantised lobby also prints the
+//! largest reconstruction error per field.
 //!
 //! Part 2, the session layer: the racing lobby served to `--clients` clients
 //! (default 63) over a simulated link with `--loss` packet loss in both
 //! directions (default 5%), 3 ticks of latency and 1 of jitter. Each client
-//! gets a delta against the newest snapshot it acked. Exits non-zero if a
-//! client cannot decode a packet or ends out of sync.
+//! gets a delta against the newest snapshot it acked. The quantised lobby
+//! runs the same way (without the trained set). Exits non-zero if a client
+//! cannot decode a packet or ends out of sync.
 
 #![forbid(unsafe_code)]
 
@@ -284,9 +288,21 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
             sequence: (b & 0xffff) as u16,
             snapshot: &sc.ticks[b],
         });
+        // Schemas with `predict` fields (the quantised racing lobby) also
+        // name the prior tick i-12, as the session layer would.
+        let prior = (sc.schema.predicts() && i >= 2 * DISTANCE).then_some(i - 2 * DISTANCE);
         let t = Instant::now();
-        enc.encode_to_vec(snap, sequence, baseline, &mut packet)
-            .map_err(|e| format!("{}: encoding tick {i}: {e}", sc.name))?;
+        match (baseline, prior) {
+            (Some(b), Some(p)) => {
+                let p = Baseline {
+                    sequence: (p & 0xffff) as u16,
+                    snapshot: &sc.ticks[p],
+                };
+                enc.encode_predicted_to_vec(snap, sequence, b, p, &mut packet)
+            }
+            _ => enc.encode_to_vec(snap, sequence, baseline, &mut packet),
+        }
+        .map_err(|e| format!("{}: encoding tick {i}: {e}", sc.name))?;
         let encode = t.elapsed();
 
         let acked = base.map(|b| Baseline {
@@ -295,8 +311,12 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         });
         let mut out = Snapshot::default();
         let t = Instant::now();
+        let acked_prior = prior.map(|p| Baseline {
+            sequence: (p & 0xffff) as u16,
+            snapshot: &received[p],
+        });
         let header = dec
-            .decode_into(&packet, acked, &mut out)
+            .decode_predicted_into(&packet, acked, acked_prior, &mut out)
             .map_err(|e| format!("{}: decoding tick {i}: {e}", sc.name))?;
         let decode = t.elapsed();
         if out != *snap || header.sequence != sequence {
