@@ -5,10 +5,10 @@
 //! Each case is measured twice with the same closures: in group
 //! `<case>/bytes` the throughput is raw record bytes per second (entity count
 //! × record size), in group `<case>/snapshots` it is snapshots per second.
-//! Stages run over every record of the snapshot, in pipeline order (`delta`
-//! against the snapshot 6 ticks earlier, `to_columns`, `to_planes`, zstd
-//! `blocks`); the end-to-end benches are the real [`Encoder`] and
-//! [`Decoder`], so for the cube pile they only carry the changed cubes.
+//! The stages are the payload (entity sets, element masks and values
+//! against the snapshot 6 ticks earlier, [`Encoder::payload`] and its
+//! inverse) and the zstd `blocks` of that payload; the end-to-end benches
+//! are the real [`Encoder`] and [`Decoder`].
 //! Every buffer is allocated before the measured closure and reused.
 //!
 //! ```sh
@@ -90,39 +90,22 @@ fn cases() -> Vec<Case> {
 
 /// Inputs and output buffers of every stage, computed once per case.
 struct Stages {
-    n: usize,
-    rows: Vec<u8>,
-    base_rows: Vec<u8>,
-    cols: Vec<u8>,
-    planes: Vec<u8>,
-    deltas: Vec<u8>,
-    /// Planes of the delta rows: what the block stage compresses.
+    /// The delta payload: what the block stage compresses.
     payload: Vec<u8>,
     blocks: Vec<u8>,
 }
 
 impl Stages {
     fn new(case: &Case) -> Self {
-        let ty = &case.schema.sections()[0];
-        let (cur, base) = (&case.cur.sections()[0], &case.base.sections()[0]);
-        assert_eq!(
-            cur.ids(),
-            base.ids(),
-            "stage benches need the same entities in both ticks"
-        );
-        let n = cur.len();
-        let len = n * ty.record_size();
-        let rows = cur.records().to_vec();
-        let mut cols = vec![0; len];
-        internals::to_columns(ty, &rows, n, &mut cols);
-        let mut planes = vec![0; len];
-        internals::to_planes(ty, &cols, n, &mut planes);
-        let mut deltas = vec![0; len];
-        internals::delta_encode(ty, &rows, base.records(), &mut deltas);
-        let mut delta_cols = vec![0; len];
-        internals::to_columns(ty, &deltas, n, &mut delta_cols);
-        let mut payload = vec![0; len];
-        internals::to_planes(ty, &delta_cols, n, &mut payload);
+        let mut enc = Encoder::new(case.schema.clone());
+        let mut payload = Vec::new();
+        let baseline = Some(Baseline {
+            sequence: BASE_SEQ,
+            snapshot: &case.base,
+        });
+        if let Err(e) = enc.payload(&case.cur, CUR_SEQ, baseline, &mut payload) {
+            panic!("{}: payload: {e}", case.label);
+        }
         let mut coder = Blocks::new(DEFAULT_LEVEL);
         let blocks = coder.encode(&payload);
         let mut back = Vec::new();
@@ -130,25 +113,13 @@ impl Stages {
             Ok(()) if back == payload => {}
             other => panic!("{}: blocks do not round-trip: {other:?}", case.label),
         }
-        Self {
-            n,
-            rows,
-            base_rows: base.records().to_vec(),
-            cols,
-            planes,
-            deltas,
-            payload,
-            blocks,
-        }
+        Self { payload, blocks }
     }
 }
 
 fn bench_case(c: &mut Criterion, case: &Case) {
-    let ty = &case.schema.sections()[0];
     let s = Stages::new(case);
-    let raw = (s.n * ty.record_size()) as u64;
-    // End to end covers every section (the arena has two).
-    let raw_all = case.cur.raw_len() as u64;
+    let raw = case.cur.raw_len() as u64;
 
     // Packets for the decode benches, checked once.
     let mut enc = Encoder::new(case.schema.clone());
@@ -186,26 +157,21 @@ fn bench_case(c: &mut Criterion, case: &Case) {
     ] {
         let mut g = c.benchmark_group(format!("{}/{kind}", case.label));
         g.throughput(throughput);
-        let n = s.n;
-        let mut out = vec![0u8; s.rows.len()];
-
-        g.bench_function("to_columns", |b| {
-            b.iter(|| internals::to_columns(ty, black_box(&s.rows), n, &mut out))
+        let mut payload = Vec::with_capacity(s.payload.len());
+        g.bench_function("payload_encode", |b| {
+            b.iter(|| enc.payload(black_box(&case.cur), CUR_SEQ, baseline, &mut payload))
         });
-        g.bench_function("from_columns", |b| {
-            b.iter(|| internals::from_columns(ty, black_box(&s.cols), n, &mut out))
-        });
-        g.bench_function("to_planes", |b| {
-            b.iter(|| internals::to_planes(ty, black_box(&s.cols), n, &mut out))
-        });
-        g.bench_function("from_planes", |b| {
-            b.iter(|| internals::from_planes(ty, black_box(&s.planes), n, &mut out))
-        });
-        g.bench_function("delta_encode", |b| {
-            b.iter(|| internals::delta_encode(ty, black_box(&s.rows), &s.base_rows, &mut out))
-        });
-        g.bench_function("delta_decode", |b| {
-            b.iter(|| internals::delta_decode(ty, black_box(&s.deltas), &s.base_rows, &mut out))
+        let mut rebuilt = Snapshot::default();
+        g.bench_function("payload_decode", |b| {
+            b.iter(|| {
+                internals::payload_decode(
+                    &mut dec,
+                    black_box(&s.payload),
+                    Some(&case.base),
+                    None,
+                    &mut rebuilt,
+                )
+            })
         });
         let mut blocks = Blocks::new(DEFAULT_LEVEL);
         let mut encoded = Vec::with_capacity(s.blocks.len() + 64);
@@ -217,9 +183,6 @@ fn bench_case(c: &mut Criterion, case: &Case) {
             b.iter(|| blocks.decode(black_box(&s.blocks), MAX_DECODED, &mut regenerated))
         });
 
-        if kind == "bytes" {
-            g.throughput(Throughput::Bytes(raw_all));
-        }
         let mut packet = Vec::with_capacity(key_packet.len().max(delta_packet.len()));
         g.bench_function("encode_keyframe", |b| {
             b.iter(|| enc.encode_to_vec(black_box(&case.cur), CUR_SEQ, None, &mut packet))

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use tickpack::{Baseline, Decoder, Encoder, Snapshot};
+use tickpack::{Baseline, Decoder, Encoder, Reference, Snapshot};
 use tickpack_benches::lobby::{self, LobbyConfig};
 use tickpack_scenarios::{self as scenarios, changed_entities, Scenario, TICK_RATE};
 
@@ -291,18 +291,16 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         // Schemas with `predict` fields (the quantised racing lobby) also
         // name the prior tick i-12, as the session layer would.
         let prior = (sc.schema.predicts() && i >= 2 * DISTANCE).then_some(i - 2 * DISTANCE);
+        let reference = Reference {
+            baseline,
+            prior: prior.map(|p| Baseline {
+                sequence: (p & 0xffff) as u16,
+                snapshot: &sc.ticks[p],
+            }),
+        };
         let t = Instant::now();
-        match (baseline, prior) {
-            (Some(b), Some(p)) => {
-                let p = Baseline {
-                    sequence: (p & 0xffff) as u16,
-                    snapshot: &sc.ticks[p],
-                };
-                enc.encode_predicted_to_vec(snap, sequence, b, p, &mut packet)
-            }
-            _ => enc.encode_to_vec(snap, sequence, baseline, &mut packet),
-        }
-        .map_err(|e| format!("{}: encoding tick {i}: {e}", sc.name))?;
+        enc.encode_to_vec(snap, sequence, reference, &mut packet)
+            .map_err(|e| format!("{}: encoding tick {i}: {e}", sc.name))?;
         let encode = t.elapsed();
 
         let acked = base.map(|b| Baseline {
@@ -315,8 +313,12 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
             sequence: (p & 0xffff) as u16,
             snapshot: &received[p],
         });
+        let acked = Reference {
+            baseline: acked,
+            prior: acked_prior,
+        };
         let header = dec
-            .decode_predicted_into(&packet, acked, acked_prior, &mut out)
+            .decode_into(&packet, acked, &mut out)
             .map_err(|e| format!("{}: decoding tick {i}: {e}", sc.name))?;
         let decode = t.elapsed();
         if out != *snap || header.sequence != sequence {

@@ -13,10 +13,10 @@ use crate::limits::Limits;
 use crate::packet::PacketHeader;
 use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
-use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
+use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens};
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
-use crate::snapshot::{SectionRef, Snapshot};
+use crate::snapshot::{Reference, SectionRef, Snapshot};
 use crate::wire::Reader;
 
 /// Decodes packets into snapshots. Holds any number of dictionaries (by
@@ -128,43 +128,32 @@ impl Decoder {
     }
 
     /// Decodes `packet` into a new snapshot. A delta packet needs the
-    /// baseline it names ([`PacketHeader::parse`] tells which).
-    pub fn decode(
+    /// reference it was encoded against ([`PacketHeader::parse`] tells
+    /// which baseline and prior it names).
+    pub fn decode<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<(PacketHeader, Snapshot), DecodeError> {
         let mut out = Snapshot::default();
-        let h = self.decode_into(packet, baseline, &mut out)?;
+        let h = self.decode_into(packet, reference, &mut out)?;
         Ok((h, out))
     }
 
     /// Decodes into `out`, reusing its buffers. On error `out` is left
-    /// empty (no entities), never half-updated.
-    pub fn decode_into(
+    /// empty (no entities), never half-updated. A prior in `reference` is
+    /// ignored when the packet names none.
+    pub fn decode_into<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
-        self.decode_predicted_into(packet, baseline, None, out)
-    }
-
-    /// Like [`Decoder::decode_into`] for packets that may also name a prior
-    /// baseline ([`PacketHeader::prior`]), made by
-    /// [`Encoder::encode_predicted_to_vec`](crate::Encoder::encode_predicted_to_vec).
-    /// `prior` is ignored when the packet names none.
-    pub fn decode_predicted_into(
-        &mut self,
-        packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
-        out: &mut Snapshot,
-    ) -> Result<PacketHeader, DecodeError> {
+        let reference = reference.into();
         let r = if self.schema.is_quantized() {
-            self.decode_quantized(packet, baseline, prior, out)
+            self.decode_quantized(packet, reference.baseline, reference.prior, out)
         } else {
-            self.decode_inner(packet, baseline, prior, out)
+            self.decode_inner(packet, reference.baseline, reference.prior, out)
         };
         if r.is_err() {
             out.reset(&self.schema);
@@ -259,6 +248,106 @@ impl Decoder {
             )?;
         }
 
+        self.rebuild(base, prior, out)?;
+        // Quantised fields were decoded as codes; the checksum covers values.
+        if self.schema.is_quantized() {
+            crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
+        }
+        if !header.checksum.is_none() {
+            let full = out.digest(header.checksum_seed(dictionary_id));
+            if !header.checksum.matches(full) {
+                return Err(DecodeError::ChecksumMismatch {
+                    expected: match header.checksum {
+                        crate::packet::Checksum::U8(c) => u16::from(c),
+                        crate::packet::Checksum::U16(c) => c,
+                        crate::packet::Checksum::None => 0,
+                    },
+                    actual: match header.checksum {
+                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
+                        _ => full as u16,
+                    },
+                });
+            }
+        }
+        Ok(header)
+    }
+
+    /// [`Decoder::decode_inner`] for a quantised schema: baseline and prior
+    /// go to code form (`decode_inner` turns the decoded codes back into
+    /// values before the checksum).
+    fn decode_quantized(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        out: &mut Snapshot,
+    ) -> Result<PacketHeader, DecodeError> {
+        use crate::quant::codes;
+        fn swap<'a>(
+            given: Option<Baseline<'a>>,
+            ok: bool,
+            s: &'a Snapshot,
+        ) -> Option<Baseline<'a>> {
+            match given {
+                Some(g) if ok => Some(Baseline {
+                    sequence: g.sequence,
+                    snapshot: s,
+                }),
+                other => other,
+            }
+        }
+        let mut c = core::mem::take(&mut self.codes);
+        let r = (|| {
+            let coded = |b: Option<Baseline<'_>>, dst: &mut Snapshot| match b {
+                // A snapshot that does not fit the schema is left for
+                // `named` to report, as without quantisation.
+                Some(b) if b.snapshot.check(&self.schema).is_ok() => {
+                    codes::snapshot_to_codes(&self.schema, b.snapshot, dst)
+                        .map_err(DecodeError::BadBaseline)?;
+                    Ok::<_, DecodeError>(true)
+                }
+                _ => Ok(false),
+            };
+            let b = coded(baseline, &mut c.base)?;
+            let p = coded(prior, &mut c.prior)?;
+            self.decode_inner(
+                packet,
+                swap(baseline, b, &c.base),
+                swap(prior, p, &c.prior),
+                out,
+            )
+        })();
+        self.codes = c;
+        r
+    }
+
+    /// Decodes a payload as the blocks regenerate it (no header, no
+    /// blocks) against `baseline` (and `prior`), for the stage benches.
+    #[cfg(feature = "internals")]
+    pub(crate) fn decode_payload_into(
+        &mut self,
+        payload: &[u8],
+        baseline: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        let r = self.rebuild(baseline, prior, out);
+        if r.is_err() {
+            out.reset(&self.schema);
+        }
+        r
+    }
+
+    /// Rebuilds `out` from `self.payload` (the sections' tokens, in the
+    /// zstd path's byte layout) and the baselines.
+    fn rebuild(
+        &mut self,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
         let sections = self.schema.sections();
         let max_entities = self.limits.max_entities_per_section;
         let mut src = ByteSource::new(&self.payload);
@@ -314,76 +403,6 @@ impl Decoder {
         if !self.payload.is_empty() {
             src.finish()?;
         }
-        // Quantised fields were decoded as codes; the checksum covers values.
-        if self.schema.is_quantized() {
-            crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
-        }
-        if !header.checksum.is_none() {
-            let full = out.digest(header.checksum_seed(dictionary_id));
-            if !header.checksum.matches(full) {
-                return Err(DecodeError::ChecksumMismatch {
-                    expected: match header.checksum {
-                        crate::packet::Checksum::U8(c) => u16::from(c),
-                        crate::packet::Checksum::U16(c) => c,
-                        crate::packet::Checksum::None => 0,
-                    },
-                    actual: match header.checksum {
-                        crate::packet::Checksum::U8(_) => u16::from(full as u8),
-                        _ => full as u16,
-                    },
-                });
-            }
-        }
-        Ok(header)
-    }
-
-    /// [`Decoder::decode_inner`] for a quantised schema: baseline and prior
-    /// go to code form (`decode_inner` turns the decoded codes back into
-    /// values before the checksum).
-    fn decode_quantized(
-        &mut self,
-        packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
-        out: &mut Snapshot,
-    ) -> Result<PacketHeader, DecodeError> {
-        use crate::quant::codes;
-        let mut c = core::mem::take(&mut self.codes);
-        let r = (|| {
-            let coded = |b: Option<Baseline<'_>>, dst: &mut Snapshot| match b {
-                // A snapshot that does not fit the schema is left for
-                // `named` to report, as without quantisation.
-                Some(b) if b.snapshot.check(&self.schema).is_ok() => {
-                    codes::snapshot_to_codes(&self.schema, b.snapshot, dst)
-                        .map_err(DecodeError::BadBaseline)?;
-                    Ok::<_, DecodeError>(true)
-                }
-                _ => Ok(false),
-            };
-            let b = coded(baseline, &mut c.base)?;
-            let p = coded(prior, &mut c.prior)?;
-            fn swap<'a>(
-                given: Option<Baseline<'a>>,
-                ok: bool,
-                s: &'a Snapshot,
-            ) -> Option<Baseline<'a>> {
-                match given {
-                    Some(g) if ok => Some(Baseline {
-                        sequence: g.sequence,
-                        snapshot: s,
-                    }),
-                    other => other,
-                }
-            }
-            let header = self.decode_inner(
-                packet,
-                swap(baseline, b, &c.base),
-                swap(prior, p, &c.prior),
-                out,
-            )?;
-            Ok(header)
-        })();
-        self.codes = c;
-        r
+        Ok(())
     }
 }

@@ -13,7 +13,7 @@ use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, EncodeScratch};
 use crate::schema::Schema;
-use crate::snapshot::{Baseline, SectionRef, Snapshot};
+use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 
 /// Which entropy coders the encoder may use for each block. Raw and RLE
 /// blocks are always available.
@@ -49,7 +49,7 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
 ///
 /// ```
-/// use tickpack::{Baseline, Decoder, Encoder, Primitive, Schema, Snapshot};
+/// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
 /// let schema = Schema::builder().entity("car").field("pos", Primitive::F32, 3).build()?;
 /// let mut tick0 = Snapshot::new(&schema);
 /// tick0.section_mut(0).unwrap().insert(7, &[0; 12])?;
@@ -57,10 +57,11 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// tick1.section_mut(0).unwrap().insert(7, &1.5f32.to_le_bytes().repeat(3))?;
 ///
 /// let (mut enc, mut dec) = (Encoder::new(schema.clone()), Decoder::new(schema));
-/// let key = enc.encode(&tick0, 0, None)?;
-/// let (_, got0) = dec.decode(&key, None)?;
-/// let delta = enc.encode(&tick1, 1, Some(Baseline { sequence: 0, snapshot: &got0 }))?;
-/// let (header, got1) = dec.decode(&delta, Some(Baseline { sequence: 0, snapshot: &got0 }))?;
+/// let key = enc.encode(&tick0, 0, Reference::KEYFRAME)?;
+/// let (_, got0) = dec.decode(&key, Reference::KEYFRAME)?;
+/// let base = Baseline { sequence: 0, snapshot: &got0 };
+/// let delta = enc.encode(&tick1, 1, base)?;
+/// let (header, got1) = dec.decode(&delta, base)?;
 /// assert_eq!((header.baseline, got1), (Some(0), tick1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -221,54 +222,56 @@ impl Encoder {
         MAX_HEADER_LEN + block::max_blocks_len(payload)
     }
 
-    /// Encodes `snapshot` as packet `sequence`, a delta against `baseline`
-    /// if given, into a new vector.
-    pub fn encode(
+    /// Encodes `snapshot` as packet `sequence` against `reference` (a
+    /// [`Reference`], or `None` / `Some(baseline)` / a [`Baseline`]), into a
+    /// new vector.
+    pub fn encode<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<Vec<u8>, EncodeError> {
         let mut out = Vec::new();
-        self.encode_to_vec(snapshot, sequence, baseline, &mut out)?;
+        self.encode_to_vec(snapshot, sequence, reference, &mut out)?;
         Ok(out)
     }
 
     /// Like [`Encoder::encode`], replacing the contents of `out` (its
     /// capacity is reused).
-    pub fn encode_to_vec(
+    pub fn encode_to_vec<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, baseline, None)?;
+        self.build_snapshot(snapshot, sequence, reference.into())?;
         self.finish_vec(out);
         Ok(())
     }
 
     /// Like [`Encoder::encode`], writing into `out` and returning the packet
-    /// length; [`EncodeError::OutputTooSmall`] names the size needed.
-    pub fn encode_into(
+    /// length; [`EncodeError::OutputTooSmall`] names the size needed
+    /// ([`Encoder::max_encoded_len`] is always enough).
+    pub fn encode_into<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut [u8],
     ) -> Result<usize, EncodeError> {
-        self.build_snapshot(snapshot, sequence, baseline, None)?;
+        self.build_snapshot(snapshot, sequence, reference.into())?;
         self.finish(out)
     }
 
     /// Encodes borrowed sections (for example [`SectionRef::from_pod`] over
     /// your own arrays) without building a [`Snapshot`]; `sections` has one
     /// entry per entity type.
-    pub fn encode_sections(
+    pub fn encode_sections<'r>(
         &mut self,
         sections: &[SectionRef<'_>],
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         let expected = self.schema.sections().len();
@@ -278,56 +281,23 @@ impl Encoder {
                 actual: sections.len(),
             }));
         }
-        self.build(sections.iter().copied(), sequence, baseline, None)?;
+        self.build(sections.iter().copied(), sequence, reference.into())?;
         self.finish_vec(out);
         Ok(())
     }
 
-    /// Like [`Encoder::encode_to_vec`] with a second, older baseline
-    /// `prior`: fields coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict)
-    /// are coded against `2·baseline − prior`. The packet names both; the
-    /// receiver needs both ([`Decoder::decode_predicted_into`](crate::Decoder::decode_predicted_into)).
-    /// Without `Predict` fields in the schema the prior is ignored.
-    pub fn encode_predicted_to_vec(
+    /// The uncompressed payload `encode` would cut into blocks (the
+    /// sections' entity sets, masks and values, without header): exactly
+    /// the bytes zstd and its dictionaries see, so dictionary training
+    /// samples come from here.
+    pub fn payload<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Baseline<'_>,
-        prior: Baseline<'_>,
+        reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, Some(baseline), Some(prior))?;
-        self.finish_vec(out);
-        Ok(())
-    }
-
-    /// The uncompressed payload `encode` would cut into blocks (section
-    /// metas and byte planes, without header): exactly the bytes zstd and
-    /// its dictionaries see, so dictionary training samples come from here.
-    pub fn payload(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, baseline, None)?;
-        out.clear();
-        out.extend_from_slice(&self.payload);
-        Ok(())
-    }
-
-    /// Like [`Encoder::payload`] for a packet predicted from `baseline` and
-    /// `prior` ([`Encoder::encode_predicted_to_vec`]).
-    pub fn payload_predicted(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Baseline<'_>,
-        prior: Baseline<'_>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, Some(baseline), Some(prior))?;
+        self.build_snapshot(snapshot, sequence, reference.into())?;
         out.clear();
         out.extend_from_slice(&self.payload);
         Ok(())
@@ -341,15 +311,13 @@ impl Encoder {
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
         snapshot.check(&self.schema)?;
         self.build(
             snapshot.sections().iter().map(|s| s.as_ref()),
             sequence,
-            baseline,
-            prior,
+            reference,
         )
     }
 
@@ -361,9 +329,9 @@ impl Encoder {
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
+        let (baseline, prior) = (reference.baseline, reference.prior);
         if !self.schema.is_quantized() {
             return self.build_coded(sections.clone(), sections, sequence, baseline, prior);
         }
@@ -468,6 +436,19 @@ impl Encoder {
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
             pipeline::encode_section(ty, &self.elements[i], &base, &cur, scratch);
+        }
+        // The decoder caps the records a packet spawns at the payload limit.
+        let spawned: usize = self
+            .scratch
+            .iter()
+            .zip(self.schema.sections())
+            .map(|(s, ty)| s.tokens.spawned.len() * ty.record_size())
+            .sum();
+        if spawned > self.limits.max_decoded_bytes {
+            return Err(EncodeError::PayloadTooLarge {
+                size: spawned,
+                limit: self.limits.max_decoded_bytes,
+            });
         }
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {

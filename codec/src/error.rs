@@ -222,7 +222,8 @@ pub enum EncodeError {
         /// Configured limit.
         limit: usize,
     },
-    /// The uncompressed payload would exceed the configured limit.
+    /// The uncompressed payload, or the records the packet spawns, would
+    /// exceed [`Limits::max_decoded_bytes`](crate::Limits::max_decoded_bytes).
     PayloadTooLarge {
         /// Payload size.
         size: usize,

@@ -7,65 +7,39 @@
 use crate::block;
 pub use crate::block::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 use crate::error::DecodeError;
-use crate::pipeline::{delta, planes, soa, subset};
-use crate::schema::EntityType;
+use crate::pipeline::layout::{ByteSink, ByteSource};
+use crate::pipeline::tokens;
 use crate::wire::Reader;
+use crate::{Decoder, Snapshot};
 
-/// SoA stage: `n` records of `ty` to one column per field.
-pub fn to_columns(ty: &EntityType, rows: &[u8], n: usize, out: &mut [u8]) {
-    soa::to_columns(rows, n, ty.record_size(), ty.columns(), out);
+/// The payload stage backwards: rebuilds `out` from `payload` (what
+/// [`Encoder::payload`](crate::Encoder::payload) gives, before blocks)
+/// against `baseline` and `prior`.
+pub fn payload_decode(
+    decoder: &mut Decoder,
+    payload: &[u8],
+    baseline: Option<&Snapshot>,
+    prior: Option<&Snapshot>,
+    out: &mut Snapshot,
+) -> Result<(), DecodeError> {
+    decoder.decode_payload_into(payload, baseline, prior, out)
 }
 
-/// Inverse of [`to_columns`].
-pub fn from_columns(ty: &EntityType, cols: &[u8], n: usize, rows: &mut [u8]) {
-    soa::from_columns(cols, n, ty.record_size(), ty.columns(), rows);
+/// Entity-set coding of a non-empty `members` (ascending, `< universe`),
+/// as the payload bytes of one set (FORMAT.md, "Entity sets").
+pub fn set_encode(universe: usize, members: &[u32], out: &mut Vec<u8>) {
+    let mut sink = ByteSink::default();
+    sink.clear();
+    tokens::write_set(&mut sink, 0, 0, universe, members);
+    out.extend_from_slice(sink.bytes());
 }
 
-/// Planes stage: the columns of [`to_columns`] to byte planes, in the
-/// wire's significance-major order.
-pub fn to_planes(ty: &EntityType, cols: &[u8], n: usize, out: &mut [u8]) {
-    planes::split_all(ty.planes(), cols, n, out);
-}
-
-/// Inverse of [`to_planes`].
-pub fn from_planes(ty: &EntityType, planes_in: &[u8], n: usize, cols: &mut [u8]) {
-    planes::join_all(ty.planes(), planes_in, n, cols);
-}
-
-/// Delta stage over `n` records against `n` reference records.
-pub fn delta_encode(ty: &EntityType, cur: &[u8], reference: &[u8], out: &mut [u8]) {
-    let rs = ty.record_size();
-    for ((c, r), o) in cur
-        .chunks_exact(rs)
-        .zip(reference.chunks_exact(rs))
-        .zip(out.chunks_exact_mut(rs))
-    {
-        delta::encode(ty.spans(), c, r, o);
-    }
-}
-
-/// Inverse of [`delta_encode`].
-pub fn delta_decode(ty: &EntityType, d: &[u8], reference: &[u8], out: &mut [u8]) {
-    let rs = ty.record_size();
-    for ((c, r), o) in d
-        .chunks_exact(rs)
-        .zip(reference.chunks_exact(rs))
-        .zip(out.chunks_exact_mut(rs))
-    {
-        delta::decode(ty.spans(), c, r, o);
-    }
-}
-
-/// Entity-set coding of `members` (ascending, `< universe`).
-pub fn subset_encode(universe: usize, members: &[u32], out: &mut Vec<u8>) {
-    subset::encode(universe, members, out);
-}
-
-/// Inverse of [`subset_encode`]; `None` for a malformed set.
-pub fn subset_decode(data: &[u8], universe: usize, out: &mut Vec<u32>) -> Option<usize> {
-    let mut r = Reader::new(data);
-    subset::decode(&mut r, universe, out).ok()?;
-    Some(r.pos())
+/// Reads a non-empty subset of `0..universe` from the start of `data` into
+/// `out`; returns the bytes used, or `None` if malformed.
+pub fn set_decode(data: &[u8], universe: usize, out: &mut Vec<u32>) -> Option<usize> {
+    let mut src = ByteSource::new(data);
+    tokens::read_set(&mut src, 0, 0, universe, out).ok()?.ok()?;
+    src.consumed().ok()
 }
 
 /// A block coder without dictionary, at zstd `level`.

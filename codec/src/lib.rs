@@ -112,25 +112,25 @@ pub use schema::{
     DeltaOp, EntityType, Field, PodField, PodLayout, Primitive, PrimitiveType, Schema,
     SchemaBuilder,
 };
-pub use snapshot::{Baseline, Section, SectionRef, Snapshot};
+pub use snapshot::{Baseline, Reference, Section, SectionRef, Snapshot};
 
 /// Encodes `snapshot` in one call (no dictionary, default level and limits).
 /// For a stream of packets keep an [`Encoder`] instead: it reuses its zstd
 /// context and buffers.
-pub fn encode(
+pub fn encode<'r>(
     schema: &Schema,
     snapshot: &Snapshot,
     sequence: u16,
-    baseline: Option<Baseline<'_>>,
+    reference: impl Into<Reference<'r>>,
 ) -> Result<Vec<u8>, EncodeError> {
-    Encoder::new(schema.clone()).encode(snapshot, sequence, baseline)
+    Encoder::new(schema.clone()).encode(snapshot, sequence, reference)
 }
 
 /// Decodes `packet` in one call (no dictionary, default limits).
-pub fn decode(
+pub fn decode<'r>(
     schema: &Schema,
     packet: &[u8],
-    baseline: Option<Baseline<'_>>,
+    reference: impl Into<Reference<'r>>,
 ) -> Result<(PacketHeader, Snapshot), DecodeError> {
-    Decoder::new(schema.clone()).decode(packet, baseline)
+    Decoder::new(schema.clone()).decode(packet, reference)
 }

@@ -131,7 +131,10 @@ impl PacketHeader {
         let sequence = r.u16_le()?;
         let ext = if flags & FLAG_EXTENDED != 0 {
             let e = r.u8()?;
-            if e & !(EXT_CHECKSUM | EXT_PRIOR) != 0
+            // An extension byte of zero would be a second spelling of no
+            // extension.
+            if e == 0
+                || e & !(EXT_CHECKSUM | EXT_PRIOR) != 0
                 || e & EXT_CHECKSUM == 3
                 || (e & EXT_PRIOR != 0 && flags & FLAG_BASELINE == 0)
             {

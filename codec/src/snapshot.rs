@@ -282,6 +282,60 @@ pub struct Baseline<'a> {
     pub snapshot: &'a Snapshot,
 }
 
+/// What a packet is coded against: nothing (a keyframe), a baseline the
+/// receiver holds, or a baseline and an older prior from which fields coded
+/// with [`DeltaOp::Predict`](crate::DeltaOp::Predict) are predicted as
+/// `2·baseline − prior`. The encoder and the decoder take the same one.
+///
+/// `None`, an `Option<Baseline>` and a `Baseline` convert into it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Reference<'a> {
+    /// The baseline, or `None` for a keyframe.
+    pub baseline: Option<Baseline<'a>>,
+    /// The prior (only with a baseline; ignored by schemas without
+    /// `Predict` fields).
+    pub prior: Option<Baseline<'a>>,
+}
+
+impl<'a> Reference<'a> {
+    /// A keyframe: no baseline.
+    pub const KEYFRAME: Reference<'static> = Reference {
+        baseline: None,
+        prior: None,
+    };
+
+    /// A delta against `baseline`.
+    pub fn delta(baseline: Baseline<'a>) -> Self {
+        Self {
+            baseline: Some(baseline),
+            prior: None,
+        }
+    }
+
+    /// A delta against `baseline`, predicting from `prior` too.
+    pub fn predicted(baseline: Baseline<'a>, prior: Baseline<'a>) -> Self {
+        Self {
+            baseline: Some(baseline),
+            prior: Some(prior),
+        }
+    }
+}
+
+impl<'a> From<Option<Baseline<'a>>> for Reference<'a> {
+    fn from(baseline: Option<Baseline<'a>>) -> Self {
+        Self {
+            baseline,
+            prior: None,
+        }
+    }
+}
+
+impl<'a> From<Baseline<'a>> for Reference<'a> {
+    fn from(baseline: Baseline<'a>) -> Self {
+        Self::delta(baseline)
+    }
+}
+
 /// The state of one tick: one [`Section`] per entity type of a schema.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Snapshot {

@@ -204,17 +204,19 @@ fn vectors() -> Vec<Vector> {
     let mut enc = Encoder::new(sp.clone());
     enc.set_checksum(true);
     let mut pd = Vec::new();
-    enc.encode_predicted_to_vec(
+    enc.encode_to_vec(
         &p_ticks[2],
         20,
-        Baseline {
-            sequence: 19,
-            snapshot: &p_ticks[1],
-        },
-        Baseline {
-            sequence: 18,
-            snapshot: &p_ticks[0],
-        },
+        tickpack::Reference::predicted(
+            Baseline {
+                sequence: 19,
+                snapshot: &p_ticks[1],
+            },
+            Baseline {
+                sequence: 18,
+                snapshot: &p_ticks[0],
+            },
+        ),
         &mut pd,
     )
     .unwrap();
@@ -270,52 +272,45 @@ fn golden_vectors() {
         });
         let (baseline, prior) = (b.next(), b.next());
         let mut got = Snapshot::default();
-        dec.decode_predicted_into(&bytes, baseline, prior, &mut got)
-            .unwrap();
+        dec.decode_into(
+            &bytes,
+            tickpack::Reference {
+                baseline: baseline,
+                prior: prior,
+            },
+            &mut got,
+        )
+        .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }
 
-/// The FORMAT.md worked example, stage by stage. Run with `--nocapture`
-/// to print the buffers the document shows.
-#[cfg(feature = "internals")]
+/// The FORMAT.md worked example: payloads (what blocks compress) and
+/// packets. Run with `--nocapture` to print the bytes the document shows.
 #[test]
 fn worked_example_stages() {
-    use tickpack::internals;
     let s = ship_schema();
-    let ty = &s.sections()[0];
     let (t0, t1) = (tick0(), tick1());
     println!("schema id: {:#010x}", s.id());
     println!("tick0 records: {}", hex(t0.sections()[0].records()));
     println!("tick1 records: {}", hex(t1.sections()[0].records()));
-
-    // Keyframe: both ships spawn; ship 3 against the zero default record,
-    // ship 7 against ship 3.
-    let mut refs = vec![0u8; 7];
-    refs.extend_from_slice(&t0.sections()[0].records()[..7]);
-    let mut d = vec![0; 14];
-    internals::delta_encode(ty, t0.sections()[0].records(), &refs, &mut d);
-    let mut cols = vec![0; 14];
-    internals::to_columns(ty, &d, 2, &mut cols);
-    let mut planes = vec![0; 14];
-    internals::to_planes(ty, &cols, 2, &mut planes);
-    println!("keyframe deltas: {}", hex(&d));
-    println!("keyframe columns: {}", hex(&cols));
-    println!("keyframe planes: {}", hex(&planes));
-    assert_eq!(hex(&planes), "00 00 f4 00 02 01 00 00 01 00 90 06 85 00");
-
-    // Delta: ship 3 changed (against its baseline), ship 12 spawned (against zero).
-    let mut refs = t0.sections()[0].records()[..7].to_vec();
-    refs.extend_from_slice(&[0; 7]);
-    let mut cur = t1.sections()[0].records()[..7].to_vec();
-    cur.extend_from_slice(&t1.sections()[0].records()[7..]);
-    let mut d = vec![0; 14];
-    internals::delta_encode(ty, &cur, &refs, &mut d);
-    internals::to_columns(ty, &d, 2, &mut cols);
-    internals::to_planes(ty, &cols, 2, &mut planes);
-    println!("delta deltas: {}", hex(&d));
-    println!("delta columns: {}", hex(&cols));
-    println!("delta planes: {}", hex(&planes));
+    let mut enc = Encoder::new(s.clone());
+    let mut payload = Vec::new();
+    enc.payload(&t0, 0xfffe, None, &mut payload).unwrap();
+    println!("keyframe payload: {}", hex(&payload));
+    // Spawn list 3, 7; rows against the zero default record: ship 3 changes
+    // x (integral 100: zigzag 200), hp (500), flags (2); ship 7 x
+    // (bit-pattern difference from 0.0), hp, no flags.
+    assert_eq!(
+        hex(&payload),
+        "04 01 03 03 07 01 c8 01 f4 03 02 03 00 80 80 d8 ac 08 f4 03"
+    );
+    let b = Baseline {
+        sequence: 0xfffe,
+        snapshot: &t0,
+    };
+    enc.payload(&t1, 0x0001, Some(b), &mut payload).unwrap();
+    println!("delta payload: {}", hex(&payload));
     for (name, _, bytes, _, _) in vectors() {
         println!("{name}: {} bytes: {}", bytes.len(), hex(&bytes));
     }

@@ -142,17 +142,17 @@ mod prediction {
             let mut enc = Encoder::new(schema.clone());
             enc.set_checksum(true);
             let mut packet = Vec::new();
-            enc.encode_predicted_to_vec(&t2, s2, b, p, &mut packet).unwrap();
+            enc.encode_to_vec(&t2, s2, tickpack::Reference::predicted(b, p), &mut packet).unwrap();
             let mut dec = Decoder::new(schema.clone());
             let mut out = Snapshot::new(&schema);
-            let h = dec.decode_predicted_into(&packet, Some(b), Some(p), &mut out).unwrap();
+            let h = dec.decode_into(&packet, tickpack::Reference { baseline: Some(b), prior: Some(p) }, &mut out).unwrap();
             prop_assert_eq!(h.prior, Some(s0));
             prop_assert_eq!(&out, &t2);
             // Without the prior, or with another one, the decoder refuses.
             prop_assert_eq!(dec.decode_into(&packet, Some(b), &mut out), Err(DecodeError::MissingPrior { sequence: s0 }));
             let wrong = Baseline { sequence: s0.wrapping_sub(1), snapshot: &t0 };
             prop_assert_eq!(
-                dec.decode_predicted_into(&packet, Some(b), Some(wrong), &mut out),
+                dec.decode_into(&packet, tickpack::Reference { baseline: Some(b), prior: Some(wrong) }, &mut out),
                 Err(DecodeError::PriorMismatch { expected: s0, actual: s0.wrapping_sub(1) })
             );
         }
@@ -196,17 +196,19 @@ mod prediction {
             )
             .unwrap();
         let mut predicted = Vec::new();
-        enc.encode_predicted_to_vec(
+        enc.encode_to_vec(
             &t12,
             12,
-            Baseline {
-                sequence: 6,
-                snapshot: &t6,
-            },
-            Baseline {
-                sequence: 0,
-                snapshot: &t0,
-            },
+            tickpack::Reference::predicted(
+                Baseline {
+                    sequence: 6,
+                    snapshot: &t6,
+                },
+                Baseline {
+                    sequence: 0,
+                    snapshot: &t0,
+                },
+            ),
             &mut predicted,
         )
         .unwrap();

@@ -255,10 +255,12 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                 enc_us += t.elapsed().as_secs_f64() * 1e6;
                 sizes.push(packet.len() as u64);
                 let t = Instant::now();
-                let r = decoder.decode_predicted_into(
+                let r = decoder.decode_into(
                     &packet,
-                    j.codec_baseline(),
-                    j.codec_prior(),
+                    tickpack::Reference {
+                        baseline: j.codec_baseline(),
+                        prior: j.codec_prior(),
+                    },
                     &mut out,
                 );
                 dec_us += t.elapsed().as_secs_f64() * 1e6;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use tickpack::{Baseline, DeltaOp, Encoder, Schema, Snapshot, MAX_BLOCK_CONTENT};
+use tickpack::{Baseline, DeltaOp, Encoder, Reference, Schema, Snapshot, MAX_BLOCK_CONTENT};
 
 use crate::captures::TickMeta;
 use crate::replay::Packet;
@@ -74,9 +74,12 @@ impl<'a> Job<'a> {
 /// encoder uses it only if the schema has `predict` fields).
 pub fn encode(encoder: &mut Encoder, job: &Job<'_>, out: &mut Vec<u8>) -> Result<(), TrainerError> {
     match (job.codec_baseline(), job.codec_prior()) {
-        (Some(b), Some(p)) => {
-            encoder.encode_predicted_to_vec(job.snapshot, job.sequence, b, p, out)?
-        }
+        (Some(b), Some(p)) => encoder.encode_to_vec(
+            job.snapshot,
+            job.sequence,
+            tickpack::Reference::predicted(b, p),
+            out,
+        )?,
         (b, _) => encoder.encode_to_vec(job.snapshot, job.sequence, b, out)?,
     }
     Ok(())
@@ -141,8 +144,8 @@ pub fn total_bytes(encoder: &mut Encoder, jobs: &[Job<'_>]) -> Result<u64, Train
 /// The payloads an encoder with `schema` cuts into blocks for `jobs`, cut
 /// the same way (at most [`MAX_BLOCK_CONTENT`] bytes each): the samples a
 /// block dictionary is trained on. Returned as one buffer and the sample
-/// sizes. A job with a prior gives [`Encoder::payload_predicted`]'s payload
-/// (for quantised fields the prediction runs on the integer codes, which
+/// sizes. A job with a prior gives the predicted packet's payload (for
+/// quantised fields the prediction runs on the integer codes, which
 /// [`predicted`] on the values would not reproduce).
 pub fn block_samples(
     schema: &Schema,
@@ -153,12 +156,11 @@ pub fn block_samples(
     let mut sizes = Vec::new();
     let mut payload = Vec::new();
     for j in jobs {
-        match (j.codec_baseline(), j.codec_prior()) {
-            (Some(b), Some(p)) if schema.predicts() => {
-                encoder.payload_predicted(j.snapshot, j.sequence, b, p, &mut payload)?
-            }
-            (b, _) => encoder.payload(j.snapshot, j.sequence, b, &mut payload)?,
-        }
+        let reference = Reference {
+            baseline: j.codec_baseline(),
+            prior: j.codec_prior(),
+        };
+        encoder.payload(j.snapshot, j.sequence, reference, &mut payload)?;
         for chunk in payload.chunks(MAX_BLOCK_CONTENT) {
             data.extend_from_slice(chunk);
             sizes.push(chunk.len());
@@ -186,7 +188,7 @@ mod tests {
     use tickpack::{Field, PacketHeader, Primitive};
 
     /// The samples of a predicted packet are the bytes the codec compresses:
-    /// same blocks as `encode_predicted_to_vec`, header aside.
+    /// same blocks as `Encoder::encode_to_vec` with `Reference::predicted`, header aside.
     #[test]
     fn predicted_payload_matches_the_codec() {
         let schema = Schema::builder()

@@ -39,7 +39,6 @@ fn shipped_sets_load_and_round_trip() {
             set.game()
         );
         let mut enc = set.encoder(tickpack::DEFAULT_LEVEL).unwrap();
-        let mut packet = Vec::new();
         for (i, tick) in s.ticks.iter().enumerate() {
             // Tick i against i - 6, with i - 12 as the prior for `predict` fields.
             let at = |b: usize| Baseline {
@@ -48,12 +47,11 @@ fn shipped_sets_load_and_round_trip() {
             };
             let base = i.checked_sub(6).map(at);
             let prior = i.checked_sub(12).map(at);
-            match (base, prior) {
-                (Some(b), Some(p)) => enc
-                    .encode_predicted_to_vec(tick, i as u16, b, p, &mut packet)
-                    .unwrap(),
-                (b, _) => enc.encode_to_vec(tick, i as u16, b, &mut packet).unwrap(),
-            }
+            let reference = tickpack::Reference {
+                baseline: base,
+                prior: base.and(prior),
+            };
+            let packet = enc.encode(tick, i as u16, reference).unwrap();
             let (h, _) = PacketHeader::parse(&packet).unwrap();
             let kind = DictKind::of(base.is_some());
             let named = h.ids.and_then(|i| i.dictionary_id);
@@ -65,7 +63,15 @@ fn shipped_sets_load_and_round_trip() {
             if set.schema().predicts() && prior.is_some() {
                 assert!(h.prior.is_some());
             }
-            let (_, got) = sets.decode_predicted(&packet, base, prior).unwrap();
+            let (_, got) = sets
+                .decode(
+                    &packet,
+                    tickpack::Reference {
+                        baseline: base,
+                        prior: prior,
+                    },
+                )
+                .unwrap();
             assert_eq!(&got, tick, "{} tick {i}", set.game());
         }
     }

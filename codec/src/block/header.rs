@@ -55,6 +55,7 @@ impl BlockHeader {
     /// Parses a header from the start of `bytes` (the rest of a packet),
     /// returning it and its length. A last block other than RLE takes all
     /// the bytes after its header as its body.
+    #[cfg(feature = "internals")]
     pub fn parse(bytes: &[u8]) -> Result<(Self, usize), crate::DecodeError> {
         let mut r = crate::wire::Reader::new(bytes);
         let h = Self::read(&mut r)?;

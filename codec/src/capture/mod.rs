@@ -131,7 +131,7 @@ pub struct SentRecord {
     /// The baseline sequence, if the packet was a delta.
     pub baseline: Option<u16>,
     /// The prior baseline sequence, if the packet named one (only with a
-    /// baseline: see [`Encoder::encode_predicted_to_vec`](crate::Encoder::encode_predicted_to_vec)).
+    /// baseline: see [`Reference::predicted`](crate::Reference::predicted)).
     pub prior: Option<u16>,
     /// The packet's size in bytes (0 if not recorded).
     pub bytes: u32,

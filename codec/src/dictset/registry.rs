@@ -8,7 +8,7 @@ use std::path::Path;
 use super::{DictSetError, DictionarySet, SetLimits, MANIFEST_FILE};
 use crate::decoder::Decoder;
 use crate::packet::PacketHeader;
-use crate::snapshot::Baseline;
+use crate::snapshot::Reference;
 use crate::snapshot::Snapshot;
 
 /// Dictionary sets held side by side, for instance two versions of a game
@@ -149,24 +149,14 @@ impl DictionarySets {
         }
     }
 
-    /// Decodes a packet made with any set held: picks the set by the
-    /// packet's dictionary id (an unknown id is
-    /// [`DictSetError::UnknownDictionary`]) and decodes with its schema.
-    pub fn decode(
+    /// Decodes a packet made with any set held: a keyframe picks the set
+    /// by the dictionary (or schema) id it names (an unknown id is
+    /// [`DictSetError::UnknownDictionary`]); a delta, which names none, is
+    /// decoded with the set of the latest keyframe.
+    pub fn decode<'r>(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-    ) -> Result<(PacketHeader, Snapshot), DictSetError> {
-        self.decode_predicted(packet, baseline, None)
-    }
-
-    /// Like [`DictionarySets::decode`] for packets that may name a prior
-    /// baseline (see [`Decoder::decode_predicted_into`]).
-    pub fn decode_predicted(
-        &mut self,
-        packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<(PacketHeader, Snapshot), DictSetError> {
         let (h, _) = PacketHeader::parse(packet).map_err(DictSetError::Decode)?;
         let set = &self.sets[self.for_header(&h)?];
@@ -194,7 +184,7 @@ impl DictionarySets {
         let mut out = Snapshot::default();
         match self.decoders.get_mut(&schema_id) {
             Some(d) => d
-                .decode_predicted_into(packet, baseline, prior, &mut out)
+                .decode_into(packet, reference, &mut out)
                 .map(|h| (h, out))
                 .map_err(DictSetError::Decode),
             None => Err(DictSetError::UnknownSchema { id: schema_id }),

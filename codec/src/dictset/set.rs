@@ -12,7 +12,7 @@ use crate::encoder::Encoder;
 use crate::error::EncodeError;
 use crate::limits::Limits;
 use crate::schema::Schema;
-use crate::snapshot::{Baseline, Snapshot};
+use crate::snapshot::{Reference, Snapshot};
 
 /// Whether `a` and `b` lay records out the same way (entity types, field
 /// names, types, lengths and default records), whatever their operators.
@@ -285,42 +285,19 @@ pub struct SetEncoder {
 }
 
 impl SetEncoder {
-    /// Encodes like [`Encoder::encode`], with the dictionary of the packet's kind.
-    pub fn encode(
+    /// Encodes like [`Encoder::encode`], with the encoder (and dictionary)
+    /// of the packet's kind. For the other entry points
+    /// ([`Encoder::encode_to_vec`], [`Encoder::encode_into`], ...) take
+    /// that encoder with [`SetEncoder::encoder_mut`].
+    pub fn encode<'r>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
-        baseline: Option<Baseline<'_>>,
+        reference: impl Into<Reference<'r>>,
     ) -> Result<Vec<u8>, EncodeError> {
-        let mut out = Vec::new();
-        self.encode_to_vec(snapshot, sequence, baseline, &mut out)?;
-        Ok(out)
-    }
-
-    /// Like [`SetEncoder::encode`], replacing the contents of `out`.
-    pub fn encode_to_vec(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Option<Baseline<'_>>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.encoder_mut(DictKind::of(baseline.is_some()))
-            .encode_to_vec(snapshot, sequence, baseline, out)
-    }
-
-    /// Like [`Encoder::encode_predicted_to_vec`]: a delta against `baseline`
-    /// with `prior` as the older baseline for `predict` fields.
-    pub fn encode_predicted_to_vec(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        baseline: Baseline<'_>,
-        prior: Baseline<'_>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        self.delta
-            .encode_predicted_to_vec(snapshot, sequence, baseline, prior, out)
+        let reference = reference.into();
+        self.encoder_mut(DictKind::of(reference.baseline.is_some()))
+            .encode(snapshot, sequence, reference)
     }
 
     /// The encoder used for packets of `kind`.

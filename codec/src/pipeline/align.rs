@@ -57,20 +57,6 @@ pub(crate) fn align(base: &SectionRef<'_>, cur: &SectionRef<'_>, out: &mut Align
     out.kept = kept as usize;
 }
 
-/// Indices into the baseline of the kept entities, given the removed ones
-/// (ascending): the inverse direction, used by the decoder.
-pub(crate) fn kept_indices(base_len: usize, removed: &[u32], out: &mut Vec<u32>) {
-    out.clear();
-    let mut r = removed.iter().peekable();
-    for i in 0..base_len as u32 {
-        if r.peek() == Some(&&i) {
-            r.next();
-        } else {
-            out.push(i);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,7 +77,7 @@ mod tests {
             let mut a = Alignment::default();
             align(&b, &c, &mut a);
             let mut kept = Vec::new();
-            kept_indices(b.len(), &a.removed, &mut kept);
+            kept.extend((0..b.len() as u32).filter(|i| a.removed.binary_search(i).is_err()));
             prop_assert_eq!(kept.len(), a.kept);
             // Rebuild: kept entities (changed ones take the current record),
             // then spawned ones, sorted by id.
@@ -126,8 +112,5 @@ mod tests {
         assert_eq!(a.changed, [1]);
         assert_eq!(a.changed_rows, [(2, 2)]);
         assert_eq!(a.spawned, [0, 3]);
-        let mut k = Vec::new();
-        kept_indices(4, &a.removed, &mut k);
-        assert_eq!(k, [1, 2]);
     }
 }

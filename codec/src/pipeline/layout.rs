@@ -121,6 +121,14 @@ impl<'a> ByteSource<'a> {
         Ok(())
     }
 
+    /// Ends the bits read so far (their padding must be zero) and returns
+    /// the bytes used.
+    #[cfg(feature = "internals")]
+    pub(crate) fn consumed(&mut self) -> Result<usize, DecodeError> {
+        self.close_bits()?;
+        Ok(self.r.pos())
+    }
+
     /// Checks that every byte was used and every padding bit is zero.
     pub(crate) fn finish(&mut self) -> Result<(), DecodeError> {
         self.close_bits()?;

@@ -15,19 +15,15 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod align;
-pub(crate) mod delta;
-pub(crate) mod ids;
 pub(crate) mod layout;
-pub(crate) mod planes;
-pub(crate) mod soa;
-pub(crate) mod subset;
+pub(crate) mod predict;
 pub(crate) mod tokens;
 pub(crate) mod values;
 
 use crate::error::DecodeError;
 use crate::schema::EntityType;
 use crate::snapshot::{Section, SectionRef};
-pub use tokens::{SectionTokens, Token, TokenSink, TokenSource};
+pub(crate) use tokens::{SectionTokens, Token, TokenSource};
 use values::{Element, Kind};
 
 /// Writes into `out` the baseline section as predicted from `b0` and the
@@ -60,7 +56,7 @@ pub(crate) fn predict_section(
             j += 1;
         }
         if j < b1.len() && b1.ids()[j] == id {
-            delta::predict(ty.spans(), b0.record(i), b1.record(j), rec);
+            predict::predict(ty.spans(), b0.record(i), b1.record(j), rec);
         } else {
             rec.copy_from_slice(b0.record(i));
         }

@@ -28,54 +28,54 @@ use crate::error::DecodeError;
 
 /// Context numbers: `class << 28 | spawned_row << 22 | section << 16 | index`.
 /// `index` is the element, the group, or the set (0 removed, 1 changed).
-pub mod ctx {
+pub(crate) mod ctx {
     /// Which of the section's sets are non-empty: bit 0 removed, bit 1
     /// changed, bit 2 spawned.
-    pub const SECTION: u32 = 0;
+    pub(crate) const SECTION: u32 = 0;
     /// A non-empty set's head: 0 for a bitmap, else the member count of a
     /// list; index: 0 removed, 1 changed.
-    pub const SET_HEAD: u32 = 1;
+    pub(crate) const SET_HEAD: u32 = 1;
     /// Gap before the next member of a list-mode set.
-    pub const SET_GAP: u32 = 2;
+    pub(crate) const SET_GAP: u32 = 2;
     /// One membership bit of a bitmap-mode set.
-    pub const SET_BIT: u32 = 3;
+    pub(crate) const SET_BIT: u32 = 3;
     /// Number of spawned entities minus one.
-    pub const SPAWN_COUNT: u32 = 4;
+    pub(crate) const SPAWN_COUNT: u32 = 4;
     /// Gap before the next spawned id.
-    pub const SPAWN_GAP: u32 = 5;
+    pub(crate) const SPAWN_GAP: u32 = 5;
     /// Whether any element of a group of 8 changed; index: the group.
-    pub const MASK_GROUP: u32 = 6;
+    pub(crate) const MASK_GROUP: u32 = 6;
     /// Whether one element changed; index: the element.
-    pub const MASK_ELEMENT: u32 = 7;
+    pub(crate) const MASK_ELEMENT: u32 = 7;
     /// The kind bit of a float element (1 integral); index: the element.
-    pub const KIND: u32 = 8;
+    pub(crate) const KIND: u32 = 8;
     /// An element value; index: the element.
-    pub const VALUE: u32 = 9;
+    pub(crate) const VALUE: u32 = 9;
 
     /// The context number of a decision.
     #[inline]
-    pub const fn make(class: u32, section: usize, spawned: bool, index: usize) -> u32 {
+    pub(crate) const fn make(class: u32, section: usize, spawned: bool, index: usize) -> u32 {
         (class << 28) | ((spawned as u32) << 22) | ((section as u32) << 16) | index as u32
     }
 
     /// The class of a context number.
     #[inline]
-    pub const fn class(ctx: u32) -> u32 {
+    pub(crate) const fn class(ctx: u32) -> u32 {
         ctx >> 28
     }
 
     /// The index of a context number.
     #[inline]
-    pub const fn index(ctx: u32) -> u32 {
+    pub(crate) const fn index(ctx: u32) -> u32 {
         ctx & 0xffff
     }
 }
 
 /// Elements per mask group.
-pub const GROUP: usize = 8;
+pub(crate) const GROUP: usize = 8;
 
 /// Receives the decisions of a payload in wire order.
-pub trait TokenSink {
+pub(crate) trait TokenSink {
     /// One binary decision.
     fn bit(&mut self, ctx: u32, bit: bool);
     /// One unsigned integer.
@@ -84,7 +84,7 @@ pub trait TokenSink {
 
 /// Gives back the decisions a [`TokenSink`] received, in the same order.
 /// Every method fails with a typed error on malformed input.
-pub trait TokenSource {
+pub(crate) trait TokenSource {
     /// One binary decision.
     fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError>;
     /// One unsigned integer.
@@ -93,38 +93,38 @@ pub trait TokenSource {
 
 /// One changed element of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     /// Element index in the record (array items count separately).
-    pub element: u32,
+    pub(crate) element: u32,
     /// How the value is coded; [`Kind::bit`] says whether a kind bit is sent.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// The value (see [`super::values`]).
-    pub value: u64,
+    pub(crate) value: u64,
 }
 
 /// One section's share of a payload.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct SectionTokens {
+pub(crate) struct SectionTokens {
     /// Entities in the (predicted) baseline section: the universe of `removed`.
-    pub base_len: usize,
+    pub(crate) base_len: usize,
     /// Indices into the baseline section of entities that are gone, ascending.
-    pub removed: Vec<u32>,
+    pub(crate) removed: Vec<u32>,
     /// Indices into the kept entities (baseline minus removed, in id order)
     /// whose record changed, ascending.
-    pub changed: Vec<u32>,
+    pub(crate) changed: Vec<u32>,
     /// Ids of entities not in the baseline, ascending.
-    pub spawned: Vec<u32>,
+    pub(crate) spawned: Vec<u32>,
     /// Per row (changed rows, then spawned rows): the end of its elements
     /// in `elems`. Row `r` holds `elems[row_end[r - 1]..row_end[r]]`.
-    pub row_end: Vec<u32>,
+    pub(crate) row_end: Vec<u32>,
     /// The changed elements of every row, rows in order, ascending element
     /// index within a row.
-    pub elems: Vec<Token>,
+    pub(crate) elems: Vec<Token>,
 }
 
 impl SectionTokens {
     /// Clears everything, keeping capacity.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.base_len = 0;
         self.removed.clear();
         self.changed.clear();
@@ -134,17 +134,17 @@ impl SectionTokens {
     }
 
     /// Kept entities: baseline minus removed.
-    pub fn kept(&self) -> usize {
+    pub(crate) fn kept(&self) -> usize {
         self.base_len - self.removed.len()
     }
 
     /// Whether the section has nothing to say (no removal, change or spawn).
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         self.removed.is_empty() && self.changed.is_empty() && self.spawned.is_empty()
     }
 
     /// The changed elements of row `r`.
-    pub fn row(&self, r: usize) -> &[Token] {
+    pub(crate) fn row(&self, r: usize) -> &[Token] {
         let start = if r == 0 {
             0
         } else {
@@ -161,7 +161,7 @@ fn varint_cost(v: u64) -> usize {
 /// Writes a non-empty subset of `0..universe`: nothing when `universe` is
 /// 1; else a head, 0 for a bitmap of `universe` bits or the member count of
 /// a list of gaps, whichever is smaller in bytes (ties: list).
-fn write_set(
+pub(crate) fn write_set(
     sink: &mut impl TokenSink,
     section: usize,
     which: usize,
@@ -202,7 +202,7 @@ fn write_set(
 /// Reads a non-empty subset of `0..universe` into `out`; `Err(())` if
 /// malformed (a member out of range, a count above `universe`, an empty
 /// bitmap).
-fn read_set(
+pub(crate) fn read_set(
     src: &mut impl TokenSource,
     section: usize,
     which: usize,
@@ -243,7 +243,7 @@ fn read_set(
 }
 
 /// Walks one section's entity sets into `sink`.
-pub fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionTokens) {
+pub(crate) fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionTokens) {
     let flags = u64::from(!t.removed.is_empty())
         | u64::from(!t.changed.is_empty()) << 1
         | u64::from(!t.spawned.is_empty()) << 2;
@@ -337,7 +337,12 @@ pub(crate) fn read_meta(
 
 /// Walks the rows of one section into `sink`; `elements` is the entity
 /// type's element count.
-pub fn write_rows(sink: &mut impl TokenSink, section: usize, elements: usize, t: &SectionTokens) {
+pub(crate) fn write_rows(
+    sink: &mut impl TokenSink,
+    section: usize,
+    elements: usize,
+    t: &SectionTokens,
+) {
     let groups = elements.div_ceil(GROUP);
     for r in 0..t.row_end.len() {
         let spawned = r >= t.changed.len();
@@ -418,6 +423,10 @@ pub(crate) fn read_mask(
         if changed.len() == before && (groups > 1 || !spawned) {
             return Ok(Err(()));
         }
+    }
+    // A changed row changes something.
+    if changed.is_empty() && !spawned {
+        return Ok(Err(()));
     }
     Ok(Ok(()))
 }

@@ -22,7 +22,7 @@ use crate::schema::{DeltaOp, EntityType};
 
 /// How an element's value was coded; decides whether a kind bit is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// An integer element, or any element under `Sub`, `Xor` or `None`: no kind bit.
     Int,
     /// A float coded as the difference of two whole numbers: kind bit 1.
@@ -35,7 +35,7 @@ pub enum Kind {
 
 impl Kind {
     /// Whether the element sends a kind bit, and which.
-    pub fn bit(self) -> Option<bool> {
+    pub(crate) fn bit(self) -> Option<bool> {
         match self {
             Kind::Integral => Some(true),
             Kind::Bits => Some(false),

@@ -78,7 +78,7 @@ impl Primitive {
 ///
 /// `Sub` and `Xor` work byte by byte; `Int` subtracts whole values (floats as
 /// their bit patterns) with wrapping arithmetic and zigzag-maps the result so
-/// small changes in either direction leave the high byte planes zero.
+/// small changes in either direction give small numbers.
 /// See FORMAT.md, "Delta operators", for the measurements behind the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -171,8 +171,6 @@ pub struct EntityType {
     record_size: usize,
     default_record: Vec<u8>,
     spans: Vec<Span>,
-    columns: Vec<(usize, usize)>,
-    planes: Vec<crate::pipeline::planes::Plane>,
     quant: Vec<Option<Quantize>>,
     slots: Vec<plan::Slot>,
 }
@@ -208,19 +206,9 @@ impl EntityType {
         &self.spans
     }
 
-    /// `(offset, size)` of each field: the columns of the SoA stage.
-    pub(crate) fn columns(&self) -> &[(usize, usize)] {
-        &self.columns
-    }
-
     /// Whether any field uses [`DeltaOp::Predict`].
     pub fn predicts(&self) -> bool {
         self.spans.iter().any(|s| s.op == DeltaOp::Predict)
-    }
-
-    /// The order of the byte planes.
-    pub(crate) fn planes(&self) -> &[crate::pipeline::planes::Plane] {
-        &self.planes
     }
 
     /// Byte offset and size of each element (array items counted singly).
@@ -343,18 +331,6 @@ impl EntityType {
                 }),
             }
         }
-        let planes = crate::pipeline::planes::order(
-            &fields
-                .iter()
-                .zip(&offsets)
-                .map(|(f, &o)| (o, f.size(), f.ty.size()))
-                .collect::<Vec<_>>(),
-        );
-        let columns = fields
-            .iter()
-            .zip(&offsets)
-            .map(|(f, &o)| (o, f.size()))
-            .collect();
         let mut quant = quant;
         quant.resize(fields.len(), None);
         let mut slots = Vec::new();
@@ -382,8 +358,6 @@ impl EntityType {
             record_size: size,
             default_record,
             spans,
-            columns,
-            planes,
             quant,
             slots,
         })

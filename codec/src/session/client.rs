@@ -5,6 +5,7 @@
 use core::fmt;
 
 use super::error::SessionError;
+use super::handshake::Hello;
 use super::message::ClientMessage;
 use super::DEFAULT_HISTORY;
 use crate::decoder::Decoder;
@@ -150,6 +151,32 @@ impl Client {
         })
     }
 
+    /// Answers the server's [`Hello`]: checks that its schema is this
+    /// client's ([`SessionError::HandshakeMismatch`]) and that this client
+    /// holds its dictionaries ([`SessionError::MissingDictionary`]), agrees
+    /// to decode deltas and keyframes with them, and returns the answer
+    /// for [`Server::accept`](super::Server::accept).
+    pub fn answer(&mut self, server_hello: &[u8]) -> Result<Vec<u8>, SessionError> {
+        let theirs = Hello::parse(server_hello).map_err(SessionError::Handshake)?;
+        let schema_id = self.decoder.schema().id();
+        if theirs.schema_id != schema_id {
+            return Err(SessionError::HandshakeMismatch {
+                ours: Hello {
+                    schema_id,
+                    ..theirs
+                },
+                theirs,
+            });
+        }
+        self.decoder
+            .agree(theirs.dictionary, theirs.keyframe_dictionary)
+            .map_err(|e| match e {
+                DecodeError::UnknownDictionary { id } => SessionError::MissingDictionary { id },
+                e => SessionError::Handshake(e),
+            })?;
+        Ok(theirs.to_bytes())
+    }
+
     /// Takes one packet from the server.
     pub fn receive(&mut self, packet: &[u8]) -> Received {
         let r = self.try_receive(packet);
@@ -215,10 +242,14 @@ impl Client {
                 }
             },
         };
-        if let Err(e) = self
-            .decoder
-            .decode_predicted_into(packet, base, prior, &mut self.scratch)
-        {
+        if let Err(e) = self.decoder.decode_into(
+            packet,
+            crate::Reference {
+                baseline: base,
+                prior,
+            },
+            &mut self.scratch,
+        ) {
             return drop(DropReason::Undecodable(e));
         }
         let slot = &mut self.ring[usize::from(sequence) % n];

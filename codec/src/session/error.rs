@@ -28,6 +28,21 @@ pub enum SessionError {
         /// The value given.
         history: usize,
     },
+    /// The two ends of a connection disagree on the schema or the
+    /// dictionaries (handshake).
+    HandshakeMismatch {
+        /// What this end uses.
+        ours: super::Hello,
+        /// What the other end sent.
+        theirs: super::Hello,
+    },
+    /// The server compresses with a dictionary this client does not hold.
+    MissingDictionary {
+        /// The dictionary id.
+        id: u32,
+    },
+    /// A handshake message could not be parsed.
+    Handshake(DecodeError),
 }
 
 impl fmt::Display for SessionError {
@@ -39,6 +54,18 @@ impl fmt::Display for SessionError {
             Self::Message(e) => write!(f, "client message: {e}"),
             Self::Dictionary(e) => write!(f, "dictionary: {e}"),
             Self::BadHistory { history } => write!(f, "history of {history} is not 1..=32767"),
+            Self::HandshakeMismatch { ours, theirs } => write!(
+                f,
+                "handshake mismatch: schema {:#010x}, dictionaries {:?}/{:?} here; schema {:#010x}, dictionaries {:?}/{:?} there",
+                ours.schema_id,
+                ours.dictionary,
+                ours.keyframe_dictionary,
+                theirs.schema_id,
+                theirs.dictionary,
+                theirs.keyframe_dictionary
+            ),
+            Self::MissingDictionary { id } => write!(f, "dictionary {id:#010x} is not held"),
+            Self::Handshake(e) => write!(f, "handshake message: {e}"),
         }
     }
 }

@@ -19,7 +19,9 @@
 //! let schema = Schema::builder().entity("car").field("x", Primitive::F32, 1).build()?;
 //! let mut server = Server::new(schema.clone(), ServerConfig::default())?;
 //! let mut client = Client::new(schema.clone(), ClientConfig::default())?;
-//! server.connect(1);
+//! // The handshake: both ends agree on the schema and the dictionaries.
+//! let answer = client.answer(&server.hello().to_bytes())?;
+//! server.accept(1, &answer)?;
 //! for tick in 0..3u8 {
 //!     let mut world = Snapshot::new(&schema);
 //!     world.section_mut(0).unwrap().insert(0, &f32::from(tick).to_le_bytes())?;
@@ -37,6 +39,7 @@
 
 mod client;
 mod error;
+mod handshake;
 mod message;
 mod persist;
 mod rate;
@@ -45,6 +48,7 @@ mod view;
 
 pub use client::{Client, ClientConfig, ClientStats, DropReason, Received};
 pub use error::SessionError;
+pub use handshake::Hello;
 pub use message::ClientMessage;
 pub use persist::Persist;
 pub use rate::RateTiers;

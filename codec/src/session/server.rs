@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::error::SessionError;
+use super::handshake::Hello;
 use super::message::ClientMessage;
 use super::view::View;
 use super::DEFAULT_HISTORY;
@@ -28,7 +29,9 @@ pub struct ServerConfig {
     pub level: i32,
     /// Limits (give clients the same).
     pub limits: Limits,
-    /// Send a 16-bit checksum in every packet. Default on.
+    /// Send a one-byte checksum in every packet (2 bytes with the header's
+    /// extension byte): a client whose baseline drifted notices within a
+    /// few packets and asks for a full snapshot. Default on.
     pub checksum: bool,
     /// Compress with this dictionary.
     pub dictionary: Option<Dictionary>,
@@ -195,6 +198,7 @@ struct Shared {
 pub struct Server {
     schema: Schema,
     encoder: Encoder,
+    hello: Hello,
     history: usize,
     share: bool,
     clients: HashMap<u16, ClientSlot>,
@@ -230,7 +234,16 @@ impl Server {
         }
         let mut encoder = Encoder::with_level(schema.clone(), config.level);
         encoder.set_limits(config.limits);
-        encoder.set_checksum(config.checksum);
+        encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
+        let hello = Hello {
+            schema_id: schema.id(),
+            dictionary: config.dictionary.as_ref().map(Dictionary::id),
+            keyframe_dictionary: config
+                .keyframe_dictionary
+                .as_ref()
+                .or(config.dictionary.as_ref())
+                .map(Dictionary::id),
+        };
         encoder
             .set_dictionary(config.dictionary.as_ref())
             .map_err(SessionError::Dictionary)?;
@@ -245,6 +258,7 @@ impl Server {
             predicts: schema.predicts(),
             schema,
             encoder,
+            hello,
             history: config.history,
             share: config.share_encodes,
             clients: HashMap::new(),
@@ -256,7 +270,30 @@ impl Server {
         })
     }
 
-    /// Adds a client (or resets one that reconnects): its first packet is full.
+    /// What this server encodes with: its schema and dictionaries, sent to
+    /// a client that connects (see [`Hello`]).
+    pub fn hello(&self) -> Hello {
+        self.hello
+    }
+
+    /// Connects client `id` if its answer to [`Server::hello`] agrees
+    /// (schema and dictionaries); else
+    /// [`SessionError::HandshakeMismatch`] and nothing changes.
+    pub fn accept(&mut self, id: u16, answer: &[u8]) -> Result<(), SessionError> {
+        let theirs = Hello::parse(answer).map_err(SessionError::Handshake)?;
+        if theirs != self.hello {
+            return Err(SessionError::HandshakeMismatch {
+                ours: self.hello,
+                theirs,
+            });
+        }
+        self.connect(id);
+        Ok(())
+    }
+
+    /// Adds a client (or resets one that reconnects): its first packet is
+    /// full. Without [`Server::accept`], nothing checks that the client has
+    /// the same schema and dictionaries until its first packet fails.
     pub fn connect(&mut self, id: u16) {
         self.clients.insert(
             id,
@@ -346,14 +383,13 @@ impl Server {
                     &self.cur_view
                 };
                 let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
-                match (baseline, prior_base) {
-                    (Some(b), Some(p)) => {
-                        self.encoder
-                            .encode_predicted_to_vec(cur, seq, b, p, &mut self.out)
-                    }
-                    (b, _) => self.encoder.encode_to_vec(cur, seq, b, &mut self.out),
-                }
-                .map_err(SessionError::Encode)?;
+                let reference = crate::Reference {
+                    baseline,
+                    prior: baseline.and(prior_base),
+                };
+                self.encoder
+                    .encode_to_vec(cur, seq, reference, &mut self.out)
+                    .map_err(SessionError::Encode)?;
                 self.stats.encodes += 1;
                 let bytes: Arc<[u8]> = Arc::from(&self.out[..]);
                 self.shared.push(Shared {

@@ -28,7 +28,14 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut snap = Snapshot::default();
-    let Ok(header) = dec.decode_predicted_into(&packet, baseline, prior, &mut snap) else {
+    let Ok(header) = dec.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline: baseline,
+            prior: prior,
+        },
+        &mut snap,
+    ) else {
         return Ok(());
     };
     check_decoded(&schema, &limits, &packet, &header, baseline, prior, &snap);
@@ -83,9 +90,12 @@ pub(super) fn check_decoded(
     let mut enc = Encoder::new(schema.clone());
     let mut packet2 = Vec::new();
     let r = match (rebase, reprior) {
-        (Some(b), Some(p)) => {
-            enc.encode_predicted_to_vec(snap, header.sequence, b, p, &mut packet2)
-        }
+        (Some(b), Some(p)) => enc.encode_to_vec(
+            snap,
+            header.sequence,
+            tickpack::Reference::predicted(b, p),
+            &mut packet2,
+        ),
         _ => enc.encode_to_vec(snap, header.sequence, rebase, &mut packet2),
     };
     match r {
@@ -96,7 +106,14 @@ pub(super) fn check_decoded(
         Err(e) => panic!("re-encoding a decoded snapshot failed: {e:?}"),
     }
     let mut s2 = Snapshot::default();
-    match Decoder::new(schema.clone()).decode_predicted_into(&packet2, rebase, reprior, &mut s2) {
+    match Decoder::new(schema.clone()).decode_into(
+        &packet2,
+        tickpack::Reference {
+            baseline: rebase,
+            prior: reprior,
+        },
+        &mut s2,
+    ) {
         Ok(h2) => {
             assert_eq!(h2.sequence, header.sequence);
             assert_eq!(h2.baseline, header.baseline);
@@ -315,9 +332,12 @@ pub(super) fn arb_mutated_packet(
     enc.set_checksum(u.ratio(1, 4)?);
     let mut packet = Vec::new();
     let r = match (baseline, prior) {
-        (Some(b), Some(p)) if u.ratio(3, 4)? => {
-            enc.encode_predicted_to_vec(&cur, sequence, b, p, &mut packet)
-        }
+        (Some(b), Some(p)) if u.ratio(3, 4)? => enc.encode_to_vec(
+            &cur,
+            sequence,
+            tickpack::Reference::predicted(b, p),
+            &mut packet,
+        ),
         _ => enc.encode_to_vec(&cur, sequence, baseline, &mut packet),
     };
     if r.is_err() {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use arbitrary::{Result as AResult, Unstructured};
 
 use tickpack::internals::{
-    subset_decode, subset_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
+    set_decode, set_encode, BlockHeader, BlockType, Blocks, BLOCK_HEADER_LEN,
 };
 use tickpack::{
     decode, encode, Baseline, Checksum, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError,
@@ -116,7 +116,7 @@ pub fn quant_roundtrip(data: &[u8]) {
 /// wrap): encode then decode gives the identical snapshot and header, through
 /// [`Encoder::encode`], [`Encoder::encode_into`] (exactly sized and
 /// [`Encoder::max_encoded_len`]-sized buffers), [`Encoder::encode_to_vec`],
-/// [`Encoder::encode_sections`], [`Encoder::encode_predicted_to_vec`] and the
+/// [`Encoder::encode_sections`], [`Reference::predicted`](tickpack::Reference::predicted) and the
 /// one-shot [`encode`]/[`decode`]. Encoder errors must be justified by the
 /// inputs.
 pub fn roundtrip(data: &[u8]) {
@@ -162,8 +162,9 @@ pub fn header_roundtrip(data: &[u8]) {
 }
 
 /// Entity-set coding: encode then decode is the identity for arbitrary
-/// subsets, never larger than a bitmap; decoding arbitrary bytes never panics
-/// and gives ascending indices below the universe.
+/// non-empty subsets, never larger than a bitmap and its head; decoding
+/// arbitrary bytes never panics and gives ascending indices below the
+/// universe.
 pub fn subset_roundtrip(data: &[u8]) {
     let _ = subset_roundtrip_inner(&mut Unstructured::new(data));
 }

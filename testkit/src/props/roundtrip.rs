@@ -95,7 +95,12 @@ pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     if let (Some(b), Some(p)) = (baseline, prior) {
         let mut packet = Vec::new();
         let bad = !distance_ok || (schema.predicts() && !prior_ok);
-        match enc.encode_predicted_to_vec(&cur, sequence, b, p, &mut packet) {
+        match enc.encode_to_vec(
+            &cur,
+            sequence,
+            tickpack::Reference::predicted(b, p),
+            &mut packet,
+        ) {
             Ok(()) => {
                 assert!(
                     !bad,
@@ -165,7 +170,7 @@ pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     Ok(())
 }
 
-/// Checks a packet from [`Encoder::encode_predicted_to_vec`]: it decodes
+/// Checks a packet from [`Encoder::encode_to_vec`] with a prior: it decodes
 /// with baseline and prior, is refused without the prior it names or with
 /// another, and is the plain packet when the schema does not predict.
 pub(super) fn check_predicted(
@@ -182,7 +187,14 @@ pub(super) fn check_predicted(
         Err(e) => panic!("header of a predicted packet does not parse: {e:?}"),
     }
     let mut out = cur.clone();
-    match dec.decode_predicted_into(packet, Some(baseline), Some(prior), &mut out) {
+    match dec.decode_into(
+        packet,
+        tickpack::Reference {
+            baseline: Some(baseline),
+            prior: Some(prior),
+        },
+        &mut out,
+    ) {
         Ok(h) => {
             assert_eq!(&h, expected, "decoded header (predicted)");
             assert!(&out == cur, "predicted packet decodes to another snapshot");
@@ -202,7 +214,14 @@ pub(super) fn check_predicted(
             sequence: prior.sequence.wrapping_add(1),
             snapshot: prior.snapshot,
         };
-        let r = dec.decode_predicted_into(packet, Some(baseline), Some(wrong), &mut out);
+        let r = dec.decode_into(
+            packet,
+            tickpack::Reference {
+                baseline: Some(baseline),
+                prior: Some(wrong),
+            },
+            &mut out,
+        );
         assert_eq!(
             r,
             Err(DecodeError::PriorMismatch {

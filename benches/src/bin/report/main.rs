@@ -18,6 +18,7 @@ mod chart;
 mod codes;
 mod methods;
 mod q3;
+mod q3real;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -151,7 +152,10 @@ fn run() -> Res<()> {
         eprintln!("{}: {:.1} s", sc.name, t.elapsed().as_secs_f64());
         results.push(r);
     }
-    let md = markdown(&results, ticks, quick);
+    let t = Instant::now();
+    let mut md = markdown(&results, ticks, quick);
+    md.push_str(&q3real::section(quick)?);
+    eprintln!("Quake 3 demos: {:.1} s", t.elapsed().as_secs_f64());
     std::fs::create_dir_all(&out)?;
     chart::draw(&results, &out.join("chart.svg"))?;
     if quick {

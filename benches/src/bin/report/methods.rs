@@ -108,11 +108,11 @@ impl Tickpack {
         let mut samples = Vec::new();
         for i in d.training() {
             let mut p = Vec::new();
-            let seq = (i & 0xffff) as u16;
-            match prior(d, i).filter(|_| d.schema.predicts()) {
-                Some(pr) => enc.payload_predicted(&d.ticks[i], seq, base(d, i), pr, &mut p)?,
-                None => enc.payload(&d.ticks[i], seq, Some(base(d, i)), &mut p)?,
-            }
+            let reference = tickpack::Reference {
+                baseline: Some(base(d, i)),
+                prior: prior(d, i),
+            };
+            enc.payload(&d.ticks[i], (i & 0xffff) as u16, reference, &mut p)?;
             samples.push(p);
         }
         let bytes = zstd::dict::from_samples(&samples, BLOCK_DICT_SIZE)?;
@@ -131,23 +131,21 @@ impl Tickpack {
 /// the prior `i - 2·DISTANCE`, like [`TickpackSet`].
 impl Method for Tickpack {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
-        let seq = (i & 0xffff) as u16;
-        match prior(d, i).filter(|_| d.schema.predicts()) {
-            Some(p) => self
-                .enc
-                .encode_predicted_to_vec(&d.ticks[i], seq, base(d, i), p, out)?,
-            None => self
-                .enc
-                .encode_to_vec(&d.ticks[i], seq, Some(base(d, i)), out)?,
-        }
+        let reference = tickpack::Reference {
+            baseline: Some(base(d, i)),
+            prior: prior(d, i),
+        };
+        self.enc
+            .encode_to_vec(&d.ticks[i], (i & 0xffff) as u16, reference, out)?;
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
-        let mut out = Snapshot::default();
-        self.dec
-            .decode_predicted_into(packet, Some(base(d, i)), prior(d, i), &mut out)?;
-        Ok(out)
+        let reference = tickpack::Reference {
+            baseline: Some(base(d, i)),
+            prior: prior(d, i),
+        };
+        Ok(self.dec.decode(packet, reference)?.1)
     }
 }
 
@@ -186,7 +184,12 @@ impl TickpackSet {
             let e = enc.encoder_mut(DictKind::Delta);
             let mut p = Vec::new();
             match prior(d, i).filter(|_| predicts) {
-                Some(pr) => e.payload_predicted(&d.ticks[i], seq, base(d, i), pr, &mut p)?,
+                Some(pr) => e.payload(
+                    &d.ticks[i],
+                    seq,
+                    tickpack::Reference::predicted(base(d, i), pr),
+                    &mut p,
+                )?,
                 None => e.payload(&d.ticks[i], seq, Some(base(d, i)), &mut p)?,
             }
             payloads.push(p);
@@ -213,21 +216,26 @@ fn huffman_from<'a>(bytes: impl Iterator<Item = &'a u8>) -> HuffmanTable {
 impl Method for TickpackSet {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
         let seq = (i & 0xffff) as u16;
-        match prior(d, i).filter(|_| self.predicts) {
-            Some(p) => self
-                .enc
-                .encode_predicted_to_vec(&d.ticks[i], seq, base(d, i), p, out)?,
-            None => self
-                .enc
-                .encode_to_vec(&d.ticks[i], seq, Some(base(d, i)), out)?,
-        }
+        let reference = tickpack::Reference {
+            baseline: Some(base(d, i)),
+            prior: prior(d, i).filter(|_| self.predicts),
+        };
+        self.enc
+            .encoder_mut(DictKind::Delta)
+            .encode_to_vec(&d.ticks[i], seq, reference, out)?;
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
         let mut out = Snapshot::default();
-        self.dec
-            .decode_predicted_into(packet, Some(base(d, i)), prior(d, i), &mut out)?;
+        self.dec.decode_into(
+            packet,
+            tickpack::Reference {
+                baseline: Some(base(d, i)),
+                prior: prior(d, i),
+            },
+            &mut out,
+        )?;
         Ok(out)
     }
 }

@@ -1,0 +1,84 @@
+//! Linear prediction of a baseline record from two baselines, for fields
+//! coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict).
+
+#![forbid(unsafe_code)]
+
+use crate::schema::{DeltaOp, Span};
+
+/// Writes into `out` the record predicted from `b0` and the older `b1`:
+/// `2·b0 − b1` per element on [`DeltaOp::Predict`] spans, `b0` elsewhere.
+pub(crate) fn predict(spans: &[Span], b0: &[u8], b1: &[u8], out: &mut [u8]) {
+    out.copy_from_slice(b0);
+    for s in spans.iter().filter(|s| s.op == DeltaOp::Predict) {
+        let r = s.offset..s.offset + s.len;
+        let (b0, b1, o) = (&b0[r.clone()], &b1[r.clone()], &mut out[r]);
+        match s.width {
+            1 => predict_n::<1>(b0, b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
+            2 => predict_n::<2>(b0, b1, o, |a, b| {
+                let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
+                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+            }),
+            4 => predict_n::<4>(b0, b1, o, |a, b| {
+                let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
+                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+            }),
+            _ => predict_n::<8>(b0, b1, o, |a, b| {
+                let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
+                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+            }),
+        }
+    }
+}
+
+fn predict_n<const N: usize>(
+    b0: &[u8],
+    b1: &[u8],
+    out: &mut [u8],
+    f: impl Fn([u8; N], [u8; N]) -> [u8; N],
+) {
+    for ((o, a), b) in out
+        .chunks_exact_mut(N)
+        .zip(b0.chunks_exact(N))
+        .zip(b1.chunks_exact(N))
+    {
+        let mut av = [0u8; N];
+        av.copy_from_slice(a);
+        let mut bv = [0u8; N];
+        bv.copy_from_slice(b);
+        o.copy_from_slice(&f(av, bv));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prediction_is_linear_and_wraps() {
+        let s = [
+            Span {
+                offset: 0,
+                len: 4,
+                width: 4,
+                op: DeltaOp::Predict,
+            },
+            Span {
+                offset: 4,
+                len: 2,
+                width: 2,
+                op: DeltaOp::Int,
+            },
+        ];
+        let b1: Vec<u8> = [10i32.to_le_bytes().to_vec(), vec![1, 0]].concat();
+        let b0: Vec<u8> = [13i32.to_le_bytes().to_vec(), vec![2, 0]].concat();
+        let mut p = [0u8; 6];
+        predict(&s, &b0, &b1, &mut p);
+        assert_eq!(p[..4], 16i32.to_le_bytes());
+        assert_eq!(p[4..], [2, 0], "Int fields are not predicted");
+        let b1 = u32::MAX.to_le_bytes();
+        let b0 = 1u32.to_le_bytes();
+        let mut p = [0u8; 4];
+        predict(&s[..1], &b0, &b1, &mut p);
+        assert_eq!(u32::from_le_bytes(p), 3, "wrapping: 1 + (1 - MAX) = 3");
+    }
+}
