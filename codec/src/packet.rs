@@ -53,8 +53,8 @@ pub enum Checksum {
 }
 
 impl Checksum {
-    /// Its length in bytes (0, 1 or 2).
-    pub fn len(self) -> usize {
+    /// Its width in bytes (0, 1 or 2).
+    pub fn width(self) -> usize {
         match self {
             Checksum::None => 0,
             Checksum::U8(_) => 1,
@@ -79,7 +79,7 @@ impl Checksum {
     /// Whether `full` (a [`Snapshot::checksum`](crate::Snapshot::checksum)
     /// before truncation) agrees with this checksum.
     pub fn matches(self, full: u64) -> bool {
-        self == Self::of_len(self.len(), full)
+        self == Self::of_len(self.width(), full)
     }
 }
 
@@ -210,7 +210,7 @@ impl PacketHeader {
     pub fn write(&self, out: &mut Vec<u8>) {
         let mut b0 = FORMAT_VERSION;
         let prior = self.baseline.and(self.prior);
-        let ext = self.checksum.len() as u8 | if prior.is_some() { EXT_PRIOR } else { 0 };
+        let ext = self.checksum.width() as u8 | if prior.is_some() { EXT_PRIOR } else { 0 };
         if self.baseline.is_some() {
             b0 |= FLAG_BASELINE;
         }

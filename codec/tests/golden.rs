@@ -272,15 +272,8 @@ fn golden_vectors() {
         });
         let (baseline, prior) = (b.next(), b.next());
         let mut got = Snapshot::default();
-        dec.decode_into(
-            &bytes,
-            tickpack::Reference {
-                baseline: baseline,
-                prior: prior,
-            },
-            &mut got,
-        )
-        .unwrap();
+        dec.decode_into(&bytes, tickpack::Reference { baseline, prior }, &mut got)
+            .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }

@@ -68,7 +68,7 @@ fn shipped_sets_load_and_round_trip() {
                     &packet,
                     tickpack::Reference {
                         baseline: base,
-                        prior: prior,
+                        prior,
                     },
                 )
                 .unwrap();

@@ -28,7 +28,7 @@ fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
     meta_since
         || prev_class != Some(class)
         || (class == ctx::MASK_GROUP && ctx::index(c) == 0)
-        || (class == ctx::MASK_ELEMENT && ctx::index(c) % 8 == 0)
+        || (class == ctx::MASK_ELEMENT && ctx::index(c).is_multiple_of(8))
 }
 
 /// The payload being written, with its bit writer.

@@ -253,9 +253,16 @@ pub(crate) fn decode_section(
             &mut s.spawn_records[at..],
         )?;
     }
-    // Merge the two id-ordered lists.
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();
+    if m.spawned.is_empty() {
+        // Nothing to merge: hand the kept list over (the scratch keeps the
+        // output's old buffers for the next packet).
+        core::mem::swap(ids, &mut s.ids);
+        core::mem::swap(records, &mut s.records);
+        return Ok(());
+    }
+    // Merge the two id-ordered lists.
     ids.reserve_exact(kept + m.spawned.len());
     records.reserve_exact(s.records.len() + spawn_bytes);
     let (mut i, mut j) = (0usize, 0usize);

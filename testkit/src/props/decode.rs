@@ -28,14 +28,8 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut snap = Snapshot::default();
-    let Ok(header) = dec.decode_into(
-        &packet,
-        tickpack::Reference {
-            baseline: baseline,
-            prior: prior,
-        },
-        &mut snap,
-    ) else {
+    let Ok(header) = dec.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut snap)
+    else {
         return Ok(());
     };
     check_decoded(&schema, &limits, &packet, &header, baseline, prior, &snap);

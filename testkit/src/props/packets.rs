@@ -81,22 +81,8 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut out = Snapshot::default();
-    let expected = fresh.decode_into(
-        &packet,
-        tickpack::Reference {
-            baseline: baseline,
-            prior: prior,
-        },
-        &mut out,
-    );
-    let got = used.decode_into(
-        &packet,
-        tickpack::Reference {
-            baseline: baseline,
-            prior: prior,
-        },
-        &mut junk,
-    );
+    let expected = fresh.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut out);
+    let got = used.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut junk);
     assert_eq!(
         expected, got,
         "decoding into junk with a used decoder gives a different result"
