@@ -48,7 +48,7 @@ struct World {
 impl World {
     fn tick(&mut self) -> Snapshot {
         self.t += 1;
-        if self.t % 50 == 0 {
+        if self.t.is_multiple_of(50) {
             self.gone = match self.gone {
                 Some(_) => None,
                 None => Some((self.t / 50 % 16) as u32),
