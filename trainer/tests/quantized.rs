@@ -58,3 +58,45 @@ fn rebuilt_schemas_keep_their_quantisation() {
     );
     assert_eq!(rebuilt.id(), schema.id());
 }
+
+#[test]
+fn jsonl_import_quantises_under_a_quantised_schema() {
+    use tickpack::capture::{Capture, CaptureLimits};
+    let dir = std::env::temp_dir().join(format!("tickpack-qjsonl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = concat!(
+        r#"{"game":"g","version":"1","schema":{"entities":[{"name":"ship","fields":["#,
+        r#"{"name":"pos","type":"f32","len":2,"quantize":{"step":0.01}},"#,
+        r#"{"name":"hp","type":"u16","quantize":{"range":[0,100],"out_of_range":"clamp"}}]}]}}"#,
+        "\n",
+        r#"{"tick":0,"sections":{"ship":[{"id":3,"pos":[1.23456,-2.5],"hp":250}]}}"#,
+        "\n",
+        r#"{"tick":1,"sections":{"ship":[{"id":3,"pos":[1.3,-2.5],"hp":99}]}}"#,
+        "\n",
+    );
+    let (input, output) = (dir.join("q.jsonl"), dir.join("q.tpcap"));
+    std::fs::write(&input, text).unwrap();
+    tickpack_trainer::import::jsonl(&input, &output, false).unwrap();
+    let c = Capture::read(
+        &std::fs::read(&output).unwrap()[..],
+        CaptureLimits::default(),
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(c.header.schema.is_quantized());
+    let rec = c.ticks[0].snapshot.sections()[0].get(3).unwrap().to_vec();
+    assert_eq!(f32::from_le_bytes(rec[0..4].try_into().unwrap()), 1.23);
+    assert_eq!(u16::from_le_bytes(rec[8..10].try_into().unwrap()), 100);
+    // A NaN or an out-of-range value under `error` is refused with its line.
+    let bad = text.replace(
+        r#""quantize":{"step":0.01}"#,
+        r#""quantize":{"step":0.01,"range":[-2,2]}"#,
+    );
+    let dir = std::env::temp_dir().join(format!("tickpack-qjsonl2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("b.jsonl"), bad).unwrap();
+    let e = tickpack_trainer::import::jsonl(&dir.join("b.jsonl"), &dir.join("b.tpcap"), false)
+        .unwrap_err();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(e.to_string().contains("outside"), "{e}");
+}
