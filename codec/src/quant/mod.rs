@@ -103,8 +103,10 @@ pub const MAX_F32_ANGLE_BITS: u8 = 23;
 pub enum Quantize {
     /// Fixed point (`f32`/`f64` fields, any length): the code is
     /// `round_ties_even(x / step)`, the value `code · step`. Codes are
-    /// limited to `ceil(min / step) ..= floor(max / step)` when a range is
-    /// declared, else to ±[`MAX_F32_CODE`] / ±[`MAX_F64_CODE`].
+    /// limited to `ceil(min / step − 2^-20) ..= floor(max / step + 2^-20)`
+    /// when a range is declared (the slack keeps a bound that is a multiple
+    /// of the step despite rounding: `0.3 / 0.1` is `2.9999999999999996`),
+    /// else to ±[`MAX_F32_CODE`] / ±[`MAX_F64_CODE`].
     Fixed {
         /// The quantum, positive.
         step: f64,

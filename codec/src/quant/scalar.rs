@@ -47,7 +47,11 @@ pub(crate) fn fixed(
             if !(min.is_finite() && max.is_finite() && min <= max) {
                 return Err(format!("range [{min}, {max}] is not a finite interval"));
             }
-            let (lo, hi) = ((min / step).ceil(), (max / step).floor());
+            // A bound meant as a multiple of the step may divide to just
+            // below it (0.3 / 0.1 = 2.9999999999999996): a millionth of a
+            // step (2^-20) of slack keeps it.
+            let slack = 2f64.powi(-20);
+            let (lo, hi) = ((min / step - slack).ceil(), (max / step + slack).floor());
             if lo > hi {
                 return Err(format!("range [{min}, {max}] holds no multiple of {step}"));
             }
@@ -176,5 +180,15 @@ mod tests {
         assert!(fixed(Primitive::F64, 0.001, Some([0.0, 1e6]), OutOfRange::Error).is_ok());
         assert!(int_range(Primitive::U8, 0, 256, OutOfRange::Error).is_err());
         assert!(int_range(Primitive::U8, 0, 255, OutOfRange::Error).is_ok());
+        // 0.3 / 0.1 divides to 2.9999999999999996: the bound still holds code 3.
+        assert_eq!(
+            fixed(Primitive::F32, 0.1, Some([-0.3, 0.3]), OutOfRange::Error),
+            Ok(Kind::Fixed {
+                step: 0.1,
+                lo: -3,
+                hi: 3,
+                clamp: false
+            })
+        );
     }
 }
