@@ -3,3 +3,4 @@
 #![forbid(unsafe_code)]
 
 pub mod lobby;
+pub mod lobby_udp;

@@ -351,16 +351,32 @@ impl Decoder {
         let sections = self.schema.sections();
         let max_entities = self.limits.max_entities_per_section;
         let mut src = ByteSource::new(&self.payload);
-        for (i, m) in self.metas.iter_mut().enumerate() {
+        let mut used = 0usize;
+        for (i, (m, ty)) in self.metas.iter_mut().zip(sections).enumerate() {
             m.clear();
             m.base_len = base.map_or(0, |b| b.sections()[i].len());
+            let budget = tokens::SnapshotBudget {
+                used,
+                limit: self.limits.max_snapshot_bytes,
+                per_entity: ty.record_size() + 4,
+            };
             if !self.payload.is_empty() {
-                tokens::read_meta(&mut src, i, max_entities, m)?;
+                tokens::read_meta(&mut src, i, max_entities, budget, m)?;
             } else if m.base_len > max_entities {
                 return Err(DecodeError::TooManyEntities {
                     section: i,
                     count: m.base_len,
                     limit: max_entities,
+                });
+            }
+            // The rebuilt snapshot, before anything is allocated for it
+            // (read_meta checks it before the spawned ids when it has any).
+            used =
+                used.saturating_add((m.kept() + m.spawned.len()).saturating_mul(budget.per_entity));
+            if used > budget.limit {
+                return Err(DecodeError::SnapshotTooLarge {
+                    bytes: used,
+                    limit: budget.limit,
                 });
             }
         }

@@ -401,6 +401,16 @@ impl Encoder {
         self.keyframe = baseline.is_none();
         self.payload.clear();
         let limit = self.limits.max_entities_per_section;
+        let snapshot_bytes = sections
+            .clone()
+            .map(|s| s.len().saturating_mul(s.record_size() + 4))
+            .fold(0usize, usize::saturating_add);
+        if snapshot_bytes > self.limits.max_snapshot_bytes {
+            return Err(EncodeError::SnapshotTooLarge {
+                bytes: snapshot_bytes,
+                limit: self.limits.max_snapshot_bytes,
+            });
+        }
         for (i, ((cur, ty), scratch)) in sections
             .clone()
             .zip(self.schema.sections())

@@ -222,6 +222,14 @@ pub enum EncodeError {
         /// Configured limit.
         limit: usize,
     },
+    /// The snapshot would hold more bytes (entities times record size plus
+    /// 4) than [`Limits::max_snapshot_bytes`](crate::Limits::max_snapshot_bytes).
+    SnapshotTooLarge {
+        /// The snapshot's bytes.
+        bytes: usize,
+        /// Configured limit.
+        limit: usize,
+    },
     /// The uncompressed payload, or the records the packet spawns, would
     /// exceed [`Limits::max_decoded_bytes`](crate::Limits::max_decoded_bytes).
     PayloadTooLarge {
@@ -271,6 +279,9 @@ impl fmt::Display for EncodeError {
                 f,
                 "section {section} has {count} entities, limit is {limit}"
             ),
+            Self::SnapshotTooLarge { bytes, limit } => {
+                write!(f, "snapshot of {bytes} bytes exceeds the limit of {limit}")
+            }
             Self::PayloadTooLarge { size, limit } => {
                 write!(f, "payload of {size} bytes exceeds the limit of {limit}")
             }
@@ -397,6 +408,14 @@ pub enum DecodeError {
         offset: usize,
         /// zstd's error name.
         message: &'static str,
+    },
+    /// The snapshot would hold more bytes (entities times record size plus
+    /// 4) than [`Limits::max_snapshot_bytes`](crate::Limits::max_snapshot_bytes).
+    SnapshotTooLarge {
+        /// The snapshot's bytes.
+        bytes: usize,
+        /// Configured limit.
+        limit: usize,
     },
     /// A section announces more entities than the configured limit.
     TooManyEntities {
@@ -537,6 +556,9 @@ impl fmt::Display for DecodeError {
             Self::BadBlockSize { offset } => write!(f, "bad block size at offset {offset}"),
             Self::MissingLastBlock => write!(f, "no block is marked last"),
             Self::TrailingBytes { count } => write!(f, "{count} bytes after the last block"),
+            Self::SnapshotTooLarge { bytes, limit } => {
+                write!(f, "snapshot of {bytes} bytes exceeds the limit of {limit}")
+            }
             Self::DecodedTooLarge { limit } => {
                 write!(f, "decoded data exceeds the limit of {limit} bytes")
             }

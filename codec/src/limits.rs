@@ -8,15 +8,24 @@
 pub struct Limits {
     /// Most entities one section may hold after decoding. Default 65,536.
     pub max_entities_per_section: usize,
-    /// Most bytes the blocks of one packet may regenerate. Default 1 MiB.
+    /// Most bytes the blocks of one packet may regenerate. Default 256 KiB:
+    /// a tick that changes 16,384 entities of 16 bytes, about 200 times
+    /// what a 1,200-byte datagram carries compressed at a typical 5:1 and
+    /// 40 times the racing lobby's keyframe.
     pub max_decoded_bytes: usize,
+    /// Most bytes a decoded snapshot may hold, counted as entities times
+    /// (record size + 4 id bytes) over all sections. Default 1 MiB. It
+    /// bounds the output of one decode and what a session client keeps:
+    /// at most `history` times this.
+    pub max_snapshot_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_entities_per_section: 65_536,
-            max_decoded_bytes: 1 << 20,
+            max_decoded_bytes: 256 << 10,
+            max_snapshot_bytes: 1 << 20,
         }
     }
 }

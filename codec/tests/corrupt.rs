@@ -299,7 +299,9 @@ fn corrupt_table() {
             "decompression bomb",
             bomb,
             None,
-            DecodeError::DecodedTooLarge { limit: 1 << 20 },
+            DecodeError::DecodedTooLarge {
+                limit: Limits::default().max_decoded_bytes,
+            },
         ),
         (
             "bad varint in the payload",
@@ -506,6 +508,7 @@ fn limits_are_configurable() {
     dec.set_limits(Limits {
         max_entities_per_section: 1,
         max_decoded_bytes: 1 << 20,
+        max_snapshot_bytes: 1 << 20,
     });
     let p = packet(
         Some((s.id(), 0)),
@@ -524,6 +527,7 @@ fn limits_are_configurable() {
     dec.set_limits(Limits {
         max_entities_per_section: 10,
         max_decoded_bytes: 4,
+        max_snapshot_bytes: 1 << 20,
     });
     assert_eq!(
         dec.decode(&p, None),
@@ -538,6 +542,7 @@ fn encoder_refuses_what_the_decoder_would() {
     enc.set_limits(Limits {
         max_entities_per_section: 1,
         max_decoded_bytes: 1 << 20,
+        max_snapshot_bytes: 1 << 20,
     });
     let snap = baseline_snapshot(&s);
     assert_eq!(
@@ -680,6 +685,7 @@ fn a_baseline_over_the_limit_is_refused() {
     dec.set_limits(Limits {
         max_entities_per_section: 2,
         max_decoded_bytes: 1 << 20,
+        max_snapshot_bytes: 1 << 20,
     });
     assert_eq!(
         dec.decode(&p, Some(b)).map(|_| ()),

@@ -27,6 +27,7 @@ fn header(schema: &Schema) -> Vec<u8> {
 const LIMITS: Limits = Limits {
     max_entities_per_section: 1000,
     max_decoded_bytes: 64 * 1024,
+    max_snapshot_bytes: 1 << 20,
 };
 
 fn decoder(s: &Schema) -> Decoder {
@@ -60,6 +61,11 @@ fn decompression_bomb() {
         big.section_mut(0).unwrap().insert(id, &[0; 16]).unwrap();
     }
     let mut enc = tickpack::Encoder::new(s.clone());
+    enc.set_limits(Limits {
+        max_entities_per_section: 65_536,
+        max_decoded_bytes: 1 << 20,
+        max_snapshot_bytes: 1 << 20,
+    });
     let p = enc.encode(&big, 0, None).unwrap();
     assert!(p.len() < 2000, "{} bytes", p.len());
     let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));

@@ -60,6 +60,7 @@ pub fn arb_tight_limits(u: &mut Unstructured<'_>) -> AResult<Limits> {
     Ok(Limits {
         max_entities_per_section: u.int_in_range(0..=24)?,
         max_decoded_bytes: u.int_in_range(0..=3000)?,
+        max_snapshot_bytes: u.int_in_range(0..=4000)?,
     })
 }
 

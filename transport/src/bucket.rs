@@ -43,6 +43,19 @@ impl TokenBucketConfig {
             initial: cbs,
         }
     }
+
+    /// Raises the committed burst to at least `bytes` (the largest datagram
+    /// the bucket pays for), keeping the excess burst at least twice it and
+    /// the initial tokens at least it. A bucket whose CBS is smaller than a
+    /// datagram can never pay for that datagram from committed tokens: at
+    /// low rates [`for_rate`](Self::for_rate)'s quarter second is smaller
+    /// than one 1,200-byte datagram (below 4,800 bytes per second).
+    pub fn with_min_burst(mut self, bytes: u64) -> Self {
+        self.cbs = self.cbs.max(bytes);
+        self.ebs = self.ebs.max(self.cbs.saturating_mul(2));
+        self.initial = self.initial.max(bytes);
+        self
+    }
 }
 
 /// How a send conforms (RFC 2697 colours).

@@ -1,11 +1,12 @@
-//! Sans-IO transport pieces for game-state packets: fragmentation and
-//! reassembly, chunk/slice reliable transfer, the token bucket and the
+//! Sans-IO transport pieces for game-state packets: authenticated
+//! connections, fragmentation and reassembly, chunk/slice reliable transfer, the token bucket and the
 //! jitter buffer. They carry bytes and know nothing of snapshots;
 //! packets and time are passed in (time as a [`Duration`](std::time::Duration)
 //! since any fixed origin).
 //!
 //! | piece | use it for |
 //! |-------|------------|
+//! | [`conn`] | the UDP path on the open internet: connect tokens, challenge/response, every packet sealed and replay-checked |
 //! | [`fragment`] | snapshots above the MTU: dropped whole if a part is lost |
 //! | [`chunk`] | large must-arrive blocks (full state at connect, a dictionary set): resent until acked |
 //! | [`bucket`] | the per-client byte budget (CIR, CBS, EBS) paying for snapshots ([`Fragmenter::split_paced`]) and chunk slices ([`ChunkSender::poll_transmit_paced`]) |
@@ -39,6 +40,7 @@
 
 pub mod bucket;
 pub mod chunk;
+pub mod conn;
 pub mod fragment;
 pub mod jitter;
 

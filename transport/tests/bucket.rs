@@ -167,3 +167,23 @@ fn extreme_rates_and_times_do_not_overflow() {
     assert_eq!(b.try_consume(u64::MAX, Duration::MAX), Conformance::Green);
     assert!(b.try_consume(u64::MAX, Duration::MAX).allowed());
 }
+
+#[test]
+fn a_low_rate_bucket_still_pays_for_one_datagram() {
+    // 2.2 Mbit/s over 63 clients: 4,365 bytes per second each, a quarter
+    // second of which (1,091) is less than one 1,228-byte datagram.
+    let cir = (2.2e6 / 8.0 / 63.0) as u64;
+    let datagram = 1228;
+    let mut starved = TokenBucket::new(TokenBucketConfig::for_rate(cir));
+    let mut paced = TokenBucket::new(TokenBucketConfig::for_rate(cir).with_min_burst(datagram));
+    let mut sent = 0;
+    for ms in (0..10_000).step_by(16) {
+        let now = Duration::from_millis(ms);
+        assert!(!starved.try_consume_committed(datagram, now));
+        if paced.try_consume_committed(datagram, now) {
+            sent += 1;
+        }
+    }
+    // About the rate: 10 s of 4,365 B/s is 35 datagrams, plus the first.
+    assert!((30..=40).contains(&sent), "{sent} datagrams");
+}

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use tickpack_testkit::rng::SplitMix64;
-use tickpack_transport::chunk::{ResendDelay, ACK_PACKET, SLICE_PACKET};
+use tickpack_transport::chunk::{ResendDelay, ACK_PACKET, DEFAULT_STALL_TIMEOUT, SLICE_PACKET};
 use tickpack_transport::{
     ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, Conformance, TokenBucket,
     TokenBucketConfig, MAX_CHUNK_SIZE, SLICE_SIZE,
@@ -350,7 +350,14 @@ fn hostile_slices_and_acks_give_typed_errors() {
         Err(ChunkError::ChunkTooLarge { .. })
     ));
     s.send(vec![0; 3 * SLICE_SIZE]).unwrap();
-    let _ = s.poll_transmit(Duration::ZERO);
+    let mut t = Duration::ZERO;
+    let mut sent = 0;
+    while sent < 3 {
+        t += Duration::from_millis(50);
+        while s.poll_transmit(t).is_some() {
+            sent += 1;
+        }
+    }
     assert_eq!(
         s.handle_ack(&[ACK_PACKET, 0, 0, 2, 0b1111]),
         Err(ChunkError::AckPadding { chunk_id: 0 })
@@ -501,4 +508,70 @@ fn pushes_a_dictionary_set_to_a_client() {
     .unwrap();
     assert_eq!(rebuilt.id(), original.id());
     assert_eq!(rebuilt.manifest_json(), original.manifest_json());
+}
+
+/// The spoofed slice: the last (1-byte) slice of a claimed
+/// 256-slice chunk 0.
+const SPOOFED_SLICE: [u8; 8] = [0x51, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0xaa];
+
+/// Runs a lossless transfer of `data` at 100 Hz for up to `limit`, with
+/// `before` delivered to the receiver first; returns the chunk and when it
+/// was read.
+fn transfer_after(before: &[&[u8]], data: &[u8], limit: Duration) -> Option<(Vec<u8>, Duration)> {
+    let mut s = ChunkSender::new(ChunkConfig::default());
+    let mut r = ChunkReceiver::new(MAX_CHUNK_SIZE);
+    for p in before {
+        let _ = r.handle_slice(p);
+    }
+    s.send(data.to_vec()).unwrap();
+    let mut t = Duration::ZERO;
+    while t < limit {
+        t += Duration::from_millis(10);
+        r.handle_timeout(t);
+        while let Some(p) = s.poll_transmit(t) {
+            let _ = r.handle_slice(&p);
+        }
+        while let Some(a) = r.poll_transmit() {
+            let _ = s.handle_ack(&a);
+        }
+        if let Some(c) = r.poll_chunk() {
+            return Some((c, t));
+        }
+    }
+    None
+}
+
+#[test]
+fn a_spoofed_slice_before_the_transfer_delays_it_by_the_stall_timeout_at_most() {
+    let data = chunk(3 * SLICE_SIZE - 100, 7);
+    let (got, at) = transfer_after(&[&SPOOFED_SLICE], &data, Duration::from_secs(30))
+        .expect("the real transfer never completed");
+    assert_eq!(got, data);
+    assert!(
+        at <= DEFAULT_STALL_TIMEOUT + Duration::from_secs(1),
+        "{at:?}"
+    );
+}
+
+#[test]
+fn a_spoofed_slice_of_a_newer_chunk_does_not_hold_the_real_one() {
+    let data = chunk(2 * SLICE_SIZE, 8);
+    let mut newer = SPOOFED_SLICE;
+    newer[1] = 9; // chunk 9
+    let (got, _) = transfer_after(&[&newer], &data, Duration::from_secs(30))
+        .expect("the real transfer never completed");
+    assert_eq!(got, data);
+}
+
+#[test]
+fn a_spoofed_ack_for_unsent_slices_is_ignored() {
+    let mut s = ChunkSender::new(ChunkConfig::default());
+    s.send(vec![1; 3 * SLICE_SIZE - 10]).unwrap();
+    // The transfer has started, no slice has gone out yet (no budget at
+    // t = 0): the 5-byte ack claims all three slices.
+    assert_eq!(s.poll_transmit(Duration::ZERO), None);
+    s.handle_ack(&[0xac, 0x00, 0x00, 0x02, 0x07]).unwrap();
+    assert!(s.is_sending());
+    assert_eq!(s.stats().chunks_sent, 0);
+    assert_eq!(s.chunk_id(), 0);
 }

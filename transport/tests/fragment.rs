@@ -197,14 +197,10 @@ fn hostile_headers_give_typed_errors() {
         })
     );
     assert_eq!(r.handle(&part(1, 0, 3, 10), now), Ok(None));
-    assert_eq!(
-        r.handle(&part(1, 1, 2, 10), now),
-        Err(FragmentError::CountMismatch {
-            sequence: 1,
-            expected: 3,
-            actual: 2
-        })
-    );
+    // A conflicting count discards the partial packet and starts over.
+    assert_eq!(r.handle(&part(1, 1, 2, 10), now), Ok(None));
+    assert_eq!(r.stats().conflicts, 1);
+    assert_eq!(r.pile_count(), 1);
     // Fragmenter refuses what the receiver would refuse.
     let mut f = Fragmenter::new(cfg);
     assert_eq!(
@@ -215,7 +211,7 @@ fn hostile_headers_give_typed_errors() {
         })
     );
     assert_eq!(f.split(&vec![0; cfg.max_packet_len()]).unwrap().len(), 256);
-    assert_eq!(r.stats().rejected, 5);
+    assert_eq!(r.stats().rejected, 4);
 }
 
 #[test]
@@ -240,4 +236,55 @@ fn forged_far_ahead_sequence_does_not_block_honest_packets() {
         }
         assert_eq!(out, Some(p));
     }
+}
+
+/// A forged part with `count` parts for `sequence`, one byte of payload.
+fn forged_part(sequence: u16, index: u16, count: u16) -> Vec<u8> {
+    let mut d = Vec::new();
+    FragmentHeader {
+        sequence,
+        index,
+        count,
+    }
+    .write(&mut d);
+    d.push(0xee);
+    d
+}
+
+#[test]
+fn a_forged_one_part_fragment_does_not_make_the_real_packet_a_duplicate() {
+    let cfg = FragmentConfig::default();
+    let mut f = Fragmenter::new(cfg);
+    let mut r = Reassembler::new(cfg);
+    let next = f.next_sequence();
+    assert_eq!(
+        r.handle(&forged_part(next, 0, 1), Duration::ZERO).unwrap(),
+        Some(vec![0xee])
+    );
+    let p = vec![7u8; 3000];
+    let mut out = None;
+    for d in f.split(&p).unwrap() {
+        out = out.or(r.handle(&d, Duration::ZERO).unwrap());
+    }
+    assert_eq!(out, Some(p));
+}
+
+#[test]
+fn a_forged_part_claiming_200_parts_does_not_block_the_real_ones() {
+    let cfg = FragmentConfig::default();
+    let mut f = Fragmenter::new(cfg);
+    let mut r = Reassembler::new(cfg);
+    let next = f.next_sequence();
+    assert_eq!(
+        r.handle(&forged_part(next, 5, 200), Duration::ZERO),
+        Ok(None)
+    );
+    let p = vec![9u8; 3000];
+    let mut out = None;
+    for d in f.split(&p).unwrap() {
+        out = out.or(r.handle(&d, Duration::from_millis(1)).unwrap());
+    }
+    assert_eq!(out, Some(p), "the real packet waited for max_age");
+    assert_eq!(r.stats().conflicts, 1);
+    assert_eq!(r.buffered_bytes(), 0);
 }

@@ -83,6 +83,16 @@ impl TokenSink for ByteSink {
         }
         put_varint64(&mut self.bytes, v);
     }
+
+    #[inline]
+    fn group(&mut self, _section: usize, _spawned: bool, _first: usize, n: usize, bits: u8) {
+        // Element bits at a multiple of 8 always start a fresh byte.
+        self.prev_class = Some(ctx::MASK_ELEMENT);
+        self.meta_since = false;
+        self.bit_byte = self.bytes.len();
+        self.bytes.push(bits);
+        self.bit_pos = n as u8;
+    }
 }
 
 /// Reads the token walk back from payload bytes.
@@ -162,6 +172,29 @@ impl TokenSource for ByteSource<'_> {
             self.meta_since = true;
         }
         self.r.varint64()
+    }
+
+    #[inline]
+    fn group(
+        &mut self,
+        _section: usize,
+        _spawned: bool,
+        _first: usize,
+        n: usize,
+    ) -> Result<u8, DecodeError> {
+        // Element bits at a multiple of 8 always start a fresh byte; its
+        // unused bits are checked when the next run starts.
+        self.close_bits()?;
+        self.prev_class = Some(ctx::MASK_ELEMENT);
+        self.meta_since = false;
+        self.bit_at = self.r.pos();
+        self.bit_byte = self.r.u8()?;
+        self.bit_pos = n as u8;
+        Ok(if n >= 8 {
+            self.bit_byte
+        } else {
+            self.bit_byte & ((1u8 << n) - 1)
+        })
     }
 }
 

@@ -80,6 +80,17 @@ pub(crate) trait TokenSink {
     fn bit(&mut self, ctx: u32, bit: bool);
     /// One unsigned integer.
     fn uint(&mut self, ctx: u32, v: u64);
+    /// The `n` (1..=8) element bits of one mask group starting at element
+    /// `first` (a multiple of 8): bit `k` of `bits` for element `first + k`.
+    /// The same decisions as `n` calls of [`TokenSink::bit`].
+    fn group(&mut self, section: usize, spawned: bool, first: usize, n: usize, bits: u8) {
+        for k in 0..n {
+            self.bit(
+                ctx::make(ctx::MASK_ELEMENT, section, spawned, first + k),
+                (bits >> k) & 1 == 1,
+            );
+        }
+    }
 }
 
 /// Gives back the decisions a [`TokenSink`] received, in the same order.
@@ -89,6 +100,22 @@ pub(crate) trait TokenSource {
     fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError>;
     /// One unsigned integer.
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError>;
+    /// The element bits of one mask group, as [`TokenSink::group`] gave them.
+    fn group(
+        &mut self,
+        section: usize,
+        spawned: bool,
+        first: usize,
+        n: usize,
+    ) -> Result<u8, DecodeError> {
+        let mut bits = 0u8;
+        for k in 0..n {
+            if self.bit(ctx::make(ctx::MASK_ELEMENT, section, spawned, first + k))? {
+                bits |= 1 << k;
+            }
+        }
+        Ok(bits)
+    }
 }
 
 /// One changed element of a row.
@@ -270,12 +297,23 @@ pub(crate) fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionT
     }
 }
 
+/// A decoded snapshot's size so far, its limit, and the cost of one entity
+/// of the section being read (record size + 4 id bytes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SnapshotBudget {
+    pub(crate) used: usize,
+    pub(crate) limit: usize,
+    pub(crate) per_entity: usize,
+}
+
 /// Reads one section's entity sets into `t` (its `base_len` set by the
-/// caller), refusing more than `max_entities` entities in the section.
+/// caller), refusing more than `max_entities` entities in the section, and
+/// a snapshot past `budget` before the spawned ids are read.
 pub(crate) fn read_meta(
     src: &mut impl TokenSource,
     section: usize,
     max_entities: usize,
+    budget: SnapshotBudget,
     t: &mut SectionTokens,
 ) -> Result<(), DecodeError> {
     let bad = DecodeError::BadEntitySet { section };
@@ -318,6 +356,15 @@ pub(crate) fn read_meta(
             section,
             count: kept.saturating_add(usize::try_from(n).unwrap_or(usize::MAX)),
             limit: max_entities,
+        });
+    }
+    let bytes = budget
+        .used
+        .saturating_add((kept + n as usize).saturating_mul(budget.per_entity));
+    if bytes > budget.limit {
+        return Err(DecodeError::SnapshotTooLarge {
+            bytes,
+            limit: budget.limit,
         });
     }
     let mut next = 0u64;
@@ -369,13 +416,17 @@ pub(crate) fn write_rows(
             if !marked {
                 continue;
             }
-            for e in g * GROUP..((g + 1) * GROUP).min(elements) {
-                let changed = it.peek().is_some_and(|t| t.element as usize == e);
-                if changed {
-                    it.next();
+            let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
+            let mut bits = 0u8;
+            while let Some(t) = it.peek() {
+                let e = t.element as usize;
+                if e >= end {
+                    break;
                 }
-                sink.bit(ctx::make(ctx::MASK_ELEMENT, section, spawned, e), changed);
+                bits |= 1 << (e - first);
+                it.next();
             }
+            sink.group(section, spawned, first, end - first, bits);
         }
         for tok in row {
             let e = tok.element as usize;
@@ -413,10 +464,11 @@ pub(crate) fn read_mask(
             continue;
         }
         let before = changed.len();
-        for e in g * GROUP..((g + 1) * GROUP).min(elements) {
-            if src.bit(ctx::make(ctx::MASK_ELEMENT, section, spawned, e))? {
-                changed.push(e as u32);
-            }
+        let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
+        let mut bits = src.group(section, spawned, first, end - first)?;
+        while bits != 0 {
+            changed.push((first + bits.trailing_zeros() as usize) as u32);
+            bits &= bits - 1;
         }
         // A marked group changes something, except the implied single
         // group of a spawned row (which may equal its reference).

@@ -163,20 +163,41 @@ fn unzigzag64(z: u64) -> i64 {
     ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
+/// The whole number an integral float holds, if it is integral, from the
+/// bit pattern alone (no float arithmetic): `mant_bits` mantissa bits,
+/// exponent bias `bias`, integral range `2^max_pow`.
+#[inline]
+fn integral_bits(bits: u64, mant_bits: u32, exp_mask: u64, bias: i64, max_pow: i64) -> Option<i64> {
+    let sign = bits >> (mant_bits + exp_mask.count_ones());
+    let exp = ((bits >> mant_bits) & exp_mask) as i64 - bias;
+    let mant = bits & ((1u64 << mant_bits) - 1);
+    if exp < 0 {
+        // |x| < 1: whole only as +0.0 (-0.0 is excluded).
+        return (bits == 0).then_some(0);
+    }
+    if exp > max_pow || (exp == max_pow && mant != 0) {
+        return None;
+    }
+    let frac_bits = i64::from(mant_bits) - exp;
+    if frac_bits > 0 && mant & ((1u64 << frac_bits) - 1) != 0 {
+        return None;
+    }
+    let m = mant | (1u64 << mant_bits);
+    let whole = if frac_bits >= 0 {
+        m >> frac_bits
+    } else {
+        m << -frac_bits
+    } as i64;
+    Some(if sign == 1 { -whole } else { whole })
+}
+
 /// The whole number an integral float holds, if it is integral.
 #[inline]
 fn integral(bits: u64, width: u8) -> Option<i64> {
     if width == 4 {
-        let x = f32::from_bits(bits as u32);
-        (x.is_finite() && x.trunc() == x && x.abs() <= 16_777_216.0 && bits != 0x8000_0000)
-            .then_some(x as i64)
+        integral_bits(bits & 0xffff_ffff, 23, 0xff, 127, 24)
     } else {
-        let x = f64::from_bits(bits);
-        (x.is_finite()
-            && x.trunc() == x
-            && x.abs() <= 9_007_199_254_740_992.0
-            && bits != 0x8000_0000_0000_0000)
-            .then_some(x as i64)
+        integral_bits(bits, 52, 0x7ff, 1023, 53)
     }
 }
 
@@ -346,6 +367,22 @@ mod tests {
             Err(BadValue)
         );
         assert_eq!(decode(e, Kind::Bits, 1 << 32, &b, &mut o), Err(BadValue));
+    }
+
+    proptest! {
+        #[test]
+        fn integral_matches_float_arithmetic(x: f32, y: f64, k in -20_000_000i64..20_000_000) {
+            let reference32 = |x: f32| (x.is_finite() && x.trunc() == x && x.abs() <= 16_777_216.0
+                && x.to_bits() != 0x8000_0000).then_some(x as i64);
+            let reference64 = |x: f64| (x.is_finite() && x.trunc() == x && x.abs() <= 9_007_199_254_740_992.0
+                && x.to_bits() != 0x8000_0000_0000_0000).then_some(x as i64);
+            for v in [x, k as f32, (k as f32) + 0.5, -0.0, 0.0, f32::INFINITY, f32::NAN] {
+                prop_assert_eq!(integral(u64::from(v.to_bits()), 4), reference32(v), "{}", v);
+            }
+            for v in [y, k as f64, (k as f64) * 1e9, (k as f64) + 0.25, -0.0] {
+                prop_assert_eq!(integral(v.to_bits(), 8), reference64(v), "{}", v);
+            }
+        }
     }
 
     #[test]

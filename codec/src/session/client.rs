@@ -16,13 +16,24 @@ use crate::packet::PacketHeader;
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
-use tickpack_seq::seq_newer;
+use tickpack_seq::{seq_distance, seq_newer};
 
 /// Client settings.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// Snapshots kept (at least the server's ring size). Default 32.
     pub history: usize,
+    /// Furthest a packet's sequence may be ahead of the newest applied one;
+    /// packets further ahead are dropped as [`DropReason::TooFarAhead`], so
+    /// that one spoofed packet cannot make every real one look stale.
+    /// Default [`DEFAULT_MAX_JUMP`]. A longer outage recovers through
+    /// `resync_after`.
+    pub max_jump: u16,
+    /// After this many packets in a row are dropped (stale, too far ahead,
+    /// unknown baseline or undecodable), the client asks for a full
+    /// snapshot and applies the next one whatever its sequence, forgetting
+    /// its history. Default [`DEFAULT_RESYNC_AFTER`].
+    pub resync_after: u32,
     /// Limits (the server's).
     pub limits: Limits,
     /// Dictionaries packets may name.
@@ -33,15 +44,24 @@ impl Default for ClientConfig {
     fn default() -> Self {
         Self {
             history: DEFAULT_HISTORY,
+            max_jump: DEFAULT_MAX_JUMP,
+            resync_after: DEFAULT_RESYNC_AFTER,
             limits: Limits::default(),
             dictionaries: Vec::new(),
         }
     }
 }
 
+/// Default [`ClientConfig::max_jump`]: 1,024 ticks, 17 s at 60 Hz.
+pub const DEFAULT_MAX_JUMP: u16 = 1024;
+/// Default [`ClientConfig::resync_after`].
+pub const DEFAULT_RESYNC_AFTER: u32 = 16;
+
 /// Why a packet was not applied. None of these changes the client's state,
-/// except that a checksum mismatch asks the server for a full snapshot.
+/// except that a checksum mismatch, or [`ClientConfig::resync_after`] drops
+/// in a row, ask the server for a full snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DropReason {
     /// Not newer than the newest snapshot already applied (late or duplicate).
     Stale {
@@ -49,6 +69,16 @@ pub enum DropReason {
         sequence: u16,
         /// The newest applied.
         newest: u16,
+    },
+    /// Further ahead of the newest applied snapshot than
+    /// [`ClientConfig::max_jump`].
+    TooFarAhead {
+        /// The packet's sequence.
+        sequence: u16,
+        /// The newest applied.
+        newest: u16,
+        /// The configured bound.
+        max_jump: u16,
     },
     /// Coded against a baseline the client never had or has evicted.
     UnknownBaseline {
@@ -67,6 +97,14 @@ impl fmt::Display for DropReason {
             Self::Stale { sequence, newest } => {
                 write!(f, "packet {sequence} is not newer than {newest}")
             }
+            Self::TooFarAhead {
+                sequence,
+                newest,
+                max_jump,
+            } => write!(
+                f,
+                "packet {sequence} is more than {max_jump} ahead of {newest}"
+            ),
             Self::UnknownBaseline { sequence, baseline } => {
                 write!(
                     f,
@@ -101,6 +139,10 @@ pub struct ClientStats {
     pub full: u64,
     /// Dropped as stale (late or duplicate).
     pub stale: u64,
+    /// Dropped as too far ahead.
+    pub too_far_ahead: u64,
+    /// Times [`ClientConfig::resync_after`] drops in a row started a resync.
+    pub resyncs: u64,
     /// Dropped for a missing baseline.
     pub unknown_baseline: u64,
     /// Dropped as undecodable (malformed or checksum mismatch).
@@ -113,6 +155,10 @@ pub struct Client {
     ring: Vec<Option<(u16, Snapshot)>>,
     newest: Option<u16>,
     want_full: bool,
+    max_jump: u16,
+    resync_after: u32,
+    dropped_in_a_row: u32,
+    resyncing: bool,
     scratch: Snapshot,
     stats: ClientStats,
 }
@@ -146,6 +192,10 @@ impl Client {
             ring: vec![None; config.history],
             newest: None,
             want_full: false,
+            max_jump: config.max_jump,
+            resync_after: config.resync_after.max(1),
+            dropped_in_a_row: 0,
+            resyncing: false,
             scratch: Snapshot::default(),
             stats: ClientStats::default(),
         })
@@ -184,8 +234,21 @@ impl Client {
             Received::Applied { baseline, .. } => {
                 self.stats.applied += 1;
                 self.stats.full += u64::from(baseline.is_none());
+                self.dropped_in_a_row = 0;
             }
+            Received::Dropped(_) => {
+                self.dropped_in_a_row = self.dropped_in_a_row.saturating_add(1);
+                if self.dropped_in_a_row >= self.resync_after && !self.resyncing {
+                    self.resyncing = true;
+                    self.want_full = true;
+                    self.stats.resyncs += 1;
+                }
+            }
+        }
+        match &r {
+            Received::Applied { .. } => {}
             Received::Dropped(DropReason::Stale { .. }) => self.stats.stale += 1,
+            Received::Dropped(DropReason::TooFarAhead { .. }) => self.stats.too_far_ahead += 1,
             Received::Dropped(DropReason::UnknownBaseline { .. }) => {
                 self.stats.unknown_baseline += 1
             }
@@ -206,9 +269,18 @@ impl Client {
             Err(e) => return drop(DropReason::Undecodable(e)),
         };
         let sequence = header.sequence;
-        if let Some(newest) = self.newest {
+        // While resyncing, a full snapshot is applied whatever its sequence.
+        let resync = self.resyncing && header.baseline.is_none();
+        if let (Some(newest), false) = (self.newest, resync) {
             if !seq_newer(sequence, newest) {
                 return drop(DropReason::Stale { sequence, newest });
+            }
+            if seq_distance(sequence, newest) > self.max_jump {
+                return drop(DropReason::TooFarAhead {
+                    sequence,
+                    newest,
+                    max_jump: self.max_jump,
+                });
             }
         }
         let n = self.ring.len();
@@ -251,6 +323,10 @@ impl Client {
             &mut self.scratch,
         ) {
             return drop(DropReason::Undecodable(e));
+        }
+        if resync {
+            self.ring.iter_mut().for_each(|s| *s = None);
+            self.resyncing = false;
         }
         let slot = &mut self.ring[usize::from(sequence) % n];
         match slot {

@@ -46,7 +46,9 @@ mod rate;
 mod server;
 mod view;
 
-pub use client::{Client, ClientConfig, ClientStats, DropReason, Received};
+pub use client::{
+    Client, ClientConfig, ClientStats, DropReason, Received, DEFAULT_MAX_JUMP, DEFAULT_RESYNC_AFTER,
+};
 pub use error::SessionError;
 pub use handshake::Hello;
 pub use message::ClientMessage;
@@ -56,5 +58,34 @@ pub use server::{AckOutcome, Server, ServerConfig, ServerStats};
 pub use tickpack_seq::{seq_distance, seq_newer};
 pub use view::View;
 
-/// Default number of snapshots kept per client, as in Quake 3.
+/// Default number of snapshots kept per client, as in Quake 3: enough for
+/// round trips up to about 400 ms at 60 Hz. Longer round trips need
+/// [`history_for`].
 pub const DEFAULT_HISTORY: usize = 32;
+
+/// The history (for [`ServerConfig::history`] and [`ClientConfig::history`])
+/// that serves round trips up to `max_round_trip` at one snapshot per
+/// `tick`: twice the round trip in ticks (an ack is itself late, and with
+/// loss the newest ack that arrived is older still) plus 8, at least
+/// [`DEFAULT_HISTORY`], at most 32,767.
+///
+/// A history shorter than the round trip evicts every snapshot before its
+/// ack arrives, and every packet becomes a full snapshot.
+///
+/// ```
+/// use std::time::Duration;
+/// use tickpack::session::history_for;
+///
+/// let tick = Duration::from_micros(16_667); // 60 Hz
+/// assert_eq!(history_for(tick, Duration::from_millis(100)), 32);
+/// assert_eq!(history_for(tick, Duration::from_millis(800)), 104);
+/// ```
+pub fn history_for(tick: core::time::Duration, max_round_trip: core::time::Duration) -> usize {
+    let tick_ns = tick.as_nanos().max(1);
+    let ticks = max_round_trip.as_nanos().div_ceil(tick_ns);
+    let history = ticks.saturating_mul(2).saturating_add(8);
+    usize::try_from(history).unwrap_or(usize::MAX).clamp(
+        DEFAULT_HISTORY,
+        usize::from(crate::packet::MAX_BASELINE_DISTANCE),
+    )
+}

@@ -460,6 +460,12 @@ impl Server {
 
     /// Handles a client message: its ack and its request for a full
     /// snapshot. Returns the client id and what the ack did.
+    ///
+    /// The client id is the one the message claims: on an untrusted link
+    /// anyone can claim any id. Behind an authenticated connection, parse
+    /// the message with [`ClientMessage::parse`] and call
+    /// [`ack`](Self::ack) and [`request_full`](Self::request_full) with the
+    /// id the connection authenticated instead.
     pub fn handle_message(
         &mut self,
         bytes: &[u8],

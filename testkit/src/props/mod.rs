@@ -38,6 +38,7 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("fragment_reassembly", fragment_reassembly),
     ("chunk_receiver", chunk_receiver),
     ("huffman_decode", huffman_decode),
+    ("conn_packets", conn_packets),
     ("quant_roundtrip", quant_roundtrip),
 ];
 
@@ -47,6 +48,7 @@ pub const DICT_ID: u32 = 0xd1c7_0001;
 use crate::arb::*;
 use crate::rng::SplitMix64;
 
+mod conn;
 mod decode;
 mod huffman;
 mod packets;
@@ -55,6 +57,7 @@ mod roundtrip;
 mod session;
 mod transport;
 
+use conn::*;
 use decode::*;
 use huffman::*;
 use packets::*;
@@ -201,4 +204,12 @@ pub fn chunk_receiver(data: &[u8]) {
 /// encode then decode of arbitrary data under the table is the identity.
 pub fn huffman_decode(data: &[u8]) {
     let _ = huffman_decode_inner(&mut Unstructured::new(data));
+}
+
+/// The connection layer fed arbitrary datagrams at both ends, mutations of
+/// honest packets and replays, between honest traffic: nothing forged or
+/// mutated is ever delivered, every honest packet is delivered once, and
+/// nothing hostile moves the client or ends the connection.
+pub fn conn_packets(data: &[u8]) {
+    let _ = conn_packets_inner(&mut Unstructured::new(data));
 }

@@ -319,6 +319,11 @@ pub(super) fn check_encode_error(
             assert_eq!(cur.sections()[*section].len(), *count);
             assert!(count > limit, "{e:?}");
         }
+        EncodeError::SnapshotTooLarge { bytes, limit } => {
+            assert!(!bad_distance, "{e:?} before the baseline distance error");
+            assert_eq!(*limit, limits.max_snapshot_bytes);
+            assert!(bytes > limit, "{e:?}");
+        }
         EncodeError::PayloadTooLarge { size, limit } => {
             assert!(!bad_distance, "{e:?} before the baseline distance error");
             assert_eq!(*limit, limits.max_decoded_bytes);

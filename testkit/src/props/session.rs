@@ -119,6 +119,7 @@ pub(super) fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         decoder: Limits {
             max_entities_per_section: 1000,
             max_decoded_bytes: 256 << 10,
+            max_snapshot_bytes: 1 << 20,
         },
     };
     let (bytes, written) = if u.arbitrary()? {

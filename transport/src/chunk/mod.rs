@@ -44,7 +44,7 @@ pub(crate) mod receiver;
 pub(crate) mod sender;
 pub(crate) mod wire;
 
-pub use receiver::ChunkReceiver;
+pub use receiver::{ChunkReceiver, DEFAULT_STALL_TIMEOUT};
 pub use sender::{ChunkSender, SenderStats};
 
 /// Bytes per slice (all but the last slice of a chunk are this size).

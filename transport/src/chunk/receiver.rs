@@ -2,6 +2,8 @@
 //! buffer sized by the announced slice count (capped by the configured
 //! maximum), acks written as slices arrive.
 
+use std::time::Duration;
+
 use tickpack_seq::seq_newer;
 
 use super::wire::{parse_slice, write_ack, SliceSet};
@@ -17,11 +19,28 @@ struct Incoming {
     last_len: Option<usize>,
 }
 
+/// How long a transfer may go without a new slice before the receiver
+/// gives it up (see [`ChunkReceiver::handle_timeout`]).
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Receives chunks slice by slice and acks them; see the
 /// [module docs](crate::chunk).
+///
+/// It never stays stuck on a transfer it cannot finish (a forged first
+/// slice announcing another slice count or chunk id, or a chunk the sender
+/// gave up): once no new slice has arrived for the stall timeout, the next
+/// slice that conflicts with the transfer, or names another chunk, starts
+/// over.
 #[derive(Debug)]
 pub struct ChunkReceiver {
     max_chunk_size: usize,
+    stall_timeout: Duration,
+    /// The newest time given to [`handle_timeout`](Self::handle_timeout).
+    clock: Duration,
+    /// When the receiver last made progress (a new slice, a chunk read).
+    progress_at: Duration,
+    /// Transfers given up for stalling.
+    resets: u64,
     chunk_id: u16,
     current: Option<Incoming>,
     ready: Option<Vec<u8>>,
@@ -38,6 +57,10 @@ impl ChunkReceiver {
     pub fn new(max_chunk_size: usize) -> Self {
         Self {
             max_chunk_size: max_chunk_size.min(MAX_CHUNK_SIZE),
+            stall_timeout: DEFAULT_STALL_TIMEOUT,
+            clock: Duration::ZERO,
+            progress_at: Duration::ZERO,
+            resets: 0,
             chunk_id: 0,
             current: None,
             ready: None,
@@ -47,9 +70,35 @@ impl ChunkReceiver {
         }
     }
 
+    /// Sets the stall timeout (default [`DEFAULT_STALL_TIMEOUT`]); give
+    /// it a few resend delays of the sender.
+    pub fn with_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall_timeout = timeout;
+        self
+    }
+
     /// Id of the chunk being received (or next expected).
     pub fn chunk_id(&self) -> u16 {
         self.chunk_id
+    }
+
+    /// Transfers given up because they stalled.
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+
+    /// Advances the receiver's clock (a [`Duration`] since any fixed
+    /// origin) and gives up a transfer that got no new slice for the stall
+    /// timeout. Call it every update.
+    pub fn handle_timeout(&mut self, now: Duration) {
+        self.clock = self.clock.max(now);
+        if self.stalled() && self.current.take().is_some() {
+            self.resets += 1;
+        }
+    }
+
+    fn stalled(&self) -> bool {
+        self.clock.saturating_sub(self.progress_at) >= self.stall_timeout
     }
 
     /// Whether a slice of the current chunk has arrived and the chunk is not
@@ -82,14 +131,20 @@ impl ChunkReceiver {
                 return Ok(());
             }
         }
-        if seq_newer(self.chunk_id, s.chunk_id) {
-            return Ok(());
-        }
         if s.chunk_id != self.chunk_id {
-            return Err(ChunkError::UnexpectedChunk {
-                chunk_id: s.chunk_id,
-                expected: self.chunk_id,
-            });
+            // Another chunk: after a stall it starts over (the sender moved
+            // on, or the expected id was a forged slice's); before, older
+            // ones are late resends and newer ones an error.
+            if self.ready.is_none() && self.stalled() {
+                self.restart(s.chunk_id);
+            } else if seq_newer(self.chunk_id, s.chunk_id) {
+                return Ok(());
+            } else {
+                return Err(ChunkError::UnexpectedChunk {
+                    chunk_id: s.chunk_id,
+                    expected: self.chunk_id,
+                });
+            }
         }
         if self.ready.is_some() {
             self.ack_pending = true;
@@ -102,17 +157,23 @@ impl ChunkReceiver {
                 limit: self.max_chunk_size,
             });
         }
-        let cur = match &mut self.current {
-            Some(cur) => {
-                if cur.num_slices != s.num_slices {
+        if let Some(cur) = &self.current {
+            if cur.num_slices != s.num_slices {
+                if !self.stalled() {
                     return Err(ChunkError::NumSlicesMismatch {
                         chunk_id: s.chunk_id,
                         expected: cur.num_slices,
                         actual: s.num_slices,
                     });
                 }
-                cur
+                // The transfer stalled: this slice starts it over.
+                self.current = None;
+                self.resets += 1;
             }
+        }
+        let clock = self.clock;
+        let cur = match &mut self.current {
+            Some(cur) => cur,
             None => self.current.insert(Incoming {
                 num_slices: s.num_slices,
                 received: SliceSet::default(),
@@ -145,6 +206,7 @@ impl ChunkReceiver {
             cur.last_len = last_len;
         }
         cur.num_received += 1;
+        self.progress_at = clock;
         if cur.num_received == cur.num_slices {
             if let Some(mut done) = self.current.take() {
                 let len = (done.num_slices - 1) * SLICE_SIZE + done.last_len.unwrap_or(SLICE_SIZE);
@@ -154,6 +216,17 @@ impl ChunkReceiver {
             }
         }
         Ok(())
+    }
+
+    /// Gives up the current transfer and expects `chunk_id`.
+    fn restart(&mut self, chunk_id: u16) {
+        if self.current.take().is_some() {
+            self.resets += 1;
+        }
+        self.chunk_id = chunk_id;
+        self.previous = None;
+        self.ack_pending = false;
+        self.prev_ack_pending = false;
     }
 
     /// The next ack packet to send, if slices arrived since the last one.
@@ -179,6 +252,7 @@ impl ChunkReceiver {
     /// chunk id.
     pub fn poll_chunk(&mut self) -> Option<Vec<u8>> {
         let data = self.ready.take()?;
+        self.progress_at = self.clock;
         self.previous = Some((self.chunk_id, data.len().div_ceil(SLICE_SIZE)));
         self.chunk_id = self.chunk_id.wrapping_add(1);
         self.current = None;

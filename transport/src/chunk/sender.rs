@@ -152,8 +152,11 @@ impl ChunkSender {
                 actual: ack.num_slices,
             });
         }
+        // A bit for a slice never sent is ignored: the receiver cannot have
+        // it, so the ack is forged or belongs to another transfer.
         for i in 0..cur.num_slices {
-            if ack.set.contains(i) && cur.acked.insert(i) {
+            let sent = cur.last_sent.get(i).is_some_and(Option::is_some);
+            if sent && ack.set.contains(i) && cur.acked.insert(i) {
                 cur.num_acked += 1;
             }
         }

@@ -131,16 +131,6 @@ pub enum FragmentError {
         /// [`FragmentConfig::part_payload`].
         limit: usize,
     },
-    /// The part's count disagrees with the pile already started for its
-    /// sequence.
-    CountMismatch {
-        /// Packet sequence.
-        sequence: u16,
-        /// Count of the pile.
-        expected: u16,
-        /// Count in the part.
-        actual: u16,
-    },
     /// The part would not fit in `max_buffered_bytes` even with every other
     /// pile evicted.
     OverBudget {
@@ -180,14 +170,6 @@ impl fmt::Display for FragmentError {
             Self::PartTooLarge { len, limit } => {
                 write!(f, "fragment payload of {len} bytes exceeds {limit}")
             }
-            Self::CountMismatch {
-                sequence,
-                expected,
-                actual,
-            } => write!(
-                f,
-                "fragment of {sequence} announces {actual} parts, its pile has {expected}"
-            ),
             Self::OverBudget { needed, limit } => {
                 write!(f, "fragment pile needs {needed} bytes, limit is {limit}")
             }
@@ -358,6 +340,9 @@ pub struct ReassemblyStats {
     pub completed: u64,
     /// Parts ignored because they were already held or delivered.
     pub duplicates: u64,
+    /// Partial packets discarded because a part of the same sequence
+    /// announced another part count (one of them is forged or stale).
+    pub conflicts: u64,
     /// Partial packets evicted for age.
     pub evicted_age: u64,
     /// Partial packets evicted to respect the pile or byte caps.
@@ -392,8 +377,9 @@ pub struct Reassembler {
     config: FragmentConfig,
     piles: Vec<Pile>,
     buffered: usize,
-    /// The last [`COMPLETED_WINDOW`] completed sequences.
-    completed: VecDeque<u16>,
+    /// The last [`COMPLETED_WINDOW`] completed sequences, with their part
+    /// counts.
+    completed: VecDeque<(u16, u16)>,
     stats: ReassemblyStats,
 }
 
@@ -495,20 +481,27 @@ impl Reassembler {
                 limit,
             });
         }
-        if self.completed.contains(&sequence) {
+        // A part of a delivered packet is a duplicate only if it announces
+        // the same part count: a forged one-part packet must not make the
+        // real packet of that sequence look delivered.
+        if self.completed.contains(&(sequence, h.count)) {
             self.stats.duplicates += 1;
             return Ok(None);
         }
-        let pos = self.piles.iter().position(|p| p.sequence == sequence);
+        let mut pos = self.piles.iter().position(|p| p.sequence == sequence);
+        if let Some(i) = pos {
+            if self.piles[i].count != h.count {
+                // Conflicting counts: the partial packet is discarded and
+                // this part starts over, so a forged part cannot hold the
+                // real ones until `max_age`.
+                let p = self.piles.swap_remove(i);
+                self.buffered = self.buffered.saturating_sub(p.charged);
+                self.stats.conflicts += 1;
+                pos = None;
+            }
+        }
         if let Some(i) = pos {
             let pile = &self.piles[i];
-            if pile.count != h.count {
-                return Err(FragmentError::CountMismatch {
-                    sequence,
-                    expected: pile.count,
-                    actual: h.count,
-                });
-            }
             if pile.parts.contains_key(&h.index) {
                 self.stats.duplicates += 1;
                 return Ok(None);
@@ -517,7 +510,7 @@ impl Reassembler {
         let cost = payload.len() + PART_OVERHEAD;
         if h.count == 1 {
             // Whole packet in one part: nothing to buffer.
-            self.mark_completed(sequence);
+            self.mark_completed(sequence, 1);
             self.stats.completed += 1;
             return Ok(Some(payload.to_vec()));
         }
@@ -565,7 +558,7 @@ impl Reassembler {
         for part in pile.parts.into_values() {
             out.extend_from_slice(&part);
         }
-        self.mark_completed(sequence);
+        self.mark_completed(sequence, pile.count);
         self.stats.completed += 1;
         Ok(Some(out))
     }
@@ -590,11 +583,11 @@ impl Reassembler {
         }
     }
 
-    fn mark_completed(&mut self, sequence: u16) {
+    fn mark_completed(&mut self, sequence: u16, count: u16) {
         if self.completed.len() >= COMPLETED_WINDOW {
             self.completed.pop_front();
         }
-        self.completed.push_back(sequence);
+        self.completed.push_back((sequence, count));
     }
 }
 

@@ -46,7 +46,7 @@ fn out_of_order_and_duplicates() {
 }
 
 #[test]
-fn count_mismatch_rejected() {
+fn count_mismatch_discards_the_partial_packet() {
     let cfg = FragmentConfig {
         mtu: 16,
         ..FragmentConfig::default()
@@ -68,14 +68,10 @@ fn count_mismatch_rejected() {
         count: 4,
     }
     .write(&mut b);
-    assert_eq!(
-        r.handle(&b, ms(0)),
-        Err(FragmentError::CountMismatch {
-            sequence: 7,
-            expected: 3,
-            actual: 4
-        })
-    );
+    assert_eq!(r.handle(&b, ms(0)), Ok(None));
+    assert_eq!(r.stats().conflicts, 1);
+    assert_eq!(r.pile_count(), 1);
+    assert_eq!(r.buffered_bytes(), PART_OVERHEAD);
     assert_eq!(
         r.handle(&[1, 2], ms(0)),
         Err(FragmentError::Truncated { len: 2 })

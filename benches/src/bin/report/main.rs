@@ -359,7 +359,7 @@ fn markdown(results: &[ScenarioResult], ticks: usize, quick: bool) -> String {
          baseline tick *i* − {DISTANCE} (prior *i* − {} for `predict` fields); the first 80% of ticks \
          train every trained codec, the packets of the last 20% are measured, each one decoded and \
          compared with the original (all round-tripped bit-exactly). Bytes are whole packets \
-         (tickpack: with its header and 2-byte checksum; the others: no header of their own \
+         (tickpack: with its header, no checksum; the others: no header of their own \
          beyond what the format needs). µs are per packet, one thread, the fastest of up to {PASSES} \
          timed passes (the machine is shared with other work; expect ±10-20% run to run). Mbit/s: mean bytes × 8 × 60 Hz × 63 clients. \
          % of raw: of the record bytes (ids not counted).\n",

@@ -1,0 +1,163 @@
+//! Decoder memory at the default limits, measured with a counting
+//! allocator: the bounds SECURITY.md states.
+#![allow(clippy::unwrap_used)]
+
+use tickpack::session::{Client, ClientConfig, Received};
+use tickpack::{DecodeError, Decoder, Limits, Primitive, Schema, Snapshot};
+
+mod counting;
+use counting::{peak_of, SERIAL};
+
+fn schema() -> Schema {
+    Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 14)
+        .build()
+        .unwrap()
+}
+
+/// A keyframe at `sequence` (format 2: flags IDS, schema id) spawning
+/// `entities` entities with all-zero records: a raw block with the section
+/// flags and the spawn count, then RLE blocks of zeros (8,192 bytes each
+/// but the last) for the ids (gap 0) and the rows (one group byte of zero
+/// each: nothing differs from the default record).
+fn zero_bomb(s: &Schema, sequence: u16, entities: u32) -> Vec<u8> {
+    let mut p = vec![0x42u8];
+    p.extend_from_slice(&sequence.to_le_bytes());
+    p.extend_from_slice(&s.id().to_le_bytes());
+    let mut raw = vec![4u8];
+    let mut v = entities - 1;
+    while v >= 0x80 {
+        raw.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    raw.push(v as u8);
+    p.push(0x00);
+    p.extend_from_slice(&(raw.len() as u16 - 1).to_le_bytes());
+    p.extend_from_slice(&raw);
+    let mut zeros = entities as usize * 2;
+    while zeros > 0 {
+        let len = zeros.min(8192);
+        zeros -= len;
+        if zeros == 0 {
+            p.push(0x03);
+            let mut v = len;
+            while v >= 0x80 {
+                p.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            p.push(v as u8);
+        } else {
+            p.push(0x02);
+            p.extend_from_slice(&(len as u16 - 1).to_le_bytes());
+        }
+        p.push(0);
+    }
+    p
+}
+
+/// The most entities of [`zero_bomb`] the limits accept: the spawned
+/// records within `max_decoded_bytes`, the snapshot within
+/// `max_snapshot_bytes`.
+fn entities_for(l: &Limits) -> u32 {
+    (l.max_decoded_bytes / 14).min(l.max_snapshot_bytes / 18) as u32
+}
+
+/// What SECURITY.md promises for one decode: twice the payload limit
+/// (the regenerated payload and its growth) plus twice the snapshot limit
+/// (the output and the decoder's scratch planes).
+fn decode_bound(l: &Limits) -> usize {
+    2 * l.max_decoded_bytes + 2 * l.max_snapshot_bytes
+}
+
+#[test]
+fn a_keyframe_of_65536_zero_entities_is_refused_within_the_bound() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let mut dec = Decoder::new(s.clone());
+    let _ = dec.decode(&[0xff], None);
+    let p = zero_bomb(&s, 0, 65_536);
+    assert!(p.len() < 200, "{} bytes", p.len());
+    let mut out = Snapshot::new(&s);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert_eq!(
+        r,
+        Err(DecodeError::SnapshotTooLarge {
+            bytes: 65_536 * 18,
+            limit: Limits::default().max_snapshot_bytes
+        })
+    );
+    assert!(
+        peak <= 2 * Limits::default().max_decoded_bytes,
+        "peak {peak}"
+    );
+}
+
+#[test]
+fn the_largest_bomb_the_defaults_accept_stays_within_the_bound() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let limits = Limits::default();
+    let mut dec = Decoder::new(s.clone());
+    let _ = dec.decode(&[0xff], None);
+    let p = zero_bomb(&s, 0, entities_for(&limits));
+    let mut out = Snapshot::new(&s);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert!(r.is_ok(), "{r:?}");
+    assert!(out.sections()[0].len() > 17_000);
+    eprintln!("decode peak {peak} for {} bytes", p.len());
+    assert!(
+        peak <= decode_bound(&limits),
+        "peak {peak} for {} bytes",
+        p.len()
+    );
+}
+
+#[test]
+fn a_snapshot_over_the_limit_is_refused_before_it_is_built() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let limits = Limits {
+        max_decoded_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let mut dec = Decoder::new(s.clone());
+    dec.set_limits(limits);
+    let _ = dec.decode(&[0xff], None);
+    let p = zero_bomb(&s, 0, 65_536);
+    let mut out = Snapshot::new(&s);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert_eq!(
+        r,
+        Err(DecodeError::SnapshotTooLarge {
+            bytes: 65_536 * 18,
+            limit: limits.max_snapshot_bytes
+        })
+    );
+    assert!(peak <= 2 * limits.max_decoded_bytes, "peak {peak}");
+}
+
+#[test]
+fn a_session_client_holds_at_most_history_times_the_snapshot_limit() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let config = ClientConfig::default();
+    let limits = config.limits;
+    let history = config.history;
+    let mut client = Client::new(s.clone(), config).unwrap();
+    let entities = entities_for(&limits);
+    let (applied, peak) = peak_of(|| {
+        let mut applied = 0;
+        for seq in 0..(2 * history as u16) {
+            let p = zero_bomb(&s, seq, entities);
+            if matches!(client.receive(&p), Received::Applied { .. }) {
+                applied += 1;
+            }
+        }
+        applied
+    });
+    assert_eq!(applied, 2 * history);
+    let bound = history * limits.max_snapshot_bytes + decode_bound(&limits);
+    eprintln!("client peak {peak}, bound {bound}");
+    assert!(peak <= bound, "peak {peak}, bound {bound}");
+}

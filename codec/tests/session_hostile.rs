@@ -1,0 +1,154 @@
+//! Spoofed session packets (issue reproductions): a forged keyframe far
+//! ahead must not stall the client, and repeated drops lead to a full
+//! snapshot that is applied.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use tickpack::session::{
+    Client, ClientConfig, DropReason, Received, Server, ServerConfig, View, DEFAULT_RESYNC_AFTER,
+};
+use tickpack::{Primitive, Schema, Snapshot};
+
+fn schema() -> Schema {
+    Schema::builder()
+        .entity("car")
+        .field("x", Primitive::F32, 1)
+        .build()
+        .unwrap()
+}
+
+fn world(schema: &Schema, tick: u32) -> Arc<Snapshot> {
+    let mut w = Snapshot::new(schema);
+    for id in 0..4u32 {
+        let x = (tick * 4 + id) as f32;
+        w.section_mut(0)
+            .unwrap()
+            .insert(id, &x.to_le_bytes())
+            .unwrap();
+    }
+    Arc::new(w)
+}
+
+/// A small, valid keyframe of an empty world, re-labelled with `sequence`.
+fn forged_keyframe(schema: &Schema, sequence: u16) -> Vec<u8> {
+    let mut other = Server::new(schema.clone(), ServerConfig::default()).unwrap();
+    other.connect(9);
+    other.begin_tick(Arc::new(Snapshot::new(schema)));
+    let mut packet = other.send(9, &View::all()).unwrap().to_vec();
+    packet[1..3].copy_from_slice(&sequence.to_le_bytes());
+    packet
+}
+
+struct Game {
+    schema: Schema,
+    server: Server,
+    client: Client,
+    tick: u32,
+}
+
+impl Game {
+    fn new() -> Self {
+        let schema = schema();
+        let mut server = Server::new(schema.clone(), ServerConfig::default()).unwrap();
+        server.connect(1);
+        let client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+        Self {
+            schema,
+            server,
+            client,
+            tick: 0,
+        }
+    }
+
+    /// One tick: the server sends, the client receives (after `inject`
+    /// packets, if any) and acks.
+    fn tick(&mut self, inject: &[Vec<u8>]) -> Received {
+        self.tick += 1;
+        let w = world(&self.schema, self.tick);
+        self.server.begin_tick(w);
+        let packet = self.server.send(1, &View::all()).unwrap();
+        for p in inject {
+            self.client.receive(p);
+        }
+        let r = self.client.receive(&packet);
+        self.server
+            .handle_message(&self.client.message(1).to_bytes())
+            .unwrap();
+        r
+    }
+
+    fn in_sync(&self) -> bool {
+        self.client.latest().map(|(_, s)| s) == Some(&*world(&self.schema, self.tick))
+    }
+}
+
+#[test]
+fn a_forged_keyframe_32767_ahead_is_dropped_and_real_packets_apply() {
+    let mut g = Game::new();
+    for _ in 0..5 {
+        assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+    }
+    let newest = g.client.ack().unwrap();
+    let forged = forged_keyframe(&g.schema, newest.wrapping_add(32767));
+    assert!(
+        forged.len() <= 16,
+        "forged keyframe of {} bytes",
+        forged.len()
+    );
+    assert!(matches!(
+        g.client.receive(&forged),
+        Received::Dropped(DropReason::TooFarAhead { .. })
+    ));
+    for _ in 0..5 {
+        assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+        assert!(g.in_sync());
+    }
+}
+
+#[test]
+fn a_forged_keyframe_within_the_jump_bound_costs_a_resync_not_minutes() {
+    let mut g = Game::new();
+    for _ in 0..5 {
+        g.tick(&[]);
+    }
+    let newest = g.client.ack().unwrap();
+    let forged = forged_keyframe(&g.schema, newest.wrapping_add(1000));
+    assert!(matches!(
+        g.client.receive(&forged),
+        Received::Applied { .. }
+    ));
+    // Every real packet now looks stale; after DEFAULT_RESYNC_AFTER of them
+    // the client asks for a full snapshot and applies it.
+    let mut ticks = 0;
+    while !g.in_sync() {
+        g.tick(&[]);
+        ticks += 1;
+        assert!(ticks < DEFAULT_RESYNC_AFTER + 4, "still out of sync");
+    }
+    assert_eq!(g.client.stats().resyncs, 1);
+    for _ in 0..5 {
+        assert!(matches!(
+            g.tick(&[]),
+            Received::Applied {
+                baseline: Some(_),
+                ..
+            }
+        ));
+        assert!(g.in_sync());
+    }
+}
+
+#[test]
+fn repeated_undecodable_packets_ask_for_a_full_snapshot() {
+    let mut g = Game::new();
+    for _ in 0..3 {
+        g.tick(&[]);
+    }
+    for _ in 0..DEFAULT_RESYNC_AFTER {
+        g.client.receive(&[1, 0, 0, 0, 0]);
+    }
+    assert!(g.client.message(1).request_full);
+    g.tick(&[]);
+    assert!(g.in_sync());
+}

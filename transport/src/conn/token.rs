@@ -1,0 +1,220 @@
+//! Connect tokens: what a backend hands a client (over its own secure
+//! channel, e.g. HTTPS) so that the client may connect to a server holding
+//! the same private key.
+//!
+//! The token's private part is sealed with XChaCha20-Poly1305 under the
+//! private key; the client cannot read or change it and forwards it in its
+//! connection request. The public part gives the client the two packet keys
+//! the private part also carries.
+
+use std::time::Duration;
+
+use super::crypto::{fill_random, open_x, seal_x, Key, KEY_BYTES, TAG_BYTES, XNONCE_BYTES};
+use super::{ConnError, VERSION};
+
+/// Bytes of the private part before sealing: client id (8), timeout in
+/// seconds (4), client-to-server key (32), server-to-client key (32).
+pub(crate) const PRIVATE_PLAIN_BYTES: usize = 8 + 4 + 2 * KEY_BYTES;
+/// Bytes of the sealed private part.
+pub const PRIVATE_TOKEN_BYTES: usize = PRIVATE_PLAIN_BYTES + TAG_BYTES;
+/// Bytes of [`ConnectToken::to_bytes`].
+pub const CONNECT_TOKEN_BYTES: usize =
+    VERSION.len() + 8 + 8 + 8 + 4 + XNONCE_BYTES + PRIVATE_TOKEN_BYTES + 2 * KEY_BYTES;
+
+/// A connect token as the client holds it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnectToken {
+    /// The game's protocol id; a server refuses tokens of other protocols.
+    pub protocol_id: u64,
+    /// The client's id, chosen by the backend.
+    pub client_id: u64,
+    /// Seconds since the Unix epoch after which no server accepts the token.
+    pub expires_at: u64,
+    /// Seconds without an authenticated packet after which either side
+    /// drops the connection.
+    pub timeout_secs: u32,
+    /// Nonce of the sealed private part.
+    pub nonce: [u8; XNONCE_BYTES],
+    /// The private part, sealed under the server's private key.
+    pub private: [u8; PRIVATE_TOKEN_BYTES],
+    /// Key of the client's packets.
+    pub client_to_server_key: Key,
+    /// Key of the server's packets.
+    pub server_to_client_key: Key,
+}
+
+impl std::fmt::Debug for ConnectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectToken")
+            .field("protocol_id", &self.protocol_id)
+            .field("client_id", &self.client_id)
+            .field("expires_at", &self.expires_at)
+            .field("timeout_secs", &self.timeout_secs)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The private part after the server opened it.
+#[derive(Debug, Clone)]
+pub(crate) struct PrivateToken {
+    pub(crate) client_id: u64,
+    pub(crate) timeout_secs: u32,
+    pub(crate) client_to_server_key: Key,
+    pub(crate) server_to_client_key: Key,
+}
+
+impl PrivateToken {
+    pub(crate) fn write(&self, out: &mut [u8; PRIVATE_PLAIN_BYTES]) {
+        out[..8].copy_from_slice(&self.client_id.to_le_bytes());
+        out[8..12].copy_from_slice(&self.timeout_secs.to_le_bytes());
+        out[12..44].copy_from_slice(self.client_to_server_key.as_bytes());
+        out[44..76].copy_from_slice(self.server_to_client_key.as_bytes());
+    }
+
+    pub(crate) fn read(bytes: &[u8; PRIVATE_PLAIN_BYTES]) -> Self {
+        let mut c2s = [0u8; KEY_BYTES];
+        let mut s2c = [0u8; KEY_BYTES];
+        c2s.copy_from_slice(&bytes[12..44]);
+        s2c.copy_from_slice(&bytes[44..76]);
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&bytes[..8]);
+        let mut timeout = [0u8; 4];
+        timeout.copy_from_slice(&bytes[8..12]);
+        Self {
+            client_id: u64::from_le_bytes(id),
+            timeout_secs: u32::from_le_bytes(timeout),
+            client_to_server_key: Key::from_bytes(c2s),
+            server_to_client_key: Key::from_bytes(s2c),
+        }
+    }
+}
+
+/// The additional data the private part is sealed with.
+fn private_aad(protocol_id: u64, expires_at: u64) -> [u8; 24] {
+    let mut aad = [0u8; 24];
+    aad[..8].copy_from_slice(&VERSION);
+    aad[8..16].copy_from_slice(&protocol_id.to_le_bytes());
+    aad[16..].copy_from_slice(&expires_at.to_le_bytes());
+    aad
+}
+
+impl ConnectToken {
+    /// Issues a token for `client_id`, valid from `now` (time since the Unix
+    /// epoch) for `valid_for`, with fresh random packet keys.
+    pub fn issue(
+        private_key: &Key,
+        protocol_id: u64,
+        client_id: u64,
+        now: Duration,
+        valid_for: Duration,
+        timeout: Duration,
+    ) -> Result<Self, ConnError> {
+        let mut nonce = [0u8; XNONCE_BYTES];
+        fill_random(&mut nonce)?;
+        let private = PrivateToken {
+            client_id,
+            timeout_secs: u32::try_from(timeout.as_secs().max(1)).unwrap_or(u32::MAX),
+            client_to_server_key: Key::generate()?,
+            server_to_client_key: Key::generate()?,
+        };
+        let expires_at = now.as_secs().saturating_add(valid_for.as_secs());
+        let mut plain = [0u8; PRIVATE_PLAIN_BYTES];
+        private.write(&mut plain);
+        let tag = seal_x(
+            private_key,
+            &nonce,
+            &private_aad(protocol_id, expires_at),
+            &mut plain,
+        )?;
+        let mut sealed = [0u8; PRIVATE_TOKEN_BYTES];
+        sealed[..PRIVATE_PLAIN_BYTES].copy_from_slice(&plain);
+        sealed[PRIVATE_PLAIN_BYTES..].copy_from_slice(&tag);
+        Ok(Self {
+            protocol_id,
+            client_id,
+            expires_at,
+            timeout_secs: private.timeout_secs,
+            nonce,
+            private: sealed,
+            client_to_server_key: private.client_to_server_key,
+            server_to_client_key: private.server_to_client_key,
+        })
+    }
+
+    /// The token as [`CONNECT_TOKEN_BYTES`] bytes, for the backend to hand
+    /// to the client. They contain the packet keys: send them only over an
+    /// encrypted channel.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(CONNECT_TOKEN_BYTES);
+        out.extend_from_slice(&VERSION);
+        out.extend_from_slice(&self.protocol_id.to_le_bytes());
+        out.extend_from_slice(&self.client_id.to_le_bytes());
+        out.extend_from_slice(&self.expires_at.to_le_bytes());
+        out.extend_from_slice(&self.timeout_secs.to_le_bytes());
+        out.extend_from_slice(&self.nonce);
+        out.extend_from_slice(&self.private);
+        out.extend_from_slice(self.client_to_server_key.as_bytes());
+        out.extend_from_slice(self.server_to_client_key.as_bytes());
+        out
+    }
+
+    /// Reads [`ConnectToken::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, ConnError> {
+        let Ok(bytes) = <&[u8; CONNECT_TOKEN_BYTES]>::try_from(bytes) else {
+            return Err(ConnError::BadLength {
+                len: bytes.len(),
+                expected: CONNECT_TOKEN_BYTES,
+            });
+        };
+        let mut r = Reader(bytes);
+        if r.array::<8>() != VERSION {
+            return Err(ConnError::Version);
+        }
+        Ok(Self {
+            protocol_id: u64::from_le_bytes(r.array()),
+            client_id: u64::from_le_bytes(r.array()),
+            expires_at: u64::from_le_bytes(r.array()),
+            timeout_secs: u32::from_le_bytes(r.array()),
+            nonce: r.array(),
+            private: r.array(),
+            client_to_server_key: Key::from_bytes(r.array()),
+            server_to_client_key: Key::from_bytes(r.array()),
+        })
+    }
+}
+
+/// Opens a request's private part under the server's private key.
+pub(crate) fn open_private(
+    private_key: &Key,
+    protocol_id: u64,
+    expires_at: u64,
+    nonce: &[u8; XNONCE_BYTES],
+    sealed: &[u8; PRIVATE_TOKEN_BYTES],
+) -> Result<PrivateToken, ConnError> {
+    let mut plain = [0u8; PRIVATE_PLAIN_BYTES];
+    plain.copy_from_slice(&sealed[..PRIVATE_PLAIN_BYTES]);
+    let mut tag = [0u8; TAG_BYTES];
+    tag.copy_from_slice(&sealed[PRIVATE_PLAIN_BYTES..]);
+    open_x(
+        private_key,
+        nonce,
+        &private_aad(protocol_id, expires_at),
+        &mut plain,
+        &tag,
+    )?;
+    Ok(PrivateToken::read(&plain))
+}
+
+/// Reads fixed-size fields from a buffer whose length was checked first.
+pub(crate) struct Reader<'a>(pub(crate) &'a [u8]);
+
+impl Reader<'_> {
+    /// The next `N` bytes; zeros past the end (callers check lengths first).
+    pub(crate) fn array<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0u8; N];
+        let n = N.min(self.0.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        out
+    }
+}
