@@ -61,6 +61,11 @@ struct Args {
     /// Print the numbers as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Full-precision cars with the shipped trained set, instead of the
+    /// quantised racing schema (1 mm, smallest-three 10 bits, 0.01 m/s,
+    /// 8-bit controls).
+    #[arg(long)]
+    lossless: bool,
 }
 
 fn parse_loss(v: &str) -> Result<f64, String> {
@@ -104,6 +109,7 @@ fn main() -> ExitCode {
         budget_mbps: a.budget_mbps,
         attack: a.attack,
         seed: a.seed,
+        lossless: a.lossless,
     };
     match run(&config) {
         Ok(report) => {
