@@ -14,6 +14,11 @@
 //! token bucket per client. Client 1 changes port half-way (NAT rebinding)
 //! and the server follows it on its first authenticated packet.
 //!
+//! The cars are quantised as `tickpack_scenarios::racing_schema_quantized`
+//! declares (the server quantises its world every tick) and the report
+//! gives the largest reconstruction error per quantised field;
+//! `--lossless` sends full-precision cars with the shipped trained set.
+//!
 //! `--attack` floods forged acks, chunk slices and acks, fragments,
 //! full-snapshot requests, forged and replayed connection packets and junk
 //! at the server and the clients.
