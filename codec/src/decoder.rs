@@ -5,19 +5,27 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::block::{self, DDict, HuffmanTable, ZstdBlocks};
+use crate::block::{self, BlockHeader, BlockType, DDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
 use crate::limits::Limits;
+use crate::model::{self, ContextMap, ModelDecoder, ModelTable, WalkSource};
 use crate::packet::PacketHeader;
 use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
-use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens};
+use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
 use crate::snapshot::{Reference, SectionRef, Snapshot};
 use crate::wire::Reader;
+
+/// A dictionary digested for decoding, with its Huffman and model tables.
+type DictTables = (
+    Arc<DDict>,
+    Option<Arc<HuffmanTable>>,
+    Option<Arc<ModelTable>>,
+);
 
 /// Decodes packets into snapshots. Holds any number of dictionaries (by
 /// id), a zstd context and scratch buffers.
@@ -28,7 +36,7 @@ pub struct Decoder {
     schema: Schema,
     limits: Limits,
     blocks: ZstdBlocks,
-    dicts: HashMap<u32, (Arc<DDict>, Option<Arc<HuffmanTable>>)>,
+    dicts: HashMap<u32, DictTables>,
     /// The dictionaries agreed for deltas and for keyframes.
     agreed: (Option<u32>, Option<u32>),
     elements: Vec<Vec<Element>>,
@@ -36,6 +44,8 @@ pub struct Decoder {
     metas: Vec<SectionTokens>,
     predicted: Vec<crate::snapshot::Section>,
     scratch: DecodeScratch,
+    /// The schema's model contexts (`None`: too large for a model).
+    context_map: Option<ContextMap>,
     codes: crate::quant::codes::CodeSpace,
 }
 
@@ -61,7 +71,8 @@ impl Decoder {
             .iter()
             .map(|_| SectionTokens::default())
             .collect();
-        let elements = schema.sections().iter().map(values::elements).collect();
+        let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
+        let context_map = model::context_map(&elements);
         Self {
             schema,
             limits: Limits::default(),
@@ -73,6 +84,7 @@ impl Decoder {
             metas,
             predicted,
             scratch: DecodeScratch::default(),
+            context_map,
             codes: Default::default(),
         }
     }
@@ -92,8 +104,10 @@ impl Decoder {
     /// keyframes until [`Decoder::agree`] says otherwise.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
-        self.dicts
-            .insert(dict.id(), (Arc::new(d), dict.huffman_arc()));
+        self.dicts.insert(
+            dict.id(),
+            (Arc::new(d), dict.huffman_arc(), dict.model_arc()),
+        );
         if self.agreed == (None, None) {
             self.agreed = (Some(dict.id()), Some(dict.id()));
         }
@@ -236,19 +250,26 @@ impl Decoder {
                     .ok_or(DecodeError::UnknownDictionary { id })?,
             ),
         };
-        self.payload.clear();
-        if r.remaining() > 0 {
-            block::decode_blocks(
-                &mut self.blocks,
-                dict.as_ref().map(|d| &*d.0),
-                dict.as_ref().and_then(|d| d.1.as_deref()),
-                &mut r,
-                self.limits.max_decoded_bytes,
-                &mut self.payload,
-            )?;
+        let at = r.pos();
+        let model_block = packet
+            .get(at)
+            .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
+        if model_block {
+            self.decode_model_block(&mut r, at, dict.as_ref(), base, prior, out)?;
+        } else {
+            self.payload.clear();
+            if r.remaining() > 0 {
+                block::decode_blocks(
+                    &mut self.blocks,
+                    dict.as_ref().map(|d| &*d.0),
+                    dict.as_ref().and_then(|d| d.1.as_deref()),
+                    &mut r,
+                    self.limits.max_decoded_bytes,
+                    &mut self.payload,
+                )?;
+            }
+            self.rebuild(base, prior, out)?;
         }
-
-        self.rebuild(base, prior, out)?;
         // Quantised fields were decoded as codes; the checksum covers values.
         if self.schema.is_quantized() {
             crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
@@ -348,9 +369,72 @@ impl Decoder {
         prior: Option<&Snapshot>,
         out: &mut Snapshot,
     ) -> Result<(), DecodeError> {
+        let payload = core::mem::take(&mut self.payload);
+        let mut src = ByteSource::new(&payload);
+        let result = self
+            .decode_walk(&mut src, !payload.is_empty(), base, prior, out)
+            .and_then(|()| {
+                if payload.is_empty() {
+                    Ok(())
+                } else {
+                    src.finish()
+                }
+            });
+        self.payload = payload;
+        result
+    }
+
+    /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
+    /// packet's only block, at `at`, coding the whole walk with the
+    /// dictionary's model table.
+    fn decode_model_block(
+        &mut self,
+        r: &mut Reader<'_>,
+        at: usize,
+        dict: Option<&DictTables>,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
+        let h = BlockHeader::read(r)?;
+        if !h.last {
+            return Err(DecodeError::ModelBlockNotAlone { offset: at });
+        }
+        let table = dict.and_then(|d| d.2.clone()).filter(|t| {
+            self.context_map
+                .as_ref()
+                .is_some_and(|m| m.shape() == t.shape())
+        });
+        let (Some(table), Some(map)) = (table, self.context_map.take()) else {
+            return Err(DecodeError::MissingModelTable { offset: at });
+        };
+        let body_at = r.pos();
+        let result = r.bytes(h.size).and_then(|stream| {
+            let dec = ModelDecoder::new(&table, stream).map_err(|error| DecodeError::Model {
+                offset: body_at,
+                error,
+            })?;
+            let mut src = WalkSource::new(&map, dec, body_at);
+            self.decode_walk(&mut src, true, base, prior, out)?;
+            src.finish()
+        });
+        self.context_map = Some(map);
+        result
+    }
+
+    /// Reads the entity sets and rows of every section from `src` into
+    /// `out`; `has_payload` is false for a packet without blocks (every
+    /// section idle).
+    fn decode_walk(
+        &mut self,
+        src: &mut impl TokenSource,
+        has_payload: bool,
+        base: Option<&Snapshot>,
+        prior: Option<&Snapshot>,
+        out: &mut Snapshot,
+    ) -> Result<(), DecodeError> {
         let sections = self.schema.sections();
         let max_entities = self.limits.max_entities_per_section;
-        let mut src = ByteSource::new(&self.payload);
         let mut used = 0usize;
         for (i, (m, ty)) in self.metas.iter_mut().zip(sections).enumerate() {
             m.clear();
@@ -360,8 +444,8 @@ impl Decoder {
                 limit: self.limits.max_snapshot_bytes,
                 per_entity: ty.record_size() + 4,
             };
-            if !self.payload.is_empty() {
-                tokens::read_meta(&mut src, i, max_entities, budget, m)?;
+            if has_payload {
+                tokens::read_meta(src, i, max_entities, budget, m)?;
             } else if m.base_len > max_entities {
                 return Err(DecodeError::TooManyEntities {
                     section: i,
@@ -409,15 +493,12 @@ impl Decoder {
                 &self.elements[i],
                 &b,
                 m,
-                &mut src,
+                src,
                 spawn_budget,
                 &mut self.scratch,
                 sec,
             )?;
             spawn_budget -= m.spawned.len() * ty.record_size();
-        }
-        if !self.payload.is_empty() {
-            src.finish()?;
         }
         Ok(())
     }

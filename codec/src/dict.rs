@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::block::HuffmanTable;
+use crate::model::ModelTable;
 
 /// A zstd dictionary (trained with `zstd --train` or the tickpack trainer,
 /// or any raw content) and the id packets name it by.
@@ -14,6 +15,7 @@ pub struct Dictionary {
     id: u32,
     bytes: Arc<[u8]>,
     huffman: Option<Arc<HuffmanTable>>,
+    model: Option<Arc<ModelTable>>,
 }
 
 impl core::fmt::Debug for Dictionary {
@@ -22,6 +24,7 @@ impl core::fmt::Debug for Dictionary {
             .field("id", &format_args!("{:#010x}", self.id))
             .field("len", &self.bytes.len())
             .field("huffman", &self.huffman.is_some())
+            .field("model", &self.model.as_ref().map(|m| m.shape()))
             .finish()
     }
 }
@@ -33,6 +36,7 @@ impl Dictionary {
             id,
             bytes: bytes.into(),
             huffman: None,
+            model: None,
         }
     }
 
@@ -50,6 +54,26 @@ impl Dictionary {
 
     pub(crate) fn huffman_arc(&self) -> Option<Arc<HuffmanTable>> {
         self.huffman.clone()
+    }
+
+    /// Attaches a trained context-model table: the payload may then be
+    /// coded as one model block (type 4) when that is smaller than the
+    /// blocks. The table must have the shape of the schema's context map
+    /// ([`ContextMap`](crate::model::ContextMap) with
+    /// [`ContextConfig::BLOCK`](crate::model::ContextConfig::BLOCK)); an
+    /// encoder ignores a table of another shape.
+    pub fn with_model(mut self, table: ModelTable) -> Self {
+        self.model = Some(Arc::new(table));
+        self
+    }
+
+    /// The attached model table.
+    pub fn model(&self) -> Option<&ModelTable> {
+        self.model.as_deref()
+    }
+
+    pub(crate) fn model_arc(&self) -> Option<Arc<ModelTable>> {
+        self.model.clone()
     }
 
     /// The id carried in packet headers.

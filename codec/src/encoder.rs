@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use crate::block::{self, CDict, Coders, HuffmanTable, ZstdBlocks};
+use crate::block::{self, BlockHeader, BlockType, CDict, Coders, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
+use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
@@ -19,13 +20,19 @@ use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 /// blocks are always available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Entropy {
-    /// The smallest of zstd and the dictionary's Huffman table, per block.
+    /// The smallest of zstd and the dictionary's Huffman table, per block,
+    /// or the dictionary's context model for the whole payload when that
+    /// is smaller.
     #[default]
     Best,
     /// zstd only.
     Zstd,
     /// The Huffman table only (zstd if the dictionary has none).
     Huffman,
+    /// The dictionary's context model for every non-empty payload, without
+    /// trying the blocks (faster to encode); as `Best` when the dictionary
+    /// has no model table or the stream would not fit one block.
+    Model,
 }
 
 /// A dictionary digested for this encoder's level.
@@ -33,6 +40,8 @@ struct Prepared {
     id: u32,
     cdict: CDict,
     huffman: Option<Arc<HuffmanTable>>,
+    /// The dictionary's model table, when it fits the schema's context map.
+    model: Option<Arc<ModelTable>>,
 }
 
 /// The default zstd level: 3, zstd's own default.
@@ -83,6 +92,9 @@ pub struct Encoder {
     payload: Vec<u8>,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
+    /// The schema's model contexts (`None`: too large for a model).
+    context_map: Option<ContextMap>,
+    model_out: Vec<u8>,
     codes: crate::quant::codes::CodeSpace,
 }
 
@@ -114,7 +126,8 @@ impl Encoder {
             .iter()
             .map(|_| Default::default())
             .collect();
-        let elements = schema.sections().iter().map(values::elements).collect();
+        let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
+        let context_map = model::context_map(&elements);
         Self {
             schema,
             limits: Limits::default(),
@@ -132,6 +145,8 @@ impl Encoder {
             payload: Vec::new(),
             block_scratch: Vec::new(),
             packet: Vec::new(),
+            context_map,
+            model_out: Vec::new(),
             codes: Default::default(),
         }
     }
@@ -168,6 +183,11 @@ impl Encoder {
                 cdict: CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
                     .ok_or(DictionaryError::Rejected { id: d.id() })?,
                 huffman: d.huffman_arc(),
+                model: d.model_arc().filter(|t| {
+                    self.context_map
+                        .as_ref()
+                        .is_some_and(|m| m.shape() == t.shape())
+                }),
             }),
         })
     }
@@ -300,6 +320,29 @@ impl Encoder {
         self.build_snapshot(snapshot, sequence, reference.into())?;
         out.clear();
         out.extend_from_slice(&self.payload);
+        Ok(())
+    }
+
+    /// The shape a model table must have to code this schema's packets
+    /// (`None`: the schema is too large for a context model).
+    pub fn model_shape(&self) -> Option<ModelShape> {
+        self.context_map.as_ref().map(ContextMap::shape)
+    }
+
+    /// Counts into `stats` the model tokens of the packet `encode` would
+    /// build against `reference`: training data for a [`ModelTable`].
+    /// `stats` must have [`Encoder::model_shape`]'s shape.
+    pub fn model_tokens<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+        stats: &mut ModelStats,
+    ) -> Result<(), EncodeError> {
+        self.build_snapshot(snapshot, sequence, reference.into())?;
+        if let (Some(map), false) = (&self.context_map, self.payload.is_empty()) {
+            model::count_sections(map, stats, &self.scratch, &self.elements);
+        }
         Ok(())
     }
 
@@ -519,6 +562,53 @@ impl Encoder {
         };
         let huffman = prepared.and_then(|p| p.huffman.as_deref());
         if self.payload.is_empty() {
+            return;
+        }
+        // The model stream first: `Entropy::Model` keeps it without trying
+        // the blocks; `Best` keeps it when it is smaller than they are.
+        let table = prepared.and_then(|p| p.model.as_deref());
+        let mut model = None;
+        if let (Some(table), Some(map), false) =
+            (table, &self.context_map, self.entropy == Entropy::Zstd)
+        {
+            let buf = core::mem::take(&mut self.model_out);
+            if let Ok(stream) =
+                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
+            {
+                if (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len()) {
+                    model = Some(stream);
+                } else {
+                    self.model_out = stream;
+                }
+            }
+        }
+        if let Some(stream) = model {
+            if self.entropy != Entropy::Model {
+                let coders = Coders {
+                    zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
+                    dict: prepared.map(|p| &p.cdict),
+                    huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
+                };
+                block::encode_blocks(
+                    &mut self.blocks,
+                    coders,
+                    &self.payload,
+                    &mut self.block_scratch,
+                    out,
+                );
+            }
+            let blocks = out.len() - self.header.len();
+            if self.entropy == Entropy::Model || stream.len() < blocks {
+                out.truncate(self.header.len());
+                BlockHeader {
+                    last: true,
+                    block_type: BlockType::Model,
+                    size: stream.len(),
+                }
+                .write(out);
+                out.extend_from_slice(&stream);
+            }
+            self.model_out = stream;
             return;
         }
         let coders = Coders {

@@ -370,6 +370,24 @@ pub enum DecodeError {
         /// Dictionary id in the packet.
         id: u32,
     },
+    /// A model block that is not the packet's first and last block.
+    ModelBlockNotAlone {
+        /// Byte offset of the block header.
+        offset: usize,
+    },
+    /// A model block, but the packet's dictionary has no model table for
+    /// this schema (none, or one of another shape).
+    MissingModelTable {
+        /// Byte offset of the block header.
+        offset: usize,
+    },
+    /// A model block is malformed.
+    Model {
+        /// Byte offset of the block body.
+        offset: usize,
+        /// What the model decoder found.
+        error: crate::model::ModelError,
+    },
     /// A Huffman block, but the packet's dictionary has no Huffman table
     /// (or the packet names no dictionary).
     MissingHuffmanTable {
@@ -544,6 +562,18 @@ impl fmt::Display for DecodeError {
                 "packet predicts from prior {expected}, prior given is {actual}"
             ),
             Self::UnknownDictionary { id } => write!(f, "unknown dictionary {id:#010x}"),
+            Self::ModelBlockNotAlone { offset } => {
+                write!(
+                    f,
+                    "model block at offset {offset} is not the packet's only block"
+                )
+            }
+            Self::MissingModelTable { offset } => {
+                write!(f, "model block at offset {offset} without a model table")
+            }
+            Self::Model { offset, error } => {
+                write!(f, "model block at offset {offset}: {error}")
+            }
             Self::MissingHuffmanTable { offset } => {
                 write!(
                     f,

@@ -87,6 +87,7 @@ mod error;
 #[doc(hidden)]
 pub mod internals;
 mod limits;
+pub mod model;
 mod packet;
 mod pipeline;
 pub mod quant;

@@ -234,9 +234,21 @@ fn corrupt_table() {
         ),
         (
             "reserved block header bits",
+            key_blocks(&[0x0b, 0x00]),
+            None,
+            DecodeError::ReservedBits { flags: 0x0b },
+        ),
+        (
+            "model block without a model table",
             key_blocks(&[0x09, 0x00]),
             None,
-            DecodeError::ReservedBits { flags: 0x09 },
+            DecodeError::MissingModelTable { offset: 7 },
+        ),
+        (
+            "model block that is not the last",
+            key_blocks(&[0x08, 0x00, 0x00, 0x00, 0x01, 0xaa]),
+            None,
+            DecodeError::ModelBlockNotAlone { offset: 7 },
         ),
         (
             "empty last block",

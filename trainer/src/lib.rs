@@ -26,6 +26,7 @@ pub mod import;
 pub mod inspect;
 pub mod jsonl;
 pub mod measure;
+pub mod model;
 pub mod output;
 pub mod replay;
 pub mod suggest;

@@ -108,6 +108,8 @@ pub struct TrainReport {
     pub seconds: f64,
     /// The manifest written.
     pub manifest: Manifest,
+    /// The context-model table trained for the delta dictionary.
+    pub model: Option<crate::model::ModelReport>,
     /// Snapshots held in memory for training (the sampled packets' ticks,
     /// baselines and priors).
     #[serde(skip)]
@@ -408,6 +410,17 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     }
     pb.finish_and_clear();
 
+    // Step 4b: a context-model table riding on the delta dictionary.
+    let model = match dictionaries.iter().find(|(k, _, _)| *k == DictKind::Delta) {
+        Some((_, bytes, _)) if !jobs.held_delta.is_empty() => {
+            let id = dictionary_id(&game, &version, schema.id(), DictKind::Delta, bytes);
+            let dict = Dictionary::new(id, bytes.clone());
+            let held = thin(&jobs.held_delta, 2000);
+            crate::model::train_model(&schema, opts.level, &dict, &jobs.train_delta, &held)?
+        }
+        _ => None,
+    };
+
     // Step 5: measure, assemble, save, verify.
     let manifest = Manifest {
         format: 0,
@@ -464,6 +477,9 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     for (kind, table) in &huffman {
         set = set.with_huffman(*kind, table)?;
     }
+    if let Some((table, _)) = model.as_ref().filter(|(_, r)| r.kept) {
+        set = set.with_model(DictKind::Delta, table)?;
+    }
     let measured = measure(&set, &base, &jobs, opts.level, candidates)?;
     let mut manifest = set.manifest().clone();
     manifest.measured = measured;
@@ -484,11 +500,15 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     for (kind, table) in &huffman {
         set = set.with_huffman(*kind, table)?;
     }
+    if let Some((table, _)) = model.as_ref().filter(|(_, r)| r.kept) {
+        set = set.with_model(DictKind::Delta, table)?;
+    }
     let set = save_set(&set, &opts.out)?;
     let report = TrainReport {
         out: opts.out.display().to_string(),
         seconds: started.elapsed().as_secs_f64(),
         manifest: set.manifest().clone(),
+        model: model.map(|(_, r)| r),
         snapshots_held,
     };
     Ok((set, report))

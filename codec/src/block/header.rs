@@ -19,12 +19,15 @@ pub enum BlockType {
     /// A trained static Huffman code: a varint regenerated length, then the
     /// codes (see [`HuffmanTable`](crate::HuffmanTable)).
     Huffman = 3,
+    /// The whole payload walk coded with the trained context model
+    /// ([`crate::model`]); only ever a packet's single, last block.
+    Model = 4,
 }
 
 /// A parsed block header.
 ///
 /// ```text
-/// byte 0   bit 0 Last_Block, bits 1-2 Block_Type, bits 3-7 zero
+/// byte 0   bit 0 Last_Block, bits 1-3 Block_Type (0-4), bits 4-7 zero
 /// not last: u16 LE Block_Size - 1 (1..=8192)
 /// last, RLE: varint Block_Size (1..=8192)
 /// last, other types: nothing; the body is the rest of the packet
@@ -66,15 +69,14 @@ impl BlockHeader {
     pub(crate) fn read(r: &mut crate::wire::Reader<'_>) -> Result<Self, crate::DecodeError> {
         use crate::DecodeError;
         let b = r.u8()?;
-        if b & 0xf8 != 0 {
-            return Err(DecodeError::ReservedBits { flags: b });
-        }
         let last = b & 1 == 1;
-        let block_type = match (b >> 1) & 3 {
+        let block_type = match (b >> 1) & 0x7f {
             0 => BlockType::Raw,
             1 => BlockType::Rle,
             2 => BlockType::Zstd,
-            _ => BlockType::Huffman,
+            3 => BlockType::Huffman,
+            4 => BlockType::Model,
+            _ => return Err(DecodeError::ReservedBits { flags: b }),
         };
         let at = r.pos();
         let size = match (last, block_type) {

@@ -22,6 +22,8 @@ mod stream;
 mod zstd_raw;
 
 pub use header::MAX_BLOCK_CONTENT;
+#[cfg(not(feature = "internals"))]
+pub(crate) use header::{BlockHeader, BlockType};
 #[cfg(feature = "internals")]
 pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 pub use huffman::{HuffmanError, HuffmanTable};

@@ -206,6 +206,7 @@ pub(crate) fn decode_blocks<B: Backend>(
                     }
                 }
             }
+            BlockType::Model => return Err(DecodeError::ModelBlockNotAlone { offset: at }),
             BlockType::Huffman => {
                 let body = r.bytes(h.size)?;
                 let table = huffman.ok_or(DecodeError::MissingHuffmanTable { offset: at })?;
@@ -376,9 +377,19 @@ mod tests {
             dec(&[0x02, 0x00, 0x20, 0x00], 100000),
             Err(DecodeError::BadBlockSize { offset: 1 })
         );
+        // Type 4 is the model block, which the decoder reads before the
+        // blocks; types 5-7 and bits 4-7 are reserved.
         assert_eq!(
             dec(&[0x09, 0xaa], 100),
-            Err(DecodeError::ReservedBits { flags: 0x09 })
+            Err(DecodeError::ModelBlockNotAlone { offset: 0 })
+        );
+        assert_eq!(
+            dec(&[0x0b, 0xaa], 100),
+            Err(DecodeError::ReservedBits { flags: 0x0b })
+        );
+        assert_eq!(
+            dec(&[0x11, 0xaa], 100),
+            Err(DecodeError::ReservedBits { flags: 0x11 })
         );
         assert!(matches!(
             dec(&[0x05, 0xde, 0xad], 100000),

@@ -46,6 +46,13 @@ pub enum DictSetError {
     },
     /// The manifest's schema does not load.
     Schema(SchemaError),
+    /// A model table file does not load.
+    Model {
+        /// The file.
+        file: String,
+        /// Why.
+        error: crate::model::ModelError,
+    },
     /// The manifest's schema does not have the id the manifest states.
     SchemaIdMismatch {
         /// Id in the manifest.
@@ -159,6 +166,7 @@ impl fmt::Display for DictSetError {
             }
             Self::BadName { name } => write!(f, "bad game or version name {name:?}"),
             Self::Schema(e) => write!(f, "manifest schema: {e}"),
+            Self::Model { file, error } => write!(f, "model table {file}: {error}"),
             Self::SchemaIdMismatch { expected, actual } => write!(
                 f,
                 "manifest schema has id {actual:#010x}, manifest says {expected:#010x}"
@@ -215,6 +223,7 @@ impl std::error::Error for DictSetError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Schema(e) => Some(e),
+            Self::Model { error, .. } => Some(error),
             Self::Dictionary(e) => Some(e),
             Self::Decode(e) => Some(e),
             _ => None,

@@ -59,7 +59,8 @@ pub fn dictionary_id(
 }
 
 /// [`dictionary_id`] over the dictionary bytes followed by the Huffman
-/// table's 128 bytes when there is one.
+/// table's 128 bytes when there is one, then the model table file's bytes
+/// when there is one.
 pub(super) fn dictionary_id_with(
     game: &str,
     version: &str,
@@ -67,15 +68,19 @@ pub(super) fn dictionary_id_with(
     kind: DictKind,
     bytes: &[u8],
     table: Option<&HuffmanTable>,
+    model: Option<&[u8]>,
 ) -> u32 {
-    match table {
-        None => dictionary_id(game, version, schema_id, kind, bytes),
-        Some(t) => {
-            let mut all = bytes.to_vec();
-            all.extend_from_slice(&t.to_bytes());
-            dictionary_id(game, version, schema_id, kind, &all)
-        }
+    if table.is_none() && model.is_none() {
+        return dictionary_id(game, version, schema_id, kind, bytes);
     }
+    let mut all = bytes.to_vec();
+    if let Some(t) = table {
+        all.extend_from_slice(&t.to_bytes());
+    }
+    if let Some(m) = model {
+        all.extend_from_slice(m);
+    }
+    dictionary_id(game, version, schema_id, kind, &all)
 }
 
 pub(super) fn parse_huffman(h: &str) -> Result<HuffmanTable, DictSetError> {

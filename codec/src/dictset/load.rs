@@ -118,6 +118,10 @@ impl DictionarySet {
                 None => None,
                 Some(h) => Some(parse_huffman(h)?),
             };
+            let model = match &e.model {
+                None => None,
+                Some(f) => Some(load_model(f, &mut files)?),
+            };
             let id = dictionary_id_with(
                 &m.game,
                 &m.version,
@@ -125,6 +129,7 @@ impl DictionarySet {
                 e.kind,
                 &bytes,
                 table.as_ref(),
+                model.as_ref().map(|(b, _)| b.as_slice()),
             );
             if id != e.id {
                 return Err(DictSetError::IdMismatch {
@@ -136,6 +141,9 @@ impl DictionarySet {
             let mut dict = Dictionary::new(id, bytes);
             if let Some(t) = table {
                 dict = dict.with_huffman(t);
+            }
+            if let Some((_, t)) = model {
+                dict = dict.with_model(t);
             }
             dictionaries.push((e.kind, dict));
         }
@@ -162,11 +170,46 @@ impl DictionarySet {
         for (e, (_, d)) in self.manifest.dictionaries.iter().zip(&self.dictionaries) {
             let p = dir.join(&e.file);
             std::fs::write(&p, d.bytes()).map_err(|err| DictSetError::io(&p, &err))?;
+            if let (Some(f), Some(t)) = (&e.model, d.model()) {
+                let p = dir.join(&f.file);
+                std::fs::write(&p, t.to_bytes()).map_err(|err| DictSetError::io(&p, &err))?;
+            }
         }
         let text = self.manifest_json();
         let p = dir.join(MANIFEST_FILE);
         std::fs::write(&p, text).map_err(|e| DictSetError::io(&p, &e))
     }
+}
+
+/// Reads a model table file, checking its size and hash before parsing it
+/// (at most [`DEFAULT_MAX_SLOTS`](crate::model::DEFAULT_MAX_SLOTS) slots).
+fn load_model(
+    f: &ModelFile,
+    files: &mut impl FnMut(&str) -> Result<Vec<u8>, DictSetError>,
+) -> Result<(Vec<u8>, crate::model::ModelTable), DictSetError> {
+    check_file_name(&f.file)?;
+    let bytes = files(&f.file)?;
+    if bytes.len() as u64 != f.size {
+        return Err(DictSetError::SizeMismatch {
+            file: f.file.clone(),
+            expected: f.size,
+            actual: bytes.len() as u64,
+        });
+    }
+    let sha = sha256_hex(&bytes);
+    if sha != f.sha256.to_ascii_lowercase() {
+        return Err(DictSetError::Sha256Mismatch {
+            file: f.file.clone(),
+            expected: f.sha256.clone(),
+            actual: sha,
+        });
+    }
+    let table =
+        crate::model::ModelTable::from_bytes(&bytes).map_err(|error| DictSetError::Model {
+            file: f.file.clone(),
+            error,
+        })?;
+    Ok((bytes, table))
 }
 
 /// The schema a manifest describes (operators and default records included).

@@ -116,6 +116,21 @@ pub struct DictionaryEntry {
     /// the dictionary id when present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub huffman: Option<String>,
+    /// A trained context-model table for the same packets (block type 4),
+    /// in its own file. Its bytes are part of the dictionary id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelFile>,
+}
+
+/// A model table file (FORMAT.md, "Model block").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelFile {
+    /// File name in the set's directory (letters, digits, `.`, `_`, `-`).
+    pub file: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// SHA-256 of the file, lowercase hex.
+    pub sha256: String,
 }
 
 /// How a set was trained (informational).

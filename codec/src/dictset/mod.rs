@@ -43,8 +43,8 @@ pub use error::DictSetError;
 pub use id::{dictionary_id, set_id, sha256_hex};
 pub use load::SetLimits;
 pub use manifest::{
-    Candidate, CaptureSource, DictKind, DictionaryEntry, FieldChoice, Manifest, Measured, Training,
-    MANIFEST_FORMAT,
+    Candidate, CaptureSource, DictKind, DictionaryEntry, FieldChoice, Manifest, Measured,
+    ModelFile, Training, MANIFEST_FORMAT,
 };
 pub use registry::DictionarySets;
 pub use set::{same_layout, DictionarySet, SetEncoder};

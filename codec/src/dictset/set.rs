@@ -11,6 +11,7 @@ use crate::dict::Dictionary;
 use crate::encoder::Encoder;
 use crate::error::EncodeError;
 use crate::limits::Limits;
+use crate::model::ModelTable;
 use crate::schema::Schema;
 use crate::snapshot::{Reference, Snapshot};
 
@@ -125,6 +126,7 @@ impl DictionarySet {
                 sha256: sha256_hex(&bytes),
                 max_size,
                 huffman: None,
+                model: None,
             });
             dicts.push((kind, Dictionary::new(id, bytes)));
         }
@@ -135,6 +137,61 @@ impl DictionarySet {
             schema,
             dictionaries: dicts,
         })
+    }
+
+    /// Attaches a trained context-model table to the dictionary of `kind`:
+    /// its packets may then be one model block where that beats the blocks.
+    /// The table is saved as `<kind>.model`, listed with its size and hash
+    /// in the manifest, and goes into the dictionary and set ids.
+    pub fn with_model(mut self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
+        let missing = || DictSetError::Manifest {
+            message: format!("no {} dictionary to attach a model table to", kind.name()),
+        };
+        let (game, version, schema_id) = (
+            self.manifest.game.clone(),
+            self.manifest.version.clone(),
+            self.manifest.schema_id,
+        );
+        let slot = self
+            .dictionaries
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .ok_or_else(missing)?;
+        let bytes = slot.1.bytes().to_vec();
+        let model = table.to_bytes();
+        let id = dictionary_id_with(
+            &game,
+            &version,
+            schema_id,
+            kind,
+            &bytes,
+            slot.1.huffman(),
+            Some(&model),
+        );
+        let mut dict = Dictionary::new(id, bytes).with_model(table.clone());
+        if let Some(h) = slot.1.huffman() {
+            dict = dict.with_huffman(h.clone());
+        }
+        slot.1 = dict;
+        let entry = self
+            .manifest
+            .dictionaries
+            .iter_mut()
+            .find(|e| e.kind == kind)
+            .ok_or_else(missing)?;
+        entry.model = Some(ModelFile {
+            file: format!("{}.model", kind.name()),
+            size: model.len() as u64,
+            sha256: sha256_hex(&model),
+        });
+        entry.id = id;
+        let ids: Vec<(DictKind, u32)> = self
+            .dictionaries
+            .iter()
+            .map(|(k, d)| (*k, d.id()))
+            .collect();
+        self.manifest.set_id = set_id(&game, &version, schema_id, &ids);
+        Ok(self)
     }
 
     /// Attaches a trained Huffman table to the dictionary of `kind`: its
@@ -159,8 +216,21 @@ impl DictionarySet {
             .find(|(k, _)| *k == kind)
             .ok_or_else(missing)?;
         let bytes = slot.1.bytes().to_vec();
-        let id = dictionary_id_with(&game, &version, schema_id, kind, &bytes, Some(table));
-        slot.1 = Dictionary::new(id, bytes).with_huffman(table.clone());
+        let model = slot.1.model().map(|t| t.to_bytes());
+        let id = dictionary_id_with(
+            &game,
+            &version,
+            schema_id,
+            kind,
+            &bytes,
+            Some(table),
+            model.as_deref(),
+        );
+        let mut dict = Dictionary::new(id, bytes).with_huffman(table.clone());
+        if let Some(t) = slot.1.model() {
+            dict = dict.with_model(t.clone());
+        }
+        slot.1 = dict;
         let entry = self
             .manifest
             .dictionaries

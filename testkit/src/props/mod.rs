@@ -38,6 +38,9 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("fragment_reassembly", fragment_reassembly),
     ("chunk_receiver", chunk_receiver),
     ("huffman_decode", huffman_decode),
+    ("model_decode", model_decode),
+    ("model_table_load", model_table_load),
+    ("model_block_decode", model_block_decode),
     ("conn_packets", conn_packets),
     ("quant_roundtrip", quant_roundtrip),
 ];
@@ -51,6 +54,7 @@ use crate::rng::SplitMix64;
 mod conn;
 mod decode;
 mod huffman;
+mod model;
 mod packets;
 mod quant;
 mod roundtrip;
@@ -60,6 +64,7 @@ mod transport;
 use conn::*;
 use decode::*;
 use huffman::*;
+use model::*;
 use packets::*;
 use quant::*;
 use roundtrip::*;
@@ -204,6 +209,29 @@ pub fn chunk_receiver(data: &[u8]) {
 /// encode then decode of arbitrary data under the table is the identity.
 pub fn huffman_decode(data: &[u8]) {
     let _ = huffman_decode_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary tokens under a trained, unrelated or uniform model table:
+/// encode then decode is the identity and the stream has no trailing
+/// bytes; arbitrary bytes under the table decode to values or typed errors
+/// for any sequence of calls, never a panic.
+pub fn model_decode(data: &[u8]) {
+    let _ = model_decode_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary bytes, or a valid model table damaged, loaded under the
+/// default or a small slot limit: a table within the limit with every
+/// probability in 1..=4095 that reloads identically, or a typed error;
+/// an intact table loads back exactly.
+pub fn model_table_load(data: &[u8]) {
+    let _ = model_table_load_inner(&mut Unstructured::new(data));
+}
+
+/// A packet coded as one model block (table trained on it) decodes to the
+/// snapshot encoded; the packet damaged (bytes changed, truncated,
+/// extended) decodes to a snapshot or a typed error, never a panic.
+pub fn model_block_decode(data: &[u8]) {
+    let _ = model_block_decode_inner(&mut Unstructured::new(data));
 }
 
 /// The connection layer fed arbitrary datagrams at both ends, mutations of

@@ -1,0 +1,195 @@
+//! The token API the block encoder drives: [`ModelSink`] (implemented by
+//! [`ModelEncoder`] and [`ModelStats`](super::ModelStats)) and its inverse,
+//! [`ModelDecoder`].
+
+#![forbid(unsafe_code)]
+
+use super::range::{RangeDecoder, RangeEncoder};
+use super::value::{get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions};
+use super::{ModelError, ModelTable};
+
+/// Where the tokens of a model block go: coded, counted for training, or
+/// priced.
+///
+/// Context indices are the caller's: `bit` contexts and value contexts are
+/// separate index spaces, each below its count in the
+/// [`ModelShape`](super::ModelShape).
+pub trait ModelSink {
+    /// One binary decision in bit context `ctx`.
+    fn bit(&mut self, ctx: u32, bit: bool);
+    /// An unsigned value in value context `ctx`.
+    fn uint(&mut self, ctx: u32, v: u64);
+    /// A signed value, given as its zigzag form (`0, -1, 1, -2, …` →
+    /// `0, 1, 2, 3, …`), in value context `ctx`: its magnitude is coded as
+    /// [`uint`](Self::uint) would, then a modelled sign.
+    fn sint(&mut self, ctx: u32, zigzag: u64);
+}
+
+impl<T: ModelSink + ?Sized> ModelSink for &mut T {
+    fn bit(&mut self, ctx: u32, bit: bool) {
+        (**self).bit(ctx, bit);
+    }
+    fn uint(&mut self, ctx: u32, v: u64) {
+        (**self).uint(ctx, v);
+    }
+    fn sint(&mut self, ctx: u32, zigzag: u64) {
+        (**self).sint(ctx, zigzag);
+    }
+}
+
+/// Codes tokens with a [`ModelTable`]'s static probabilities.
+///
+/// A context index outside the table is remembered and returned by
+/// [`finish`](Self::finish); later tokens are dropped.
+#[derive(Debug)]
+pub struct ModelEncoder<'t> {
+    table: &'t ModelTable,
+    rc: RangeEncoder,
+    error: Option<ModelError>,
+}
+
+struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ModelTable);
+
+impl Decisions for EncodeWith<'_, '_> {
+    #[inline]
+    fn decision(&mut self, slot: usize, bit: bool) {
+        self.0.bit(self.1.prob(slot), bit);
+    }
+    #[inline]
+    fn raw(&mut self, v: u64, n: u32) {
+        self.0.raw(v, n);
+    }
+}
+
+impl<'t> ModelEncoder<'t> {
+    /// An encoder writing into `out` (cleared first; pass a reused buffer to
+    /// avoid allocating).
+    pub fn new(table: &'t ModelTable, out: Vec<u8>) -> Self {
+        Self {
+            table,
+            rc: RangeEncoder::new(out),
+            error: None,
+        }
+    }
+
+    /// Ends the stream and returns its bytes.
+    pub fn finish(self) -> Result<Vec<u8>, ModelError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.rc.finish()),
+        }
+    }
+
+    fn value_base(&mut self, ctx: u32) -> Option<usize> {
+        let count = self.table.shape().value_contexts;
+        if self.error.is_some() {
+            return None;
+        }
+        if ctx >= count {
+            self.error = Some(ModelError::ValueContext { ctx, count });
+            return None;
+        }
+        Some(self.table.value_base(ctx))
+    }
+}
+
+impl ModelSink for ModelEncoder<'_> {
+    #[inline]
+    fn bit(&mut self, ctx: u32, bit: bool) {
+        let count = self.table.shape().bit_contexts;
+        if self.error.is_some() {
+            return;
+        }
+        if ctx >= count {
+            self.error = Some(ModelError::BitContext { ctx, count });
+            return;
+        }
+        self.rc.bit(self.table.prob(ctx as usize), bit);
+    }
+
+    #[inline]
+    fn uint(&mut self, ctx: u32, v: u64) {
+        if let Some(base) = self.value_base(ctx) {
+            put_uint(&mut EncodeWith(&mut self.rc, self.table), base, v);
+        }
+    }
+
+    #[inline]
+    fn sint(&mut self, ctx: u32, zigzag: u64) {
+        if let Some(base) = self.value_base(ctx) {
+            put_sint(&mut EncodeWith(&mut self.rc, self.table), base, zigzag);
+        }
+    }
+}
+
+/// Decodes the tokens a [`ModelEncoder`] coded with the same table.
+///
+/// Every call does bounded work (at most 7 modelled decisions and 62 raw
+/// bits per value) and allocates nothing; bytes past the end read as zero,
+/// so the caller's structure (counts checked against its limits) bounds the
+/// whole decode. [`finish`](Self::finish) rejects unread bytes.
+#[derive(Debug, Clone)]
+pub struct ModelDecoder<'t, 'a> {
+    table: &'t ModelTable,
+    rc: RangeDecoder<'a>,
+}
+
+struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t ModelTable);
+
+impl DecisionSource for DecodeWith<'_, '_, '_> {
+    #[inline]
+    fn decision(&mut self, slot: usize) -> bool {
+        self.0.bit(self.1.prob(slot))
+    }
+    #[inline]
+    fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
+        self.0.raw(n)
+    }
+}
+
+impl<'t, 'a> ModelDecoder<'t, 'a> {
+    /// Starts decoding `input`.
+    pub fn new(table: &'t ModelTable, input: &'a [u8]) -> Result<Self, ModelError> {
+        Ok(Self {
+            table,
+            rc: RangeDecoder::new(input)?,
+        })
+    }
+
+    /// One binary decision in bit context `ctx`.
+    #[inline]
+    pub fn bit(&mut self, ctx: u32) -> Result<bool, ModelError> {
+        let count = self.table.shape().bit_contexts;
+        if ctx >= count {
+            return Err(ModelError::BitContext { ctx, count });
+        }
+        Ok(self.rc.bit(self.table.prob(ctx as usize)))
+    }
+
+    /// An unsigned value in value context `ctx`.
+    #[inline]
+    pub fn uint(&mut self, ctx: u32) -> Result<u64, ModelError> {
+        let base = self.value_base(ctx)?;
+        get_uint(&mut DecodeWith(&mut self.rc, self.table), base)
+    }
+
+    /// A signed value in value context `ctx`, returned in zigzag form.
+    #[inline]
+    pub fn sint(&mut self, ctx: u32) -> Result<u64, ModelError> {
+        let base = self.value_base(ctx)?;
+        get_sint(&mut DecodeWith(&mut self.rc, self.table), base)
+    }
+
+    /// Checks that the stream has no bytes the decoder did not need.
+    pub fn finish(self) -> Result<(), ModelError> {
+        self.rc.finish()
+    }
+
+    fn value_base(&self, ctx: u32) -> Result<usize, ModelError> {
+        let count = self.table.shape().value_contexts;
+        if ctx >= count {
+            return Err(ModelError::ValueContext { ctx, count });
+        }
+        Ok(self.table.value_base(ctx))
+    }
+}

@@ -1,0 +1,385 @@
+//! The context map of the model block: turns the context numbers of the
+//! payload walk (class, section, spawned row, index) into dense model
+//! contexts, conditioned on tokens already coded in the same row.
+//!
+//! Dense layout, per section `s` with `E` elements (`F` of them floats
+//! that may carry a kind bit) in `G` mask groups, in section order. Each
+//! condition multiplies the contexts it splits by its number of states when
+//! it is on ([`ContextConfig`]), by 1 when off:
+//! `R` row kinds (changed, spawned), `P` previous bit of the row (0, 1),
+//! `H` element history (unknown, unchanged, changed), `K` kinds of a float
+//! value (none, integral, bits), `V` value history buckets (6).
+//!
+//! | bit contexts | count |
+//! |---|---|
+//! | set membership bit, per set (removed, changed) | 2 |
+//! | mask group bit, per row kind, group, previous group bit | `R·G·P` |
+//! | mask element bit, per row kind, element, history, previous element bit | `R·E·H·P` |
+//! | kind bit, per row kind, float element | `R·F` |
+//!
+//! | value contexts | count |
+//! |---|---|
+//! | section flags; set head, per set; set gap, per set; spawn count; spawn gap | 8 (one unused) |
+//! | element value, per row kind, element, kind (floats only), value history | `R·(E − F + F·K)·V` |
+//!
+//! The "previous" conditions start each row at 0: a row starts with its
+//! first mask token (group 0 when `G > 1`, else element 0). The *history*
+//! of an element is what the caller knows of it from an older reference
+//! (the prior): whether it changed between the prior and the baseline, and
+//! the bit-length class of that change; set it with
+//! [`RowState::set_element_history`] / [`RowState::set_value_history`]
+//! before the element's mask bit and value (unknown when not set).
+
+#![forbid(unsafe_code)]
+
+use super::{ModelError, ModelShape};
+
+/// Context classes of the payload walk (the top 4 bits of a context
+/// number), as `pipeline::tokens::ctx` numbers them.
+pub(crate) mod class {
+    pub(crate) const SECTION: u32 = 0;
+    pub(crate) const SET_HEAD: u32 = 1;
+    pub(crate) const SET_GAP: u32 = 2;
+    pub(crate) const SET_BIT: u32 = 3;
+    pub(crate) const SPAWN_COUNT: u32 = 4;
+    pub(crate) const SPAWN_GAP: u32 = 5;
+    pub(crate) const MASK_GROUP: u32 = 6;
+    pub(crate) const MASK_ELEMENT: u32 = 7;
+    pub(crate) const KIND: u32 = 8;
+    pub(crate) const VALUE: u32 = 9;
+}
+
+/// Elements per mask group.
+const GROUP: u32 = 8;
+/// Row kinds: changed, spawned.
+const ROW_KINDS: u32 = 2;
+/// Kind conditions of a value: no kind bit, integral, bit pattern.
+const KINDS: u32 = 3;
+/// Element history states: unknown, unchanged, changed.
+const MASK_HISTORY: u32 = 3;
+/// Value history buckets: unknown or unchanged, then classes 1-2, 3-5,
+/// 6-9, 10-14, 15 and above.
+const VALUE_HISTORY: u32 = 6;
+
+/// Which conditions the map uses. Turning one off merges the contexts it
+/// splits, and shrinks the shape. The codec's model block uses
+/// [`ContextConfig::BLOCK`]; the others are for measuring what each
+/// condition gains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextConfig {
+    /// Mask bits conditioned on the previous mask bit of the row.
+    pub mask_prev: bool,
+    /// Values conditioned on their kind bit.
+    pub value_kind: bool,
+    /// Mask bits conditioned on the element's history.
+    pub mask_history: bool,
+    /// Values conditioned on the element's history.
+    pub value_history: bool,
+    /// Separate contexts for changed and spawned rows.
+    pub row_kind: bool,
+}
+
+impl ContextConfig {
+    /// Every condition on.
+    pub const ALL: Self = Self {
+        mask_prev: true,
+        mask_history: true,
+        value_kind: true,
+        value_history: true,
+        row_kind: true,
+    };
+    /// What the model block codes with: every condition that needs no prior
+    /// (the encoder has one only for schemas that predict).
+    pub const BLOCK: Self = Self {
+        mask_history: false,
+        value_history: false,
+        ..Self::ALL
+    };
+
+    fn n(on: bool, states: u32) -> u32 {
+        if on {
+            states
+        } else {
+            1
+        }
+    }
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+#[derive(Debug, Clone)]
+struct SectionLayout {
+    elements: u32,
+    groups: u32,
+    /// First bit context of each kind: set bits, group bits, element bits,
+    /// kind bits.
+    set_bits: u32,
+    group_bits: u32,
+    element_bits: u32,
+    kind_bits: u32,
+    /// Float elements.
+    floats: u32,
+    /// First value context: sets and spawns, then element values.
+    value_base: u32,
+    /// Value contexts of one row kind.
+    values_per_row_kind: u32,
+    /// Per element: its rank among the floats (`u32::MAX` for others) and
+    /// its first value context within a row kind.
+    float_rank: Vec<u32>,
+    value_at: Vec<u32>,
+}
+
+/// Dense contexts for one schema (its sections' element counts).
+#[derive(Debug, Clone)]
+pub struct ContextMap {
+    sections: Vec<SectionLayout>,
+    shape: ModelShape,
+    config: ContextConfig,
+}
+
+/// What the map remembers of the tokens coded so far in the current row,
+/// and the caller's history of the next element.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RowState {
+    prev_group: bool,
+    prev_element: bool,
+    /// Element and value of the last kind bit, until its value is coded.
+    kind: Option<(u32, bool)>,
+    history: u32,
+}
+
+impl RowState {
+    /// Sets the history of the element whose mask bit comes next: `None`
+    /// unknown, else whether it changed between the prior and the baseline.
+    pub fn set_element_history(&mut self, changed: Option<bool>) {
+        self.history = match changed {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        };
+    }
+
+    /// Sets the history of the element whose value comes next: the
+    /// bit-length class of its previous change (prior to baseline, as the
+    /// same kind of value), `None` or `Some(0)` when unknown or unchanged.
+    pub fn set_value_history(&mut self, class: Option<u32>) {
+        self.history = match class.unwrap_or(0) {
+            0 => 0,
+            1..=2 => 1,
+            3..=5 => 2,
+            6..=9 => 3,
+            10..=14 => 4,
+            _ => 5,
+        };
+    }
+
+    /// Forgets the previous row; keeps the history the caller set for the
+    /// token that starts this row.
+    fn start_row(&mut self) {
+        *self = Self {
+            history: self.history,
+            ..Self::default()
+        };
+    }
+}
+
+/// State counts of the conditions, for one configuration.
+#[derive(Debug, Clone, Copy)]
+struct Counts {
+    r: u32,
+    p: u32,
+    h: u32,
+    k: u32,
+    v: u32,
+}
+
+impl ContextMap {
+    /// The map for sections whose elements are listed in `floats`: one
+    /// entry per element, `true` where the element may carry a kind bit.
+    pub fn new(floats: &[Vec<bool>], config: ContextConfig) -> Result<Self, ModelError> {
+        let n = Self::counts(config);
+        let mut sections = Vec::with_capacity(floats.len());
+        let (mut bits, mut values) = (0u64, 0u64);
+        let too_many = |n: u64| ModelError::TooManySlots {
+            slots: n,
+            limit: u64::from(u32::MAX),
+        };
+        let narrow = |n: u64| u32::try_from(n).map_err(|_| too_many(n));
+        for section in floats {
+            let e = narrow(section.len() as u64)?;
+            let mut float_rank = Vec::with_capacity(section.len());
+            let mut value_at = Vec::with_capacity(section.len());
+            let (mut f, mut at) = (0u32, 0u64);
+            for &float in section {
+                value_at.push(narrow(at)?);
+                if float {
+                    float_rank.push(f);
+                    f += 1;
+                    at += u64::from(n.k * n.v);
+                } else {
+                    float_rank.push(u32::MAX);
+                    at += u64::from(n.v);
+                }
+            }
+            let g = e.div_ceil(GROUP);
+            let (r, p, h) = (u64::from(n.r), u64::from(n.p), u64::from(n.h));
+            let group_bits = bits + 2;
+            let element_bits = group_bits + r * u64::from(g) * p;
+            let kind_bits = element_bits + r * u64::from(e) * h * p;
+            sections.push(SectionLayout {
+                elements: e,
+                groups: g,
+                set_bits: narrow(bits)?,
+                group_bits: narrow(group_bits)?,
+                element_bits: narrow(element_bits)?,
+                kind_bits: narrow(kind_bits)?,
+                floats: f,
+                value_base: narrow(values)?,
+                values_per_row_kind: narrow(at)?,
+                float_rank,
+                value_at,
+            });
+            bits = kind_bits + r * u64::from(f);
+            values += 8 + r * at;
+        }
+        let shape = ModelShape {
+            bit_contexts: narrow(bits)?,
+            value_contexts: narrow(values)?,
+        };
+        Ok(Self {
+            sections,
+            shape,
+            config,
+        })
+    }
+
+    fn counts(c: ContextConfig) -> Counts {
+        Counts {
+            r: ContextConfig::n(c.row_kind, ROW_KINDS),
+            p: ContextConfig::n(c.mask_prev, 2),
+            h: ContextConfig::n(c.mask_history, MASK_HISTORY),
+            k: ContextConfig::n(c.value_kind, KINDS),
+            v: ContextConfig::n(c.value_history, VALUE_HISTORY),
+        }
+    }
+
+    /// The model shape the map's contexts fill.
+    pub fn shape(&self) -> ModelShape {
+        self.shape
+    }
+
+    /// The configuration the map was built with.
+    pub fn config(&self) -> ContextConfig {
+        self.config
+    }
+
+    /// The dense bit context of walk context `ctx`, given (and updating, at
+    /// a row's start) the row state. Call [`ContextMap::note_bit`] once the
+    /// bit is known.
+    pub fn bit_context(&self, state: &mut RowState, ctx: u32) -> Result<u32, ModelError> {
+        let (cls, spawned, sec, index) = split(ctx);
+        let s = self.section(sec, ctx)?;
+        let c = self.config;
+        let rk = u32::from(spawned && c.row_kind);
+        let n = Self::counts(c);
+        let dense = match cls {
+            class::SET_BIT if index < 2 => s.set_bits + index,
+            class::MASK_GROUP if index < s.groups => {
+                if index == 0 {
+                    state.start_row();
+                }
+                let prev = u32::from(state.prev_group && c.mask_prev);
+                s.group_bits + (rk * s.groups + index) * n.p + prev
+            }
+            class::MASK_ELEMENT if index < s.elements => {
+                if index == 0 && s.groups == 1 {
+                    state.start_row();
+                }
+                let prev = u32::from(state.prev_element && c.mask_prev);
+                let hist = if c.mask_history { state.history } else { 0 };
+                s.element_bits + ((rk * s.elements + index) * n.h + hist) * n.p + prev
+            }
+            class::KIND if index < s.elements && s.float_rank[index as usize] != u32::MAX => {
+                s.kind_bits + rk * s.floats + s.float_rank[index as usize]
+            }
+            _ => return Err(bad(ctx, self.shape.bit_contexts)),
+        };
+        Ok(dense)
+    }
+
+    /// Records the decision coded in walk context `ctx`.
+    pub fn note_bit(&self, state: &mut RowState, ctx: u32, bit: bool) {
+        let (cls, _, _, index) = split(ctx);
+        match cls {
+            class::MASK_GROUP => state.prev_group = bit,
+            class::MASK_ELEMENT => {
+                state.prev_element = bit;
+                state.history = 0;
+            }
+            class::KIND => state.kind = Some((index, bit)),
+            _ => {}
+        }
+    }
+
+    /// The dense value context of walk context `ctx`, and whether the value
+    /// is signed (an element value, coded as zigzag).
+    pub fn value_context(&self, state: &RowState, ctx: u32) -> Result<(u32, bool), ModelError> {
+        let (cls, spawned, sec, index) = split(ctx);
+        let s = self.section(sec, ctx)?;
+        let c = self.config;
+        let rk = u32::from(spawned && c.row_kind);
+        let n = Self::counts(c);
+        let local = match cls {
+            class::SECTION if index == 0 => 0,
+            class::SET_HEAD if index < 2 => 1 + index,
+            class::SET_GAP if index < 2 => 3 + index,
+            class::SPAWN_COUNT if index == 0 => 5,
+            class::SPAWN_GAP if index == 0 => 6,
+            class::VALUE if index < s.elements => {
+                let e = index as usize;
+                let float = s.float_rank[e] != u32::MAX;
+                let kind = match state.kind {
+                    Some((k, bit)) if k == index && c.value_kind && float => 1 + u32::from(!bit),
+                    _ => 0,
+                };
+                let hist = if c.value_history { state.history } else { 0 };
+                let at = rk * s.values_per_row_kind + s.value_at[e] + kind * n.v + hist;
+                return Ok((s.value_base + 8 + at, true));
+            }
+            _ => return Err(bad(ctx, self.shape.value_contexts)),
+        };
+        Ok((s.value_base + local, false))
+    }
+
+    /// Records the value coded in walk context `ctx`.
+    pub fn note_value(&self, state: &mut RowState, ctx: u32) {
+        if split(ctx).0 == class::VALUE {
+            state.kind = None;
+            state.history = 0;
+        }
+    }
+
+    fn section(&self, sec: u32, ctx: u32) -> Result<&SectionLayout, ModelError> {
+        self.sections
+            .get(sec as usize)
+            .ok_or(bad(ctx, self.shape.bit_contexts))
+    }
+}
+
+/// `class << 28 | spawned << 22 | section << 16 | index`.
+fn split(ctx: u32) -> (u32, bool, u32, u32) {
+    (
+        ctx >> 28,
+        (ctx >> 22) & 1 == 1,
+        (ctx >> 16) & 0x3f,
+        ctx & 0xffff,
+    )
+}
+
+fn bad(ctx: u32, count: u32) -> ModelError {
+    ModelError::WalkContext { ctx, count }
+}

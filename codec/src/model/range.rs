@@ -1,0 +1,225 @@
+//! The binary range coder: 32-bit range, carry propagation through a cached
+//! byte (the LZMA construction), 12-bit static probabilities, raw bits, and a
+//! shortest-tail flush whose trailing zero bytes are dropped (the decoder
+//! reads zeros past the end).
+
+#![forbid(unsafe_code)]
+
+use super::ModelError;
+
+/// Precision of a probability: `p` is the chance of a 0 bit in units of
+/// `1 / (1 << PROB_BITS)`, in `1..(1 << PROB_BITS)`.
+pub const PROB_BITS: u32 = 12;
+/// `1 << PROB_BITS`.
+pub const PROB_ONE: u16 = 1 << PROB_BITS;
+/// The range is renormalised (shifted a byte) when it falls below this.
+const TOP: u32 = 1 << 24;
+/// Most raw bits coded in one step (the range stays at least `2^8`).
+pub(crate) const RAW_CHUNK: u32 = 16;
+
+/// Encodes binary decisions into bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct RangeEncoder {
+    /// Low end of the interval; bit 32 is a pending carry.
+    low: u64,
+    range: u32,
+    /// The last byte shifted out of `low` and not yet written, because a
+    /// carry may still change it.
+    cache: u8,
+    /// Bytes pending: `cache` plus `pending - 1` bytes of `0xff`.
+    pending: u64,
+    /// The first byte out of `low` is always 0 (the interval starts below
+    /// `1 << 32`); it is never written.
+    skip_first: bool,
+    out: Vec<u8>,
+}
+
+impl RangeEncoder {
+    /// An encoder that appends to `out` (cleared first).
+    pub(crate) fn new(mut out: Vec<u8>) -> Self {
+        out.clear();
+        Self {
+            low: 0,
+            range: u32::MAX,
+            cache: 0,
+            pending: 1,
+            skip_first: true,
+            out,
+        }
+    }
+
+    /// Codes `bit` where `p0` (in `1..PROB_ONE`) is the chance of a 0.
+    #[inline]
+    pub(crate) fn bit(&mut self, p0: u16, bit: bool) {
+        let bound = (self.range >> PROB_BITS) * u32::from(p0);
+        if bit {
+            self.low += u64::from(bound);
+            self.range -= bound;
+        } else {
+            self.range = bound;
+        }
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
+    /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
+    /// each with probability one half, in chunks of at most
+    /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
+    /// value picks the part.
+    #[inline]
+    pub(crate) fn raw(&mut self, v: u64, n: u32) {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(RAW_CHUNK);
+            left -= k;
+            let digit = ((v >> left) & ((1u64 << k) - 1)) as u32;
+            self.range >>= k;
+            self.low += u64::from(digit) * u64::from(self.range);
+            while self.range < TOP {
+                self.range <<= 8;
+                self.shift_low();
+            }
+        }
+    }
+
+    fn shift_low(&mut self) {
+        if self.low < 0xff00_0000 || self.low >= 1 << 32 {
+            let carry = (self.low >> 32) as u8;
+            let mut byte = self.cache;
+            loop {
+                if self.skip_first {
+                    self.skip_first = false;
+                } else {
+                    self.out.push(byte.wrapping_add(carry));
+                }
+                byte = 0xff;
+                self.pending -= 1;
+                if self.pending == 0 {
+                    break;
+                }
+            }
+            self.cache = (self.low >> 24) as u8;
+        }
+        self.pending += 1;
+        self.low = (self.low & 0x00ff_ffff) << 8;
+    }
+
+    /// Ends the stream and returns the bytes. The final value is the one in
+    /// the interval with the most trailing zero bits; zero bytes at the end
+    /// are then dropped.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        let end = self.low + u64::from(self.range);
+        for k in (0..=32u32).rev() {
+            let mask = (1u64 << k) - 1;
+            let v = (self.low + mask) & !mask;
+            if v < end {
+                self.low = v;
+                break;
+            }
+        }
+        for _ in 0..5 {
+            self.shift_low();
+        }
+        while self.out.last() == Some(&0) {
+            self.out.pop();
+        }
+        self.out
+    }
+}
+
+/// Decodes binary decisions; reads zeros past the end of the input.
+#[derive(Debug, Clone)]
+pub(crate) struct RangeDecoder<'a> {
+    input: &'a [u8],
+    /// Bytes consumed, counting those read past the end.
+    pos: usize,
+    range: u32,
+    /// The coded value minus the interval's low end; always below `range`.
+    code: u32,
+}
+
+impl<'a> RangeDecoder<'a> {
+    /// Starts decoding `input`.
+    pub(crate) fn new(input: &'a [u8]) -> Result<Self, ModelError> {
+        let mut d = Self {
+            input,
+            pos: 0,
+            range: u32::MAX,
+            code: 0,
+        };
+        for _ in 0..4 {
+            d.code = (d.code << 8) | u32::from(d.next_byte());
+        }
+        if d.code == u32::MAX {
+            return Err(ModelError::BadStart);
+        }
+        Ok(d)
+    }
+
+    #[inline]
+    fn next_byte(&mut self) -> u8 {
+        let b = self.input.get(self.pos).copied().unwrap_or(0);
+        self.pos = self.pos.saturating_add(1);
+        b
+    }
+
+    #[inline]
+    fn normalize(&mut self) {
+        while self.range < TOP {
+            self.range <<= 8;
+            self.code = (self.code << 8) | u32::from(self.next_byte());
+        }
+    }
+
+    /// Decodes one decision where `p0` is the chance of a 0.
+    #[inline]
+    pub(crate) fn bit(&mut self, p0: u16) -> bool {
+        let bound = (self.range >> PROB_BITS) * u32::from(p0);
+        let bit = if self.code < bound {
+            self.range = bound;
+            false
+        } else {
+            self.code -= bound;
+            self.range -= bound;
+            true
+        };
+        self.normalize();
+        bit
+    }
+
+    /// Decodes `n` raw bits (`n <= 64`), most significant first, in the
+    /// encoder's chunks.
+    #[inline]
+    pub(crate) fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
+        let mut v = 0u64;
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(RAW_CHUNK);
+            left -= k;
+            self.range >>= k;
+            let digit = self.code / self.range;
+            // `range` shrank by truncation: values past `2^k` parts are
+            // unused by any encoder.
+            if digit >> k != 0 {
+                return Err(ModelError::Corrupt);
+            }
+            self.code -= digit * self.range;
+            v = (v << k) | u64::from(digit);
+            self.normalize();
+        }
+        Ok(v)
+    }
+
+    /// Checks that the decoder read every byte of the input.
+    pub(crate) fn finish(&self) -> Result<(), ModelError> {
+        if self.pos < self.input.len() {
+            return Err(ModelError::Trailing {
+                len: self.input.len(),
+                consumed: self.pos,
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! How a value becomes binary decisions: its bit-length class through a
+//! 6-level binary tree (classes 63 and 64 share a leaf and one more
+//! decision), the bit below the top bit with its own probability, the
+//! remaining bits raw, and for signed (zigzag) values a modelled sign.
+//!
+//! The [`VALUE_SLOTS`] probabilities of one value context:
+//!
+//! | slots    | decision |
+//! |----------|----------|
+//! | 0..=62   | class tree node `n` (1..=63) at slot `n - 1`, leaf `min(c, 63)` |
+//! | 63       | class 64 rather than 63 |
+//! | 64..=78  | bit below the top bit, class `c` (2..) at `64 + min(c - 2, 14)` |
+//! | 79       | sign of a non-zero signed value (1 = negative) |
+
+#![forbid(unsafe_code)]
+
+use super::ModelError;
+
+/// Probability slots per value context.
+pub const VALUE_SLOTS: usize = 80;
+/// Levels of the class tree: leaves 0..=63.
+const CLASS_BITS: u32 = 6;
+const TOP_SLOT: usize = 63;
+const SECOND_SLOT: usize = 64;
+const SECOND_SLOTS: u32 = 15;
+const SIGN_SLOT: usize = 79;
+
+/// Something binary decisions go to: the range coder, counters, a cost sum.
+pub(crate) trait Decisions {
+    /// One modelled decision in probability slot `slot`.
+    fn decision(&mut self, slot: usize, bit: bool);
+    /// The low `n` bits of `v`, raw.
+    fn raw(&mut self, v: u64, n: u32);
+}
+
+/// Something binary decisions come from.
+pub(crate) trait DecisionSource {
+    /// One modelled decision from probability slot `slot`.
+    fn decision(&mut self, slot: usize) -> bool;
+    /// `n` raw bits, most significant first.
+    fn raw(&mut self, n: u32) -> Result<u64, ModelError>;
+}
+
+/// The bit-length class of `v`: 0 for 0, else the position of its top bit
+/// plus one (1..=64).
+#[inline]
+pub fn class_of(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+#[inline]
+fn second_slot(class: u32) -> usize {
+    SECOND_SLOT + (class - 2).min(SECOND_SLOTS - 1) as usize
+}
+
+/// Emits the decisions of unsigned `v` into the context starting at `base`.
+#[inline]
+pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
+    let class = class_of(v);
+    let leaf = class.min(63);
+    let mut node = 1usize;
+    for i in (0..CLASS_BITS).rev() {
+        let b = (leaf >> i) & 1 == 1;
+        d.decision(base + node - 1, b);
+        node = node * 2 + usize::from(b);
+    }
+    if leaf == 63 {
+        d.decision(base + TOP_SLOT, class == 64);
+    }
+    if class >= 2 {
+        d.decision(base + second_slot(class), (v >> (class - 2)) & 1 == 1);
+        d.raw(v, class - 2);
+    }
+}
+
+/// Emits the decisions of zigzag value `zz`: the magnitude as unsigned,
+/// then the sign when the magnitude is not zero.
+#[inline]
+pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
+    let magnitude = (zz >> 1) + (zz & 1);
+    put_uint(d, base, magnitude);
+    if magnitude != 0 {
+        d.decision(base + SIGN_SLOT, zz & 1 == 1);
+    }
+}
+
+/// Reads an unsigned value from the context starting at `base`.
+#[inline]
+pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
+    let mut node = 1usize;
+    for _ in 0..CLASS_BITS {
+        let b = s.decision(base + node - 1);
+        node = node * 2 + usize::from(b);
+    }
+    let mut class = (node - (1 << CLASS_BITS)) as u32;
+    if class == 63 && s.decision(base + TOP_SLOT) {
+        class = 64;
+    }
+    match class {
+        0 => Ok(0),
+        1 => Ok(1),
+        _ => {
+            let second = u64::from(s.decision(base + second_slot(class)));
+            let rest = s.raw(class - 2)?;
+            Ok((1u64 << (class - 1)) | (second << (class - 2)) | rest)
+        }
+    }
+}
+
+/// Reads a zigzag value from the context starting at `base`.
+#[inline]
+pub(crate) fn get_sint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
+    let magnitude = get_uint(s, base)?;
+    if magnitude == 0 {
+        return Ok(0);
+    }
+    let negative = s.decision(base + SIGN_SLOT);
+    // Magnitudes reach 1 << 63 only for the zigzag value u64::MAX.
+    if magnitude > 1 << 63 || (magnitude == 1 << 63 && !negative) {
+        return Err(ModelError::BadSign);
+    }
+    Ok(magnitude.wrapping_mul(2).wrapping_sub(u64::from(negative)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Log(Vec<(usize, bool)>, Vec<bool>);
+
+    impl Decisions for Log {
+        fn decision(&mut self, slot: usize, bit: bool) {
+            self.0.push((slot, bit));
+        }
+        fn raw(&mut self, v: u64, n: u32) {
+            for i in (0..n).rev() {
+                self.1.push((v >> i) & 1 == 1);
+            }
+        }
+    }
+
+    impl DecisionSource for Log {
+        fn decision(&mut self, slot: usize) -> bool {
+            let (s, b) = self.0.remove(0);
+            assert_eq!(s, slot);
+            b
+        }
+        fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
+            let mut v = 0;
+            for _ in 0..n {
+                v = (v << 1) | u64::from(self.1.remove(0));
+            }
+            Ok(v)
+        }
+    }
+
+    #[test]
+    fn values_round_trip_through_decisions() {
+        let values = [0, 1, 2, 3, 4, 5, 255, 256, 1 << 40, u64::MAX - 1, u64::MAX];
+        for &v in &values {
+            let mut log = Log::default();
+            put_uint(&mut log, 0, v);
+            assert!(log.0.iter().all(|&(s, _)| s < VALUE_SLOTS));
+            assert_eq!(get_uint(&mut log, 0), Ok(v));
+            assert!(log.0.is_empty() && log.1.is_empty());
+            put_sint(&mut log, 0, v);
+            assert_eq!(get_sint(&mut log, 0), Ok(v));
+            assert!(log.0.is_empty() && log.1.is_empty());
+        }
+    }
+
+    #[test]
+    fn bad_signs_are_errors() {
+        // Magnitude 1 << 63 with a positive sign has no zigzag value.
+        let mut log = Log::default();
+        put_uint(&mut log, 0, 1 << 63);
+        log.0.push((SIGN_SLOT, false));
+        assert_eq!(get_sint(&mut log, 0), Err(ModelError::BadSign));
+    }
+}

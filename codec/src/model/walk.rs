@@ -1,0 +1,188 @@
+//! The model block's side of the payload walk: a [`TokenSink`] that codes
+//! the walk's tokens with a [`ModelEncoder`] (or counts them into
+//! [`ModelStats`]) and the [`TokenSource`] that reads them back, both
+//! through the schema's [`ContextMap`].
+
+#![forbid(unsafe_code)]
+
+use super::{
+    ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelSink, ModelStats,
+    ModelTable, RowState,
+};
+use crate::error::DecodeError;
+use crate::pipeline::tokens::{self, TokenSink, TokenSource};
+use crate::pipeline::values::Element;
+use crate::pipeline::EncodeScratch;
+
+/// Hands walk tokens to a [`ModelSink`] under their dense contexts. The
+/// first context the map does not know is kept and later tokens dropped.
+pub(crate) struct WalkSink<'m, S> {
+    map: &'m ContextMap,
+    state: RowState,
+    sink: S,
+    error: Option<ModelError>,
+}
+
+impl<'m, S: ModelSink> WalkSink<'m, S> {
+    pub(crate) fn new(map: &'m ContextMap, sink: S) -> Self {
+        Self {
+            map,
+            state: RowState::default(),
+            sink,
+            error: None,
+        }
+    }
+
+    /// The sink, or the first error.
+    pub(crate) fn finish(self) -> Result<S, ModelError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.sink),
+        }
+    }
+}
+
+impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
+    fn bit(&mut self, ctx: u32, bit: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.map.bit_context(&mut self.state, ctx) {
+            Ok(c) => {
+                self.sink.bit(c, bit);
+                self.map.note_bit(&mut self.state, ctx, bit);
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn uint(&mut self, ctx: u32, v: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.map.value_context(&self.state, ctx) {
+            Ok((c, true)) => self.sink.sint(c, v),
+            Ok((c, false)) => self.sink.uint(c, v),
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        }
+        self.map.note_value(&mut self.state, ctx);
+    }
+}
+
+/// Reads walk tokens from a model stream.
+pub(crate) struct WalkSource<'m, 't, 'a> {
+    map: &'m ContextMap,
+    state: RowState,
+    dec: ModelDecoder<'t, 'a>,
+    /// Packet offset of the stream, for errors.
+    offset: usize,
+}
+
+impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
+    pub(crate) fn new(map: &'m ContextMap, dec: ModelDecoder<'t, 'a>, offset: usize) -> Self {
+        Self {
+            map,
+            state: RowState::default(),
+            dec,
+            offset,
+        }
+    }
+
+    fn err(&self, error: ModelError) -> DecodeError {
+        DecodeError::Model {
+            offset: self.offset,
+            error,
+        }
+    }
+
+    /// Checks that the stream has no bytes left unread.
+    pub(crate) fn finish(self) -> Result<(), DecodeError> {
+        let offset = self.offset;
+        self.dec
+            .finish()
+            .map_err(|error| DecodeError::Model { offset, error })
+    }
+}
+
+impl TokenSource for WalkSource<'_, '_, '_> {
+    fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError> {
+        let c = self
+            .map
+            .bit_context(&mut self.state, ctx)
+            .map_err(|e| self.err(e))?;
+        let bit = self.dec.bit(c).map_err(|e| self.err(e))?;
+        self.map.note_bit(&mut self.state, ctx, bit);
+        Ok(bit)
+    }
+
+    fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError> {
+        let (c, signed) = self
+            .map
+            .value_context(&self.state, ctx)
+            .map_err(|e| self.err(e))?;
+        let v = if signed {
+            self.dec.sint(c)
+        } else {
+            self.dec.uint(c)
+        }
+        .map_err(|e| self.err(e))?;
+        self.map.note_value(&mut self.state, ctx);
+        Ok(v)
+    }
+}
+
+/// The context map of a schema whose sections have `elements`; `None` when
+/// the schema is too large for one.
+pub(crate) fn context_map(elements: &[Vec<Element>]) -> Option<ContextMap> {
+    let floats: Vec<Vec<bool>> = elements
+        .iter()
+        .map(|s| s.iter().map(|e| e.float).collect())
+        .collect();
+    ContextMap::new(&floats, ContextConfig::BLOCK).ok()
+}
+
+/// Walks the tokens of every section (all sets, then all rows) into `sink`,
+/// in the order the byte layout writes them.
+pub(crate) fn walk_sections(
+    sink: &mut impl TokenSink,
+    scratch: &[EncodeScratch],
+    elements: &[Vec<Element>],
+) {
+    for (i, s) in scratch.iter().enumerate() {
+        tokens::write_meta(sink, i, &s.tokens);
+    }
+    for (i, s) in scratch.iter().enumerate() {
+        tokens::write_rows(sink, i, elements[i].len(), &s.tokens);
+    }
+}
+
+/// The model stream of the sections' tokens, written into `out`.
+pub(crate) fn encode_sections(
+    map: &ContextMap,
+    table: &ModelTable,
+    scratch: &[EncodeScratch],
+    elements: &[Vec<Element>],
+    out: Vec<u8>,
+) -> Result<Vec<u8>, ModelError> {
+    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out));
+    walk_sections(&mut sink, scratch, elements);
+    sink.finish()?.finish()
+}
+
+/// Counts the sections' tokens into `stats` (tokens the map does not know,
+/// or outside `stats`' shape, are recorded in `stats`' error).
+pub(crate) fn count_sections(
+    map: &ContextMap,
+    stats: &mut ModelStats,
+    scratch: &[EncodeScratch],
+    elements: &[Vec<Element>],
+) {
+    let mut sink = WalkSink::new(map, &mut *stats);
+    walk_sections(&mut sink, scratch, elements);
+    if let Err(e) = sink.finish() {
+        stats.record_error(e);
+    }
+}

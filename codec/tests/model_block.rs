@@ -1,0 +1,239 @@
+//! The model block end to end: a table trained with `Encoder::model_tokens`
+//! and attached to a dictionary codes packets that decode bit-exactly;
+//! corrupt or truncated model blocks are typed errors.
+#![allow(clippy::unwrap_used)]
+
+use tickpack::model::{ModelStats, ModelTable};
+use tickpack::{
+    Baseline, DecodeError, Decoder, DeltaOp, Dictionary, Encoder, Entropy, Field, Primitive,
+    Schema, Snapshot,
+};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn schema() -> Schema {
+    let f = |name: &str, ty, len, delta| Field {
+        name: name.into(),
+        ty,
+        len,
+        delta,
+    };
+    Schema::builder()
+        .entity("frame")
+        .field("time", Primitive::U32, 1)
+        .entity("ship")
+        .field_with(f("pos", Primitive::F32, 3, None))
+        .field_with(f("vel", Primitive::F32, 3, None))
+        .field_with(f("hp", Primitive::I16, 1, None))
+        .field_with(f("flags", Primitive::U8, 1, Some(DeltaOp::Xor)))
+        .field_with(f("angle", Primitive::F64, 1, None))
+        .field_with(f("stamp", Primitive::U64, 1, Some(DeltaOp::Sub)))
+        .field_with(f("ammo", Primitive::I32, 9, None))
+        .build()
+        .unwrap()
+}
+
+fn ship(rng: &mut Rng, prev: Option<&[u8]>) -> Vec<u8> {
+    let mut rec = prev.map_or_else(|| vec![0u8; 79], <[u8]>::to_vec);
+    let mut put = |at: usize, bytes: &[u8]| rec[at..at + bytes.len()].copy_from_slice(bytes);
+    for axis in 0..3 {
+        // Whole numbers mostly, now and then a fraction, NaN or -0.0.
+        let v = match rng.below(40) {
+            0 => f32::from_bits(0x7fc0_0000 | rng.next() as u32 & 0x3f_ffff),
+            1 => -0.0,
+            2..=6 => rng.below(4000) as f32 / 7.0,
+            _ => rng.below(8000) as f32 - 4000.0,
+        };
+        if prev.is_none() || rng.below(3) == 0 {
+            put(axis * 4, &v.to_le_bytes());
+            put(
+                12 + axis * 4,
+                &((rng.below(640) as f32) - 320.0).to_le_bytes(),
+            );
+        }
+    }
+    if rng.below(5) == 0 {
+        put(24, &(rng.below(200) as i16).to_le_bytes());
+        put(26, &[rng.next() as u8]);
+    }
+    if rng.below(4) == 0 {
+        put(27, &(rng.next() as f64 / 3.0).to_le_bytes());
+        put(35, &rng.next().to_le_bytes());
+    }
+    if rng.below(6) == 0 {
+        let slot = rng.below(9) as usize;
+        put(43 + 4 * slot, &[rng.next() as u8]);
+    }
+    rec
+}
+
+fn ticks(seed: u64, n: usize) -> Vec<Snapshot> {
+    let schema = schema();
+    let mut rng = Rng(seed);
+    let mut out: Vec<Snapshot> = Vec::new();
+    for t in 0..n {
+        let mut snap = match out.last() {
+            Some(p) => p.clone(),
+            None => Snapshot::new(&schema),
+        };
+        snap.section_mut(0)
+            .unwrap()
+            .insert(0, &(t as u32 * 50).to_le_bytes())
+            .unwrap();
+        let sec = snap.section_mut(1).unwrap();
+        for id in sec.ids().to_vec() {
+            match rng.below(30) {
+                0 => {
+                    sec.remove(id);
+                }
+                1..=15 => {
+                    let rec = ship(&mut rng, sec.get(id));
+                    sec.insert(id, &rec).unwrap();
+                }
+                _ => {}
+            }
+        }
+        for _ in 0..rng.below(3) {
+            let id = rng.below(64) as u32;
+            let rec = ship(&mut rng, None);
+            sec.insert(id, &rec).unwrap();
+        }
+        out.push(snap);
+    }
+    out
+}
+
+/// The baseline of tick `t`: 1 to 3 ticks back, none for tick 0.
+fn base_of(t: usize) -> Option<usize> {
+    (t > 0).then(|| t - 1 - (t % 3).min(t - 1))
+}
+
+fn trained_dictionary(schema: &Schema) -> Dictionary {
+    let mut enc = Encoder::new(schema.clone());
+    let mut stats = ModelStats::new(enc.model_shape().unwrap()).unwrap();
+    let train = ticks(0x5eed_0001, 300);
+    for (t, snap) in train.iter().enumerate() {
+        let base = base_of(t).map(|b| Baseline {
+            sequence: b as u16,
+            snapshot: &train[b],
+        });
+        enc.model_tokens(snap, t as u16, base, &mut stats).unwrap();
+    }
+    assert_eq!(stats.error(), None);
+    let table = ModelTable::from_stats(&stats);
+    let bytes = table.to_bytes();
+    assert_eq!(ModelTable::from_bytes(&bytes).unwrap(), table);
+    Dictionary::new(7, (0..256u32).map(|i| (i * 7) as u8).collect::<Vec<u8>>()).with_model(table)
+}
+
+fn packets(entropy: Entropy, dict: &Dictionary, snaps: &[Snapshot]) -> Vec<Vec<u8>> {
+    let mut enc = Encoder::new(schema());
+    enc.set_dictionary(Some(dict)).unwrap();
+    enc.set_entropy(entropy);
+    snaps
+        .iter()
+        .enumerate()
+        .map(|(t, snap)| {
+            let base = base_of(t).map(|b| Baseline {
+                sequence: b as u16,
+                snapshot: &snaps[b],
+            });
+            enc.encode(snap, t as u16, base).unwrap()
+        })
+        .collect()
+}
+
+fn decode(
+    dec: &mut Decoder,
+    snaps: &[Snapshot],
+    t: usize,
+    packet: &[u8],
+) -> Result<Snapshot, DecodeError> {
+    let base = base_of(t).map(|b| Baseline {
+        sequence: b as u16,
+        snapshot: &snaps[b],
+    });
+    dec.decode(packet, base).map(|(_, s)| s)
+}
+
+#[test]
+fn model_packets_round_trip_bit_exactly() {
+    let schema = schema();
+    let dict = trained_dictionary(&schema);
+    let snaps = ticks(0x5eed_0002, 200);
+    let mut dec = Decoder::new(schema.clone());
+    dec.add_dictionary(&dict).unwrap();
+    let model = packets(Entropy::Model, &dict, &snaps);
+    let best = packets(Entropy::Best, &dict, &snaps);
+    let zstd = packets(Entropy::Zstd, &dict, &snaps);
+    let mut differ = 0;
+    for t in 0..snaps.len() {
+        for p in [&model[t], &best[t], &zstd[t]] {
+            let got = decode(&mut dec, &snaps, t, p).unwrap();
+            // Bit-exact, NaN payloads included.
+            assert_eq!(got, snaps[t], "tick {t}");
+        }
+        assert!(best[t].len() <= zstd[t].len());
+        assert!(best[t].len() <= model[t].len().max(zstd[t].len()));
+        differ += usize::from(model[t] != zstd[t]);
+    }
+    assert!(differ > snaps.len() / 2, "model used in {differ} packets");
+}
+
+#[test]
+fn corrupt_and_truncated_model_blocks_are_errors_or_values() {
+    let schema = schema();
+    let dict = trained_dictionary(&schema);
+    let snaps = ticks(0x5eed_0003, 40);
+    let model = packets(Entropy::Model, &dict, &snaps);
+    let mut dec = Decoder::new(schema.clone());
+    dec.add_dictionary(&dict).unwrap();
+    let mut rng = Rng(99);
+    for (t, p) in model.iter().enumerate().skip(1) {
+        for cut in 0..p.len() {
+            let _ = decode(&mut dec, &snaps, t, &p[..cut]);
+        }
+        for _ in 0..50 {
+            let mut q = p.clone();
+            let at = rng.below(q.len() as u64) as usize;
+            q[at] ^= 1 << rng.below(8);
+            let _ = decode(&mut dec, &snaps, t, &q);
+        }
+        let mut longer = p.clone();
+        longer.extend_from_slice(&[0x5a, 0]);
+        assert!(decode(&mut dec, &snaps, t, &longer).is_err());
+    }
+}
+
+#[test]
+fn a_model_block_needs_the_model_table() {
+    let schema = schema();
+    let dict = trained_dictionary(&schema);
+    let snaps = ticks(0x5eed_0004, 10);
+    let model = packets(Entropy::Model, &dict, &snaps);
+    // Same id and bytes, no table.
+    let bare = Dictionary::new(dict.id(), dict.bytes().to_vec());
+    let mut dec = Decoder::new(schema);
+    dec.add_dictionary(&bare).unwrap();
+    let errs = (1..snaps.len())
+        .filter(|&t| {
+            matches!(
+                decode(&mut dec, &snaps, t, &model[t]),
+                Err(DecodeError::MissingModelTable { .. })
+            )
+        })
+        .count();
+    assert!(errs > 0);
+}
