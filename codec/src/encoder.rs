@@ -1,4 +1,7 @@
 //! The reusable [`Encoder`].
+//!
+//! Over 600 lines on purpose: one type whose configuration, entry points
+//! and per-block choice (zstd, Huffman, model) share its private state.
 
 #![forbid(unsafe_code)]
 

@@ -18,6 +18,8 @@
 //! 5. The set (schema with the chosen operators, dictionaries, manifest) is
 //!    written to a new directory beside `--out`, loaded back and verified,
 //!    then swapped in for the set there, if any ([`crate::output`]).
+//!
+//! Over 600 lines on purpose: one command, its steps in the order they run.
 
 #![forbid(unsafe_code)]
 
