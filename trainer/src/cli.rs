@@ -170,11 +170,14 @@ pub struct TrainArgs {
     /// Captures to train on (same schema layout).
     #[arg(value_name = "CAPTURE", required = true)]
     pub captures: Vec<PathBuf>,
-    /// The set's directory. A set already there is replaced as a whole (the
-    /// new set is written beside it, then swapped in); any other existing
-    /// file or non-empty directory is refused.
+    /// The set's directory. A set already there is refused unless --force,
+    /// then replaced as a whole (the new set is written beside it, then
+    /// swapped in); any other existing file or non-empty directory is refused.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Replace the dictionary set already at --out.
+    #[arg(long)]
+    pub force: bool,
     /// Game name [default: the first capture's].
     #[arg(long, value_name = "G")]
     pub game: Option<String>,

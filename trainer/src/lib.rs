@@ -104,6 +104,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
             let opts = train::TrainOptions {
                 captures: a.captures,
                 out: a.out,
+                force: a.force,
                 game: a.game,
                 version: a.version,
                 level: a.level,
