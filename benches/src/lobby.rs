@@ -34,7 +34,7 @@ pub struct LobbyConfig {
     /// (its per-field operators and its keyframe and delta dictionaries).
     /// Ignored with `quantized`: the set was trained on full-precision cars.
     pub trained_set: bool,
-    /// Race under [`racing_schema_quantized`](crate::scenarios::racing_schema_quantized),
+    /// Race under [`racing_schema_quantized`](tickpack_scenarios::racing_schema_quantized),
     /// the server quantising its world every tick.
     pub quantized: bool,
 }

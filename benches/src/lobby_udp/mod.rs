@@ -80,7 +80,7 @@ pub struct LobbyConfig {
     /// Scenario and link seed.
     pub seed: u64,
     /// Send full-precision cars with the shipped trained set instead of
-    /// [`racing_schema_quantized`](tickpack_scenarios::racing_schema_quantized)
+    /// [`tickpack_scenarios::racing_schema_quantized`]
     /// (the server quantising its world every tick; no trained set fits it).
     pub lossless: bool,
 }
