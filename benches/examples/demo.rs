@@ -6,19 +6,23 @@
 //! ```
 //!
 //! Part 1, the codec:
-//! For each scenario (the 64-car racing lobby, the 901-cube pile of the 2015
-//! compression challenge, and an idle server) it encodes tick 0 as a
-//! keyframe, ticks 1-5 against tick 0 (so the receiver holds them), and every
-//! tick `i >= 6` against tick `i - 6`, the challenge's fixed 100 ms ack
-//! distance. Every packet is decoded and compared with the original: any
-//! difference exits non-zero. Statistics cover the keyframe and the packets
-//! of ticks 6 and later.
+//! For each scenario (the 64-car racing lobby, lossless and with the
+//! quantised schema, the 901-cube pile of the 2015 compression challenge,
+//! and an idle server) it encodes tick 0 as a keyframe, ticks 1-5 against
+//! tick 0 (so the receiver holds them), and every tick `i >= 6` against tick
+//! `i - 6`, the challenge's fixed 100 ms ack distance (schemas with
+//! `predict` fields also name the prior `i - 12`). Every packet is decoded
+//! and compared with the original (the quantised lobby: with the quantised
+//! world): any difference exits non-zero. Statistics cover the keyframe and
+//! the packets of ticks 6 and later; the quantised lobby also prints the
+//! largest reconstruction error per field.
 //!
 //! Part 2, the session layer: the racing lobby served to `--clients` clients
 //! (default 63) over a simulated link with `--loss` packet loss in both
 //! directions (default 5%), 3 ticks of latency and 1 of jitter. Each client
-//! gets a delta against the newest snapshot it acked. Exits non-zero if a
-//! client cannot decode a packet or ends out of sync.
+//! gets a delta against the newest snapshot it acked. The quantised lobby
+//! runs the same way (without the trained set). Exits non-zero if a client
+//! cannot decode a packet or ends out of sync.
 
 #![forbid(unsafe_code)]
 
@@ -28,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use tickpack::{Baseline, Decoder, Encoder, Snapshot};
+use tickpack::{Baseline, Decoder, Encoder, Reference, Snapshot};
 use tickpack_benches::lobby::{self, LobbyConfig};
 use tickpack_scenarios::{self as scenarios, changed_entities, Scenario, TICK_RATE};
 
@@ -108,16 +112,23 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
          zstd level {ZSTD_LEVEL}; every packet decoded and checked"
     );
     let racing = scenarios::racing_lobby(seed, ticks);
+    let racing_q = racing.quantized(
+        "racing lobby, quantised",
+        scenarios::racing_schema_quantized(),
+    );
     let cubes = scenarios::cube_pile(seed, ticks);
     let idle = scenarios::idle(ticks);
     let generated = start.elapsed();
-    for sc in [&racing, &cubes, &idle] {
+    for sc in [&racing, &racing_q, &cubes, &idle] {
         let r = measure(sc)?;
         r.print(sc.name == "cube pile");
+        if std::ptr::eq(sc, &racing_q) {
+            print_errors(&racing, &racing_q);
+        }
     }
     println!(
-        "\nall {} packets decoded bit-exact; scenarios generated in {:.2} s",
-        3 * (ticks + 1),
+        "\nall {} packets decoded bit-exact (quantised: to the quantised world); scenarios generated in {:.2} s",
+        4 * (ticks + 1),
         generated.as_secs_f64(),
     );
     let untrained = LobbyConfig {
@@ -127,8 +138,19 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
     let base = lobby::simulate(&untrained)?;
     let r = lobby::simulate(lobby_cfg)?;
     print_lobby(lobby_cfg, &r, &base);
+    let q = lobby::simulate(&LobbyConfig {
+        quantized: true,
+        ..*lobby_cfg
+    })?;
+    println!(
+        "quantised racing schema (1 mm, smallest-three 10, 0.01 m/s, 8-bit controls; no set): \
+         {:.1} bytes per client per tick, {:.2} Mbit/s upload, {} undecodable, {} out of sync",
+        q.bytes_per_client, q.upload_mbps, q.undecodable, q.out_of_sync
+    );
     println!("\ntotal {:.2} s", start.elapsed().as_secs_f64());
-    if r.undecodable + base.undecodable > 0 || r.out_of_sync + base.out_of_sync > 0 {
+    if r.undecodable + base.undecodable + q.undecodable > 0
+        || r.out_of_sync + base.out_of_sync + q.out_of_sync > 0
+    {
         return Err(format!(
             "{} undecodable packets, {} clients out of sync",
             r.undecodable, r.out_of_sync
@@ -266,8 +288,18 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
             sequence: (b & 0xffff) as u16,
             snapshot: &sc.ticks[b],
         });
+        // Schemas with `predict` fields (the quantised racing lobby) also
+        // name the prior tick i-12, as the session layer would.
+        let prior = (sc.schema.predicts() && i >= 2 * DISTANCE).then_some(i - 2 * DISTANCE);
+        let reference = Reference {
+            baseline,
+            prior: prior.map(|p| Baseline {
+                sequence: (p & 0xffff) as u16,
+                snapshot: &sc.ticks[p],
+            }),
+        };
         let t = Instant::now();
-        enc.encode_to_vec(snap, sequence, baseline, &mut packet)
+        enc.encode_to_vec(snap, sequence, reference, &mut packet)
             .map_err(|e| format!("{}: encoding tick {i}: {e}", sc.name))?;
         let encode = t.elapsed();
 
@@ -277,6 +309,14 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         });
         let mut out = Snapshot::default();
         let t = Instant::now();
+        let acked_prior = prior.map(|p| Baseline {
+            sequence: (p & 0xffff) as u16,
+            snapshot: &received[p],
+        });
+        let acked = Reference {
+            baseline: acked,
+            prior: acked_prior,
+        };
         let header = dec
             .decode_into(&packet, acked, &mut out)
             .map_err(|e| format!("{}: decoding tick {i}: {e}", sc.name))?;
@@ -311,6 +351,30 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
     }
     r.keyframe_last = packet.len();
     Ok(r)
+}
+
+/// The largest reconstruction error per quantised field over every tick:
+/// the quantised world (what every client decodes) against the original.
+fn print_errors(original: &Scenario, quantized: &Scenario) {
+    let mut max = Vec::new();
+    for (a, b) in original.ticks.iter().zip(&quantized.ticks) {
+        tickpack::quant::snapshot_errors(&quantized.schema, a, b, &mut max);
+    }
+    let mut line = String::from("max reconstruction error:");
+    for (ty, m) in quantized.schema.sections().iter().zip(&max) {
+        for ((f, q), e) in ty.fields().iter().zip(ty.quantization()).zip(m) {
+            if let Some(q) = q {
+                let unit = match q {
+                    tickpack::quant::Quantize::SmallestThree { .. } => {
+                        format!(" rad ({:.3}°)", e.to_degrees())
+                    }
+                    _ => String::new(),
+                };
+                line += &format!(" {} {e:.6}{unit} (bound {:.6});", f.name, q.max_error(f.ty));
+            }
+        }
+    }
+    println!("{line}");
 }
 
 /// All record bytes of a snapshot, section after section.

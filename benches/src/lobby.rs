@@ -11,7 +11,7 @@ use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, Serv
 use tickpack::Snapshot;
 
 use tickpack_scenarios::rng::SplitMix64;
-use tickpack_scenarios::{racing_lobby, TICK_RATE};
+use tickpack_scenarios::{racing_lobby, racing_lobby_quantized, TICK_RATE};
 
 /// Simulation settings.
 #[derive(Debug, Clone, Copy)]
@@ -32,7 +32,11 @@ pub struct LobbyConfig {
     pub share_encodes: bool,
     /// Use the trained set shipped in `dictionaries/racing-lobby/1`
     /// (its per-field operators and its keyframe and delta dictionaries).
+    /// Ignored with `quantized`: the set was trained on full-precision cars.
     pub trained_set: bool,
+    /// Race under [`racing_schema_quantized`](tickpack_scenarios::racing_schema_quantized),
+    /// the server quantising its world every tick.
+    pub quantized: bool,
 }
 
 impl Default for LobbyConfig {
@@ -46,6 +50,7 @@ impl Default for LobbyConfig {
             seed: 1,
             share_encodes: true,
             trained_set: true,
+            quantized: false,
         }
     }
 }
@@ -90,7 +95,11 @@ pub struct LobbyReport {
 
 /// Runs the lobby.
 pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Error>> {
-    let scenario = racing_lobby(cfg.seed, cfg.ticks);
+    let scenario = if cfg.quantized {
+        racing_lobby_quantized(cfg.seed, cfg.ticks)
+    } else {
+        racing_lobby(cfg.seed, cfg.ticks)
+    };
     let worlds: Vec<Arc<Snapshot>> = scenario.ticks.into_iter().map(Arc::new).collect();
     let mut server_cfg = ServerConfig {
         share_encodes: cfg.share_encodes,
@@ -98,7 +107,7 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
     };
     let mut client_cfg = ClientConfig::default();
     let mut schema = scenario.schema.clone();
-    if cfg.trained_set {
+    if cfg.trained_set && !cfg.quantized {
         let set = DictionarySet::load(shipped_racing_set())?;
         set.fits(&schema)?;
         schema = set.schema().clone();

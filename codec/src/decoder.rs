@@ -46,6 +46,7 @@ pub struct Decoder {
     scratch: DecodeScratch,
     /// The schema's model contexts (`None`: too large for a model).
     context_map: Option<ContextMap>,
+    codes: crate::quant::codes::CodeSpace,
 }
 
 impl core::fmt::Debug for Decoder {
@@ -84,6 +85,7 @@ impl Decoder {
             predicted,
             scratch: DecodeScratch::default(),
             context_map,
+            codes: Default::default(),
         }
     }
 
@@ -162,7 +164,11 @@ impl Decoder {
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
         let reference = reference.into();
-        let r = self.decode_inner(packet, reference.baseline, reference.prior, out);
+        let r = if self.schema.is_quantized() {
+            self.decode_quantized(packet, reference.baseline, reference.prior, out)
+        } else {
+            self.decode_inner(packet, reference.baseline, reference.prior, out)
+        };
         if r.is_err() {
             out.reset(&self.schema);
         }
@@ -264,6 +270,10 @@ impl Decoder {
             }
             self.rebuild(base, prior, out)?;
         }
+        // Quantised fields were decoded as codes; the checksum covers values.
+        if self.schema.is_quantized() {
+            crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
+        }
         if !header.checksum.is_none() {
             let full = out.digest(header.checksum_seed(dictionary_id));
             if !header.checksum.matches(full) {
@@ -281,6 +291,55 @@ impl Decoder {
             }
         }
         Ok(header)
+    }
+
+    /// [`Decoder::decode_inner`] for a quantised schema: baseline and prior
+    /// go to code form (`decode_inner` turns the decoded codes back into
+    /// values before the checksum).
+    fn decode_quantized(
+        &mut self,
+        packet: &[u8],
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        out: &mut Snapshot,
+    ) -> Result<PacketHeader, DecodeError> {
+        use crate::quant::codes;
+        fn swap<'a>(
+            given: Option<Baseline<'a>>,
+            ok: bool,
+            s: &'a Snapshot,
+        ) -> Option<Baseline<'a>> {
+            match given {
+                Some(g) if ok => Some(Baseline {
+                    sequence: g.sequence,
+                    snapshot: s,
+                }),
+                other => other,
+            }
+        }
+        let mut c = core::mem::take(&mut self.codes);
+        let r = (|| {
+            let coded = |b: Option<Baseline<'_>>, dst: &mut Snapshot| match b {
+                // A snapshot that does not fit the schema is left for
+                // `named` to report, as without quantisation.
+                Some(b) if b.snapshot.check(&self.schema).is_ok() => {
+                    codes::snapshot_to_codes(&self.schema, b.snapshot, dst)
+                        .map_err(DecodeError::BadBaseline)?;
+                    Ok::<_, DecodeError>(true)
+                }
+                _ => Ok(false),
+            };
+            let b = coded(baseline, &mut c.base)?;
+            let p = coded(prior, &mut c.prior)?;
+            self.decode_inner(
+                packet,
+                swap(baseline, b, &c.base),
+                swap(prior, p, &c.prior),
+                out,
+            )
+        })();
+        self.codes = c;
+        r
     }
 
     /// Decodes a payload as the blocks regenerate it (no header, no

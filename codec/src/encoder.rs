@@ -1,4 +1,7 @@
 //! The reusable [`Encoder`].
+//!
+//! Over 600 lines on purpose: one type whose configuration, entry points
+//! and per-block choice (zstd, Huffman, model) share its private state.
 
 #![forbid(unsafe_code)]
 
@@ -51,6 +54,12 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// dictionary and scratch buffers, so after the first packets the hot path
 /// does not allocate.
 ///
+/// With a schema that declares quantisation ([`crate::quant`]), every
+/// snapshot, baseline and prior must hold quantised values (pass the world
+/// through [`Schema::quantize`] once per tick); the encoder codes their
+/// integer codes and refuses anything else with
+/// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
+///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
 /// let schema = Schema::builder().entity("car").field("pos", Primitive::F32, 3).build()?;
@@ -89,6 +98,7 @@ pub struct Encoder {
     /// The schema's model contexts (`None`: too large for a model).
     context_map: Option<ContextMap>,
     model_out: Vec<u8>,
+    codes: crate::quant::codes::CodeSpace,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -140,6 +150,7 @@ impl Encoder {
             packet: Vec::new(),
             context_map,
             model_out: Vec::new(),
+            codes: Default::default(),
         }
     }
 
@@ -356,7 +367,10 @@ impl Encoder {
         )
     }
 
-    /// Builds header and payload into the scratch buffers.
+    /// Builds header and payload into the scratch buffers. A quantised
+    /// schema codes the integer codes of its quantised fields: the
+    /// snapshot, baseline and prior are converted first (refusing values
+    /// that were not quantised), and the checksum covers the values.
     fn build<'s>(
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
@@ -364,6 +378,49 @@ impl Encoder {
         reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
         let (baseline, prior) = (reference.baseline, reference.prior);
+        if !self.schema.is_quantized() {
+            return self.build_coded(sections.clone(), sections, sequence, baseline, prior);
+        }
+        use crate::quant::codes;
+        let mut c = core::mem::take(&mut self.codes);
+        let r = (|| {
+            c.cur
+                .resize_with(self.schema.sections().len(), Default::default);
+            for (i, (s, d)) in sections.clone().zip(&mut c.cur).enumerate() {
+                codes::section_to_codes(&self.schema, i, &s, d)?;
+            }
+            if let Some(b) = baseline {
+                codes::snapshot_to_codes(&self.schema, b.snapshot, &mut c.base)?;
+            }
+            if let Some(p) = prior.filter(|_| baseline.is_some() && self.schema.predicts()) {
+                codes::snapshot_to_codes(&self.schema, p.snapshot, &mut c.prior)?;
+            }
+            let coded = |b: Baseline<'_>, s| Baseline {
+                sequence: b.sequence,
+                snapshot: s,
+            };
+            self.build_coded(
+                c.cur.iter().map(|s| s.as_ref()),
+                sections,
+                sequence,
+                baseline.map(|b| coded(b, &c.base)),
+                prior.map(|p| coded(p, &c.prior)),
+            )
+        })();
+        self.codes = c;
+        r
+    }
+
+    /// [`Encoder::build`] on sections in code form; `values` are the same
+    /// sections as the caller holds them, for the checksum.
+    fn build_coded<'s, 'v>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>> + Clone,
+        values: impl Iterator<Item = SectionRef<'v>>,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) -> Result<(), EncodeError> {
         if let Some(b) = baseline {
             b.snapshot.check(&self.schema)?;
             let d = sequence.wrapping_sub(b.sequence);
@@ -466,7 +523,7 @@ impl Encoder {
                 limit: self.limits.max_decoded_bytes,
             });
         }
-        self.write_header(sections, sequence, baseline, prior);
+        self.write_header(values, sequence, baseline, prior);
         Ok(())
     }
 

@@ -90,6 +90,7 @@ mod limits;
 pub mod model;
 mod packet;
 mod pipeline;
+pub mod quant;
 pub mod schema;
 pub mod session;
 mod snapshot;

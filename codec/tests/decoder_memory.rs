@@ -5,8 +5,10 @@
 use tickpack::session::{Client, ClientConfig, Received};
 use tickpack::{DecodeError, Decoder, Limits, Primitive, Schema, Snapshot};
 
-mod counting;
-use counting::{peak_of, SERIAL};
+use tickpack_testkit::counting::{peak_of, Counting, SERIAL};
+
+#[global_allocator]
+static A: Counting = Counting;
 
 fn schema() -> Schema {
     Schema::builder()

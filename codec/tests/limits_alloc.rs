@@ -6,8 +6,10 @@
 use tickpack::session::{AckOutcome, Server, ServerConfig, View};
 use tickpack::{Baseline, DecodeError, Decoder, Limits, Primitive, Schema, Snapshot};
 
-mod counting;
-use counting::{peak_of, SERIAL};
+use tickpack_testkit::counting::{peak_of, Counting, SERIAL};
+
+#[global_allocator]
+static A: Counting = Counting;
 
 fn schema() -> Schema {
     Schema::builder()

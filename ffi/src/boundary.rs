@@ -31,6 +31,8 @@ use crate::{TpClient, TpDecoder, TpDictSet, TpEncoder, TpSchema, TpServer, TpSna
 const MAGIC: u64 = u64::from_le_bytes(*b"tickpack");
 
 /// What a handle owns; the variant is its kind.
+// Always inside a boxed `Slot`, one per handle: the size is no concern.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Object {
     Schema(Schema),
     DictSet(DictionarySet),

@@ -10,6 +10,9 @@
 //! - [`idle`]: nothing moves, for the per-packet header floor;
 //! - [`arena_shooter`]: 32 players and 200-320 projectiles that spawn and
 //!   despawn every tick, two sections, with per-client views ([`arena_view`]).
+//!
+//! [`racing_lobby_quantized`] and [`arena_shooter_quantized`] are the racing
+//! and arena recordings under schemas that declare quantisation.
 
 // Crate-wide: no module here needs `unsafe`.
 #![forbid(unsafe_code)]
@@ -17,6 +20,7 @@
 mod arena;
 mod cube_pile;
 mod math;
+mod quantized;
 mod racing;
 pub mod raw;
 pub mod rng;
@@ -28,6 +32,10 @@ pub use arena::{
     PLAYER_COUNT, RIFLE_TICKS, VIEW_RADIUS,
 };
 pub use cube_pile::{cube_pile, cube_schema, idle, CUBE_COUNT, CUBE_FIELDS};
+pub use quantized::{
+    arena_schema_quantized, arena_shooter_quantized, racing_lobby_quantized,
+    racing_schema_quantized,
+};
 pub use racing::{racing_lobby, racing_schema, CAR_COUNT, TRACK_CENTRE};
 
 /// Simulation ticks per second of every scenario.
@@ -48,6 +56,35 @@ impl Scenario {
     /// Record bytes of tick `i`: what a naive sender sends, ids not counted.
     pub fn raw_len(&self, i: usize) -> usize {
         self.ticks.get(i).map_or(0, Snapshot::raw_len)
+    }
+
+    /// The same recording under `schema`, which must have the same record
+    /// layout (typically the scenario's schema with quantisation declared,
+    /// every range clamped), each tick passed through
+    /// [`Schema::quantize`] as a server does before sending.
+    #[allow(
+        clippy::expect_used,
+        reason = "the quantised schemas of this crate share their scenario's layout and clamp \
+                  every range, and the simulations produce finite values only"
+    )]
+    pub fn quantized(&self, name: &'static str, schema: Schema) -> Scenario {
+        let ticks = self
+            .ticks
+            .iter()
+            .map(|t| {
+                let mut s = Snapshot::from_sections(&schema, t.sections().to_vec())
+                    .expect("same record layout");
+                schema
+                    .quantize(&mut s)
+                    .expect("finite values, clamped ranges");
+                s
+            })
+            .collect();
+        Scenario {
+            name,
+            schema,
+            ticks,
+        }
     }
 }
 

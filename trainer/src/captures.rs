@@ -222,11 +222,14 @@ pub fn with_ops(schema: &Schema, ops: &[Vec<DeltaOp>]) -> Result<Schema, Trainer
     let mut b = Schema::builder();
     for (ty, ops) in schema.sections().iter().zip(ops) {
         b = b.entity(ty.name());
-        for (f, op) in ty.fields().iter().zip(ops) {
+        for ((f, op), q) in ty.fields().iter().zip(ops).zip(ty.quantization()) {
             b = b.field_with(Field {
                 delta: Some(*op),
                 ..f.clone()
             });
+            if let Some(q) = q {
+                b = b.quantize(*q);
+            }
         }
         if ty.default_record().iter().any(|&x| x != 0) {
             b = b.default_record(ty.default_record());

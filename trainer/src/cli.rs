@@ -64,6 +64,9 @@ pub enum Command {
     /// Describe a capture, a dictionary, a manifest or a set directory;
     /// exits 1 if it is damaged.
     Inspect(InspectArgs),
+    /// Per float field of a capture: its range, its tick-to-tick changes and
+    /// the bits per value at candidate quantisation steps.
+    Suggest(SuggestArgs),
 }
 
 /// The importers.
@@ -118,7 +121,7 @@ pub struct JsonlArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// The scenario.
-    #[arg(value_name = "SCENARIO", value_parser = ["racing", "cubes", "arena", "idle"])]
+    #[arg(value_name = "SCENARIO", value_parser = ["racing", "cubes", "arena", "idle", "racing-quantized", "arena-quantized"])]
     pub scenario: String,
     /// The capture to write.
     #[command(flatten)]
@@ -167,11 +170,14 @@ pub struct TrainArgs {
     /// Captures to train on (same schema layout).
     #[arg(value_name = "CAPTURE", required = true)]
     pub captures: Vec<PathBuf>,
-    /// The set's directory. A set already there is replaced as a whole (the
-    /// new set is written beside it, then swapped in); any other existing
-    /// file or non-empty directory is refused.
+    /// The set's directory. A set already there is refused unless --force,
+    /// then replaced as a whole (the new set is written beside it, then
+    /// swapped in); any other existing file or non-empty directory is refused.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Replace the dictionary set already at --out.
+    #[arg(long)]
+    pub force: bool,
     /// Game name [default: the first capture's].
     #[arg(long, value_name = "G")]
     pub game: Option<String>,
@@ -231,6 +237,30 @@ pub struct InspectArgs {
     /// A capture, a zstd dictionary, a manifest.json or a set directory.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+}
+
+/// `suggest`.
+#[derive(Debug, Clone, Args)]
+pub struct SuggestArgs {
+    /// The capture.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: PathBuf,
+    /// Candidate steps, comma-separated [default: 0.0001,0.001,0.01,0.1,1].
+    #[arg(long, value_name = "STEPS", value_parser = parse_step, value_delimiter = ',', num_args = 1)]
+    pub steps: Vec<f64>,
+}
+
+/// One quantisation step: finite and positive.
+fn parse_step(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("step {v} is not finite and positive"))
+    }
 }
 
 /// A zstd compression level the linked zstd accepts.

@@ -6,7 +6,10 @@
 use std::path::Path;
 
 use tickpack::capture::CaptureHeader;
-use tickpack_scenarios::{arena_shooter, cube_pile, idle, racing_lobby, Scenario, TICK_RATE};
+use tickpack_scenarios::{
+    arena_shooter, arena_shooter_quantized, cube_pile, idle, racing_lobby, racing_lobby_quantized,
+    Scenario, TICK_RATE,
+};
 
 use crate::captures::{capture_err, create_capture};
 use crate::import::Imported;
@@ -14,11 +17,13 @@ use crate::output::check_output;
 use crate::TrainerError;
 
 /// Scenario names `export` takes, with the game name their captures get.
-pub const SCENARIOS: [(&str, &str); 4] = [
+pub const SCENARIOS: [(&str, &str); 6] = [
     ("racing", "racing-lobby"),
     ("cubes", "cube-pile"),
     ("arena", "arena-shooter"),
     ("idle", "idle"),
+    ("racing-quantized", "racing-lobby-quantized"),
+    ("arena-quantized", "arena-shooter-quantized"),
 ];
 
 /// The version written into exported captures.
@@ -36,13 +41,16 @@ pub fn scenario(
         .map(|(_, g)| *g)
         .ok_or_else(|| {
             TrainerError::Usage(format!(
-                "unknown scenario `{name}`: use racing, cubes, arena or idle"
+                "unknown scenario `{name}`: use racing, cubes, arena, idle, \
+                 racing-quantized or arena-quantized"
             ))
         })?;
     let s = match name {
         "racing" => racing_lobby(seed, ticks),
         "cubes" => cube_pile(seed, ticks),
         "arena" => arena_shooter(seed, ticks),
+        "racing-quantized" => racing_lobby_quantized(seed, ticks),
+        "arena-quantized" => arena_shooter_quantized(seed, ticks),
         _ => idle(ticks),
     };
     Ok((s, game))

@@ -173,8 +173,13 @@ pub fn jsonl(input: &Path, output: &Path, force: bool) -> Result<Imported, Train
     let mut prev: Option<u64> = None;
     let mut ticks = 0u64;
     while let Some(n) = next_line(&mut buf)? {
-        let t = parse_tick(&buf, &schema, max_entities)
+        let mut t = parse_tick(&buf, &schema, max_entities)
             .map_err(|m| err(n, format!("tick line: {m}")))?;
+        // A schema that declares quantisation gets the values its server
+        // would have sent (unchanged if they already are quantised).
+        schema
+            .quantize(&mut t.snapshot)
+            .map_err(|e| err(n, format!("tick line: {e}")))?;
         if prev.is_some_and(|p| t.tick <= p) {
             return Err(err(
                 n,

@@ -80,13 +80,20 @@ fn schema_lines(s: &mut String, schema: &Schema) {
             "len".to_owned(),
             "delta".to_owned(),
         ]];
-        for f in t.fields() {
-            rows.push(vec![
+        if t.is_quantized() {
+            rows[0].push("quantize".to_owned());
+        }
+        for (f, q) in t.fields().iter().zip(t.quantization()) {
+            let mut row = vec![
                 format!("    {}", f.name),
                 format!("{:?}", f.ty).to_lowercase(),
                 f.len.to_string(),
                 op_name(f.delta_op()),
-            ]);
+            ];
+            if t.is_quantized() {
+                row.push(q.map_or_else(|| "-".to_owned(), |q| q.to_string()));
+            }
+            rows.push(row);
         }
         *s += &crate::table::render(&rows);
     }

@@ -10,6 +10,7 @@
 //! tickpack-trainer train CAPTURE... --out DIR [--game G] [--version V] [--json] ...
 //! tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json] ...
 //! tickpack-trainer inspect FILE
+//! tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
 //! ```
 //!
 //! Every command has `--help`; outputs are never written in place
@@ -28,6 +29,7 @@ pub mod measure;
 pub mod model;
 pub mod output;
 pub mod replay;
+pub mod suggest;
 pub mod table;
 pub mod train;
 
@@ -102,6 +104,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
             let opts = train::TrainOptions {
                 captures: a.captures,
                 out: a.out,
+                force: a.force,
                 game: a.game,
                 version: a.version,
                 level: a.level,
@@ -159,6 +162,15 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
                     file: a.file.display().to_string(),
                 });
             }
+        }
+        Command::Suggest(a) => {
+            let steps = if a.steps.is_empty() {
+                suggest::DEFAULT_STEPS.to_vec()
+            } else {
+                a.steps
+            };
+            out.write_all(suggest::suggest(&a.capture, &steps)?.as_bytes())
+                .map_err(io_out)?;
         }
     }
     Ok(())

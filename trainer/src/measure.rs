@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use tickpack::{Baseline, DeltaOp, Encoder, Schema, Snapshot, MAX_BLOCK_CONTENT};
+use tickpack::{Baseline, DeltaOp, Encoder, Reference, Schema, Snapshot, MAX_BLOCK_CONTENT};
 
-use crate::captures::{ops_of, with_ops, TickMeta};
+use crate::captures::TickMeta;
 use crate::replay::Packet;
 use crate::TrainerError;
 
@@ -144,46 +144,23 @@ pub fn total_bytes(encoder: &mut Encoder, jobs: &[Job<'_>]) -> Result<u64, Train
 /// The payloads an encoder with `schema` cuts into blocks for `jobs`, cut
 /// the same way (at most [`MAX_BLOCK_CONTENT`] bytes each): the samples a
 /// block dictionary is trained on. Returned as one buffer and the sample
-/// sizes.
-///
-/// [`Encoder::payload`] takes no prior; a packet with a prior is its
-/// `predict` fields coded as `int` against the predicted baseline, so those
-/// payloads come from the schema with `int` in place of `predict` and
-/// [`predicted`] baselines (`tests::predicted_payload_matches_the_codec`).
+/// sizes. A job with a prior gives the predicted packet's payload (for
+/// quantised fields the prediction runs on the integer codes, which
+/// [`predicted`] on the values would not reproduce).
 pub fn block_samples(
     schema: &Schema,
     jobs: &[Job<'_>],
 ) -> Result<(Vec<u8>, Vec<usize>), TrainerError> {
-    let ints: Vec<Vec<DeltaOp>> = ops_of(schema)
-        .into_iter()
-        .map(|s| {
-            s.into_iter()
-                .map(|o| {
-                    if o == DeltaOp::Predict {
-                        DeltaOp::Int
-                    } else {
-                        o
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let mut encoder = Encoder::new(with_ops(schema, &ints)?);
+    let mut encoder = Encoder::new(schema.clone());
     let mut data = Vec::new();
     let mut sizes = Vec::new();
     let mut payload = Vec::new();
     for j in jobs {
-        match (j.baseline, j.prior) {
-            (Some((seq, b0)), Some((_, b1))) if schema.predicts() => {
-                let p = predicted(schema, b0, b1);
-                let base = Baseline {
-                    sequence: seq,
-                    snapshot: &p,
-                };
-                encoder.payload(j.snapshot, j.sequence, Some(base), &mut payload)?;
-            }
-            _ => encoder.payload(j.snapshot, j.sequence, j.codec_baseline(), &mut payload)?,
-        }
+        let reference = Reference {
+            baseline: j.codec_baseline(),
+            prior: j.codec_prior(),
+        };
+        encoder.payload(j.snapshot, j.sequence, reference, &mut payload)?;
         for chunk in payload.chunks(MAX_BLOCK_CONTENT) {
             data.extend_from_slice(chunk);
             sizes.push(chunk.len());
@@ -207,6 +184,7 @@ pub fn mean(total: u64, n: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::captures::with_ops;
     use tickpack::{Field, PacketHeader, Primitive};
 
     /// The samples of a predicted packet are the bytes the codec compresses:

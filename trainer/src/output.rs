@@ -197,11 +197,18 @@ fn set_target(out: &Path) -> Result<Target, TrainerError> {
 }
 
 /// Refuses a set directory `out` that holds anything but a dictionary set
-/// (or nothing), or that holds one of `inputs` (replacing the set would
-/// delete it).
-pub fn check_set_output(inputs: &[&Path], out: &Path) -> Result<(), TrainerError> {
-    if matches!(set_target(out)?, Target::Absent) {
-        return Ok(());
+/// (or nothing), that holds a set and `force` is off, or that holds one of
+/// `inputs` (replacing the set would delete it).
+pub fn check_set_output(inputs: &[&Path], out: &Path, force: bool) -> Result<(), TrainerError> {
+    match set_target(out)? {
+        Target::Absent => return Ok(()),
+        Target::Set if !force => {
+            return Err(refuse(format!(
+                "{} holds a dictionary set: add --force to replace it",
+                out.display()
+            )))
+        }
+        Target::Set | Target::EmptyDir => {}
     }
     let dir = out.canonicalize().map_err(|e| TrainerError::io(out, e))?;
     for input in inputs {

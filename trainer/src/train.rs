@@ -18,6 +18,8 @@
 //! 5. The set (schema with the chosen operators, dictionaries, manifest) is
 //!    written to a new directory beside `--out`, loaded back and verified,
 //!    then swapped in for the set there, if any ([`crate::output`]).
+//!
+//! Over 600 lines on purpose: one command, its steps in the order they run.
 
 #![forbid(unsafe_code)]
 
@@ -60,6 +62,9 @@ pub struct TrainOptions {
     pub captures: Vec<PathBuf>,
     /// The set's directory (`dictionaries/<game>/<version>`).
     pub out: PathBuf,
+    /// Replace a set already at `out` (as a whole); without it an existing
+    /// set is refused.
+    pub force: bool,
     /// Game name (default: the first capture's).
     pub game: Option<String>,
     /// Game version (default: the first capture's).
@@ -86,6 +91,7 @@ impl Default for TrainOptions {
         Self {
             captures: Vec::new(),
             out: PathBuf::new(),
+            force: false,
             game: None,
             version: None,
             level: tickpack::DEFAULT_LEVEL,
@@ -264,7 +270,7 @@ fn bar(opts: &TrainOptions, len: u64) -> ProgressBar {
 pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), TrainerError> {
     let started = Instant::now();
     let inputs: Vec<&std::path::Path> = opts.captures.iter().map(PathBuf::as_path).collect();
-    check_set_output(&inputs, &opts.out)?;
+    check_set_output(&inputs, &opts.out, opts.force)?;
     let scanned = scan_all(&opts.captures)?;
     let first = &scanned[0].header;
     let game = opts.game.clone().unwrap_or_else(|| first.game.clone());

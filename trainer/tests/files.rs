@@ -173,10 +173,15 @@ fn train_replaces_a_set_as_a_whole() {
     let first = listing(&set);
     assert!(first.contains(&"manifest.json".to_owned()), "{first:?}");
 
+    // An existing set is kept unless --force.
+    let e = train(&[]).unwrap_err().to_string();
+    assert!(e.contains("--force"), "{e}");
+    assert_eq!(listing(&set), first);
+
     // A file the new manifest does not name does not survive a retrain, and
     // nothing is left beside the set.
     std::fs::write(set.join("keyframe-old.dict"), b"stale").unwrap();
-    train(&[&"--keyframe-every", &"7"]).unwrap();
+    train(&[&"--keyframe-every", &"7", &"--force"]).unwrap();
     assert_eq!(listing(&set), first, "exactly the new set's files");
     assert_eq!(listing(&dir.join("sets/cube-pile")), vec!["1".to_owned()]);
     let i = cmd(&[&"inspect", &set]).unwrap();
@@ -202,7 +207,7 @@ fn train_replaces_a_set_as_a_whole() {
     // A capture inside the set it would replace is refused.
     let inside = set.join("c.tpcap");
     std::fs::copy(&cap, &inside).unwrap();
-    let e = cmd(&[&"train", &inside, &"--out", &set, &"--quiet"]).unwrap_err();
+    let e = cmd(&[&"train", &inside, &"--out", &set, &"--quiet", &"--force"]).unwrap_err();
     assert!(
         matches!(&e, TrainerError::Output(m) if m.contains("inside")),
         "{e}"

@@ -3,7 +3,10 @@
 //! disk, large in memory) is streamed, not loaded whole.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
-mod counting;
+use tickpack_testkit::counting::{self, Counting};
+
+#[global_allocator]
+static A: Counting = Counting;
 
 use std::path::{Path, PathBuf};
 

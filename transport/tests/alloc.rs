@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use tickpack_transport::{FragmentConfig, FragmentError, FragmentHeader, Reassembler};
 
-mod counting;
-use counting::{peak_of, SERIAL};
+use tickpack_testkit::counting::{peak_of, Counting, SERIAL};
+
+#[global_allocator]
+static A: Counting = Counting;
 
 fn part(sequence: u16, index: u16, count: u16, len: usize) -> Vec<u8> {
     let mut d = Vec::new();

@@ -46,7 +46,7 @@ use tickpack_transport::{
 pub use report::{Report, Verdict};
 
 use crate::lobby::shipped_racing_set;
-use tickpack_scenarios::{racing_lobby, TICK_RATE};
+use tickpack_scenarios::{racing_lobby, racing_schema_quantized, TICK_RATE};
 
 /// Largest datagram, connection-layer overhead included.
 pub const MTU: usize = 1200;
@@ -79,6 +79,10 @@ pub struct LobbyConfig {
     pub attack: bool,
     /// Scenario and link seed.
     pub seed: u64,
+    /// Send full-precision cars with the shipped trained set instead of
+    /// [`tickpack_scenarios::racing_schema_quantized`]
+    /// (the server quantising its world every tick; no trained set fits it).
+    pub lossless: bool,
 }
 
 /// The channel byte inside a connection-layer payload.
@@ -132,14 +136,33 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
     }
     let tick_len = Duration::from_secs(1) / TICK_RATE;
     let ticks = ((a.seconds * f64::from(TICK_RATE)).round() as usize).max(1);
-    let scenario = racing_lobby(a.seed, ticks);
+    let lossless = racing_lobby(a.seed, ticks);
+    // Quantised: the worlds are what the server sends, the originals what
+    // the reconstruction error is measured against.
+    let (scenario, originals) = if a.lossless {
+        (lossless, None)
+    } else {
+        let q = lossless.quantized("racing lobby, quantised", racing_schema_quantized());
+        (q, Some(lossless.ticks))
+    };
     let worlds: Vec<Arc<Snapshot>> = scenario.ticks.into_iter().map(Arc::new).collect();
-    let set = DictionarySet::load(shipped_racing_set())?;
-    set.fits(&scenario.schema)?;
-    let schema = set.schema().clone();
+    let set = if a.lossless {
+        let set = DictionarySet::load(shipped_racing_set())?;
+        set.fits(&scenario.schema)?;
+        Some(set)
+    } else {
+        None
+    };
+    let schema = set
+        .as_ref()
+        .map_or_else(|| scenario.schema.clone(), |s| s.schema().clone());
     let server_cfg = ServerConfig {
-        dictionary: set.dictionary(DictKind::Delta).cloned(),
-        keyframe_dictionary: set.dictionary(DictKind::Keyframe).cloned(),
+        dictionary: set
+            .as_ref()
+            .and_then(|s| s.dictionary(DictKind::Delta).cloned()),
+        keyframe_dictionary: set
+            .as_ref()
+            .and_then(|s| s.dictionary(DictKind::Keyframe).cloned()),
         history: tickpack::session::history_for(
             tick_len,
             a.latency * 2 + Duration::from_millis(100),
@@ -147,7 +170,9 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         ..ServerConfig::default()
     };
     let client_cfg = ClientConfig {
-        dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
+        dictionaries: set.as_ref().map_or_else(Vec::new, |s| {
+            s.dictionaries().iter().map(|(_, d)| d.clone()).collect()
+        }),
         history: server_cfg.history,
         ..ClientConfig::default()
     };
@@ -330,6 +355,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         &down,
         attacker.as_ref(),
         &worlds,
+        originals.as_deref(),
         k,
         rebinds,
         start.elapsed(),

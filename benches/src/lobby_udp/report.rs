@@ -84,6 +84,9 @@ pub struct Report {
     attack: Option<(u64, u64)>,
     amplified: Vec<String>,
     age_mean: f64,
+    /// Per quantised field, the largest difference between a client's
+    /// applied state and the unquantised world (radians for rotations).
+    max_abs_error: Vec<(String, f64)>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -94,6 +97,7 @@ pub(crate) fn build(
     down: &Link,
     attacker: Option<&Attacker>,
     worlds: &[Arc<Snapshot>],
+    originals: Option<&[Snapshot]>,
     ticks: usize,
     rebinds: u64,
     wall: Duration,
@@ -103,11 +107,19 @@ pub(crate) fn build(
     let mut exact = Snapshot::new(&schema);
     let mut ages = Vec::new();
     let mut rows = Vec::new();
+    let mut max_err = Vec::new();
     for p in players {
         let mut lag = None;
         let peer = host.peers.get(&p.id);
         let latest = p.client.latest();
         let tick = latest.and_then(|(seq, _)| host.tick_of_seq.get(&seq).copied());
+        // Each client's final applied state against the unquantised world
+        // of its tick, car by car.
+        if let (Some((_, snap)), Some(orig)) =
+            (latest, tick.zip(originals).and_then(|(t, o)| o.get(t)))
+        {
+            tickpack::quant::snapshot_errors(&schema, orig, snap, &mut max_err);
+        }
         let (in_sync, presented) = match (latest, tick, p.unwrap, peer) {
             (Some((seq, snap)), Some(t), Some((useq, utick)), Some(peer)) => {
                 let view = if seq == peer.chunk_seq {
@@ -182,6 +194,19 @@ pub(crate) fn build(
             .map(|(a, t)| format!("{a}: sent {} for {}", t.sent, t.received))
             .collect(),
         age_mean: f64::from(ages.iter().sum::<u32>()) / ages.len().max(1) as f64,
+        max_abs_error: schema
+            .sections()
+            .iter()
+            .zip(&max_err)
+            .flat_map(|(ty, m)| {
+                ty.fields()
+                    .iter()
+                    .zip(ty.quantization())
+                    .zip(m)
+                    .filter(|((_, q), _)| q.is_some())
+                    .map(|((f, _), e)| (f.name.clone(), *e))
+            })
+            .collect(),
         rows,
     }
 }
@@ -266,6 +291,12 @@ impl Report {
             "amplified_addresses": v.amplified,
             "nat_rebinds": self.rebinds,
             "nat_followed": self.followed,
+            "quantized": !self.config.lossless,
+            "max_abs_error": self
+                .max_abs_error
+                .iter()
+                .map(|(k, e)| (k.clone(), serde_json::json!(e)))
+                .collect::<serde_json::Map<_, _>>(),
             "passed": v.passed(),
         })
     }
@@ -348,6 +379,27 @@ impl fmt::Display for Report {
             "presented cars: mean age",
             format!("{:.2} ticks", self.age_mean),
         )?;
+        row(
+            f,
+            "cars",
+            if c.lossless {
+                "full precision, shipped trained set (--lossless)".to_owned()
+            } else {
+                "quantised (racing_schema_quantized), no trained set".to_owned()
+            },
+        )?;
+        if !self.max_abs_error.is_empty() {
+            let errs: Vec<String> = self
+                .max_abs_error
+                .iter()
+                .map(|(k, e)| format!("{k} {e:.6}"))
+                .collect();
+            row(
+                f,
+                "max abs error, clients' final states",
+                errs.join(", ") + " (rotation: radians)",
+            )?;
+        }
         row(
             f,
             "full snapshots (connects + resyncs)",

@@ -60,10 +60,11 @@ pub(crate) struct Element {
 /// The elements of `ty` in record order.
 pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
     let mut out = Vec::new();
-    for (f, &off) in ty.fields().iter().zip(ty.offsets()) {
+    for ((f, &off), q) in ty.fields().iter().zip(ty.offsets()).zip(ty.quantization()) {
         let w = f.ty.size();
         let op = f.delta_op();
-        let float = f.ty.is_float() && matches!(op, DeltaOp::Int | DeltaOp::Predict);
+        // A quantised float arrives here as its integer code (crate::quant).
+        let float = f.ty.is_float() && q.is_none() && matches!(op, DeltaOp::Int | DeltaOp::Predict);
         for i in 0..f.len {
             out.push(Element {
                 offset: (off + i * w) as u16,

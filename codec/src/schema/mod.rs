@@ -8,7 +8,9 @@
 #![forbid(unsafe_code)]
 
 use crate::error::SchemaError;
+use crate::quant::{plan, Quantize};
 
+mod quantize;
 #[cfg(feature = "serde")]
 mod text;
 #[cfg(any(feature = "capture", feature = "dictset"))]
@@ -169,6 +171,8 @@ pub struct EntityType {
     record_size: usize,
     default_record: Vec<u8>,
     spans: Vec<Span>,
+    quant: Vec<Option<Quantize>>,
+    slots: Vec<plan::Slot>,
 }
 
 impl EntityType {
@@ -262,6 +266,7 @@ impl EntityType {
     fn new(
         name: String,
         fields: Vec<Field>,
+        quant: Vec<Option<Quantize>>,
         default: Option<Vec<u8>>,
     ) -> Result<Self, SchemaError> {
         check_name(&name)?;
@@ -326,6 +331,26 @@ impl EntityType {
                 }),
             }
         }
+        let mut quant = quant;
+        quant.resize(fields.len(), None);
+        let mut slots = Vec::new();
+        for (i, ((f, &offset), q)) in fields.iter().zip(&offsets).zip(&quant).enumerate() {
+            if let Some(q) = q {
+                let kind = q
+                    .check(f.ty, f.len)
+                    .map_err(|reason| SchemaError::BadQuantize {
+                        field: f.name.clone(),
+                        reason,
+                    })?;
+                slots.push(plan::Slot {
+                    field: i,
+                    offset,
+                    ty: f.ty,
+                    len: f.len,
+                    kind,
+                });
+            }
+        }
         Ok(Self {
             name,
             fields,
@@ -333,6 +358,8 @@ impl EntityType {
             record_size: size,
             default_record,
             spans,
+            quant,
+            slots,
         })
     }
 }
@@ -425,6 +452,23 @@ fn schema_hash(sections: &[EntityType]) -> u32 {
         }
         h.write(&s.default_record);
     }
+    // Quantisation is hashed after everything else, and only when declared,
+    // so schemas without it keep their ids.
+    if sections.iter().any(EntityType::is_quantized) {
+        h.write(b"quantize");
+        let mut bytes = Vec::new();
+        for (i, s) in sections.iter().enumerate() {
+            for (j, q) in s.quant.iter().enumerate() {
+                if let Some(q) = q {
+                    bytes.clear();
+                    q.id_bytes(&mut bytes);
+                    h.write(&(i as u32).to_le_bytes());
+                    h.write(&(j as u32).to_le_bytes());
+                    h.write(&bytes);
+                }
+            }
+        }
+    }
     let v = h.0;
     (v ^ (v >> 32)) as u32
 }
@@ -451,12 +495,14 @@ impl Fnv {
 #[derive(Debug, Default)]
 pub struct SchemaBuilder {
     done: Vec<(String, Vec<Field>, Option<Vec<u8>>)>,
+    quant: Vec<Vec<Option<Quantize>>>,
 }
 
 impl SchemaBuilder {
     /// Starts a new entity type (a new section).
     pub fn entity(mut self, name: &str) -> Self {
         self.done.push((name.to_owned(), Vec::new(), None));
+        self.quant.push(Vec::new());
         self
     }
 
@@ -475,9 +521,23 @@ impl SchemaBuilder {
     pub fn field_with(mut self, field: Field) -> Self {
         if self.done.is_empty() {
             self.done.push((String::new(), Vec::new(), None));
+            self.quant.push(Vec::new());
         }
         if let Some(e) = self.done.last_mut() {
             e.1.push(field);
+            if let Some(q) = self.quant.last_mut() {
+                q.resize(e.1.len(), None);
+            }
+        }
+        self
+    }
+
+    /// Quantises the field added last (see [`quant`](crate::quant));
+    /// [`build`](SchemaBuilder::build) checks that it fits the field's type
+    /// and length. Without a field it does nothing.
+    pub fn quantize(mut self, quantize: Quantize) -> Self {
+        if let Some(q) = self.quant.last_mut().and_then(|q| q.last_mut()) {
+            *q = Some(quantize);
         }
         self
     }
@@ -490,11 +550,15 @@ impl SchemaBuilder {
         self
     }
 
-    /// Adds an entity type whose layout is taken from a `#[repr(C)]` struct.
+    /// Adds an entity type whose layout (and quantisation) is taken from a
+    /// `#[repr(C)]` struct.
     pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
         self = self.entity(name);
         for f in T::fields() {
             self = self.field(f.name, f.ty, f.len);
+            if let Some(q) = f.quantize {
+                self = self.quantize(q);
+            }
         }
         self
     }
@@ -504,7 +568,8 @@ impl SchemaBuilder {
         let sections = self
             .done
             .into_iter()
-            .map(|(n, f, d)| EntityType::new(n, f, d))
+            .zip(self.quant)
+            .map(|((n, f, d), q)| EntityType::new(n, f, q, d))
             .collect::<Result<Vec<_>, _>>()?;
         Schema::from_sections(sections)
     }

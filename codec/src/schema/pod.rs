@@ -17,6 +17,9 @@ pub struct PodField {
     pub ty: Primitive,
     /// Array length (1 for a scalar).
     pub len: usize,
+    /// The field's quantisation, if the struct declares one
+    /// (`field: type => quantisation` in [`pod_layout!`](crate::pod_layout)).
+    pub quantize: Option<crate::quant::Quantize>,
 }
 
 /// A primitive Rust type with a [`Primitive`] counterpart; arrays of them
@@ -49,20 +52,27 @@ pub trait PodLayout: bytemuck::Pod {
 }
 
 /// Implements [`PodLayout`] for a `#[repr(C)]` struct from its field list,
-/// taking offsets from `core::mem::offset_of!`.
+/// taking offsets from `core::mem::offset_of!`. A field may declare its
+/// quantisation after `=>` ([`Quantize`](crate::quant::Quantize)).
 ///
 /// ```
+/// use tickpack::quant::Quantize;
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
-/// struct Car { pos: [f32; 3], speed: f32 }
-/// tickpack::pod_layout!(Car { pos: [f32; 3], speed: f32 });
+/// struct Car { pos: [f32; 3], rot: [f32; 4], speed: f32 }
+/// tickpack::pod_layout!(Car {
+///     pos: [f32; 3] => Quantize::step(0.001),
+///     rot: [f32; 4] => Quantize::smallest_three(10),
+///     speed: f32,
+/// });
 ///
 /// let schema = tickpack::Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
 /// schema.sections()[0].check_pod::<Car>().unwrap();
+/// assert_eq!(schema.sections()[0].quantization()[1], Some(Quantize::smallest_three(10)));
 /// ```
 #[macro_export]
 macro_rules! pod_layout {
-    ($t:ty { $($f:ident : $ft:ty),* $(,)? }) => {
+    ($t:ty { $($f:ident : $ft:ty $(=> $q:expr)?),* $(,)? }) => {
         impl $crate::PodLayout for $t {
             fn fields() -> ::std::vec::Vec<$crate::PodField> {
                 ::std::vec![$($crate::PodField {
@@ -70,6 +80,8 @@ macro_rules! pod_layout {
                     offset: ::core::mem::offset_of!($t, $f),
                     ty: <$ft as $crate::PrimitiveType>::PRIMITIVE,
                     len: <$ft as $crate::PrimitiveType>::LEN,
+                    quantize: ::core::option::Option::<$crate::quant::Quantize>::None
+                        $(.or(::core::option::Option::Some($q)))?,
                 }),*]
             }
         }

@@ -7,6 +7,7 @@
 
 use super::{EntityType, Field, Schema};
 use crate::error::SchemaError;
+use crate::quant::text::FieldDef;
 
 pub(super) fn one() -> usize {
     1
@@ -17,15 +18,15 @@ pub(super) fn is_one(v: &usize) -> bool {
 }
 
 /// The serde form of an entity type.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EntityTypeDef {
     name: String,
-    fields: Vec<Field>,
+    fields: Vec<FieldDef>,
 }
 
 /// The serde form of a schema (JSON or TOML).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SchemaDef {
     entities: Vec<EntityTypeDef>,
@@ -33,7 +34,8 @@ struct SchemaDef {
 
 impl Schema {
     /// Loads a schema from JSON text: `{"entities": [{"name", "fields":
-    /// [{"name", "type", "len"?, "delta"?}]}]}`. Needs the `serde` feature.
+    /// [{"name", "type", "len"?, "delta"?, "quantize"?}]}]}` (`quantize`:
+    /// see [`quant`](crate::quant)). Needs the `serde` feature.
     pub fn from_json(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
             message: e.to_string(),
@@ -42,8 +44,8 @@ impl Schema {
     }
 
     /// Loads a schema from TOML text: an array of tables `[[entities]]`,
-    /// each with `name` and `fields = [{ name, type, len?, delta? }]`. Needs
-    /// the `serde` feature.
+    /// each with `name` and `fields = [{ name, type, len?, delta?, quantize? }]`.
+    /// Needs the `serde` feature.
     pub fn from_toml(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = toml::from_str(text).map_err(|e| SchemaError::Parse {
             message: e.to_string(),
@@ -61,7 +63,12 @@ impl Schema {
                 .iter()
                 .map(|e| EntityTypeDef {
                     name: e.name.clone(),
-                    fields: e.fields.clone(),
+                    fields: e
+                        .fields
+                        .iter()
+                        .zip(&e.quant)
+                        .map(|(f, q)| FieldDef::new(f, q.as_ref()))
+                        .collect(),
                 })
                 .collect(),
         };
@@ -73,7 +80,15 @@ impl Schema {
         let sections = def
             .entities
             .into_iter()
-            .map(|e| EntityType::new(e.name, e.fields, None))
+            .map(|e| {
+                let (fields, quant) = e
+                    .fields
+                    .into_iter()
+                    .map(FieldDef::into_parts)
+                    .collect::<Result<(Vec<_>, Vec<_>), _>>()
+                    .map_err(|(field, reason)| SchemaError::BadQuantize { field, reason })?;
+                EntityType::new(e.name, fields, quant, None)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_sections(sections)
     }
@@ -81,7 +96,7 @@ impl Schema {
 
 /// Rebuilds `base` with per-field delta operators from `ops` (section,
 /// field) and default records from `defaults` (section; `None` keeps the
-/// base's). Names, types and lengths are kept.
+/// base's). Names, types, lengths and quantisation are kept.
 #[cfg(any(feature = "capture", feature = "dictset"))]
 pub(crate) fn rebuild_schema(
     base: &Schema,
@@ -91,11 +106,14 @@ pub(crate) fn rebuild_schema(
     let mut b = Schema::builder();
     for (s, ty) in base.sections().iter().enumerate() {
         b = b.entity(ty.name());
-        for (i, f) in ty.fields().iter().enumerate() {
+        for (i, (f, q)) in ty.fields().iter().zip(ty.quantization()).enumerate() {
             b = b.field_with(Field {
                 delta: ops(s, i).or(f.delta),
                 ..f.clone()
             });
+            if let Some(q) = q {
+                b = b.quantize(*q);
+            }
         }
         let rec = defaults(s).unwrap_or_else(|| ty.default_record().to_vec());
         if rec.iter().any(|&x| x != 0) {

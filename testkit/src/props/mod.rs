@@ -42,6 +42,7 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("model_table_load", model_table_load),
     ("model_block_decode", model_block_decode),
     ("conn_packets", conn_packets),
+    ("quant_roundtrip", quant_roundtrip),
 ];
 
 /// The id the fuzzed decoders register their dictionary under.
@@ -55,6 +56,7 @@ mod decode;
 mod huffman;
 mod model;
 mod packets;
+mod quant;
 mod roundtrip;
 mod session;
 mod transport;
@@ -64,6 +66,7 @@ use decode::*;
 use huffman::*;
 use model::*;
 use packets::*;
+use quant::*;
 use roundtrip::*;
 use session::*;
 use transport::*;
@@ -105,6 +108,15 @@ pub fn dictset_load(data: &[u8]) {
 /// re-encode/decode round trip.
 pub fn decode_corrupt(data: &[u8]) {
     let _ = decode_corrupt_inner(&mut Unstructured::new(data));
+}
+
+/// A schema with every kind of quantisation, snapshots of plausible values
+/// and float specials: [`Schema::quantize`] is idempotent and gives
+/// snapshots [`Schema::check_quantized`] accepts, which encode and decode
+/// (keyframe and delta) to themselves; a corrupted delta decodes to an error
+/// or to values inside every declaration.
+pub fn quant_roundtrip(data: &[u8]) {
+    let _ = quant_roundtrip_inner(&mut Unstructured::new(data));
 }
 
 /// Arbitrary schema (every [`DeltaOp`]), snapshot, baseline, prior,

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 mod chart;
+mod codes;
 mod methods;
 mod q3;
 mod q3real;
@@ -130,7 +131,9 @@ fn run() -> Res<()> {
             scenarios::racing_lobby(SEED, ticks),
             Some(dicts.join("racing-lobby/1")),
         ),
+        (scenarios::racing_lobby_quantized(SEED, ticks), None),
         (arena, None),
+        (scenarios::arena_shooter_quantized(SEED, ticks), None),
         (view, None),
         (
             scenarios::cube_pile(SEED, ticks),
@@ -242,13 +245,51 @@ fn measure(sc: &Scenario, set: Option<&Path>) -> Res<ScenarioResult> {
         Box::new(Quake3::train(&d)),
     ));
 
+    let mut rows = timed(sc.name, &d, &measured, &mut methods)?;
+    if sc.schema.is_quantized() {
+        let schema = codes::code_schema(&sc.schema)?;
+        let ticks = codes::code_ticks(&sc.schema, &schema, &sc.ticks)?;
+        let d = Data::new(&schema, &ticks, train_end);
+        let mut on_codes: Vec<(String, Box<dyn Method + '_>)> = vec![
+            (
+                "bitcode + zstd -3, on the integer codes".into(),
+                Box::new(BitcodeZstd::new(3)?),
+            ),
+            (
+                "Quake 3 field delta + static Huffman, on the integer codes".into(),
+                Box::new(Quake3::train(&d)),
+            ),
+        ];
+        rows.extend(timed(sc.name, &d, &measured, &mut on_codes)?);
+    }
+    let k = measured.len().max(1) as f64;
+    let sum = |f: &dyn Fn(usize) -> usize| measured.iter().map(|&i| f(i)).sum::<usize>() as f64 / k;
+    Ok(ScenarioResult {
+        name: sc.name,
+        entities: sum(&|i| sc.ticks[i].entity_count()),
+        raw: sum(&|i| sc.ticks[i].raw_len()),
+        changed: sum(&|i| changed_entities(&sc.ticks[i - DISTANCE], &sc.ticks[i])),
+        packets: measured.len(),
+        rows,
+        notes,
+    })
+}
+
+/// Encodes and decodes the `measured` ticks of `d` with every method,
+/// checking each decoded tick, and times the fastest pass.
+fn timed(
+    scenario: &str,
+    d: &Data<'_>,
+    measured: &[usize],
+    methods: &mut [(String, Box<dyn Method + '_>)],
+) -> Res<Vec<Row>> {
     let mut rows = Vec::new();
     let mut packets: Vec<Vec<u8>> = vec![Vec::new(); measured.len()];
-    for (name, m) in &mut methods {
+    for (name, m) in methods.iter_mut() {
         // One untimed warm-up round trip.
         if let Some(&i) = measured.first() {
-            m.encode(&d, i, &mut packets[0])?;
-            m.decode(&d, i, &packets[0])?;
+            m.encode(d, i, &mut packets[0])?;
+            m.decode(d, i, &packets[0])?;
         }
         // Up to PASSES timed passes (fewer for slow codecs), the fastest
         // kept: the machine is shared, and the minimum is the least noisy.
@@ -256,20 +297,22 @@ fn measure(sc: &Scenario, set: Option<&Path>) -> Res<ScenarioResult> {
         let all = Instant::now();
         for _ in 0..PASSES {
             let t = Instant::now();
-            for (p, &i) in packets.iter_mut().zip(&measured) {
-                m.encode(&d, i, p)
-                    .map_err(|e| format!("{}: {name}: encoding tick {i}: {e}", sc.name))?;
+            for (p, &i) in packets.iter_mut().zip(measured) {
+                m.encode(d, i, p)
+                    .map_err(|e| format!("{}: {name}: encoding tick {i}: {e}", scenario))?;
             }
             encode = encode.min(t.elapsed().as_secs_f64());
             let mut dec = 0.0;
-            for (p, &i) in packets.iter().zip(&measured) {
+            for (p, &i) in packets.iter().zip(measured) {
                 let t = Instant::now();
                 let got: Snapshot = m
-                    .decode(&d, i, p)
-                    .map_err(|e| format!("{}: {name}: decoding tick {i}: {e}", sc.name))?;
+                    .decode(d, i, p)
+                    .map_err(|e| format!("{}: {name}: decoding tick {i}: {e}", scenario))?;
                 dec += t.elapsed().as_secs_f64();
-                if got != sc.ticks[i] {
-                    return Err(format!("{}: {name}: tick {i} decoded differently", sc.name).into());
+                if got != d.ticks[i] {
+                    return Err(
+                        format!("{}: {name}: tick {i} decoded differently", scenario).into(),
+                    );
                 }
             }
             decode = decode.min(dec);
@@ -285,17 +328,7 @@ fn measure(sc: &Scenario, set: Option<&Path>) -> Res<ScenarioResult> {
             decode_us: decode * 1e6 / k,
         });
     }
-    let k = measured.len().max(1) as f64;
-    let sum = |f: &dyn Fn(usize) -> usize| measured.iter().map(|&i| f(i)).sum::<usize>() as f64 / k;
-    Ok(ScenarioResult {
-        name: sc.name,
-        entities: sum(&|i| sc.ticks[i].entity_count()),
-        raw: sum(&|i| sc.ticks[i].raw_len()),
-        changed: sum(&|i| changed_entities(&sc.ticks[i - DISTANCE], &sc.ticks[i])),
-        packets: measured.len(),
-        rows,
-        notes,
-    })
+    Ok(rows)
 }
 
 fn find<'r>(r: &'r ScenarioResult, prefix: &str) -> Option<&'r Row> {

@@ -108,7 +108,11 @@ impl Tickpack {
         let mut samples = Vec::new();
         for i in d.training() {
             let mut p = Vec::new();
-            enc.payload(&d.ticks[i], (i & 0xffff) as u16, Some(base(d, i)), &mut p)?;
+            let reference = tickpack::Reference {
+                baseline: Some(base(d, i)),
+                prior: prior(d, i),
+            };
+            enc.payload(&d.ticks[i], (i & 0xffff) as u16, reference, &mut p)?;
             samples.push(p);
         }
         let bytes = zstd::dict::from_samples(&samples, BLOCK_DICT_SIZE)?;
@@ -123,15 +127,25 @@ impl Tickpack {
     }
 }
 
+/// Schemas with `predict` fields (the quantised scenarios) are coded with
+/// the prior `i - 2·DISTANCE`, like [`TickpackSet`].
 impl Method for Tickpack {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
+        let reference = tickpack::Reference {
+            baseline: Some(base(d, i)),
+            prior: prior(d, i),
+        };
         self.enc
-            .encode_to_vec(&d.ticks[i], (i & 0xffff) as u16, Some(base(d, i)), out)?;
+            .encode_to_vec(&d.ticks[i], (i & 0xffff) as u16, reference, out)?;
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
-        Ok(self.dec.decode(packet, Some(base(d, i)))?.1)
+        let reference = tickpack::Reference {
+            baseline: Some(base(d, i)),
+            prior: prior(d, i),
+        };
+        Ok(self.dec.decode(packet, reference)?.1)
     }
 }
 

@@ -1,0 +1,100 @@
+//! Snapshots in code form: the encoder codes the integer codes of quantised
+//! fields, not their float bits, so it converts the snapshot, the baseline
+//! and the prior before the pipeline runs; the decoder converts the
+//! baseline and prior the same way, and the decoded snapshot back.
+
+#![forbid(unsafe_code)]
+
+use super::plan;
+use crate::error::{DecodeError, SnapshotError};
+use crate::schema::Schema;
+use crate::snapshot::{Section, SectionRef, Snapshot};
+
+/// Reusable code-form copies.
+#[derive(Debug, Default)]
+pub(crate) struct CodeSpace {
+    /// The snapshot being encoded.
+    pub(crate) cur: Vec<Section>,
+    /// The baseline.
+    pub(crate) base: Snapshot,
+    /// The prior baseline.
+    pub(crate) prior: Snapshot,
+}
+
+/// Copies `src` (section `index` of `schema`) into `dst` with every
+/// quantised value replaced by its code.
+pub(crate) fn section_to_codes(
+    schema: &Schema,
+    index: usize,
+    src: &SectionRef<'_>,
+    dst: &mut Section,
+) -> Result<(), SnapshotError> {
+    let Some(ty) = schema.sections().get(index) else {
+        return Err(SnapshotError::SectionCount {
+            expected: schema.sections().len(),
+            actual: index + 1,
+        });
+    };
+    let rs = ty.record_size();
+    if src.record_size() != rs {
+        return Err(SnapshotError::RecordSize {
+            expected: rs,
+            actual: src.record_size(),
+        });
+    }
+    dst.clear_for(rs);
+    let (ids, records) = dst.parts_mut();
+    ids.extend_from_slice(src.ids());
+    records.extend_from_slice(src.records());
+    if ty.slots().is_empty() {
+        return Ok(());
+    }
+    for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(rs)) {
+        plan::to_codes(ty.slots(), rec).map_err(|(field, element)| {
+            SnapshotError::NotQuantized {
+                section: index,
+                id,
+                field,
+                element,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Copies `src` into `dst` in code form (after checking it against the
+/// schema).
+pub(crate) fn snapshot_to_codes(
+    schema: &Schema,
+    src: &Snapshot,
+    dst: &mut Snapshot,
+) -> Result<(), SnapshotError> {
+    src.check(schema)?;
+    dst.reset(schema);
+    for (i, (s, d)) in src.sections().iter().zip(dst.sections_mut()).enumerate() {
+        section_to_codes(schema, i, &s.as_ref(), d)?;
+    }
+    Ok(())
+}
+
+/// Replaces every code of a decoded snapshot by its value.
+pub(crate) fn snapshot_from_codes(schema: &Schema, s: &mut Snapshot) -> Result<(), DecodeError> {
+    for (i, (ty, sec)) in schema.sections().iter().zip(s.sections_mut()).enumerate() {
+        if ty.slots().is_empty() {
+            continue;
+        }
+        let rs = ty.record_size();
+        let (ids, records) = sec.parts_mut();
+        for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(rs)) {
+            plan::from_codes(ty.slots(), rec).map_err(|(field, element)| {
+                DecodeError::BadQuantCode {
+                    section: i,
+                    id,
+                    field,
+                    element,
+                }
+            })?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! The quantised fields of one entity type and the three record transforms:
+//! quantise (value to nearest representable value), to codes (value to
+//! integer code, in place) and from codes (back, refusing invalid codes).
+//!
+//! Records are always `record_size` bytes and slot offsets were checked
+//! against it when the schema was built.
+
+#![forbid(unsafe_code)]
+
+use super::{quat, scalar};
+use crate::schema::Primitive;
+
+/// A validated declaration with its derived constants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Kind {
+    /// Fixed point: codes `lo..=hi`.
+    Fixed {
+        step: f64,
+        lo: i64,
+        hi: i64,
+        clamp: bool,
+    },
+    /// Bounded integer.
+    Int { min: i64, max: i64, clamp: bool },
+    /// Smallest three, `m = 2^(bits−1) − 1`, `s` the component step.
+    Quat { m: i64, s: f64 },
+    /// Angle in `bits` bits per turn.
+    Angle { bits: u8, step: f64, turn: f64 },
+}
+
+// Parameters are finite (checked when the schema is built).
+impl Eq for Kind {}
+
+/// One quantised field in a record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Slot {
+    /// Field index in the entity type.
+    pub(crate) field: usize,
+    /// Byte offset in the record.
+    pub(crate) offset: usize,
+    /// Element type.
+    pub(crate) ty: Primitive,
+    /// Array length.
+    pub(crate) len: usize,
+    /// The declaration.
+    pub(crate) kind: Kind,
+}
+
+impl Eq for Slot {}
+
+/// Why a value could not be quantised: the field index, the element and
+/// what went wrong.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Fault {
+    pub(crate) field: usize,
+    pub(crate) element: usize,
+    pub(crate) what: FaultKind,
+}
+
+/// The kinds of [`Fault`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum FaultKind {
+    NotFinite,
+    OutOfRange { value: f64, min: f64, max: f64 },
+    ZeroQuaternion,
+}
+
+fn read_f(rec: &[u8], at: usize, ty: Primitive) -> f64 {
+    let mut b = [0u8; 8];
+    let w = ty.size();
+    b[..w].copy_from_slice(&rec[at..at + w]);
+    match ty {
+        Primitive::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        _ => f64::from_le_bytes(b),
+    }
+}
+
+fn write_f(rec: &mut [u8], at: usize, ty: Primitive, v: f64) {
+    match ty {
+        Primitive::F32 => rec[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes()),
+        _ => rec[at..at + 8].copy_from_slice(&v.to_le_bytes()),
+    }
+}
+
+/// A code in the slot of a float element: `i32` for `f32`, `i64` for `f64`.
+fn read_code(rec: &[u8], at: usize, ty: Primitive) -> i64 {
+    let mut b = [0u8; 8];
+    let w = ty.size();
+    b[..w].copy_from_slice(&rec[at..at + w]);
+    match ty {
+        Primitive::F32 => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        _ => i64::from_le_bytes(b),
+    }
+}
+
+/// Writes a code that fits the slot (checked by the callers' limits).
+fn write_code(rec: &mut [u8], at: usize, ty: Primitive, q: i64) {
+    let w = ty.size();
+    rec[at..at + w].copy_from_slice(&q.to_le_bytes()[..w]);
+}
+
+fn read_int(rec: &[u8], at: usize, ty: Primitive) -> i128 {
+    let mut b = [0u8; 8];
+    let w = ty.size();
+    b[..w].copy_from_slice(&rec[at..at + w]);
+    match ty {
+        Primitive::U8 => b[0].into(),
+        Primitive::I8 => (b[0] as i8).into(),
+        Primitive::U16 => u16::from_le_bytes([b[0], b[1]]).into(),
+        Primitive::I16 => i16::from_le_bytes([b[0], b[1]]).into(),
+        Primitive::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]).into(),
+        Primitive::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]).into(),
+        Primitive::U64 => u64::from_le_bytes(b).into(),
+        _ => i64::from_le_bytes(b).into(),
+    }
+}
+
+/// Writes an integer known to fit the type (two's complement, little-endian).
+fn write_int(rec: &mut [u8], at: usize, ty: Primitive, v: i64) {
+    let w = ty.size();
+    rec[at..at + w].copy_from_slice(&v.to_le_bytes()[..w]);
+}
+
+fn quat_read(rec: &[u8], at: usize, ty: Primitive) -> [f64; 4] {
+    let w = ty.size();
+    [0, 1, 2, 3].map(|i| read_f(rec, at + i * w, ty))
+}
+
+/// Replaces every quantised value of `rec` by the nearest representable
+/// value (clamping where declared).
+pub(crate) fn quantize(slots: &[Slot], rec: &mut [u8]) -> Result<(), Fault> {
+    for s in slots {
+        let w = s.ty.size();
+        let fault = |element, what| Fault {
+            field: s.field,
+            element,
+            what,
+        };
+        match s.kind {
+            Kind::Fixed {
+                step,
+                lo,
+                hi,
+                clamp,
+            } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let x = read_f(rec, at, s.ty);
+                    if !x.is_finite() {
+                        return Err(fault(e, FaultKind::NotFinite));
+                    }
+                    let q = scalar::fixed_code(x, step);
+                    let (lo_f, hi_f) = (lo as f64, hi as f64);
+                    let q = if q < lo_f || q > hi_f {
+                        if !clamp {
+                            return Err(fault(
+                                e,
+                                FaultKind::OutOfRange {
+                                    value: x,
+                                    min: scalar::value(lo, step, s.ty),
+                                    max: scalar::value(hi, step, s.ty),
+                                },
+                            ));
+                        }
+                        q.clamp(lo_f, hi_f)
+                    } else {
+                        q
+                    };
+                    write_f(rec, at, s.ty, scalar::value(q as i64, step, s.ty));
+                }
+            }
+            Kind::Int { min, max, clamp } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let v = read_int(rec, at, s.ty);
+                    if v < i128::from(min) || v > i128::from(max) {
+                        if !clamp {
+                            return Err(fault(
+                                e,
+                                FaultKind::OutOfRange {
+                                    value: v as f64,
+                                    min: min as f64,
+                                    max: max as f64,
+                                },
+                            ));
+                        }
+                        let c = v.clamp(i128::from(min), i128::from(max));
+                        write_int(rec, at, s.ty, c as i64);
+                    }
+                }
+            }
+            Kind::Angle { bits, step, turn } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let x = read_f(rec, at, s.ty);
+                    if !x.is_finite() {
+                        return Err(fault(e, FaultKind::NotFinite));
+                    }
+                    let q = scalar::angle_code(x, bits, turn);
+                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
+                }
+            }
+            Kind::Quat { m, s: st } => {
+                let x = quat_read(rec, s.offset, s.ty);
+                if let Some(e) = x.iter().position(|c| !c.is_finite()) {
+                    return Err(fault(e, FaultKind::NotFinite));
+                }
+                let v =
+                    quat::quantize(&x, m, st, s.ty).ok_or(fault(0, FaultKind::ZeroQuaternion))?;
+                for (i, c) in v.iter().enumerate() {
+                    write_f(rec, s.offset + i * w, s.ty, *c);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Replaces every quantised value of `rec` by its code. `Err((field,
+/// element))` names a value that is not exactly a representable value.
+pub(crate) fn to_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
+    for s in slots {
+        let w = s.ty.size();
+        match s.kind {
+            Kind::Fixed { step, lo, hi, .. } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let x = read_f(rec, at, s.ty);
+                    let q = scalar::fixed_code(x, step);
+                    // NaN fails the range test.
+                    if !(q >= lo as f64 && q <= hi as f64)
+                        || scalar::value(q as i64, step, s.ty).to_bits() != x.to_bits()
+                    {
+                        return Err((s.field, e));
+                    }
+                    write_code(rec, at, s.ty, q as i64);
+                }
+            }
+            Kind::Int { min, max, .. } => {
+                for e in 0..s.len {
+                    let v = read_int(rec, s.offset + e * w, s.ty);
+                    if v < i128::from(min) || v > i128::from(max) {
+                        return Err((s.field, e));
+                    }
+                }
+            }
+            Kind::Angle { bits, step, turn } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let x = read_f(rec, at, s.ty);
+                    if !x.is_finite() {
+                        return Err((s.field, e));
+                    }
+                    let q = scalar::angle_code(x, bits, turn);
+                    if scalar::value(q, step, s.ty).to_bits() != x.to_bits() {
+                        return Err((s.field, e));
+                    }
+                    write_code(rec, at, s.ty, q);
+                }
+            }
+            Kind::Quat { m, s: st } => {
+                let x = quat_read(rec, s.offset, s.ty);
+                let (k, q) = quat::code_of(&x, m, st, s.ty).ok_or((s.field, 0))?;
+                write_code(rec, s.offset, s.ty, k as i64);
+                for (j, c) in q.iter().enumerate() {
+                    write_code(rec, s.offset + (j + 1) * w, s.ty, *c);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Replaces every code of `rec` by its value. `Err((field, element))` names
+/// a code outside its limits (or non-canonical quaternion codes).
+pub(crate) fn from_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
+    for s in slots {
+        let w = s.ty.size();
+        match s.kind {
+            Kind::Fixed { step, lo, hi, .. } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let q = read_code(rec, at, s.ty);
+                    if q < lo || q > hi {
+                        return Err((s.field, e));
+                    }
+                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
+                }
+            }
+            Kind::Int { min, max, .. } => {
+                for e in 0..s.len {
+                    let v = read_int(rec, s.offset + e * w, s.ty);
+                    if v < i128::from(min) || v > i128::from(max) {
+                        return Err((s.field, e));
+                    }
+                }
+            }
+            Kind::Angle { bits, step, .. } => {
+                for e in 0..s.len {
+                    let at = s.offset + e * w;
+                    let q = read_code(rec, at, s.ty);
+                    if !scalar::angle_code_ok(q, bits) {
+                        return Err((s.field, e));
+                    }
+                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
+                }
+            }
+            Kind::Quat { m, s: st } => {
+                let k = read_code(rec, s.offset, s.ty);
+                let q = [1, 2, 3].map(|j| read_code(rec, s.offset + j * w, s.ty));
+                if !(0..4).contains(&k) {
+                    return Err((s.field, 0));
+                }
+                if let Some(j) = q.iter().position(|c| c.abs() > m) {
+                    return Err((s.field, j + 1));
+                }
+                if !quat::canonical(k as usize, q, m, st, s.ty) {
+                    return Err((s.field, 0));
+                }
+                let v = quat::value(k as usize, q, st, s.ty);
+                for (i, c) in v.iter().enumerate() {
+                    write_f(rec, s.offset + i * w, s.ty, *c);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads element `e` of a float field as `f64` (for error measurement).
+pub(crate) fn read_float(rec: &[u8], offset: usize, ty: Primitive, e: usize) -> f64 {
+    read_f(rec, offset + e * ty.size(), ty)
+}
+
+/// Reads element `e` of an integer field (for error measurement).
+pub(crate) fn read_integer(rec: &[u8], offset: usize, ty: Primitive, e: usize) -> i128 {
+    read_int(rec, offset + e * ty.size(), ty)
+}

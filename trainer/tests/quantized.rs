@@ -1,0 +1,102 @@
+//! The trainer and quantisation: `suggest` on an exported racing capture
+//! reports every float field with its range, its changes and the bits per
+//! value at each step; schemas the trainer rebuilds keep their quantisation.
+#![forbid(unsafe_code)]
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use tickpack_trainer::suggest::suggest;
+
+#[test]
+fn suggest_reports_every_float_field() {
+    let dir = std::env::temp_dir().join(format!("tickpack-suggest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("racing.tpcap");
+    tickpack_trainer::export::export("racing", &path, false, 40, 3).unwrap();
+    let text = suggest(&path, &[0.001, 0.1]).unwrap();
+    // The command line gives the same text.
+    let args: Vec<String> = ["suggest", path.to_str().unwrap(), "--steps", "0.001,0.1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut out = Vec::new();
+    tickpack_trainer::run(&args, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), text);
+    let bad: Vec<String> = ["suggest", "x", "--steps", "0"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(tickpack_trainer::run(&bad, &mut Vec::new()).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+    for field in ["position", "rotation", "velocity", "steering", "throttle"] {
+        assert!(text.contains(&format!("`car`.`{field}`")), "{text}");
+    }
+    assert!(
+        !text.contains("`lap`"),
+        "integers are not float fields: {text}"
+    );
+    assert!(text.contains("every value has unit norm"), "{text}");
+    // One table row per step per field, coarser steps need fewer bits.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("0.001 ") || l.trim_start().starts_with("0.1 "))
+        .collect();
+    assert_eq!(rows.len(), 10, "{text}");
+    for pair in rows.chunks(2) {
+        let bits = |l: &str| -> f64 { l.split_whitespace().last().unwrap().parse().unwrap() };
+        assert!(bits(pair[0]) > bits(pair[1]), "{pair:?}");
+    }
+}
+
+#[test]
+fn rebuilt_schemas_keep_their_quantisation() {
+    use tickpack_trainer::captures::{ops_of, with_ops};
+    let schema = tickpack_scenarios::racing_schema_quantized();
+    let rebuilt = with_ops(&schema, &ops_of(&schema)).unwrap();
+    assert_eq!(
+        rebuilt.sections()[0].quantization(),
+        schema.sections()[0].quantization()
+    );
+    assert_eq!(rebuilt.id(), schema.id());
+}
+
+#[test]
+fn jsonl_import_quantises_under_a_quantised_schema() {
+    use tickpack::capture::{Capture, CaptureLimits};
+    let dir = std::env::temp_dir().join(format!("tickpack-qjsonl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = concat!(
+        r#"{"game":"g","version":"1","schema":{"entities":[{"name":"ship","fields":["#,
+        r#"{"name":"pos","type":"f32","len":2,"quantize":{"step":0.01}},"#,
+        r#"{"name":"hp","type":"u16","quantize":{"range":[0,100],"out_of_range":"clamp"}}]}]}}"#,
+        "\n",
+        r#"{"tick":0,"sections":{"ship":[{"id":3,"pos":[1.23456,-2.5],"hp":250}]}}"#,
+        "\n",
+        r#"{"tick":1,"sections":{"ship":[{"id":3,"pos":[1.3,-2.5],"hp":99}]}}"#,
+        "\n",
+    );
+    let (input, output) = (dir.join("q.jsonl"), dir.join("q.tpcap"));
+    std::fs::write(&input, text).unwrap();
+    tickpack_trainer::import::jsonl(&input, &output, false).unwrap();
+    let c = Capture::read(
+        &std::fs::read(&output).unwrap()[..],
+        CaptureLimits::default(),
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(c.header.schema.is_quantized());
+    let rec = c.ticks[0].snapshot.sections()[0].get(3).unwrap().to_vec();
+    assert_eq!(f32::from_le_bytes(rec[0..4].try_into().unwrap()), 1.23);
+    assert_eq!(u16::from_le_bytes(rec[8..10].try_into().unwrap()), 100);
+    // A NaN or an out-of-range value under `error` is refused with its line.
+    let bad = text.replace(
+        r#""quantize":{"step":0.01}"#,
+        r#""quantize":{"step":0.01,"range":[-2,2]}"#,
+    );
+    let dir = std::env::temp_dir().join(format!("tickpack-qjsonl2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("b.jsonl"), bad).unwrap();
+    let e = tickpack_trainer::import::jsonl(&dir.join("b.jsonl"), &dir.join("b.tpcap"), false)
+        .unwrap_err();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(e.to_string().contains("outside"), "{e}");
+}
