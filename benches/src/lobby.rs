@@ -1,8 +1,8 @@
 //! The racing lobby through the session layer: one server, many clients,
 //! a lossy link with latency in both directions, all in one process on a
-//! virtual clock (sans-IO: no sockets, deterministic from the seed).
+//! virtual clock (sans-IO: no sockets, deterministic from the seed). The
+//! links are the testkit's [`Link`]s, their clock counting ticks.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,8 +10,8 @@ use tickpack::dictset::{DictKind, DictionarySet};
 use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
 use tickpack::Snapshot;
 
-use tickpack_scenarios::rng::SplitMix64;
 use tickpack_scenarios::{racing_lobby, racing_lobby_quantized, TICK_RATE};
+use tickpack_testkit::link::{Link, LinkConfig};
 
 /// Simulation settings.
 #[derive(Debug, Clone, Copy)]
@@ -121,11 +121,22 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
         server.connect(id);
         clients.push(Client::new(schema.clone(), client_cfg.clone())?);
     }
-    let mut rng = SplitMix64::new(cfg.seed ^ 0x5eed);
     let n = usize::from(cfg.clients);
-    // Per client: in-flight packets down and messages up, as (arrival tick, bytes).
-    let mut down: Vec<VecDeque<(usize, Arc<[u8]>)>> = vec![VecDeque::new(); n];
-    let mut up: Vec<VecDeque<(usize, Vec<u8>)>> = vec![VecDeque::new(); n];
+    // Per client, one link down (packets) and one up (messages); time is the
+    // tick number.
+    let link = LinkConfig {
+        loss_ppm: (cfg.loss.clamp(0.0, 1.0) * 1e6).round() as u64,
+        dup_pct: 0,
+        latency_ms: cfg.latency_ticks as u64,
+        jitter_ms: cfg.jitter_ticks as u64,
+    };
+    let seed = cfg.seed ^ 0x5eed;
+    let mut down: Vec<Link> = (0..n as u64)
+        .map(|i| Link::new(link, seed.wrapping_add(2 * i)))
+        .collect();
+    let mut up: Vec<Link> = (0..n as u64)
+        .map(|i| Link::new(link, seed.wrapping_add(2 * i + 1)))
+        .collect();
     let mut report = LobbyReport {
         ticks: worlds.len(),
         clients: cfg.clients,
@@ -151,38 +162,26 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
             packets.push(server.send(id, &View::all())?);
         }
         encode_time += start.elapsed().as_secs_f64();
-        for (i, p) in packets.into_iter().enumerate() {
-            if rng.chance(cfg.loss) {
-                report.lost += 1;
-            } else {
-                let delay =
-                    cfg.latency_ticks + (rng.next_u64() % (cfg.jitter_ticks as u64 + 1)) as usize;
-                insert_sorted(&mut down[i], (t + delay, p));
-            }
+        let now = t as u64;
+        for (link, p) in down.iter_mut().zip(packets) {
+            link.send(now, &p);
         }
         for (i, client) in clients.iter_mut().enumerate() {
-            while down[i].front().is_some_and(|p| p.0 <= t) {
-                if let Some((_, p)) = down[i].pop_front() {
-                    match client.receive(&p) {
-                        Received::Applied { .. } => {}
-                        Received::Dropped(DropReason::Undecodable(_)) => report.undecodable += 1,
-                        Received::Dropped(_) => report.dropped += 1,
-                    }
+            for p in down[i].recv(now) {
+                match client.receive(&p) {
+                    Received::Applied { .. } => {}
+                    Received::Dropped(DropReason::Undecodable(_)) => report.undecodable += 1,
+                    Received::Dropped(_) => report.dropped += 1,
                 }
             }
             let msg = client.message(i as u16 + 1).to_bytes();
-            if !rng.chance(cfg.loss) {
-                let delay =
-                    cfg.latency_ticks + (rng.next_u64() % (cfg.jitter_ticks as u64 + 1)) as usize;
-                insert_sorted(&mut up[i], (t + delay, msg));
-            }
-            while up[i].front().is_some_and(|m| m.0 <= t) {
-                if let Some((_, m)) = up[i].pop_front() {
-                    server.handle_message(&m)?;
-                }
+            up[i].send(now, &msg);
+            for m in up[i].recv(now) {
+                server.handle_message(&m)?;
             }
         }
     }
+    report.lost = down.iter().map(|l| l.stats().lost).sum();
     for client in &clients {
         let ok = client.latest().is_some_and(|(seq, snap)| {
             seq_of_tick
@@ -211,9 +210,4 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
 /// Where the racing lobby's trained set is shipped.
 pub fn shipped_racing_set() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/racing-lobby/1")
-}
-
-fn insert_sorted<T>(q: &mut VecDeque<(usize, T)>, item: (usize, T)) {
-    let at = q.iter().position(|p| p.0 > item.0).unwrap_or(q.len());
-    q.insert(at, item);
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tickpack::quant::{snapshot_errors, AngleUnit, Quantize};
 use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
 use tickpack::{DeltaOp, Field, Primitive, Schema, Snapshot};
-use tickpack_testkit::link::{LinkConfig, Pair};
+use tickpack_testkit::link::{LinkConfig, Pair, PPM_PER_PERCENT};
 use tickpack_testkit::rng::SplitMix64;
 
 fn schema() -> Schema {
@@ -102,7 +102,7 @@ fn simulate(loss_pct: u64, seed: u64) {
     )
     .unwrap();
     let link = LinkConfig {
-        loss_pct,
+        loss_ppm: loss_pct * PPM_PER_PERCENT,
         dup_pct: 2,
         latency_ms: 40,
         jitter_ms: 24,

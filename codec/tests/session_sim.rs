@@ -17,7 +17,7 @@ use tickpack::session::{
     DEFAULT_HISTORY,
 };
 use tickpack::{DeltaOp, Field, Primitive, Schema, Snapshot};
-use tickpack_testkit::link::{LinkConfig, Pair};
+use tickpack_testkit::link::{LinkConfig, Pair, PPM_PER_PERCENT};
 use tickpack_testkit::rng::SplitMix64;
 
 fn schema(predict: bool) -> Schema {
@@ -340,7 +340,7 @@ fn no_loss() {
     let (_, packets, full) = simulate(
         1,
         LinkConfig {
-            loss_pct: 0,
+            loss_ppm: 0,
             dup_pct: 0,
             latency_ms: 0,
             jitter_ms: 0,
@@ -358,7 +358,7 @@ fn loss_5_percent_with_latency_and_jitter() {
     let (_, packets, full) = simulate(
         2,
         LinkConfig {
-            loss_pct: 5,
+            loss_ppm: 5 * PPM_PER_PERCENT,
             dup_pct: 1,
             latency_ms: 50,
             jitter_ms: 20,
@@ -375,7 +375,7 @@ fn loss_5_percent_predicted() {
     let (bytes, packets, full) = simulate(
         7,
         LinkConfig {
-            loss_pct: 5,
+            loss_ppm: 5 * PPM_PER_PERCENT,
             dup_pct: 1,
             latency_ms: 50,
             jitter_ms: 20,
@@ -393,7 +393,7 @@ fn loss_20_percent_reordering() {
     let (_, packets, full) = simulate(
         3,
         LinkConfig {
-            loss_pct: 20,
+            loss_ppm: 20 * PPM_PER_PERCENT,
             dup_pct: 5,
             latency_ms: 100,
             jitter_ms: 60,
@@ -410,7 +410,7 @@ fn loss_50_percent_low_latency() {
     let (_, packets, full) = simulate(
         6,
         LinkConfig {
-            loss_pct: 50,
+            loss_ppm: 50 * PPM_PER_PERCENT,
             dup_pct: 10,
             latency_ms: 20,
             jitter_ms: 10,
@@ -431,7 +431,7 @@ fn loss_50_percent_high_latency() {
     let (_, packets, full) = simulate(
         4,
         LinkConfig {
-            loss_pct: 50,
+            loss_ppm: 50 * PPM_PER_PERCENT,
             dup_pct: 10,
             latency_ms: 300,
             jitter_ms: 100,

@@ -11,7 +11,7 @@
 //! ```
 //! use tickpack_testkit::link::{LinkConfig, Pair};
 //!
-//! let config = LinkConfig { loss_pct: 0, dup_pct: 0, latency_ms: 30, jitter_ms: 0 };
+//! let config = LinkConfig { loss_ppm: 0, dup_pct: 0, latency_ms: 30, jitter_ms: 0 };
 //! let mut pair = Pair::new(config, 7);
 //! pair.to_client.send(pair.now_ms, b"snapshot");
 //! assert!(pair.to_client.recv(pair.now_ms).is_empty());
@@ -21,11 +21,15 @@
 
 use crate::rng::SplitMix64;
 
+/// Parts per million in one percent, for [`LinkConfig::loss_ppm`].
+pub const PPM_PER_PERCENT: u64 = 10_000;
+
 /// How one direction of a link treats packets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LinkConfig {
-    /// Percent of packets lost (while the link is lossy).
-    pub loss_pct: u64,
+    /// Packets lost (while the link is lossy), in parts per million
+    /// ([`PPM_PER_PERCENT`] per percent).
+    pub loss_ppm: u64,
     /// Percent of packets delivered twice (each copy delayed on its own).
     pub dup_pct: u64,
     /// Fixed one-way delay.
@@ -79,7 +83,7 @@ impl Link {
     /// and jitter.
     pub fn send(&mut self, now_ms: u64, bytes: &[u8]) {
         self.stats.sent += 1;
-        if self.lossy && self.rng.below(100) < self.config.loss_pct {
+        if self.lossy && self.rng.below(1_000_000) < self.config.loss_ppm {
             self.stats.lost += 1;
             return;
         }
@@ -192,7 +196,7 @@ mod tests {
     #[test]
     fn loss_duplication_and_reordering_happen_at_their_rates() {
         let config = LinkConfig {
-            loss_pct: 20,
+            loss_ppm: 20 * PPM_PER_PERCENT,
             dup_pct: 10,
             latency_ms: 50,
             jitter_ms: 40,
