@@ -73,9 +73,11 @@ impl Scenario {
             .iter()
             .map(|t| {
                 let mut s = Snapshot::from_sections(&schema, t.sections().to_vec())
+                    // Cannot fail: the quantised schema declares the same fields, so the same record sizes, as the lossless one.
                     .expect("same record layout");
                 schema
                     .quantize(&mut s)
+                    // Cannot fail: the simulation produces finite values, and every ranged field is declared clamped.
                     .expect("finite values, clamped ranges");
                 s
             })
@@ -114,6 +116,7 @@ fn snapshot_of(schema: &Schema, records: Vec<u8>) -> Snapshot {
     let rs = schema.sections()[0].record_size();
     let n = records.len() / rs;
     let ids = (0..n as u32).collect();
+    // Cannot fail: ids 0..n are ascending and unique, and records hold n whole records.
     let section = Section::from_parts(ids, records, rs).expect("scenario section is well formed");
     Snapshot::from_sections(schema, vec![section]).expect("scenario snapshot fits its schema")
 }

@@ -60,6 +60,7 @@ pub fn racing_schema_quantized() -> Schema {
         .quantize(Quantize::step(1.0 / 127.0).with_range(-1.0, 1.0).clamped())
         .field("lap", Primitive::U16, 1)
         .build()
+        // Cannot fail: a fixed schema whose quantisations have positive steps and ordered ranges; pinned by the scenarios' tests.
         .expect("quantised racing schema is valid")
 }
 
@@ -114,6 +115,7 @@ pub fn arena_schema_quantized() -> Schema {
         .field("kind", Primitive::U8, 1)
         .field("bounces", Primitive::U8, 1)
         .build()
+        // Cannot fail: as above, for the arena's fields.
         .expect("quantised arena schema is valid")
 }
 
