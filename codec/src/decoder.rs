@@ -40,6 +40,8 @@ pub struct Decoder {
     /// The dictionaries agreed for deltas and for keyframes.
     agreed: (Option<u32>, Option<u32>),
     elements: Vec<Vec<Element>>,
+    /// Each section's byte-plane order.
+    plane_orders: Vec<Vec<u16>>,
     payload: Vec<u8>,
     metas: Vec<SectionTokens>,
     predicted: Vec<crate::snapshot::Section>,
@@ -73,6 +75,10 @@ impl Decoder {
             .collect();
         let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
         let context_map = model::context_map(&elements);
+        let plane_orders = elements
+            .iter()
+            .map(|e| pipeline::planes::order(e))
+            .collect();
         Self {
             schema,
             limits: Limits::default(),
@@ -80,6 +86,7 @@ impl Decoder {
             dicts: HashMap::new(),
             agreed: (None, None),
             elements,
+            plane_orders,
             payload: Vec::new(),
             metas,
             predicted,
@@ -372,7 +379,7 @@ impl Decoder {
         let payload = core::mem::take(&mut self.payload);
         let mut src = ByteSource::new(&payload);
         let result = self
-            .decode_walk(&mut src, !payload.is_empty(), base, prior, out)
+            .decode_walk(&mut src, !payload.is_empty(), true, base, prior, out)
             .and_then(|()| {
                 if payload.is_empty() {
                     Ok(())
@@ -415,7 +422,7 @@ impl Decoder {
                 error,
             })?;
             let mut src = WalkSource::new(&map, dec, body_at);
-            self.decode_walk(&mut src, true, base, prior, out)?;
+            self.decode_walk(&mut src, true, false, base, prior, out)?;
             src.finish()
         });
         self.context_map = Some(map);
@@ -424,11 +431,13 @@ impl Decoder {
 
     /// Reads the entity sets and rows of every section from `src` into
     /// `out`; `has_payload` is false for a packet without blocks (every
-    /// section idle).
+    /// section idle); `planes_ok`: sections may hold byte planes (the byte
+    /// layout).
     fn decode_walk(
         &mut self,
         src: &mut impl TokenSource,
         has_payload: bool,
+        planes_ok: bool,
         base: Option<&Snapshot>,
         prior: Option<&Snapshot>,
         out: &mut Snapshot,
@@ -445,7 +454,7 @@ impl Decoder {
                 per_entity: ty.record_size() + 4,
             };
             if has_payload {
-                tokens::read_meta(src, i, max_entities, budget, m)?;
+                tokens::read_meta(src, i, max_entities, budget, planes_ok, m)?;
             } else if m.base_len > max_entities {
                 return Err(DecodeError::TooManyEntities {
                     section: i,
@@ -491,6 +500,7 @@ impl Decoder {
                 i,
                 ty,
                 &self.elements[i],
+                &self.plane_orders[i],
                 &b,
                 m,
                 src,

@@ -88,6 +88,8 @@ pub struct Encoder {
     keyframe: bool,
     checksum_len: usize,
     elements: Vec<Vec<Element>>,
+    /// Each section's byte-plane order.
+    plane_orders: Vec<Vec<u16>>,
     sink: ByteSink,
     scratch: Vec<EncodeScratch>,
     predicted: Vec<crate::snapshot::Section>,
@@ -131,6 +133,10 @@ impl Encoder {
             .collect();
         let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
         let context_map = model::context_map(&elements);
+        let plane_orders = elements
+            .iter()
+            .map(|e| pipeline::planes::order(e))
+            .collect();
         Self {
             schema,
             limits: Limits::default(),
@@ -141,6 +147,7 @@ impl Encoder {
             keyframe: false,
             checksum_len: 0,
             elements,
+            plane_orders,
             sink: ByteSink::default(),
             scratch,
             predicted,
@@ -491,7 +498,14 @@ impl Encoder {
                 (Some(b), _) => b.snapshot.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
-            pipeline::encode_section(ty, &self.elements[i], &base, &cur, scratch);
+            pipeline::encode_section(
+                ty,
+                &self.elements[i],
+                &self.plane_orders[i],
+                &base,
+                &cur,
+                scratch,
+            );
         }
         // The decoder caps the records a packet spawns at the payload limit.
         let spawned: usize = self
@@ -508,14 +522,17 @@ impl Encoder {
         }
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
-            self.sink.clear();
-            for (i, s) in self.scratch.iter().enumerate() {
-                tokens::write_meta(&mut self.sink, i, &s.tokens);
+            self.write_payload();
+            // Byte planes may be larger than masks and values before
+            // compression: when they do not fit the limit, every section
+            // goes back to masks and values.
+            let planes = self.scratch.iter().any(|s| s.tokens.planes);
+            if planes && self.payload.len() > self.limits.max_decoded_bytes {
+                for s in &mut self.scratch {
+                    s.tokens.planes = false;
+                }
+                self.write_payload();
             }
-            for (i, s) in self.scratch.iter().enumerate() {
-                tokens::write_rows(&mut self.sink, i, self.elements[i].len(), &s.tokens);
-            }
-            self.payload.extend_from_slice(self.sink.bytes());
         }
         if self.payload.len() > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {
@@ -525,6 +542,24 @@ impl Encoder {
         }
         self.write_header(values, sequence, baseline, prior);
         Ok(())
+    }
+
+    /// Writes the sections' sets and rows, each section in its row mode,
+    /// as the payload.
+    fn write_payload(&mut self) {
+        self.sink.clear();
+        for (i, s) in self.scratch.iter().enumerate() {
+            tokens::write_meta(&mut self.sink, i, &s.tokens, s.tokens.planes);
+        }
+        for (i, s) in self.scratch.iter().enumerate() {
+            if s.tokens.planes {
+                self.sink.raw(&s.planes);
+            } else {
+                tokens::write_rows(&mut self.sink, i, self.elements[i].len(), &s.tokens);
+            }
+        }
+        self.payload.clear();
+        self.payload.extend_from_slice(self.sink.bytes());
     }
 
     fn write_header<'s>(

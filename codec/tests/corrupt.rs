@@ -79,6 +79,12 @@ fn valid_hand_written_packets_decode() {
     let p = packet(None, Some(1), false, &raw(&[2, 1, 1, 1, 4]));
     let (_, snap) = tickpack::decode(&s, &p, Some(b)).unwrap();
     assert_eq!(snap.sections()[0].get(9), Some(&[4u8][..]));
+    // The same keyframe with its rows as byte planes (flags 4 | 8): one
+    // plane of the two rows' deltas, ship 5 against the default record
+    // (zigzag(1) = 2), ship 9 against ship 5 (zigzag(2 - 1) = 2).
+    let p = packet(Some((s.id(), 0)), None, false, &raw(&[12, 1, 5, 3, 2, 2]));
+    let (_, snap) = tickpack::decode(&s, &p, None).unwrap();
+    assert_eq!(snap, baseline_snapshot(&s));
     // An idle delta: the header alone.
     let p = packet(None, Some(1), false, &[]);
     assert_eq!(p.len(), 4);
@@ -323,9 +329,30 @@ fn corrupt_table() {
         ),
         (
             "unknown section flags",
+            key(&[16]),
+            None,
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        (
+            "byte planes without rows",
             key(&[8]),
             None,
             DecodeError::BadEntitySet { section: 0 },
+        ),
+        (
+            "byte-plane row that changes nothing",
+            delta(&[10, 1, 1, 0]),
+            b9,
+            DecodeError::BadMask { section: 0, row: 0 },
+        ),
+        (
+            "byte planes truncated",
+            key(&[12, 1, 5, 3, 2]),
+            None,
+            DecodeError::Truncated {
+                offset: 4,
+                needed: 1,
+            },
         ),
         (
             "removal from an empty baseline",

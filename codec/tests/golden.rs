@@ -291,12 +291,12 @@ fn worked_example_stages() {
     let mut payload = Vec::new();
     enc.payload(&t0, 0xfffe, None, &mut payload).unwrap();
     println!("keyframe payload: {}", hex(&payload));
-    // Spawn list 3, 7; rows against the zero default record: ship 3 changes
-    // x (integral 100: zigzag 200), hp (500), flags (2); ship 7 x
-    // (bit-pattern difference from 0.0), hp, no flags.
+    // Flags 0x0c (spawned, byte planes), spawn list 3, 7; then the rows as
+    // byte planes: ship 3 against the zero default record, ship 7 against
+    // ship 3. Byte 0 of x, hp, flags; byte 1 of x, hp; bytes 2 and 3 of x.
     assert_eq!(
         hex(&payload),
-        "04 01 03 03 07 01 c8 01 f4 03 02 03 00 80 80 d8 ac 08 f4 03"
+        "0c 01 03 03 00 00 f4 00 02 01 00 00 01 00 90 06 85 00"
     );
     let b = Baseline {
         sequence: 0xfffe,

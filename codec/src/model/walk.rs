@@ -152,7 +152,7 @@ pub(crate) fn walk_sections(
     elements: &[Vec<Element>],
 ) {
     for (i, s) in scratch.iter().enumerate() {
-        tokens::write_meta(sink, i, &s.tokens);
+        tokens::write_meta(sink, i, &s.tokens, false);
     }
     for (i, s) in scratch.iter().enumerate() {
         tokens::write_rows(sink, i, elements[i].len(), &s.tokens);

@@ -10,7 +10,8 @@
 //! a fresh byte at the current end of the stream, and later bits of the run
 //! fill that byte before another is taken. A run ends (the next bit takes a
 //! fresh byte) when: the context class changes from the previous bit's, a
-//! meta integer was written since the previous bit, or the bit is the first
+//! meta integer or a section's byte planes were written since the previous
+//! bit, or the bit is the first
 //! of a mask group (group bit 0, or element bit of an element index that
 //! is a multiple of 8). Unused bits of a byte are zero.
 
@@ -54,6 +55,13 @@ impl ByteSink {
     /// The payload written so far.
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes
+    }
+
+    /// Appends the byte planes of a section; like a meta integer, they end
+    /// the current bit run.
+    pub(crate) fn raw(&mut self, planes: &[u8]) {
+        self.meta_since = true;
+        self.bytes.extend_from_slice(planes);
     }
 }
 
@@ -195,6 +203,12 @@ impl TokenSource for ByteSource<'_> {
         } else {
             self.bit_byte & ((1u8 << n) - 1)
         })
+    }
+
+    #[inline]
+    fn raw(&mut self, _section: usize, n: usize) -> Result<&[u8], DecodeError> {
+        self.meta_since = true;
+        self.r.bytes(n)
     }
 }
 

@@ -11,11 +11,14 @@
 //!    [`TokenSource`] by [`decode_section`]).
 //! 4. [`layout`]: the zstd path's sink and source, which write the walk as
 //!    bytes.
+//! 5. [`planes`]: the byte layout's other row mode, chosen per section per
+//!    packet ([`choose_planes`]): whole-record deltas as byte planes.
 
 #![forbid(unsafe_code)]
 
 pub(crate) mod align;
 pub(crate) mod layout;
+pub(crate) mod planes;
 pub(crate) mod predict;
 pub(crate) mod tokens;
 pub(crate) mod values;
@@ -69,6 +72,10 @@ pub(crate) struct EncodeScratch {
     align: align::Alignment,
     /// The section's tokens for the packet being built.
     pub(crate) tokens: SectionTokens,
+    /// Row deltas of the byte-plane mode, one record each.
+    rows: Vec<u8>,
+    /// The section's rows as byte planes, when `tokens.planes` is set.
+    pub(crate) planes: Vec<u8>,
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
@@ -87,10 +94,13 @@ fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut Sectio
     t.row_end.push(t.elems.len() as u32);
 }
 
-/// Fills `s.tokens` with the section `cur` coded against `base`.
+/// Fills `s.tokens` with the section `cur` coded against `base`, and
+/// decides its row mode ([`choose_planes`]; `order` is the section's plane
+/// order, [`planes::order`]).
 pub(crate) fn encode_section(
     ty: &EntityType,
     elements: &[Element],
+    order: &[u16],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
     s: &mut EncodeScratch,
@@ -114,6 +124,82 @@ pub(crate) fn encode_section(
     for &j in &a.spawned {
         encode_row(elements, cur.record(j as usize), ty.default_record(), t);
     }
+    // The same rows as byte planes: changed rows against their baseline
+    // record, spawned rows against the spawned record before them.
+    s.planes.clear();
+    let n = t.row_end.len();
+    if n == 0 {
+        return;
+    }
+    let rs = ty.record_size();
+    s.rows.clear();
+    s.rows.resize(n * rs, 0);
+    let mut rows = s.rows.chunks_exact_mut(rs);
+    for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
+        planes::row_delta(
+            elements,
+            cur.record(ci as usize),
+            base.record(bi as usize),
+            row,
+        );
+    }
+    let mut prev = ty.default_record();
+    for (&j, row) in a.spawned.iter().zip(&mut rows) {
+        let rec = cur.record(j as usize);
+        planes::row_delta(elements, rec, prev, row);
+        prev = rec;
+    }
+    planes::split(order, &s.rows, n, rs, &mut s.planes);
+    t.planes = choose_planes(elements.len(), t, &s.planes);
+}
+
+/// The payload bytes the rows of `t` take as masks, kind bits and values
+/// (FORMAT.md, "Rows").
+pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
+    let groups = elements.div_ceil(tokens::GROUP);
+    let mut bytes = 0usize;
+    for r in 0..t.row_end.len() {
+        let row = t.row(r);
+        if groups > 1 {
+            let mut marked = 0usize;
+            let mut last = usize::MAX;
+            for tok in row {
+                let g = tok.element as usize / tokens::GROUP;
+                if g != last {
+                    marked += 1;
+                    last = g;
+                }
+            }
+            bytes += groups.div_ceil(8) + marked;
+        } else {
+            bytes += 1;
+        }
+        let kinds = row.iter().filter(|tok| tok.kind.bit().is_some()).count();
+        bytes += kinds.div_ceil(8);
+        bytes += row
+            .iter()
+            .map(|tok| (64 - tok.value.leading_zeros() as usize).div_ceil(7).max(1))
+            .sum::<usize>();
+    }
+    bytes
+}
+
+/// The encoder's row mode for a section with rows: byte planes when their
+/// estimated cost is below the bytes of the rows as masks and values
+/// ([`token_row_bytes`]). The estimate counts each non-zero plane byte and
+/// each run of zero bytes (in plane order) as one byte: long runs of zeros
+/// cost zstd about one sequence, while a short one costs what a literal
+/// does. Deterministic, and independent of the block coder.
+pub(crate) fn choose_planes(elements: usize, t: &SectionTokens, planes: &[u8]) -> bool {
+    let tokens = token_row_bytes(elements, t);
+    let mut cost = 0usize;
+    let mut prev_zero = false;
+    for &b in planes {
+        let zero = b == 0;
+        cost += usize::from(!zero || !prev_zero);
+        prev_zero = zero;
+    }
+    cost < tokens
 }
 
 /// Decoder scratch, reused between packets.
@@ -121,6 +207,7 @@ pub(crate) fn encode_section(
 pub(crate) struct DecodeScratch {
     groups: Vec<bool>,
     changed: Vec<u32>,
+    plane_rows: Vec<u8>,
     spawn_records: Vec<u8>,
     ids: Vec<u32>,
     records: Vec<u8>,
@@ -176,13 +263,15 @@ fn decode_row(
 }
 
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
-/// [`tokens::read_meta`] left them), reading its rows from `src`, into
-/// `out`. Spawned records may total at most `max_spawn_bytes`.
+/// [`tokens::read_meta`] left them), reading its rows from `src` (as byte
+/// planes in `order` when `m.planes`), into `out`. Spawned records may
+/// total at most `max_spawn_bytes`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_section(
     section: usize,
     ty: &EntityType,
     elements: &[Element],
+    order: &[u16],
     base: &SectionRef<'_>,
     m: &SectionTokens,
     src: &mut impl TokenSource,
@@ -196,6 +285,15 @@ pub(crate) fn decode_section(
         return Err(DecodeError::DecodedTooLarge {
             limit: max_spawn_bytes,
         });
+    }
+    // Byte planes: every row's delta at once (the bytes are in the
+    // payload, so this allocates no more than the payload holds).
+    if m.planes {
+        let n = m.changed.len() + m.spawned.len();
+        let bytes = src.raw(section, order.len().saturating_mul(n))?;
+        s.plane_rows.clear();
+        s.plane_rows.resize(n * rs, 0);
+        planes::join(order, bytes, n, rs, &mut s.plane_rows);
     }
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();
@@ -218,29 +316,51 @@ pub(crate) fn decode_section(
             changed.next();
             let at = s.records.len();
             s.records.resize(at + rs, 0);
-            decode_row(
-                src,
-                section,
-                row,
-                false,
-                elements,
-                brec,
-                &mut s.groups,
-                &mut s.changed,
-                &mut s.records[at..],
-            )?;
+            if m.planes {
+                let delta = &s.plane_rows[row * rs..(row + 1) * rs];
+                planes::row_apply(elements, delta, brec, &mut s.records[at..]);
+                // A changed row changes something.
+                if s.records[at..] == *brec {
+                    return Err(DecodeError::BadMask { section, row });
+                }
+            } else {
+                decode_row(
+                    src,
+                    section,
+                    row,
+                    false,
+                    elements,
+                    brec,
+                    &mut s.groups,
+                    &mut s.changed,
+                    &mut s.records[at..],
+                )?;
+            }
             row += 1;
         } else {
             s.records.extend_from_slice(brec);
         }
         k += 1;
     }
-    // Spawned entities, each against the type's default record. Records
-    // grow as rows are read, so a truncated payload allocates little.
+    // Spawned entities, each against the type's default record (byte
+    // planes: against the spawned record before it). Records grow as rows
+    // are read, so a truncated payload allocates little.
     s.spawn_records.clear();
     for t in 0..m.spawned.len() {
         let at = s.spawn_records.len();
         s.spawn_records.resize(at + rs, 0);
+        if m.planes {
+            let r = row + t;
+            let delta = &s.plane_rows[r * rs..(r + 1) * rs];
+            let (done, rec) = s.spawn_records.split_at_mut(at);
+            let prev = if t == 0 {
+                ty.default_record()
+            } else {
+                &done[at - rs..]
+            };
+            planes::row_apply(elements, delta, prev, rec);
+            continue;
+        }
         decode_row(
             src,
             section,

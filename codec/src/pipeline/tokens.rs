@@ -30,7 +30,8 @@ use crate::error::DecodeError;
 /// `index` is the element, the group, or the set (0 removed, 1 changed).
 pub(crate) mod ctx {
     /// Which of the section's sets are non-empty: bit 0 removed, bit 1
-    /// changed, bit 2 spawned.
+    /// changed, bit 2 spawned; bit 3 (byte layout only): the rows are byte
+    /// planes.
     pub(crate) const SECTION: u32 = 0;
     /// A non-empty set's head: 0 for a bitmap, else the member count of a
     /// list; index: 0 removed, 1 changed.
@@ -116,6 +117,12 @@ pub(crate) trait TokenSource {
         }
         Ok(bits)
     }
+    /// The `n` bytes of a byte-plane section (section `section`). Only the
+    /// byte layout has them; other sources refuse.
+    fn raw(&mut self, section: usize, n: usize) -> Result<&[u8], DecodeError> {
+        let _ = n;
+        Err(DecodeError::BadEntitySet { section })
+    }
 }
 
 /// One changed element of a row.
@@ -147,6 +154,10 @@ pub(crate) struct SectionTokens {
     /// The changed elements of every row, rows in order, ascending element
     /// index within a row.
     pub(crate) elems: Vec<Token>,
+    /// Whether the rows travel as byte planes ([`super::planes`]) instead
+    /// of masks and values (the byte layout only; `row_end` and `elems`
+    /// still describe the rows).
+    pub(crate) planes: bool,
 }
 
 impl SectionTokens {
@@ -158,6 +169,7 @@ impl SectionTokens {
         self.spawned.clear();
         self.row_end.clear();
         self.elems.clear();
+        self.planes = false;
     }
 
     /// Kept entities: baseline minus removed.
@@ -269,11 +281,21 @@ pub(crate) fn read_set(
     Ok(Ok(()))
 }
 
-/// Walks one section's entity sets into `sink`.
-pub(crate) fn write_meta(sink: &mut impl TokenSink, section: usize, t: &SectionTokens) {
+/// Section flag bit 3: the section's rows are byte planes.
+pub(crate) const FLAG_PLANES: u64 = 8;
+
+/// Walks one section's entity sets into `sink`; `planes`: flag the rows as
+/// byte planes (only when `t` has rows).
+pub(crate) fn write_meta(
+    sink: &mut impl TokenSink,
+    section: usize,
+    t: &SectionTokens,
+    planes: bool,
+) {
     let flags = u64::from(!t.removed.is_empty())
         | u64::from(!t.changed.is_empty()) << 1
-        | u64::from(!t.spawned.is_empty()) << 2;
+        | u64::from(!t.spawned.is_empty()) << 2
+        | if planes { FLAG_PLANES } else { 0 };
     sink.uint(ctx::make(ctx::SECTION, section, false, 0), flags);
     if !t.removed.is_empty() {
         write_set(sink, section, 0, t.base_len, &t.removed);
@@ -308,16 +330,27 @@ pub(crate) struct SnapshotBudget {
 
 /// Reads one section's entity sets into `t` (its `base_len` set by the
 /// caller), refusing more than `max_entities` entities in the section, and
-/// a snapshot past `budget` before the spawned ids are read.
+/// a snapshot past `budget` before the spawned ids are read. `planes_ok`:
+/// whether the byte-plane flag may be set (the byte layout).
 pub(crate) fn read_meta(
     src: &mut impl TokenSource,
     section: usize,
     max_entities: usize,
     budget: SnapshotBudget,
+    planes_ok: bool,
     t: &mut SectionTokens,
 ) -> Result<(), DecodeError> {
     let bad = DecodeError::BadEntitySet { section };
-    let flags = src.uint(ctx::make(ctx::SECTION, section, false, 0))?;
+    let mut flags = src.uint(ctx::make(ctx::SECTION, section, false, 0))?;
+    t.planes = false;
+    if planes_ok && flags & FLAG_PLANES != 0 {
+        // Planes need rows: changed or spawned entities.
+        if flags & 6 == 0 {
+            return Err(bad);
+        }
+        t.planes = true;
+        flags &= !FLAG_PLANES;
+    }
     // A set can only be non-empty over a non-empty universe.
     if flags > 7 || (flags & 1 != 0 && t.base_len == 0) {
         return Err(bad);

@@ -1,0 +1,121 @@
+//! The byte-plane row mode (FORMAT.md 4.7): which sections the encoder
+//! sends as planes, that both modes come back bit for bit in one packet,
+//! and the fallback to masks and values when planes would pass the payload
+//! limit.
+#![allow(clippy::unwrap_used)]
+
+use tickpack::{Baseline, Decoder, Encoder, Limits, Primitive, Schema, Snapshot};
+
+/// Section 0: eight `f32` per entity, every one changing every tick;
+/// section 1: eight `u32` of which one changes in one entity.
+fn schema() -> Schema {
+    Schema::builder()
+        .entity("dense")
+        .field("v", Primitive::F32, 8)
+        .entity("sparse")
+        .field("w", Primitive::U32, 8)
+        .build()
+        .unwrap()
+}
+
+fn tick(s: &Schema, t: u32) -> Snapshot {
+    let mut snap = Snapshot::new(s);
+    for id in 0..40u32 {
+        let rec: Vec<u8> = (0..8u32)
+            .flat_map(|k| {
+                let x = (id * 8 + k) as f32 * 0.37 + t as f32 * (0.011 + k as f32 * 0.003);
+                x.to_le_bytes()
+            })
+            .collect();
+        snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+        let rec: Vec<u8> = (0..8u32)
+            .flat_map(|k| {
+                let w = if k == 3 && id == 5 { t } else { id * 100 + k };
+                w.to_le_bytes()
+            })
+            .collect();
+        snap.section_mut(1).unwrap().insert(id * 3, &rec).unwrap();
+    }
+    snap
+}
+
+/// The section flags of the payload's first two decisions (both sections'
+/// flags are single-byte varints when their sets are whole-universe lists
+/// or absent, as here for keyframes).
+fn flags(payload: &[u8]) -> u8 {
+    payload[0]
+}
+
+#[test]
+fn dense_sections_go_as_planes_sparse_ones_as_masks() {
+    let s = schema();
+    let (t0, t1) = (tick(&s, 0), tick(&s, 1));
+    let mut enc = Encoder::new(s.clone());
+    let mut dec = Decoder::new(s.clone());
+    // Keyframe: both sections spawned; the regular ids and records make
+    // planes win in both.
+    let key = enc.encode(&t0, 0, None).unwrap();
+    let mut payload = Vec::new();
+    enc.payload(&t0, 0, None, &mut payload).unwrap();
+    assert_eq!(flags(&payload), 0x0c, "dense keyframe section as planes");
+    let (_, got0) = dec.decode(&key, None).unwrap();
+    assert_eq!(got0, t0);
+    // Delta: every float of section 0 changed (planes); one sparse row
+    // changed in one element (masks and values).
+    let b = Baseline {
+        sequence: 0,
+        snapshot: &got0,
+    };
+    enc.payload(&t1, 1, b, &mut payload).unwrap();
+    // Section 0: flags "changed" with planes, the changed set over 40 (all
+    // 40 as a bitmap: head 0, 5 bytes); then section 1's flags.
+    assert_eq!(flags(&payload), 0x0a);
+    assert_eq!(payload[1], 0);
+    assert_eq!(payload[7], 0x02, "sparse section as masks and values");
+    let delta = enc.encode(&t1, 1, b).unwrap();
+    let (_, got1) = dec.decode(&delta, b).unwrap();
+    assert_eq!(got1, t1);
+}
+
+#[test]
+fn planes_that_pass_the_payload_limit_fall_back_to_masks() {
+    let s = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U32, 4)
+        .build()
+        .unwrap();
+    let mut base = Snapshot::new(&s);
+    let mut cur = Snapshot::new(&s);
+    for id in 0..3_000u32 {
+        base.section_mut(0).unwrap().insert(id, &[0; 16]).unwrap();
+        cur.section_mut(0)
+            .unwrap()
+            .insert(id, &[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+            .unwrap();
+    }
+    let b = Baseline {
+        sequence: 0,
+        snapshot: &base,
+    };
+    // Unlimited, the planes (48,000 bytes, one plane non-zero) win over
+    // 3,000 rows of mask and value (6,000 bytes).
+    let mut enc = Encoder::new(s.clone());
+    let mut payload = Vec::new();
+    enc.payload(&cur, 1, b, &mut payload).unwrap();
+    assert_eq!(flags(&payload), 0x0a);
+    assert!(payload.len() > 48_000);
+    // Under a 20,000-byte payload limit: masks and values.
+    let limits = Limits {
+        max_decoded_bytes: 20_000,
+        ..Limits::default()
+    };
+    enc.set_limits(limits);
+    enc.payload(&cur, 1, b, &mut payload).unwrap();
+    assert_eq!(flags(&payload), 0x02);
+    assert!(payload.len() < 7_000);
+    let p = enc.encode(&cur, 1, b).unwrap();
+    let mut dec = Decoder::new(s);
+    dec.set_limits(limits);
+    let (_, got) = dec.decode(&p, b).unwrap();
+    assert_eq!(got, cur);
+}
