@@ -15,7 +15,7 @@ use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
-use crate::pipeline::{self, tokens, EncodeScratch};
+use crate::pipeline::{self, tokens, EncodeScratch, RowMode};
 use crate::schema::Schema;
 use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 
@@ -101,6 +101,11 @@ pub struct Encoder {
     context_map: Option<ContextMap>,
     model_out: Vec<u8>,
     codes: crate::quant::codes::CodeSpace,
+    /// The two candidates' blocks of a row-mode trial, and which of them
+    /// holds this packet's blocks (`Some` only when the trial ran for the
+    /// packet being built).
+    trial: [Vec<u8>; 2],
+    trial_winner: Option<usize>,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -158,6 +163,8 @@ impl Encoder {
             context_map,
             model_out: Vec::new(),
             codes: Default::default(),
+            trial: Default::default(),
+            trial_winner: None,
         }
     }
 
@@ -452,6 +459,7 @@ impl Encoder {
             }
         }
         self.keyframe = baseline.is_none();
+        self.trial_winner = None;
         self.payload.clear();
         let limit = self.limits.max_entities_per_section;
         let snapshot_bytes = sections
@@ -530,8 +538,14 @@ impl Encoder {
             if planes && self.payload.len() > self.limits.max_decoded_bytes {
                 for s in &mut self.scratch {
                     s.tokens.planes = false;
+                    s.mode = RowMode::Tokens;
                 }
                 self.write_payload();
+            }
+            if self.entropy != Entropy::Model
+                && self.scratch.iter().any(|s| s.mode == RowMode::Either)
+            {
+                self.row_mode_trial();
             }
         }
         if self.payload.len() > self.limits.max_decoded_bytes {
@@ -542,6 +556,59 @@ impl Encoder {
         }
         self.write_header(values, sequence, baseline, prior);
         Ok(())
+    }
+
+    /// Sections whose row mode is [`RowMode::Either`] (now as masks and
+    /// values in the payload): compresses the payload as it is and with
+    /// those sections as byte planes, and keeps the smaller (ties: masks
+    /// and values), with its blocks for `finish`.
+    fn row_mode_trial(&mut self) {
+        let [mut tokens_blocks, mut planes_blocks] = core::mem::take(&mut self.trial);
+        tokens_blocks.clear();
+        self.append_blocks(&mut tokens_blocks);
+        let flip = |scratch: &mut [EncodeScratch], on: bool| {
+            for s in scratch.iter_mut().filter(|s| s.mode == RowMode::Either) {
+                s.tokens.planes = on;
+            }
+        };
+        flip(&mut self.scratch, true);
+        self.write_payload();
+        let mut winner = 0;
+        if self.payload.len() <= self.limits.max_decoded_bytes {
+            planes_blocks.clear();
+            self.append_blocks(&mut planes_blocks);
+            if planes_blocks.len() < tokens_blocks.len() {
+                winner = 1;
+            }
+        }
+        if winner == 0 {
+            flip(&mut self.scratch, false);
+            self.write_payload();
+        }
+        self.trial = [tokens_blocks, planes_blocks];
+        self.trial_winner = Some(winner);
+    }
+
+    /// Appends the payload's blocks (zstd, Huffman, raw or RLE per block,
+    /// as the entropy setting allows) to `out`.
+    fn append_blocks(&mut self, out: &mut Vec<u8>) {
+        let prepared = match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(k),
+            _ => self.dict.as_ref(),
+        };
+        let huffman = prepared.and_then(|p| p.huffman.as_deref());
+        let coders = Coders {
+            zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
+            dict: prepared.map(|p| &p.cdict),
+            huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
+        };
+        block::encode_blocks(
+            &mut self.blocks,
+            coders,
+            &self.payload,
+            &mut self.block_scratch,
+            out,
+        );
     }
 
     /// Writes the sections' sets and rows, each section in its row mode,
@@ -598,7 +665,6 @@ impl Encoder {
             (Some(k), true) => Some(k),
             _ => self.dict.as_ref(),
         };
-        let huffman = prepared.and_then(|p| p.huffman.as_deref());
         if self.payload.is_empty() {
             return;
         }
@@ -622,18 +688,7 @@ impl Encoder {
         }
         if let Some(stream) = model {
             if self.entropy != Entropy::Model {
-                let coders = Coders {
-                    zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
-                    dict: prepared.map(|p| &p.cdict),
-                    huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
-                };
-                block::encode_blocks(
-                    &mut self.blocks,
-                    coders,
-                    &self.payload,
-                    &mut self.block_scratch,
-                    out,
-                );
+                self.finish_blocks(out);
             }
             let blocks = out.len() - self.header.len();
             if self.entropy == Entropy::Model || stream.len() < blocks {
@@ -649,18 +704,16 @@ impl Encoder {
             self.model_out = stream;
             return;
         }
-        let coders = Coders {
-            zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
-            dict: prepared.map(|p| &p.cdict),
-            huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
-        };
-        block::encode_blocks(
-            &mut self.blocks,
-            coders,
-            &self.payload,
-            &mut self.block_scratch,
-            out,
-        );
+        self.finish_blocks(out);
+    }
+
+    /// Appends the payload's blocks to `out`: the row-mode trial's when it
+    /// built them for this packet, else freshly encoded.
+    fn finish_blocks(&mut self, out: &mut Vec<u8>) {
+        match self.trial_winner {
+            Some(w) => out.extend_from_slice(&self.trial[w]),
+            None => self.append_blocks(out),
+        }
     }
 
     /// Writes header and blocks into `out`, returning the length.

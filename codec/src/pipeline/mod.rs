@@ -74,8 +74,10 @@ pub(crate) struct EncodeScratch {
     pub(crate) tokens: SectionTokens,
     /// Row deltas of the byte-plane mode, one record each.
     rows: Vec<u8>,
-    /// The section's rows as byte planes, when `tokens.planes` is set.
+    /// The section's rows as byte planes (when it has rows).
     pub(crate) planes: Vec<u8>,
+    /// The row mode the estimate chose ([`choose_planes`]).
+    pub(crate) mode: RowMode,
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
@@ -127,6 +129,7 @@ pub(crate) fn encode_section(
     // The same rows as byte planes: changed rows against their baseline
     // record, spawned rows against the spawned record before them.
     s.planes.clear();
+    s.mode = RowMode::Tokens;
     let n = t.row_end.len();
     if n == 0 {
         return;
@@ -150,7 +153,8 @@ pub(crate) fn encode_section(
         prev = rec;
     }
     planes::split(order, &s.rows, n, rs, &mut s.planes);
-    t.planes = choose_planes(elements.len(), t, &s.planes);
+    s.mode = choose_planes(elements.len(), t, &s.planes);
+    t.planes = s.mode == RowMode::Planes;
 }
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
@@ -184,22 +188,53 @@ pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
     bytes
 }
 
-/// The encoder's row mode for a section with rows: byte planes when their
-/// estimated cost is below the bytes of the rows as masks and values
-/// ([`token_row_bytes`]). The estimate counts each non-zero plane byte and
-/// each run of zero bytes (in plane order) as one byte: long runs of zeros
-/// cost zstd about one sequence, while a short one costs what a literal
-/// does. Deterministic, and independent of the block coder.
-pub(crate) fn choose_planes(elements: usize, t: &SectionTokens, planes: &[u8]) -> bool {
-    let tokens = token_row_bytes(elements, t);
+/// The row mode the estimate gives a section with rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum RowMode {
+    /// Masks and values: the planes cost more even with cheap zero runs.
+    #[default]
+    Tokens,
+    /// Byte planes: they cost less even with dear zero runs.
+    Planes,
+    /// Between the two: the encoder compresses both and keeps the smaller.
+    Either,
+}
+
+/// The estimated cost of byte planes: every non-zero byte counts 1 and
+/// every run of zero bytes (in plane order) `run`.
+fn plane_cost(planes: &[u8], run: usize) -> usize {
     let mut cost = 0usize;
     let mut prev_zero = false;
     for &b in planes {
         let zero = b == 0;
-        cost += usize::from(!zero || !prev_zero);
+        cost += if !zero {
+            1
+        } else if !prev_zero {
+            run
+        } else {
+            0
+        };
         prev_zero = zero;
     }
-    cost < tokens
+    cost
+}
+
+/// The row mode of a section with rows, from the bytes of its rows as
+/// masks and values ([`token_row_bytes`]) against the estimated cost of
+/// its byte planes: zstd codes a run of zeros as a sequence, which costs
+/// between one and three bytes, so planes costing less than the rows even
+/// at three bytes per zero run are [`RowMode::Planes`], planes costing more
+/// even at one byte per run are [`RowMode::Tokens`], the rest
+/// [`RowMode::Either`]. Deterministic.
+pub(crate) fn choose_planes(elements: usize, t: &SectionTokens, planes: &[u8]) -> RowMode {
+    let tokens = token_row_bytes(elements, t);
+    if plane_cost(planes, 3) < tokens {
+        RowMode::Planes
+    } else if plane_cost(planes, 1) < tokens {
+        RowMode::Either
+    } else {
+        RowMode::Tokens
+    }
 }
 
 /// Decoder scratch, reused between packets.
