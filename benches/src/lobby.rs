@@ -211,3 +211,10 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
 pub fn shipped_racing_set() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/racing-lobby/1")
 }
+
+/// Where the quantised racing lobby's trained set is shipped (trained on
+/// [`racing_lobby_quantized`] seeds 2-4; the lobbies run seed 1).
+pub fn shipped_racing_quantized_set() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../dictionaries/racing-lobby-quantized/1")
+}

@@ -70,6 +70,7 @@ pub(crate) struct Host {
     pub(crate) server: Server,
     shadow: Server,
     rates: RateTiers,
+    far: super::FarCars,
     frag_cfg: FragmentConfig,
     chunk_cfg: ChunkConfig,
     bucket_cfg: TokenBucketConfig,
@@ -96,12 +97,15 @@ impl Host {
         chunk_cfg: ChunkConfig,
         bucket_cfg: TokenBucketConfig,
         max_clients: u16,
+        far: super::FarCars,
+        rates: RateTiers,
     ) -> Result<Self, Box<dyn std::error::Error>> {
         Ok(Self {
             conn,
             server: Server::new(schema.clone(), server_cfg.clone())?,
             shadow: Server::new(schema.clone(), server_cfg)?,
-            rates: RateTiers::default(),
+            rates,
+            far,
             frag_cfg,
             chunk_cfg,
             bucket_cfg,
@@ -149,7 +153,7 @@ impl Host {
             if !peer.live {
                 continue;
             }
-            let view = super::view_for(&self.rates, k, id, &cars, &peer.last_sent);
+            let view = super::view_for(&self.rates, self.far, k, id, &cars, &peer.last_sent);
             let full_before = self.server.stats().full;
             let packet = self.server.send(id, &view)?;
             peer.stats.all_bytes += self.shadow.send(id, &View::all())?.len() as u64;
