@@ -84,6 +84,8 @@ pub struct Report {
     attack: Option<(u64, u64)>,
     amplified: Vec<String>,
     age_mean: f64,
+    /// Mean time per tick in the session server encoding for every client.
+    encode_us_per_tick: f64,
     /// Per quantised field, the largest difference between a client's
     /// applied state and the unquantised world (radians for rotations).
     max_abs_error: Vec<(String, f64)>,
@@ -200,6 +202,8 @@ pub(crate) fn build(
             .map(|(a, t)| format!("{a}: sent {} for {}", t.sent, t.received))
             .collect(),
         age_mean: f64::from(ages.iter().sum::<u32>()) / ages.len().max(1) as f64,
+        encode_us_per_tick: host.encode_time.as_secs_f64() * 1e6
+            / host.encode_ticks.max(1) as f64,
         max_abs_error: schema
             .sections()
             .iter()
@@ -311,6 +315,7 @@ impl Report {
             "bytes_per_client_tick_mean": b,
             "view_all_bytes_per_client_tick_mean": all,
             "presented_age_mean_ticks": self.age_mean,
+            "server_encode_us_per_tick": self.encode_us_per_tick,
             "upload_mbps": self.mbps(b),
             "budget_mbps": self.config.budget_mbps,
             "wire_upload_mbps": self.wire_bytes as f64 * 8.0 / 1e6 / (self.ticks as f64 / f64::from(TICK_RATE)).max(1e-9),
@@ -410,6 +415,11 @@ impl fmt::Display for Report {
                 self.mbps(b),
                 c.budget_mbps
             ),
+        )?;
+        row(
+            f,
+            "server: session encode time per tick, all clients",
+            format!("{:.0} µs", self.encode_us_per_tick),
         )?;
         row(
             f,
