@@ -202,8 +202,7 @@ pub(crate) fn build(
             .map(|(a, t)| format!("{a}: sent {} for {}", t.sent, t.received))
             .collect(),
         age_mean: f64::from(ages.iter().sum::<u32>()) / ages.len().max(1) as f64,
-        encode_us_per_tick: host.encode_time.as_secs_f64() * 1e6
-            / host.encode_ticks.max(1) as f64,
+        encode_us_per_tick: host.encode_time.as_secs_f64() * 1e6 / host.encode_ticks.max(1) as f64,
         max_abs_error: schema
             .sections()
             .iter()
