@@ -7,13 +7,15 @@ use std::path::Path;
 
 use tickpack::dictset::{DictKind, DictionarySets, SetLimits};
 use tickpack::{Baseline, PacketHeader};
-use tickpack_scenarios::{cube_pile, racing_lobby, racing_lobby_quantized, Scenario};
+use tickpack_scenarios::{cube_pile, racing_lobby, racing_lobby_quantized_view, Scenario};
 
 fn scenario(game: &str) -> Scenario {
     match game {
         "cube-pile" => cube_pile(7, 40),
         "racing-lobby" => racing_lobby(7, 40),
-        "racing-lobby-quantized" => racing_lobby_quantized(7, 40),
+        // What the set is for: one lobby client's stream (cars leaving and
+        // coming back as spawned rows).
+        "racing-lobby-quantized" => racing_lobby_quantized_view(7, 40),
         other => panic!("shipped set for unknown scenario {other}: add it here"),
     }
 }
