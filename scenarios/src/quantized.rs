@@ -80,12 +80,13 @@ pub const LOBBY_TIERS: RateTiers = RateTiers {
 };
 
 /// What the client in car `seed % 63 + 1` is sent of
-/// [`racing_lobby_quantized`] under [`LOBBY_TIERS`] when every packet
-/// arrives: the first tick whole, then each tick the cars due (a car goes
-/// out once its interval has passed since it was last sent; car `i` starts
-/// `i % 4` ticks into its interval), the others left out. A recording of one client's view, to
-/// train a dictionary set on the deltas such a client gets: near cars
-/// changed every tick, far cars leaving and coming back (spawned rows).
+/// [`racing_lobby_quantized`] under [`LOBBY_TIERS`] when no packet is held
+/// back: the first tick whole, then each tick the cars due (a car goes out
+/// once its interval has passed since it was last sent; car `i` starts
+/// `i % 4` ticks into its interval), the others left out. A recording of
+/// one client's view, to train a dictionary set on the deltas such a
+/// client gets: near cars changed every tick, far cars leaving and coming
+/// back (spawned rows).
 pub fn racing_lobby_quantized_view(seed: u64, ticks: usize) -> Scenario {
     let world = racing_lobby_quantized(seed, ticks);
     let viewer = (seed % 63 + 1) as u32;
