@@ -31,11 +31,37 @@ pub(crate) fn order(elements: &[Element]) -> Vec<u16> {
     out
 }
 
+/// An element's bytes as a little-endian integer (fixed widths, so no
+/// call to `memcpy`).
 #[inline]
 fn load(bytes: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(b)
+    match *bytes {
+        [a] => u64::from(a),
+        [a, b] => u64::from(u16::from_le_bytes([a, b])),
+        [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])),
+        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => {
+            let mut b = [0u8; 8];
+            let n = bytes.len().min(8);
+            b[..n].copy_from_slice(&bytes[..n]);
+            u64::from_le_bytes(b)
+        }
+    }
+}
+
+/// Writes the low `out.len()` bytes of `v` little-endian into `out`.
+#[inline]
+fn store(v: u64, out: &mut [u8]) {
+    match out.len() {
+        1 => out[0] = v as u8,
+        2 => out.copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => out.copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => out.copy_from_slice(&v.to_le_bytes()),
+        n => {
+            let k = n.min(8);
+            out[..k].copy_from_slice(&v.to_le_bytes()[..k]);
+        }
+    }
 }
 
 #[inline]
@@ -60,7 +86,7 @@ pub(crate) fn row_delta(elements: &[Element], cur: &[u8], reference: &[u8], out:
                 let d = load(c).wrapping_sub(load(b)) & mask(w);
                 let s = ((d << (64 - bits)) as i64) >> (64 - bits);
                 let z = (((s << 1) ^ (s >> 63)) as u64) & mask(w);
-                o.copy_from_slice(&z.to_le_bytes()[..w]);
+                store(z, o);
             }
             DeltaOp::Sub => {
                 for ((o, &c), &b) in o.iter_mut().zip(c).zip(b) {
@@ -89,7 +115,7 @@ pub(crate) fn row_apply(elements: &[Element], delta: &[u8], reference: &[u8], ou
                 let z = load(d);
                 let v = (z >> 1) ^ (z & 1).wrapping_neg();
                 let x = load(b).wrapping_add(v) & mask(w);
-                o.copy_from_slice(&x.to_le_bytes()[..w]);
+                store(x, o);
             }
             DeltaOp::Sub => {
                 for ((o, &d), &b) in o.iter_mut().zip(d).zip(b) {
