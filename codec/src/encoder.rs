@@ -1,6 +1,7 @@
 //! The reusable [`Encoder`].
 //!
-//! Over 600 lines on purpose: one type whose configuration, entry points
+//! Over 600 lines on purpose: one type whose configuration, entry points,
+//! per-section row mode (masks and values or byte planes, with its trial)
 //! and per-block choice (zstd, Huffman, model) share its private state.
 
 #![forbid(unsafe_code)]
