@@ -140,7 +140,7 @@ pub(crate) fn encode_section(
     let mut rows = s.rows.chunks_exact_mut(rs);
     for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
         planes::row_delta(
-            elements,
+            ty.spans(),
             cur.record(ci as usize),
             base.record(bi as usize),
             row,
@@ -149,7 +149,7 @@ pub(crate) fn encode_section(
     let mut prev = ty.default_record();
     for (&j, row) in a.spawned.iter().zip(&mut rows) {
         let rec = cur.record(j as usize);
-        planes::row_delta(elements, rec, prev, row);
+        planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
     }
     planes::split(order, &s.rows, n, rs, &mut s.planes);
@@ -353,7 +353,7 @@ pub(crate) fn decode_section(
             s.records.resize(at + rs, 0);
             if m.planes {
                 let delta = &s.plane_rows[row * rs..(row + 1) * rs];
-                planes::row_apply(elements, delta, brec, &mut s.records[at..]);
+                planes::row_apply(ty.spans(), delta, brec, &mut s.records[at..]);
                 // A changed row changes something.
                 if s.records[at..] == *brec {
                     return Err(DecodeError::BadMask { section, row });
@@ -393,7 +393,7 @@ pub(crate) fn decode_section(
             } else {
                 &done[at - rs..]
             };
-            planes::row_apply(elements, delta, prev, rec);
+            planes::row_apply(ty.spans(), delta, prev, rec);
             continue;
         }
         decode_row(

@@ -18,7 +18,7 @@
 #![forbid(unsafe_code)]
 
 use super::values::Element;
-use crate::schema::DeltaOp;
+use crate::schema::{DeltaOp, Span};
 
 /// The record byte each plane holds, in plane order.
 pub(crate) fn order(elements: &[Element]) -> Vec<u16> {
@@ -31,63 +31,64 @@ pub(crate) fn order(elements: &[Element]) -> Vec<u16> {
     out
 }
 
-/// An element's bytes as a little-endian integer (fixed widths, so no
-/// call to `memcpy`).
-#[inline]
-fn load(bytes: &[u8]) -> u64 {
-    match *bytes {
-        [a] => u64::from(a),
-        [a, b] => u64::from(u16::from_le_bytes([a, b])),
-        [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])),
-        [a, b, c, d, e, f, g, h] => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
-        _ => {
-            let mut b = [0u8; 8];
-            let n = bytes.len().min(8);
-            b[..n].copy_from_slice(&bytes[..n]);
-            u64::from_le_bytes(b)
+/// Zigzag of the wrapping difference of each `N`-byte little-endian
+/// integer of `c` and `b` (and its inverse), one function per width.
+macro_rules! int_ops {
+    ($enc:ident, $dec:ident, $u:ty, $i:ty, $n:expr) => {
+        #[inline]
+        fn $enc(c: &[u8], b: &[u8], o: &mut [u8]) {
+            for ((o, c), b) in o
+                .chunks_exact_mut($n)
+                .zip(c.chunks_exact($n))
+                .zip(b.chunks_exact($n))
+            {
+                let mut cv = [0u8; $n];
+                cv.copy_from_slice(c);
+                let mut bv = [0u8; $n];
+                bv.copy_from_slice(b);
+                let d = <$u>::from_le_bytes(cv).wrapping_sub(<$u>::from_le_bytes(bv));
+                let z = (d << 1) ^ (((d as $i) >> ($n * 8 - 1)) as $u);
+                o.copy_from_slice(&z.to_le_bytes());
+            }
         }
-    }
+
+        #[inline]
+        fn $dec(d: &[u8], b: &[u8], o: &mut [u8]) {
+            for ((o, d), b) in o
+                .chunks_exact_mut($n)
+                .zip(d.chunks_exact($n))
+                .zip(b.chunks_exact($n))
+            {
+                let mut dv = [0u8; $n];
+                dv.copy_from_slice(d);
+                let mut bv = [0u8; $n];
+                bv.copy_from_slice(b);
+                let z = <$u>::from_le_bytes(dv);
+                let v = (z >> 1) ^ (z & 1).wrapping_neg();
+                o.copy_from_slice(&v.wrapping_add(<$u>::from_le_bytes(bv)).to_le_bytes());
+            }
+        }
+    };
 }
 
-/// Writes the low `out.len()` bytes of `v` little-endian into `out`.
-#[inline]
-fn store(v: u64, out: &mut [u8]) {
-    match out.len() {
-        1 => out[0] = v as u8,
-        2 => out.copy_from_slice(&(v as u16).to_le_bytes()),
-        4 => out.copy_from_slice(&(v as u32).to_le_bytes()),
-        8 => out.copy_from_slice(&v.to_le_bytes()),
-        n => {
-            let k = n.min(8);
-            out[..k].copy_from_slice(&v.to_le_bytes()[..k]);
-        }
-    }
-}
-
-#[inline]
-fn mask(width: usize) -> u64 {
-    if width == 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * width)) - 1
-    }
-}
+int_ops!(enc1, dec1, u8, i8, 1);
+int_ops!(enc2, dec2, u16, i16, 2);
+int_ops!(enc4, dec4, u32, i32, 4);
+int_ops!(enc8, dec8, u64, i64, 8);
 
 /// Writes into `out` (a record's size) the delta of `cur` against
-/// `reference`.
-pub(crate) fn row_delta(elements: &[Element], cur: &[u8], reference: &[u8], out: &mut [u8]) {
-    for e in elements {
-        let (at, w) = (usize::from(e.offset), usize::from(e.width));
-        let r = at..at + w;
+/// `reference`, span by span (runs of fields of one width and operator).
+pub(crate) fn row_delta(spans: &[Span], cur: &[u8], reference: &[u8], out: &mut [u8]) {
+    for s in spans {
+        let r = s.offset..s.offset + s.len;
         let (c, b, o) = (&cur[r.clone()], &reference[r.clone()], &mut out[r]);
-        match e.op {
-            DeltaOp::Int | DeltaOp::Predict => {
-                let bits = 8 * w as u32;
-                let d = load(c).wrapping_sub(load(b)) & mask(w);
-                let s = ((d << (64 - bits)) as i64) >> (64 - bits);
-                let z = (((s << 1) ^ (s >> 63)) as u64) & mask(w);
-                store(z, o);
-            }
+        match s.op {
+            DeltaOp::Int | DeltaOp::Predict => match s.width {
+                1 => enc1(c, b, o),
+                2 => enc2(c, b, o),
+                4 => enc4(c, b, o),
+                _ => enc8(c, b, o),
+            },
             DeltaOp::Sub => {
                 for ((o, &c), &b) in o.iter_mut().zip(c).zip(b) {
                     *o = c.wrapping_sub(b);
@@ -105,18 +106,17 @@ pub(crate) fn row_delta(elements: &[Element], cur: &[u8], reference: &[u8], out:
 
 /// Inverse of [`row_delta`]: writes into `out` the record whose delta
 /// against `reference` is `delta`.
-pub(crate) fn row_apply(elements: &[Element], delta: &[u8], reference: &[u8], out: &mut [u8]) {
-    for e in elements {
-        let (at, w) = (usize::from(e.offset), usize::from(e.width));
-        let r = at..at + w;
+pub(crate) fn row_apply(spans: &[Span], delta: &[u8], reference: &[u8], out: &mut [u8]) {
+    for s in spans {
+        let r = s.offset..s.offset + s.len;
         let (d, b, o) = (&delta[r.clone()], &reference[r.clone()], &mut out[r]);
-        match e.op {
-            DeltaOp::Int | DeltaOp::Predict => {
-                let z = load(d);
-                let v = (z >> 1) ^ (z & 1).wrapping_neg();
-                let x = load(b).wrapping_add(v) & mask(w);
-                store(x, o);
-            }
+        match s.op {
+            DeltaOp::Int | DeltaOp::Predict => match s.width {
+                1 => dec1(d, b, o),
+                2 => dec2(d, b, o),
+                4 => dec4(d, b, o),
+                _ => dec8(d, b, o),
+            },
             DeltaOp::Sub => {
                 for ((o, &d), &b) in o.iter_mut().zip(d).zip(b) {
                     *o = d.wrapping_add(b);
@@ -182,6 +182,38 @@ mod tests {
 
     #[test]
     fn rows_and_planes_roundtrip() {
+        let spans = [
+            Span {
+                offset: 0,
+                len: 4,
+                width: 4,
+                op: DeltaOp::Int,
+            },
+            Span {
+                offset: 4,
+                len: 1,
+                width: 1,
+                op: DeltaOp::Sub,
+            },
+            Span {
+                offset: 5,
+                len: 2,
+                width: 2,
+                op: DeltaOp::Xor,
+            },
+            Span {
+                offset: 7,
+                len: 8,
+                width: 8,
+                op: DeltaOp::Predict,
+            },
+            Span {
+                offset: 15,
+                len: 1,
+                width: 1,
+                op: DeltaOp::None,
+            },
+        ];
         let els = [
             el(0, 4, DeltaOp::Int),
             el(4, 1, DeltaOp::Sub),
@@ -193,9 +225,9 @@ mod tests {
         let cur: Vec<u8> = (0..rs as u8).map(|i| i.wrapping_mul(37)).collect();
         let reference: Vec<u8> = (0..rs as u8).map(|i| i.wrapping_mul(91) ^ 5).collect();
         let mut d = vec![0; rs];
-        row_delta(&els, &cur, &reference, &mut d);
+        row_delta(&spans, &cur, &reference, &mut d);
         let mut back = vec![0; rs];
-        row_apply(&els, &d, &reference, &mut back);
+        row_apply(&spans, &d, &reference, &mut back);
         assert_eq!(back, cur);
         // Zigzag of a difference of -1 in the i32 is 1.
         let mut c = reference.clone();
@@ -204,7 +236,7 @@ mod tests {
                 .wrapping_sub(1))
             .to_le_bytes(),
         );
-        row_delta(&els, &c, &reference, &mut d);
+        row_delta(&spans, &c, &reference, &mut d);
         assert_eq!(&d[..4], &[1, 0, 0, 0]);
         // Two rows through the planes.
         let rows: Vec<u8> = (0..2 * rs as u8).collect();
