@@ -24,10 +24,16 @@ fn schema() -> Schema {
 /// but the last) for the ids (gap 0) and the rows (one group byte of zero
 /// each: nothing differs from the default record).
 fn zero_bomb(s: &Schema, sequence: u16, entities: u32) -> Vec<u8> {
+    bomb(s, sequence, entities, false)
+}
+
+/// [`zero_bomb`], or with `planes` its rows as byte planes (section flags
+/// 12; 14 zero plane bytes per entity instead of one group byte).
+fn bomb(s: &Schema, sequence: u16, entities: u32, planes: bool) -> Vec<u8> {
     let mut p = vec![0x42u8];
     p.extend_from_slice(&sequence.to_le_bytes());
     p.extend_from_slice(&s.id().to_le_bytes());
-    let mut raw = vec![4u8];
+    let mut raw = vec![if planes { 12u8 } else { 4u8 }];
     let mut v = entities - 1;
     while v >= 0x80 {
         raw.push((v as u8) | 0x80);
@@ -37,7 +43,7 @@ fn zero_bomb(s: &Schema, sequence: u16, entities: u32) -> Vec<u8> {
     p.push(0x00);
     p.extend_from_slice(&(raw.len() as u16 - 1).to_le_bytes());
     p.extend_from_slice(&raw);
-    let mut zeros = entities as usize * 2;
+    let mut zeros = entities as usize * if planes { 15 } else { 2 };
     while zeros > 0 {
         let len = zeros.min(8192);
         zeros -= len;
@@ -108,6 +114,26 @@ fn the_largest_bomb_the_defaults_accept_stays_within_the_bound() {
     assert!(r.is_ok(), "{r:?}");
     assert!(out.sections()[0].len() > 17_000);
     eprintln!("decode peak {peak} for {} bytes", p.len());
+    assert!(
+        peak <= decode_bound(&limits),
+        "peak {peak} for {} bytes",
+        p.len()
+    );
+}
+
+#[test]
+fn the_largest_byte_plane_bomb_the_defaults_accept_stays_within_the_bound() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let limits = Limits::default();
+    let mut dec = Decoder::new(s.clone());
+    let _ = dec.decode(&[0xff], None);
+    // Ids and planes fill the payload limit.
+    let p = bomb(&s, 0, (limits.max_decoded_bytes / 15) as u32, true);
+    let mut out = Snapshot::new(&s);
+    let (r, peak) = peak_of(|| dec.decode_into(&p, None, &mut out));
+    assert!(r.is_ok(), "{r:?}");
+    assert!(out.sections()[0].len() > 17_000);
     assert!(
         peak <= decode_bound(&limits),
         "peak {peak} for {} bytes",

@@ -242,7 +242,8 @@ pub(crate) fn choose_planes(elements: usize, t: &SectionTokens, planes: &[u8]) -
 pub(crate) struct DecodeScratch {
     groups: Vec<bool>,
     changed: Vec<u32>,
-    plane_rows: Vec<u8>,
+    /// One row's delta gathered from byte planes.
+    row: Vec<u8>,
     spawn_records: Vec<u8>,
     ids: Vec<u32>,
     records: Vec<u8>,
@@ -297,6 +298,14 @@ fn decode_row(
     Ok(())
 }
 
+/// Where a section's rows are read from.
+enum Rows<'a, S> {
+    /// The token walk: masks and values.
+    Tokens(&'a mut S),
+    /// The section's byte planes.
+    Planes(&'a [u8]),
+}
+
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
 /// [`tokens::read_meta`] left them), reading its rows from `src` (as byte
 /// planes in `order` when `m.planes`), into `out`. Spawned records may
@@ -321,15 +330,17 @@ pub(crate) fn decode_section(
             limit: max_spawn_bytes,
         });
     }
-    // Byte planes: every row's delta at once (the bytes are in the
-    // payload, so this allocates no more than the payload holds).
-    if m.planes {
-        let n = m.changed.len() + m.spawned.len();
-        let bytes = src.raw(section, order.len().saturating_mul(n))?;
-        s.plane_rows.clear();
-        s.plane_rows.resize(n * rs, 0);
-        planes::join(order, bytes, n, rs, &mut s.plane_rows);
-    }
+    // Where the rows come from: the token walk, or the section's byte
+    // planes (read whole; each row is gathered from them when applied, so
+    // nothing is allocated for them beyond one record).
+    let n = m.changed.len() + m.spawned.len();
+    let mut rows = if m.planes {
+        Rows::Planes(src.raw(section, order.len().saturating_mul(n))?)
+    } else {
+        Rows::Tokens(src)
+    };
+    s.row.clear();
+    s.row.resize(rs, 0);
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();
     s.records.clear();
@@ -351,16 +362,17 @@ pub(crate) fn decode_section(
             changed.next();
             let at = s.records.len();
             s.records.resize(at + rs, 0);
-            if m.planes {
-                let delta = &s.plane_rows[row * rs..(row + 1) * rs];
-                planes::row_apply(ty.spans(), delta, brec, &mut s.records[at..]);
-                // A changed row changes something.
-                if s.records[at..] == *brec {
-                    return Err(DecodeError::BadMask { section, row });
+            match &mut rows {
+                Rows::Planes(bytes) => {
+                    planes::gather(order, bytes, n, row, &mut s.row);
+                    planes::row_apply(ty.spans(), &s.row, brec, &mut s.records[at..]);
+                    // A changed row changes something.
+                    if s.records[at..] == *brec {
+                        return Err(DecodeError::BadMask { section, row });
+                    }
                 }
-            } else {
-                decode_row(
-                    src,
+                Rows::Tokens(src) => decode_row(
+                    *src,
                     section,
                     row,
                     false,
@@ -369,7 +381,7 @@ pub(crate) fn decode_section(
                     &mut s.groups,
                     &mut s.changed,
                     &mut s.records[at..],
-                )?;
+                )?,
             }
             row += 1;
         } else {
@@ -384,29 +396,29 @@ pub(crate) fn decode_section(
     for t in 0..m.spawned.len() {
         let at = s.spawn_records.len();
         s.spawn_records.resize(at + rs, 0);
-        if m.planes {
-            let r = row + t;
-            let delta = &s.plane_rows[r * rs..(r + 1) * rs];
-            let (done, rec) = s.spawn_records.split_at_mut(at);
-            let prev = if t == 0 {
-                ty.default_record()
-            } else {
-                &done[at - rs..]
-            };
-            planes::row_apply(ty.spans(), delta, prev, rec);
-            continue;
+        match &mut rows {
+            Rows::Planes(bytes) => {
+                planes::gather(order, bytes, n, row + t, &mut s.row);
+                let (done, rec) = s.spawn_records.split_at_mut(at);
+                let prev = if t == 0 {
+                    ty.default_record()
+                } else {
+                    &done[at - rs..]
+                };
+                planes::row_apply(ty.spans(), &s.row, prev, rec);
+            }
+            Rows::Tokens(src) => decode_row(
+                *src,
+                section,
+                row + t,
+                true,
+                elements,
+                ty.default_record(),
+                &mut s.groups,
+                &mut s.changed,
+                &mut s.spawn_records[at..],
+            )?,
         }
-        decode_row(
-            src,
-            section,
-            row + t,
-            true,
-            elements,
-            ty.default_record(),
-            &mut s.groups,
-            &mut s.changed,
-            &mut s.spawn_records[at..],
-        )?;
     }
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();

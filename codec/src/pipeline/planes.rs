@@ -145,15 +145,13 @@ pub(crate) fn split(order: &[u16], rows: &[u8], n: usize, rs: usize, out: &mut V
     }
 }
 
-/// Inverse of [`split`]: writes the `n` row deltas held by `planes` (of
-/// length `order.len() * n`) into `rows` (`n * rs` bytes; bytes no plane
-/// covers are left as they are).
-pub(crate) fn join(order: &[u16], planes: &[u8], n: usize, rs: usize, rows: &mut [u8]) {
-    for (&at, plane) in order.iter().zip(planes.chunks_exact(n.max(1))) {
-        let at = usize::from(at);
-        for (src, row) in plane.iter().zip(rows.chunks_exact_mut(rs)) {
-            row[at] = *src;
-        }
+/// Inverse of [`split`] for one row: writes row `r` of the `n` rows held
+/// by `planes` into `row` (a record's size; bytes no plane covers, or
+/// missing from a short `planes`, are left as they are).
+pub(crate) fn gather(order: &[u16], planes: &[u8], n: usize, r: usize, row: &mut [u8]) {
+    let column = planes.iter().skip(r).step_by(n.max(1));
+    for (&at, &b) in order.iter().zip(column) {
+        row[usize::from(at)] = b;
     }
 }
 
@@ -245,8 +243,10 @@ mod tests {
         split(&o, &rows, 2, rs, &mut planes);
         assert_eq!(planes.len(), 2 * rs);
         assert_eq!(&planes[..4], &[0, 16, 4, 20]);
-        let mut again = vec![0; 2 * rs];
-        join(&o, &planes, 2, rs, &mut again);
-        assert_eq!(again, rows);
+        let mut one = vec![0; rs];
+        for r in 0..2 {
+            gather(&o, &planes, 2, r, &mut one);
+            assert_eq!(one, rows[r * rs..(r + 1) * rs]);
+        }
     }
 }
