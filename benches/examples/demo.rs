@@ -297,6 +297,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
                 sequence: (p & 0xffff) as u16,
                 snapshot: &sc.ticks[p],
             }),
+            recall: None,
         };
         let t = Instant::now();
         enc.encode_to_vec(snap, sequence, reference, &mut packet)
@@ -316,6 +317,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         let acked = Reference {
             baseline: acked,
             prior: acked_prior,
+            recall: None,
         };
         let header = dec
             .decode_into(&packet, acked, &mut out)

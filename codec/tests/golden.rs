@@ -272,8 +272,16 @@ fn golden_vectors() {
         });
         let (baseline, prior) = (b.next(), b.next());
         let mut got = Snapshot::default();
-        dec.decode_into(&bytes, tickpack::Reference { baseline, prior }, &mut got)
-            .unwrap();
+        dec.decode_into(
+            &bytes,
+            tickpack::Reference {
+                baseline,
+                prior,
+                recall: None,
+            },
+            &mut got,
+        )
+        .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }

@@ -260,6 +260,7 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                     tickpack::Reference {
                         baseline: j.codec_baseline(),
                         prior: j.codec_prior(),
+                        recall: None,
                     },
                     &mut out,
                 );

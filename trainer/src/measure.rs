@@ -159,6 +159,7 @@ pub fn block_samples(
         let reference = Reference {
             baseline: j.codec_baseline(),
             prior: j.codec_prior(),
+            recall: None,
         };
         encoder.payload(j.snapshot, j.sequence, reference, &mut payload)?;
         for chunk in payload.chunks(MAX_BLOCK_CONTENT) {

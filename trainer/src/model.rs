@@ -47,6 +47,7 @@ pub fn train_model(
         let reference = Reference {
             baseline: j.codec_baseline(),
             prior: j.codec_prior(),
+            recall: None,
         };
         enc.model_tokens(j.snapshot, j.sequence, reference, &mut stats)?;
     }

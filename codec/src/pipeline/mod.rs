@@ -3,9 +3,10 @@
 //! 1. [`align`]: match entities with the baseline by id (removed, changed,
 //!    spawned).
 //! 2. [`values`]: each changed record against its baseline record, each
-//!    spawned record against the type's default record (all zeros unless
-//!    the schema sets one), element by element: which elements changed,
-//!    and each changed element's kind and value.
+//!    spawned record against its recalled record ([`crate::Recall`]) or
+//!    else the type's default record (all zeros unless the schema sets
+//!    one), element by element: which elements changed, and each changed
+//!    element's kind and value.
 //! 3. [`tokens`]: all of that as one [`SectionTokens`] per section, walked
 //!    in wire order into a [`TokenSink`] (and read back from a
 //!    [`TokenSource`] by [`decode_section`]).
@@ -67,6 +68,8 @@ pub(crate) fn predict_section(
 #[derive(Debug, Default)]
 pub(crate) struct EncodeScratch {
     align: align::Alignment,
+    /// A spawned entity's recalled record.
+    reference: Vec<u8>,
     /// The section's tokens for the packet being built.
     pub(crate) tokens: SectionTokens,
 }
@@ -87,14 +90,17 @@ fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut Sectio
     t.row_end.push(t.elems.len() as u32);
 }
 
-/// Fills `s.tokens` with the section `cur` coded against `base`.
-pub(crate) fn encode_section(
+/// Fills `s.tokens` with the section `cur` coded against `base`. A spawned
+/// entity is coded against the record `recalled(id, out)` writes into `out`
+/// when it returns `true`, else against the default record.
+pub(crate) fn encode_section<E>(
     ty: &EntityType,
     elements: &[Element],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     s: &mut EncodeScratch,
-) {
+) -> Result<(), E> {
     align::align(base, cur, &mut s.align);
     let (a, t) = (&s.align, &mut s.tokens);
     t.clear();
@@ -111,9 +117,20 @@ pub(crate) fn encode_section(
             t,
         );
     }
+    s.reference.resize(ty.record_size(), 0);
     for &j in &a.spawned {
-        encode_row(elements, cur.record(j as usize), ty.default_record(), t);
+        let id = cur.ids()[j as usize];
+        let recall = recalled(id, &mut s.reference)?;
+        t.recalled.push(recall);
+        t.recall |= recall;
+        let reference = if recall {
+            &s.reference[..]
+        } else {
+            ty.default_record()
+        };
+        encode_row(elements, cur.record(j as usize), reference, t);
     }
+    Ok(())
 }
 
 /// Decoder scratch, reused between packets.
@@ -122,6 +139,7 @@ pub(crate) struct DecodeScratch {
     groups: Vec<bool>,
     changed: Vec<u32>,
     spawn_records: Vec<u8>,
+    reference: Vec<u8>,
     ids: Vec<u32>,
     records: Vec<u8>,
 }
@@ -133,15 +151,22 @@ fn decode_row(
     src: &mut impl TokenSource,
     section: usize,
     row: usize,
-    spawned: bool,
+    kind_of_row: u32,
     elements: &[Element],
     reference: &[u8],
     s_groups: &mut Vec<bool>,
     s_changed: &mut Vec<u32>,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
-    tokens::read_mask(src, section, spawned, elements.len(), s_groups, s_changed)?
-        .map_err(|()| DecodeError::BadMask { section, row })?;
+    tokens::read_mask(
+        src,
+        section,
+        kind_of_row,
+        elements.len(),
+        s_groups,
+        s_changed,
+    )?
+    .map_err(|()| DecodeError::BadMask { section, row })?;
     out.copy_from_slice(reference);
     for &e in s_changed.iter() {
         let el = elements[e as usize];
@@ -155,7 +180,7 @@ fn decode_row(
             && src.bit(tokens::ctx::make(
                 tokens::ctx::KIND,
                 section,
-                spawned,
+                kind_of_row,
                 e as usize,
             ))?
         {
@@ -164,7 +189,7 @@ fn decode_row(
         let v = src.uint(tokens::ctx::make(
             tokens::ctx::VALUE,
             section,
-            spawned,
+            kind_of_row,
             e as usize,
         ))?;
         values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
@@ -177,7 +202,10 @@ fn decode_row(
 
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
 /// [`tokens::read_meta`] left them), reading its rows from `src`, into
-/// `out`. Spawned records may total at most `max_spawn_bytes`.
+/// `out`. Spawned records may total at most `max_spawn_bytes`. When the
+/// section's recall bit is set, a spawned entity is decoded against the
+/// record `recalled(id, out)` writes into `out` when it returns `true`;
+/// at least one must (`BadEntitySet`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_section(
     section: usize,
@@ -186,6 +214,7 @@ pub(crate) fn decode_section(
     base: &SectionRef<'_>,
     m: &SectionTokens,
     src: &mut impl TokenSource,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, DecodeError>,
     max_spawn_bytes: usize,
     s: &mut DecodeScratch,
     out: &mut Section,
@@ -222,7 +251,7 @@ pub(crate) fn decode_section(
                 src,
                 section,
                 row,
-                false,
+                tokens::ctx::CHANGED,
                 elements,
                 brec,
                 &mut s.groups,
@@ -235,23 +264,36 @@ pub(crate) fn decode_section(
         }
         k += 1;
     }
-    // Spawned entities, each against the type's default record. Records
-    // grow as rows are read, so a truncated payload allocates little.
+    // Spawned entities, each against its recalled record or the type's
+    // default record. Records grow as rows are read, so a truncated payload
+    // allocates little.
     s.spawn_records.clear();
-    for t in 0..m.spawned.len() {
+    s.reference.resize(rs, 0);
+    let mut any_recalled = false;
+    for (t, &id) in m.spawned.iter().enumerate() {
         let at = s.spawn_records.len();
         s.spawn_records.resize(at + rs, 0);
+        let recall = m.recall && recalled(id, &mut s.reference)?;
+        any_recalled |= recall;
+        let (kind_of_row, reference) = if recall {
+            (tokens::ctx::RECALLED, &s.reference[..])
+        } else {
+            (tokens::ctx::SPAWNED, ty.default_record())
+        };
         decode_row(
             src,
             section,
             row + t,
-            true,
+            kind_of_row,
             elements,
-            ty.default_record(),
+            reference,
             &mut s.groups,
             &mut s.changed,
             &mut s.spawn_records[at..],
         )?;
+    }
+    if m.recall && !any_recalled {
+        return Err(DecodeError::BadEntitySet { section });
     }
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();

@@ -28,8 +28,15 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut snap = Snapshot::default();
-    let Ok(header) = dec.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut snap)
-    else {
+    let Ok(header) = dec.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline,
+            prior,
+            recall: None,
+        },
+        &mut snap,
+    ) else {
         return Ok(());
     };
     check_decoded(&schema, &limits, &packet, &header, baseline, prior, &snap);
@@ -105,6 +112,7 @@ pub(super) fn check_decoded(
         tickpack::Reference {
             baseline: rebase,
             prior: reprior,
+            recall: None,
         },
         &mut s2,
     ) {
