@@ -316,3 +316,40 @@ fn worked_example_stages() {
         println!("{name}: {} bytes: {}", bytes.len(), hex(&bytes));
     }
 }
+
+/// FORMAT.md 7.4: ship 7 leaves at `0x0001` and comes back unchanged at
+/// `0x0002`, coded against the recall of `0x0001`, next to a new ship 12
+/// coded against the default record.
+#[test]
+fn golden_recall() {
+    let s = ship_schema();
+    let limits = tickpack::Limits::default();
+    let t0 = tick0();
+    let t1 = ships(&[(3, 100.25, 250, 1)]);
+    let t2 = ships(&[(3, 100.25, 250, 1), (7, 101.5, 250, 0), (12, -20.0, 100, 2)]);
+    let b0 = Baseline {
+        sequence: 0xfffe,
+        snapshot: &t0,
+    };
+    let r1 = tickpack::Recall::keyframe(0xfffe).advance(b0, &t1, 0x0001, &limits);
+    assert_eq!(r1.get(0, 7), t0.sections()[0].get(7));
+    let b1 = Baseline {
+        sequence: 0x0001,
+        snapshot: &t1,
+    };
+    let reference = tickpack::Reference::delta(b1).with_recall(&r1);
+    let bytes = Encoder::new(s.clone())
+        .encode(&t2, 0x0002, reference)
+        .unwrap();
+    check("ship_recall", &bytes);
+    println!("ship_recall: {}", hex(&bytes));
+    let mut dec = Decoder::new(s);
+    assert_eq!(dec.decode(&bytes, reference).unwrap().1, t2);
+    assert_eq!(
+        dec.decode(&bytes, b1).unwrap_err(),
+        tickpack::DecodeError::MissingRecall {
+            section: 0,
+            sequence: 0x0001
+        }
+    );
+}
