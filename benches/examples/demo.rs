@@ -142,14 +142,22 @@ fn run(ticks: usize, seed: u64, lobby_cfg: &LobbyConfig) -> Result<(), Box<dyn E
         quantized: true,
         ..*lobby_cfg
     })?;
-    println!(
-        "quantised racing schema (1 mm, smallest-three 10, 0.01 m/s, 8-bit controls; no set): \
-         {:.1} bytes per client per tick, {:.2} Mbit/s upload, {} undecodable, {} out of sync",
-        q.bytes_per_client, q.upload_mbps, q.undecodable, q.out_of_sync
-    );
+    let q_base = lobby::simulate(&LobbyConfig {
+        quantized: true,
+        trained_set: false,
+        ..*lobby_cfg
+    })?;
+    for (r, set) in [(&q, "set racing-lobby-quantized/1"), (&q_base, "no set")] {
+        println!(
+            "quantised racing schema (1 mm, smallest-three 10, 0.01 m/s, 8-bit controls; {set}): \
+             {:.1} bytes per client per tick, {:.2} Mbit/s upload, encode {:.0} µs per tick, \
+             {} undecodable, {} out of sync",
+            r.bytes_per_client, r.upload_mbps, r.encode_us_per_tick, r.undecodable, r.out_of_sync
+        );
+    }
     println!("\ntotal {:.2} s", start.elapsed().as_secs_f64());
-    if r.undecodable + base.undecodable + q.undecodable > 0
-        || r.out_of_sync + base.out_of_sync + q.out_of_sync > 0
+    if r.undecodable + base.undecodable + q.undecodable + q_base.undecodable > 0
+        || r.out_of_sync + base.out_of_sync + q.out_of_sync + q_base.out_of_sync > 0
     {
         return Err(format!(
             "{} undecodable packets, {} clients out of sync",

@@ -15,9 +15,14 @@
 //! and the server follows it on its first authenticated packet.
 //!
 //! The cars are quantised as `tickpack_scenarios::racing_schema_quantized`
-//! declares (the server quantises its world every tick) and the report
-//! gives the largest reconstruction error per quantised field;
-//! `--lossless` sends full-precision cars with the shipped trained set.
+//! declares (the server quantises its world every tick) and coded with the
+//! shipped set `dictionaries/racing-lobby-quantized/1` (`--untrained`:
+//! without); the report gives the largest reconstruction error per
+//! quantised field. `--lossless` sends full-precision cars with the shipped
+//! set `dictionaries/racing-lobby/1`. Cars within `--near-m` of a client's
+//! car go to it every tick, within `--far-m` every 2nd, beyond every 4th;
+//! the others are left out of its snapshot (`--hold-far`: held at the
+//! baseline's record).
 //!
 //! `--attack` floods forged acks, chunk slices and acks, fragments,
 //! full-snapshot requests, forged and replayed connection packets and junk
@@ -36,7 +41,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tickpack_benches::lobby_udp::{min_budget_mbps, run, LobbyConfig};
+use tickpack::session::RateTiers;
+use tickpack_benches::lobby_udp::{min_budget_mbps, run, FarCars, LobbyConfig};
 
 /// The racing lobby over authenticated UDP on 127.0.0.1.
 #[derive(Debug, Parser)]
@@ -71,6 +77,22 @@ struct Args {
     /// 8-bit controls).
     #[arg(long)]
     lossless: bool,
+    /// Quantised cars without their shipped trained set
+    /// (`dictionaries/racing-lobby-quantized/1`).
+    #[arg(long, conflicts_with = "lossless")]
+    untrained: bool,
+    /// Hold the cars the rate tiers skip at the baseline's record
+    /// (`View::with_held`) instead of leaving them out of the client's
+    /// snapshot (`View::filter`).
+    #[arg(long)]
+    hold_far: bool,
+    /// Cars within this many metres of a client's car go to it every tick.
+    #[arg(long = "near-m", default_value_t = RateTiers::default().near)]
+    near_m: f32,
+    /// Cars within this many metres (and beyond --near-m) every 2nd tick,
+    /// cars beyond every 4th.
+    #[arg(long = "far-m", default_value_t = RateTiers::default().far)]
+    far_m: f32,
 }
 
 fn parse_loss(v: &str) -> Result<f64, String> {
@@ -92,6 +114,10 @@ fn parse_loss(v: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let a = Args::parse();
+    if !(a.near_m >= 0.0 && a.near_m <= a.far_m && a.far_m.is_finite()) {
+        eprintln!("error: need 0 <= --near-m <= --far-m, both finite");
+        return ExitCode::FAILURE;
+    }
     if !(a.seconds > 0.0 && a.seconds <= 600.0) {
         eprintln!("error: --seconds must be in (0, 600]");
         return ExitCode::FAILURE;
@@ -115,6 +141,17 @@ fn main() -> ExitCode {
         attack: a.attack,
         seed: a.seed,
         lossless: a.lossless,
+        untrained: a.untrained,
+        far_cars: if a.hold_far {
+            FarCars::Held
+        } else {
+            FarCars::Omitted
+        },
+        tiers: RateTiers {
+            near: a.near_m,
+            far: a.far_m,
+            ..RateTiers::default()
+        },
     };
     match run(&config) {
         Ok(report) => {

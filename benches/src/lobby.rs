@@ -31,8 +31,8 @@ pub struct LobbyConfig {
     /// Share encodes between clients with the same baseline.
     pub share_encodes: bool,
     /// Use the trained set shipped in `dictionaries/racing-lobby/1`
-    /// (its per-field operators and its keyframe and delta dictionaries).
-    /// Ignored with `quantized`: the set was trained on full-precision cars.
+    /// (its per-field operators and its keyframe and delta dictionaries),
+    /// with `quantized` the one in `dictionaries/racing-lobby-quantized/1`.
     pub trained_set: bool,
     /// Race under [`racing_schema_quantized`](tickpack_scenarios::racing_schema_quantized),
     /// the server quantising its world every tick.
@@ -107,8 +107,12 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
     };
     let mut client_cfg = ClientConfig::default();
     let mut schema = scenario.schema.clone();
-    if cfg.trained_set && !cfg.quantized {
-        let set = DictionarySet::load(shipped_racing_set())?;
+    if cfg.trained_set {
+        let set = DictionarySet::load(if cfg.quantized {
+            shipped_racing_quantized_set()
+        } else {
+            shipped_racing_set()
+        })?;
         set.fits(&schema)?;
         schema = set.schema().clone();
         server_cfg.dictionary = set.dictionary(DictKind::Delta).cloned();
@@ -210,4 +214,11 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
 /// Where the racing lobby's trained set is shipped.
 pub fn shipped_racing_set() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/racing-lobby/1")
+}
+
+/// Where the quantised racing lobby's trained set is shipped (trained on
+/// [`racing_lobby_quantized`] seeds 2-4; the lobbies run seed 1).
+pub fn shipped_racing_quantized_set() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../dictionaries/racing-lobby-quantized/1")
 }

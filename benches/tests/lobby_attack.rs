@@ -6,7 +6,8 @@
 
 use std::time::Duration;
 
-use tickpack_benches::lobby_udp::{run, LobbyConfig};
+use tickpack::session::RateTiers;
+use tickpack_benches::lobby_udp::{run, FarCars, LobbyConfig};
 
 #[test]
 fn four_clients_under_attack_stay_in_sync() {
@@ -19,6 +20,9 @@ fn four_clients_under_attack_stay_in_sync() {
         attack: true,
         seed: 3,
         lossless: false,
+        untrained: false,
+        far_cars: FarCars::Omitted,
+        tiers: RateTiers::default(),
     };
     let report = run(&config).unwrap_or_else(|e| panic!("{e}"));
     let v = &report.verdict;
@@ -37,11 +41,16 @@ fn four_clients_under_attack_stay_in_sync() {
     );
 }
 
-/// Without attack, quantised and at full precision: in sync, and the
-/// quantised run reports each quantised field's error within its bound.
+/// Without attack, quantised (far cars held or left out, with and without
+/// the trained set) and at full precision: in sync, and the quantised runs
+/// report each quantised field's error within its bound.
 #[test]
 fn quantised_and_lossless_lobbies_stay_in_sync() {
-    for lossless in [false, true] {
+    for (lossless, untrained, far_cars) in [
+        (false, false, FarCars::Omitted),
+        (false, true, FarCars::Held),
+        (true, false, FarCars::Omitted),
+    ] {
         let config = LobbyConfig {
             clients: 4,
             seconds: 1.0,
@@ -51,6 +60,9 @@ fn quantised_and_lossless_lobbies_stay_in_sync() {
             attack: false,
             seed: 4,
             lossless,
+            untrained,
+            far_cars,
+            tiers: RateTiers::default(),
         };
         let report = run(&config).unwrap_or_else(|e| panic!("{e}"));
         assert!(report.verdict.passed(), "{report}");

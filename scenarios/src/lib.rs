@@ -12,7 +12,9 @@
 //!   despawn every tick, two sections, with per-client views ([`arena_view`]).
 //!
 //! [`racing_lobby_quantized`] and [`arena_shooter_quantized`] are the racing
-//! and arena recordings under schemas that declare quantisation.
+//! and arena recordings under schemas that declare quantisation;
+//! [`racing_lobby_quantized_view`] is what one client of the UDP lobby is
+//! sent of the quantised race (far cars every 4th tick).
 
 // Crate-wide: no module here needs `unsafe`.
 #![forbid(unsafe_code)]
@@ -34,7 +36,7 @@ pub use arena::{
 pub use cube_pile::{cube_pile, cube_schema, idle, CUBE_COUNT, CUBE_FIELDS};
 pub use quantized::{
     arena_schema_quantized, arena_shooter_quantized, racing_lobby_quantized,
-    racing_schema_quantized,
+    racing_lobby_quantized_view, racing_schema_quantized, LOBBY_TIERS,
 };
 pub use racing::{racing_lobby, racing_schema, CAR_COUNT, TRACK_CENTRE};
 

@@ -3,7 +3,8 @@
 //! before sending it.
 
 use tickpack::quant::{AngleUnit, Quantize};
-use tickpack::{DeltaOp, Field, Primitive, Schema};
+use tickpack::session::{RateTiers, View};
+use tickpack::{DeltaOp, Field, Primitive, Schema, Snapshot};
 
 use super::{arena_shooter, racing_lobby, Scenario};
 
@@ -70,6 +71,75 @@ pub fn racing_lobby_quantized(seed: u64, ticks: usize) -> Scenario {
     racing_lobby(seed, ticks).quantized("racing lobby, quantised", racing_schema_quantized())
 }
 
+/// The UDP lobby's rate tiers (`RateTiers::default()`): cars within 100 m
+/// of the viewer every tick, within 200 m every 2nd, beyond every 4th.
+pub const LOBBY_TIERS: RateTiers = RateTiers {
+    near: 100.0,
+    far: 200.0,
+    stagger: false,
+};
+
+/// What the client in car `seed % 63 + 1` is sent of
+/// [`racing_lobby_quantized`] under [`LOBBY_TIERS`] when no packet is held
+/// back: the first tick whole, then each tick the cars due (a car goes out
+/// once its interval has passed since it was last sent; car `i` starts
+/// `i % 4` ticks into its interval), the others left out. A recording of
+/// one client's view, to train a dictionary set on the deltas such a
+/// client gets: near cars changed every tick, far cars leaving and coming
+/// back (spawned rows).
+pub fn racing_lobby_quantized_view(seed: u64, ticks: usize) -> Scenario {
+    let world = racing_lobby_quantized(seed, ticks);
+    let viewer = (seed % 63 + 1) as u32;
+    let mut last: Vec<Option<u32>> = vec![None; super::CAR_COUNT];
+    let mut out = Vec::with_capacity(world.ticks.len());
+    let (mut send, mut skip) = (Vec::new(), Vec::new());
+    for (t, snap) in world.ticks.iter().enumerate() {
+        let cars: Vec<(u32, [f32; 3])> = snap
+            .sections()
+            .first()
+            .map(|s| s.iter().map(|(id, rec)| (id, position(rec))).collect())
+            .unwrap_or_default();
+        let at = cars
+            .iter()
+            .find(|(id, _)| *id == viewer)
+            .map_or([0.0; 3], |c| c.1);
+        let entities = cars.iter().map(|&(id, pos)| {
+            let l = last.get(id as usize).copied().flatten();
+            (id, pos, l)
+        });
+        send.clear();
+        skip.clear();
+        LOBBY_TIERS.select_due(t as u32, at, entities, &mut send, &mut skip);
+        // The first tick sends every car (the client's first snapshot),
+        // dated so that car `i`'s interval starts `i % 4` ticks early.
+        let stagger = |id: u32| if t == 0 { id % 4 } else { 0 };
+        for &id in &send {
+            if let Some(l) = last.get_mut(id as usize) {
+                *l = Some((t as u32).wrapping_sub(stagger(id)));
+            }
+        }
+        let mut seen = Snapshot::default();
+        View::filter(vec![send.clone()]).apply(snap, &mut seen);
+        out.push(seen);
+    }
+    Scenario {
+        name: "racing lobby, quantised, one client's view",
+        schema: world.schema,
+        ticks: out,
+    }
+}
+
+/// The first three `f32` of a racing record: the car's position.
+fn position(record: &[u8]) -> [f32; 3] {
+    let f = |i: usize| {
+        record
+            .get(i * 4..i * 4 + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(0.0, f32::from_le_bytes)
+    };
+    [f(0), f(1), f(2)]
+}
+
 /// The arena schema with quantisation declared (same record layout as
 /// [`arena_schema`](super::arena_schema)): positions 1 mm within ±4096 m (clamped), velocities
 /// 0.01 m/s within ±200 m/s (clamped, the rifle flies at 90), yaw and pitch
@@ -127,6 +197,36 @@ pub fn arena_shooter_quantized(seed: u64, ticks: usize) -> Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The view recording holds, each tick, the near cars and the far cars
+    /// due, with the world's records; no car is left out 4 ticks in a row.
+    #[test]
+    fn the_view_recording_leaves_far_cars_out_at_most_3_ticks() {
+        let world = racing_lobby_quantized(5, 40);
+        let view = racing_lobby_quantized_view(5, 40);
+        let mut gap = vec![0u32; crate::CAR_COUNT];
+        let (mut partial, mut total) = (0, 0);
+        for (w, v) in world.ticks.iter().zip(&view.ticks) {
+            let (ws, vs) = (&w.sections()[0], &v.sections()[0]);
+            assert!(vs.len() <= ws.len());
+            partial += usize::from(vs.len() < ws.len());
+            total += vs.len();
+            for (id, rec) in vs.iter() {
+                assert_eq!(ws.get(id), Some(rec));
+            }
+            for (id, g) in gap.iter_mut().enumerate() {
+                *g = if vs.get(id as u32).is_some() {
+                    0
+                } else {
+                    *g + 1
+                };
+                assert!(*g < 4, "car {id} unsent for 4 ticks");
+            }
+        }
+        assert!(partial > 30, "far cars are left out: {partial} of 40 ticks");
+        assert_eq!(LOBBY_TIERS, RateTiers::default());
+        assert!(total > 40 * 16, "near cars are sent: {total}");
+    }
 
     /// Every tick is quantised, and off the original by no more than each
     /// field declares.

@@ -121,7 +121,7 @@ pub struct JsonlArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// The scenario.
-    #[arg(value_name = "SCENARIO", value_parser = ["racing", "cubes", "arena", "idle", "racing-quantized", "arena-quantized"])]
+    #[arg(value_name = "SCENARIO", value_parser = ["racing", "cubes", "arena", "idle", "racing-quantized", "arena-quantized", "racing-quantized-view"])]
     pub scenario: String,
     /// The capture to write.
     #[command(flatten)]

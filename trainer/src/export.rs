@@ -8,7 +8,7 @@ use std::path::Path;
 use tickpack::capture::CaptureHeader;
 use tickpack_scenarios::{
     arena_shooter, arena_shooter_quantized, cube_pile, idle, racing_lobby, racing_lobby_quantized,
-    Scenario, TICK_RATE,
+    racing_lobby_quantized_view, Scenario, TICK_RATE,
 };
 
 use crate::captures::{capture_err, create_capture};
@@ -17,13 +17,14 @@ use crate::output::check_output;
 use crate::TrainerError;
 
 /// Scenario names `export` takes, with the game name their captures get.
-pub const SCENARIOS: [(&str, &str); 6] = [
+pub const SCENARIOS: [(&str, &str); 7] = [
     ("racing", "racing-lobby"),
     ("cubes", "cube-pile"),
     ("arena", "arena-shooter"),
     ("idle", "idle"),
     ("racing-quantized", "racing-lobby-quantized"),
     ("arena-quantized", "arena-shooter-quantized"),
+    ("racing-quantized-view", "racing-lobby-quantized"),
 ];
 
 /// The version written into exported captures.
@@ -42,7 +43,7 @@ pub fn scenario(
         .ok_or_else(|| {
             TrainerError::Usage(format!(
                 "unknown scenario `{name}`: use racing, cubes, arena, idle, \
-                 racing-quantized or arena-quantized"
+                 racing-quantized, arena-quantized or racing-quantized-view"
             ))
         })?;
     let s = match name {
@@ -51,6 +52,7 @@ pub fn scenario(
         "arena" => arena_shooter(seed, ticks),
         "racing-quantized" => racing_lobby_quantized(seed, ticks),
         "arena-quantized" => arena_shooter_quantized(seed, ticks),
+        "racing-quantized-view" => racing_lobby_quantized_view(seed, ticks),
         _ => idle(ticks),
     };
     Ok((s, game))

@@ -7,12 +7,15 @@ use std::path::Path;
 
 use tickpack::dictset::{DictKind, DictionarySets, SetLimits};
 use tickpack::{Baseline, PacketHeader};
-use tickpack_scenarios::{cube_pile, racing_lobby, Scenario};
+use tickpack_scenarios::{cube_pile, racing_lobby, racing_lobby_quantized_view, Scenario};
 
 fn scenario(game: &str) -> Scenario {
     match game {
         "cube-pile" => cube_pile(7, 40),
         "racing-lobby" => racing_lobby(7, 40),
+        // What the set is for: one lobby client's stream (cars leaving and
+        // coming back as spawned rows).
+        "racing-lobby-quantized" => racing_lobby_quantized_view(7, 40),
         other => panic!("shipped set for unknown scenario {other}: add it here"),
     }
 }
@@ -27,6 +30,10 @@ fn shipped_sets_load_and_round_trip() {
         .collect();
     assert!(names.contains(&"cube-pile/1".to_owned()), "{names:?}");
     assert!(names.contains(&"racing-lobby/1".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"racing-lobby-quantized/1".to_owned()),
+        "{names:?}"
+    );
 
     let all: Vec<_> = sets.iter().cloned().collect();
     for set in all {

@@ -6,6 +6,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tickpack::session::{ClientMessage, RateTiers, Server, ServerConfig, View};
 use tickpack::Snapshot;
@@ -70,6 +71,7 @@ pub(crate) struct Host {
     pub(crate) server: Server,
     shadow: Server,
     rates: RateTiers,
+    far: super::FarCars,
     frag_cfg: FragmentConfig,
     chunk_cfg: ChunkConfig,
     bucket_cfg: TokenBucketConfig,
@@ -84,6 +86,11 @@ pub(crate) struct Host {
     pub(crate) tick_of_seq: HashMap<u16, usize>,
     max_clients: u16,
     out: Vec<u8>,
+    /// Time spent in the session server's `begin_tick` and `send` (the
+    /// snapshots the clients get; the `View::all` shadow not counted).
+    pub(crate) encode_time: Duration,
+    /// Ticks that `encode_time` covers.
+    pub(crate) encode_ticks: u64,
 }
 
 impl Host {
@@ -96,12 +103,15 @@ impl Host {
         chunk_cfg: ChunkConfig,
         bucket_cfg: TokenBucketConfig,
         max_clients: u16,
+        far: super::FarCars,
+        rates: RateTiers,
     ) -> Result<Self, Box<dyn std::error::Error>> {
         Ok(Self {
             conn,
             server: Server::new(schema.clone(), server_cfg.clone())?,
             shadow: Server::new(schema.clone(), server_cfg)?,
-            rates: RateTiers::default(),
+            rates,
+            far,
             frag_cfg,
             chunk_cfg,
             bucket_cfg,
@@ -113,6 +123,8 @@ impl Host {
             tick_of_seq: HashMap::new(),
             max_clients,
             out: Vec::new(),
+            encode_time: Duration::ZERO,
+            encode_ticks: 0,
         })
     }
 
@@ -136,7 +148,9 @@ impl Host {
         world: &Arc<Snapshot>,
         out: &mut Outbox,
     ) -> Result<(), Box<dyn std::error::Error>> {
+        let started = Instant::now();
         let seq = self.server.begin_tick(world.clone());
+        let mut encoding = started.elapsed();
         self.shadow.begin_tick(world.clone());
         self.tick_of_seq.insert(seq, k);
         let cars = super::positions(world);
@@ -149,9 +163,11 @@ impl Host {
             if !peer.live {
                 continue;
             }
-            let view = super::view_for(&self.rates, k, id, &cars, &peer.last_sent);
+            let view = super::view_for(&self.rates, self.far, k, id, &cars, &peer.last_sent);
             let full_before = self.server.stats().full;
+            let started = Instant::now();
             let packet = self.server.send(id, &view)?;
+            encoding += started.elapsed();
             peer.stats.all_bytes += self.shadow.send(id, &View::all())?.len() as u64;
             peer.stats.ticks += 1;
             let paced = peer.frag.split_paced(
@@ -187,6 +203,8 @@ impl Host {
                 self.send(clock, slot, Channel::Fragment, &part, out);
             }
         }
+        self.encode_time += encoding;
+        self.encode_ticks += 1;
         Ok(())
     }
 

@@ -45,7 +45,7 @@ use tickpack_transport::{
 
 pub use report::{Report, Verdict};
 
-use crate::lobby::shipped_racing_set;
+use crate::lobby::{shipped_racing_quantized_set, shipped_racing_set};
 use tickpack_scenarios::{racing_lobby, racing_schema_quantized, TICK_RATE};
 
 /// Largest datagram, connection-layer overhead included.
@@ -79,10 +79,40 @@ pub struct LobbyConfig {
     pub attack: bool,
     /// Scenario and link seed.
     pub seed: u64,
-    /// Send full-precision cars with the shipped trained set instead of
-    /// [`tickpack_scenarios::racing_schema_quantized`]
-    /// (the server quantising its world every tick; no trained set fits it).
+    /// Send full-precision cars with the shipped trained set
+    /// (`dictionaries/racing-lobby/1`) instead of
+    /// [`tickpack_scenarios::racing_schema_quantized`] with its shipped set
+    /// (`dictionaries/racing-lobby-quantized/1`), the server quantising its
+    /// world every tick.
     pub lossless: bool,
+    /// Quantised cars without their trained set (plain zstd, the schema's
+    /// own operators): what the set gains.
+    pub untrained: bool,
+    /// What a client's snapshot holds of a car not due this tick.
+    pub far_cars: FarCars,
+    /// The distance-based rates: cars within `near` metres of the client's
+    /// every tick, within `far` every 2nd, beyond every 4th.
+    pub tiers: RateTiers,
+}
+
+/// What a client's snapshot holds of a car that the rate tiers skip this
+/// tick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FarCars {
+    /// Left out ([`View::filter`]): the client presents it at its newest
+    /// record; its next update is a delta when the packet's baseline sent
+    /// it, else a spawned row (coded against the default record). With the
+    /// shipped set, trained on such a client's stream, the cheaper choice.
+    #[default]
+    Omitted,
+    /// Held at the baseline's record ([`View::with_held`]): it stays in the
+    /// protocol state, costs nothing while skipped and its next update is a
+    /// delta, but against a record as old as the chain of baselines makes
+    /// it, and no packet with a held car is predicted. The client presents
+    /// only the cars a snapshot changed against its baseline, so a held
+    /// (older) record never replaces a newer one (a car that stands still
+    /// longer than the linger time expires from the presented world).
+    Held,
 }
 
 /// The channel byte inside a connection-layer payload.
@@ -146,12 +176,17 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         (q, Some(lossless.ticks))
     };
     let worlds: Vec<Arc<Snapshot>> = scenario.ticks.into_iter().map(Arc::new).collect();
-    let set = if a.lossless {
-        let set = DictionarySet::load(shipped_racing_set())?;
+    let set = if a.untrained && !a.lossless {
+        None
+    } else {
+        let dir = if a.lossless {
+            shipped_racing_set()
+        } else {
+            shipped_racing_quantized_set()
+        };
+        let set = DictionarySet::load(dir)?;
         set.fits(&scenario.schema)?;
         Some(set)
-    } else {
-        None
     };
     let schema = set
         .as_ref()
@@ -210,6 +245,8 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         chunk_cfg,
         bucket_cfg,
         a.clients,
+        a.far_cars,
+        a.tiers,
     )?;
     let mut down = link::Link::new(a.seed ^ 0xd0, a.loss, a.latency);
     let mut players = Vec::with_capacity(usize::from(a.clients));
@@ -241,6 +278,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
             ChunkReceiver::new(MAX_CHUNK_SIZE),
             JitterBuffer::new(JitterConfig::default()),
             Persist::new(&Snapshot::new(&schema), LINGER),
+            a.far_cars == FarCars::Held,
         ));
     }
     let mut attacker = if a.attack {
@@ -382,9 +420,11 @@ fn positions(world: &Snapshot) -> Vec<(u32, [f32; 3])> {
 }
 
 /// The view of client `id` (in car `id`) on `tick`: the cars the rate
-/// tiers find due (by the tick each was last sent to this client).
+/// tiers find due (by the tick each was last sent to this client) are
+/// sent, the others left out or held as `far` says.
 fn view_for(
     rates: &RateTiers,
+    far: FarCars,
     tick: usize,
     id: u16,
     cars: &[(u32, [f32; 3])],
@@ -405,5 +445,8 @@ fn view_for(
         (car, pos, last)
     });
     rates.select_due(tick as u32, viewer, entities, &mut send, &mut skip);
-    View::filter(vec![send])
+    match far {
+        FarCars::Omitted => View::filter(vec![send]),
+        FarCars::Held => View::with_held(vec![send], vec![skip]),
+    }
 }

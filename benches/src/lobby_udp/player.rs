@@ -6,7 +6,8 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Instant;
 
-use tickpack::session::{Client, DropReason, Persist, Received};
+use tickpack::session::{Client, DropReason, Persist, Received, View};
+use tickpack::Snapshot;
 use tickpack_transport::conn;
 use tickpack_transport::{ChunkReceiver, JitterBuffer, Playout, Reassembler};
 
@@ -22,7 +23,12 @@ pub(crate) struct Player {
     pub(crate) client: Client,
     pub(crate) reasm: Reassembler,
     pub(crate) chunks: ChunkReceiver,
-    pub(crate) jitter: JitterBuffer<u16>,
+    /// Applied snapshots (with `news_only`, the part of each that is news:
+    /// [`fresh_part`]).
+    pub(crate) jitter: JitterBuffer<Snapshot>,
+    /// Present only what a snapshot changed against its baseline: the
+    /// server holds skipped cars at older records.
+    pub(crate) news_only: bool,
     /// The presented world, fed by the jitter buffer.
     pub(crate) persist: Persist,
     pub(crate) connected_at: Option<std::time::Duration>,
@@ -54,8 +60,9 @@ impl Player {
         client: Client,
         reasm: Reassembler,
         chunks: ChunkReceiver,
-        jitter: JitterBuffer<u16>,
+        jitter: JitterBuffer<Snapshot>,
         persist: Persist,
+        news_only: bool,
     ) -> Self {
         Self {
             id,
@@ -66,6 +73,7 @@ impl Player {
             reasm,
             chunks,
             jitter,
+            news_only,
             persist,
             connected_at: None,
             unwrap: None,
@@ -196,10 +204,17 @@ impl Player {
     /// with the regular stream).
     fn applied(&mut self, r: Received, clock: &Clock, play: bool) {
         match r {
-            Received::Applied { sequence, .. } => {
+            Received::Applied { sequence, baseline } => {
                 let tick = self.tick_of(sequence);
                 if play {
-                    self.jitter.push(tick, sequence, clock.since_start);
+                    let snap = if self.news_only {
+                        fresh_part(&self.client, sequence, baseline)
+                    } else {
+                        self.client.get(sequence).cloned()
+                    };
+                    if let Some(snap) = snap {
+                        self.jitter.push(tick, snap, clock.since_start);
+                    }
                 }
             }
             Received::Dropped(DropReason::Undecodable(e)) => {
@@ -225,13 +240,41 @@ impl Player {
         {
             match self.jitter.poll(clock.since_start) {
                 Some(Playout::Snapshot { tick, item }) => {
-                    if let Some(snap) = self.client.get(item) {
-                        self.persist.apply(tick, snap);
-                    }
+                    self.persist.apply(tick, &item);
                 }
                 Some(Playout::Gap { .. }) => {}
                 None => break,
             }
         }
     }
+}
+
+/// The news in applied snapshot `sequence`: the entities whose record
+/// differs from the one in `baseline`, the snapshot it was coded against
+/// (all of them for a full snapshot). A car the server held at the
+/// baseline's record ([`View::with_held`]) is left out, so the presented
+/// world keeps the newer record it may already show. A car that did not
+/// move is left out too: it shows the same record, but counts as not
+/// updated (and expires from the presented world if it stays still for
+/// longer than the linger time).
+fn fresh_part(client: &Client, sequence: u16, baseline: Option<u16>) -> Option<Snapshot> {
+    let snap = client.get(sequence)?;
+    let Some(base) = baseline.and_then(|b| client.get(b)) else {
+        return Some(snap.clone());
+    };
+    let changed = snap
+        .sections()
+        .iter()
+        .enumerate()
+        .map(|(i, sec)| {
+            let old = base.sections().get(i);
+            sec.iter()
+                .filter(|(id, rec)| old.and_then(|o| o.get(*id)) != Some(*rec))
+                .map(|(id, _)| id)
+                .collect()
+        })
+        .collect();
+    let mut out = Snapshot::default();
+    View::filter(changed).apply(snap, &mut out);
+    Some(out)
 }

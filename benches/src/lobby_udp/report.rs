@@ -10,10 +10,10 @@ use tickpack::session::{Persist, View};
 use tickpack::Snapshot;
 
 use super::attack::Attacker;
-use super::host::{Host, PeerStats};
+use super::host::{Host, Peer, PeerStats};
 use super::link::Link;
 use super::player::{Player, PlayerStats};
-use super::LobbyConfig;
+use super::{FarCars, LobbyConfig};
 use tickpack_scenarios::TICK_RATE;
 
 /// Pass or fail, and why.
@@ -84,6 +84,8 @@ pub struct Report {
     attack: Option<(u64, u64)>,
     amplified: Vec<String>,
     age_mean: f64,
+    /// Mean time per tick in the session server encoding for every client.
+    encode_us_per_tick: f64,
     /// Per quantised field, the largest difference between a client's
     /// applied state and the unquantised world (radians for rotations).
     max_abs_error: Vec<(String, f64)>,
@@ -114,28 +116,34 @@ pub(crate) fn build(
         let latest = p.client.latest();
         let tick = latest.and_then(|(seq, _)| host.tick_of_seq.get(&seq).copied());
         // Each client's final applied state against the unquantised world
-        // of its tick, car by car.
-        if let (Some((_, snap)), Some(orig)) =
-            (latest, tick.zip(originals).and_then(|(t, o)| o.get(t)))
-        {
-            tickpack::quant::snapshot_errors(&schema, orig, snap, &mut max_err);
+        // of its tick, car by car: the cars that snapshot sent (a held car
+        // has an older tick's record).
+        if let (Some((seq, snap)), Some(orig), Some(peer)) = (
+            latest,
+            tick.zip(originals).and_then(|(t, o)| o.get(t)),
+            peer,
+        ) {
+            if let Some(view) = sent_view(peer, seq) {
+                view.apply(snap, &mut exact);
+                tickpack::quant::snapshot_errors(&schema, orig, &exact, &mut max_err);
+            }
         }
         let (in_sync, presented) = match (latest, tick, p.unwrap, peer) {
             (Some((seq, snap)), Some(t), Some((useq, utick)), Some(peer)) => {
-                let view = if seq == peer.chunk_seq {
-                    Some(View::all())
-                } else {
-                    peer.views
-                        .iter()
-                        .find(|(s, _)| *s == seq)
-                        .map(|v| v.1.clone())
-                };
+                let view = sent_view(peer, seq);
                 // The world of that tick through the client's view; and
                 // what the server's history says it sent, while it has it.
+                // With held cars the sent ones are the world's and the
+                // whole is what the server's history says (it must still
+                // have it: the held records are only there).
                 let in_sync = view.is_some_and(|view| {
                     view.apply(&worlds[t], &mut exact);
-                    exact == *snap
-                        && (!host.server.sent_state(p.id, seq, &mut want) || want == *snap)
+                    let recorded = host.server.sent_state(p.id, seq, &mut want);
+                    if view.has_held() {
+                        recorded && want == *snap && sent_match(&exact, snap)
+                    } else {
+                        exact == *snap && (!recorded || want == *snap)
+                    }
                 });
                 lag = Some(ticks.saturating_sub(t + 1));
                 let offset = host
@@ -194,6 +202,7 @@ pub(crate) fn build(
             .map(|(a, t)| format!("{a}: sent {} for {}", t.sent, t.received))
             .collect(),
         age_mean: f64::from(ages.iter().sum::<u32>()) / ages.len().max(1) as f64,
+        encode_us_per_tick: host.encode_time.as_secs_f64() * 1e6 / host.encode_ticks.max(1) as f64,
         max_abs_error: schema
             .sections()
             .iter()
@@ -209,6 +218,29 @@ pub(crate) fn build(
             .collect(),
         rows,
     }
+}
+
+/// The view snapshot `seq` was sent to `peer` with, while kept.
+fn sent_view(peer: &Peer, seq: u16) -> Option<View> {
+    if seq == peer.chunk_seq {
+        Some(View::all())
+    } else {
+        peer.views
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map(|v| v.1.clone())
+    }
+}
+
+/// Every entity of `sent` (a world through a view's sent ids) is in `got`
+/// with the same record.
+fn sent_match(sent: &Snapshot, got: &Snapshot) -> bool {
+    sent.sections().len() == got.sections().len()
+        && sent
+            .sections()
+            .iter()
+            .zip(got.sections())
+            .all(|(a, b)| a.iter().all(|(id, rec)| b.get(id) == Some(rec)))
 }
 
 /// Every car of the presented world there, each with the record it had at
@@ -271,9 +303,18 @@ impl Report {
             "loss": self.config.loss,
             "latency_ms": self.config.latency.as_millis() as u64,
             "attack": self.config.attack,
+            "trained_set": !self.config.untrained,
+            "near_m": self.config.tiers.near,
+            "far_m": self.config.tiers.far,
+            "far_cars": match self.config.far_cars {
+                FarCars::Held => "held",
+                FarCars::Omitted => "omitted",
+            },
             "wall_seconds": self.wall.as_secs_f64(),
             "bytes_per_client_tick_mean": b,
             "view_all_bytes_per_client_tick_mean": all,
+            "presented_age_mean_ticks": self.age_mean,
+            "server_encode_us_per_tick": self.encode_us_per_tick,
             "upload_mbps": self.mbps(b),
             "budget_mbps": self.config.budget_mbps,
             "wire_upload_mbps": self.wire_bytes as f64 * 8.0 / 1e6 / (self.ticks as f64 / f64::from(TICK_RATE)).max(1e-9),
@@ -376,17 +417,38 @@ impl fmt::Display for Report {
         )?;
         row(
             f,
+            "server: session encode time per tick, all clients",
+            format!("{:.0} µs", self.encode_us_per_tick),
+        )?;
+        row(
+            f,
             "presented cars: mean age",
             format!("{:.2} ticks", self.age_mean),
         )?;
         row(
             f,
             "cars",
-            if c.lossless {
-                "full precision, shipped trained set (--lossless)".to_owned()
-            } else {
-                "quantised (racing_schema_quantized), no trained set".to_owned()
-            },
+            match (c.lossless, c.untrained) {
+                (true, _) => "full precision, shipped set racing-lobby/1 (--lossless)",
+                (false, false) => {
+                    "quantised (racing_schema_quantized), shipped set racing-lobby-quantized/1"
+                }
+                (false, true) => "quantised (racing_schema_quantized), no set (--untrained)",
+            }
+            .to_owned(),
+        )?;
+        row(
+            f,
+            "rate tiers",
+            format!(
+                "every tick within {} m, every 2nd within {} m, else every 4th; skipped cars {}",
+                c.tiers.near,
+                c.tiers.far,
+                match c.far_cars {
+                    FarCars::Omitted => "left out",
+                    FarCars::Held => "held at the baseline's record (--hold-far)",
+                },
+            ),
         )?;
         if !self.max_abs_error.is_empty() {
             let errs: Vec<String> = self

@@ -143,67 +143,31 @@ impl DictionarySet {
     /// its packets may then be one model block where that beats the blocks.
     /// The table is saved as `<kind>.model`, listed with its size and hash
     /// in the manifest, and goes into the dictionary and set ids.
-    pub fn with_model(mut self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
-        let missing = || DictSetError::Manifest {
-            message: format!("no {} dictionary to attach a model table to", kind.name()),
-        };
-        let (game, version, schema_id) = (
-            self.manifest.game.clone(),
-            self.manifest.version.clone(),
-            self.manifest.schema_id,
-        );
-        let slot = self
-            .dictionaries
-            .iter_mut()
-            .find(|(k, _)| *k == kind)
-            .ok_or_else(missing)?;
-        let bytes = slot.1.bytes().to_vec();
-        let model = table.to_bytes();
-        let id = dictionary_id_with(
-            &game,
-            &version,
-            schema_id,
-            kind,
-            &bytes,
-            slot.1.huffman(),
-            Some(&model),
-        );
-        let mut dict = Dictionary::new(id, bytes).with_model(table.clone());
-        if let Some(h) = slot.1.huffman() {
-            dict = dict.with_huffman(h.clone());
-        }
-        slot.1 = dict;
-        let entry = self
-            .manifest
-            .dictionaries
-            .iter_mut()
-            .find(|e| e.kind == kind)
-            .ok_or_else(missing)?;
-        entry.model = Some(ModelFile {
-            file: format!("{}.model", kind.name()),
-            size: model.len() as u64,
-            sha256: sha256_hex(&model),
-        });
-        entry.id = id;
-        let ids: Vec<(DictKind, u32)> = self
-            .dictionaries
-            .iter()
-            .map(|(k, d)| (*k, d.id()))
-            .collect();
-        self.manifest.set_id = set_id(&game, &version, schema_id, &ids);
-        Ok(self)
+    pub fn with_model(self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
+        self.attach(kind, "model", |huffman, _| (huffman, Some(table.clone())))
     }
 
     /// Attaches a trained Huffman table to the dictionary of `kind`: its
     /// packets may then use Huffman blocks where they beat zstd. The
     /// table goes into the manifest and into the dictionary and set ids.
-    pub fn with_huffman(
+    pub fn with_huffman(self, kind: DictKind, table: &HuffmanTable) -> Result<Self, DictSetError> {
+        self.attach(kind, "Huffman", |_, model| (Some(table.clone()), model))
+    }
+
+    /// Rebuilds the dictionary of `kind` with the tables `tables` makes of
+    /// its current (Huffman, model) pair, and its manifest entry, its id
+    /// and the set id to match.
+    fn attach(
         mut self,
         kind: DictKind,
-        table: &HuffmanTable,
+        what: &str,
+        tables: impl FnOnce(
+            Option<HuffmanTable>,
+            Option<ModelTable>,
+        ) -> (Option<HuffmanTable>, Option<ModelTable>),
     ) -> Result<Self, DictSetError> {
         let missing = || DictSetError::Manifest {
-            message: format!("no {} dictionary to attach a Huffman table to", kind.name()),
+            message: format!("no {} dictionary to attach a {what} table to", kind.name()),
         };
         let (game, version, schema_id) = (
             self.manifest.game.clone(),
@@ -216,19 +180,23 @@ impl DictionarySet {
             .find(|(k, _)| *k == kind)
             .ok_or_else(missing)?;
         let bytes = slot.1.bytes().to_vec();
-        let model = slot.1.model().map(|t| t.to_bytes());
+        let (huffman, model) = tables(slot.1.huffman().cloned(), slot.1.model().cloned());
+        let model_bytes = model.as_ref().map(ModelTable::to_bytes);
         let id = dictionary_id_with(
             &game,
             &version,
             schema_id,
             kind,
             &bytes,
-            Some(table),
-            model.as_deref(),
+            huffman.as_ref(),
+            model_bytes.as_deref(),
         );
-        let mut dict = Dictionary::new(id, bytes).with_huffman(table.clone());
-        if let Some(t) = slot.1.model() {
-            dict = dict.with_model(t.clone());
+        let mut dict = Dictionary::new(id, bytes);
+        if let Some(h) = &huffman {
+            dict = dict.with_huffman(h.clone());
+        }
+        if let Some(t) = model {
+            dict = dict.with_model(t);
         }
         slot.1 = dict;
         let entry = self
@@ -237,7 +205,12 @@ impl DictionarySet {
             .iter_mut()
             .find(|e| e.kind == kind)
             .ok_or_else(missing)?;
-        entry.huffman = Some(hex(&table.to_bytes()));
+        entry.huffman = huffman.map(|h| hex(&h.to_bytes()));
+        entry.model = model_bytes.map(|m| ModelFile {
+            file: format!("{}.model", kind.name()),
+            size: m.len() as u64,
+            sha256: sha256_hex(&m),
+        });
         entry.id = id;
         let ids: Vec<(DictKind, u32)> = self
             .dictionaries

@@ -216,6 +216,18 @@ pub(crate) fn quantize(slots: &[Slot], rec: &mut [u8]) -> Result<(), Fault> {
     Ok(())
 }
 
+/// Checks that every element of the bounded-integer slot `s` lies in
+/// `min..=max`; `Err((field, element))` names the first that does not.
+fn int_in_range(s: &Slot, min: i64, max: i64, rec: &[u8]) -> Result<(), (usize, usize)> {
+    for e in 0..s.len {
+        let v = read_int(rec, s.offset + e * s.ty.size(), s.ty);
+        if v < i128::from(min) || v > i128::from(max) {
+            return Err((s.field, e));
+        }
+    }
+    Ok(())
+}
+
 /// Replaces every quantised value of `rec` by its code. `Err((field,
 /// element))` names a value that is not exactly a representable value.
 pub(crate) fn to_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
@@ -236,14 +248,7 @@ pub(crate) fn to_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usi
                     write_code(rec, at, s.ty, q as i64);
                 }
             }
-            Kind::Int { min, max, .. } => {
-                for e in 0..s.len {
-                    let v = read_int(rec, s.offset + e * w, s.ty);
-                    if v < i128::from(min) || v > i128::from(max) {
-                        return Err((s.field, e));
-                    }
-                }
-            }
+            Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
             Kind::Angle { bits, step, turn } => {
                 for e in 0..s.len {
                     let at = s.offset + e * w;
@@ -287,14 +292,7 @@ pub(crate) fn from_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, u
                     write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
                 }
             }
-            Kind::Int { min, max, .. } => {
-                for e in 0..s.len {
-                    let v = read_int(rec, s.offset + e * w, s.ty);
-                    if v < i128::from(min) || v > i128::from(max) {
-                        return Err((s.field, e));
-                    }
-                }
-            }
+            Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
             Kind::Angle { bits, step, .. } => {
                 for e in 0..s.len {
                     let at = s.offset + e * w;
