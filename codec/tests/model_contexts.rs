@@ -60,6 +60,9 @@ fn bijection(config: ContextConfig) {
         &[0]
     };
     let shape = map.shape();
+    // Recalled rows (row kind 2) have their own contexts only with
+    // `recall_rows`; else they are the spawned rows' (checked below).
+    let rows = if config.recall_rows { 3 } else { 2 };
     let mut bits = HashSet::new();
     let mut unreachable = 0;
     let mut values = HashSet::new();
@@ -74,7 +77,7 @@ fn bijection(config: ContextConfig) {
         let h = if config.mask_history { 3 } else { 1 };
         // Per row kind: every group context of a one-group type, else
         // group 0 after a 1; element 0 after a 1, per history.
-        unreachable += 3 * (if g == 1 { 2 } else { 1 } + h);
+        unreachable += rows * (if g == 1 { 2 } else { 1 } + h);
         for which in 0..2 {
             insert_bit(
                 map.bit_context(&mut RowState::default(), make(SET_BIT, s, false, which))
@@ -94,7 +97,7 @@ fn bijection(config: ContextConfig) {
                 .unwrap();
             assert!(values.insert(v));
         }
-        for row in 0..3 {
+        for row in 0..rows {
             let make = |class, s, _: bool, index| make_row(class, s, row, index);
             let spawned = row > 0;
             // One-group types send no group bits.
@@ -246,15 +249,15 @@ fn turning_conditions_off_merges_contexts() {
 #[test]
 fn recalled_rows_have_their_own_contexts_unless_merged() {
     let secs = sections();
-    let own = ContextMap::new(&secs, ContextConfig::BLOCK).unwrap();
-    let merged = ContextMap::new(
+    let own = ContextMap::new(
         &secs,
         ContextConfig {
-            recall_rows: false,
+            recall_rows: true,
             ..ContextConfig::BLOCK
         },
     )
     .unwrap();
+    let merged = ContextMap::new(&secs, ContextConfig::BLOCK).unwrap();
     assert!(merged.shape().bit_contexts < own.shape().bit_contexts);
     for map in [&own, &merged] {
         let ctx = |row| {
