@@ -35,7 +35,8 @@ pub struct ClientConfig {
     /// snapshot and applies the next one whatever its sequence, forgetting
     /// its history. Default [`DEFAULT_RESYNC_AFTER`].
     pub resync_after: u32,
-    /// Limits (the server's).
+    /// Limits (the server's: they also cap every recall, which both ends
+    /// must derive alike).
     pub limits: Limits,
     /// Dictionaries packets may name.
     pub dictionaries: Vec<Dictionary>,

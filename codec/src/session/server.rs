@@ -33,7 +33,8 @@ pub struct ServerConfig {
     pub history: usize,
     /// zstd level.
     pub level: i32,
-    /// Limits (give clients the same).
+    /// Limits (give clients the same: they also cap every recall, which
+    /// both ends must derive alike).
     pub limits: Limits,
     /// Send a one-byte checksum in every packet (2 bytes with the header's
     /// extension byte): a client whose baseline drifted notices within a
