@@ -159,7 +159,7 @@ fn world() -> Schema {
 fn tick(s: &Schema, t: u32) -> Snapshot {
     let mut out = Snapshot::new(s);
     for id in 0..40u32 {
-        if (t / 5 + id) % 3 == 0 {
+        if (t / 5 + id).is_multiple_of(3) {
             continue;
         }
         let mut rec = Vec::new();
@@ -189,18 +189,18 @@ fn round_trip_along_a_chain() {
     let mut decoded: Vec<Snapshot> = vec![ticks[0].clone()];
     let (mut with, mut without) = (0usize, 0usize);
     let mut refused = 0;
-    for t in 1..ticks.len() {
+    for (t, cur) in ticks.iter().enumerate().skip(1) {
         let b = t - 1 - (t % 3).min(t - 1);
         let base = Baseline {
             sequence: b as u16,
             snapshot: &decoded[b],
         };
         let r = Reference::delta(base).with_recall(&recalls[b]);
-        let p = enc.encode(&ticks[t], t as u16, r).unwrap();
+        let p = enc.encode(cur, t as u16, r).unwrap();
         let (_, got) = dec.decode(&p, r).unwrap();
-        assert_eq!(got, ticks[t], "tick {t}");
+        assert_eq!(&got, cur, "tick {t}");
         with += p.len();
-        let plain = enc.encode(&ticks[t], t as u16, base).unwrap();
+        let plain = enc.encode(cur, t as u16, base).unwrap();
         without += plain.len();
         if plain != p {
             assert_eq!(

@@ -56,16 +56,12 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     ) else {
         return Ok(());
     };
-    check_decoded(
-        &schema,
-        &limits,
-        &packet,
-        &header,
+    let reference = tickpack::Reference {
         baseline,
         prior,
-        recall.as_ref(),
-        &snap,
-    );
+        recall: recall.as_ref(),
+    };
+    check_decoded(&schema, &limits, &packet, &header, reference, &snap);
     // The next recall stays within the limits, whatever was decoded.
     if let (Some(b), Some(r)) = (baseline, &recall) {
         let next = r.advance(b, &snap, header.sequence, &limits);
@@ -81,11 +77,10 @@ pub(super) fn check_decoded(
     limits: &Limits,
     packet: &[u8],
     header: &PacketHeader,
-    baseline: Option<Baseline<'_>>,
-    prior: Option<Baseline<'_>>,
-    recall: Option<&Recall>,
+    reference: tickpack::Reference<'_>,
     snap: &Snapshot,
 ) {
+    let (baseline, prior, recall) = (reference.baseline, reference.prior, reference.recall);
     match PacketHeader::parse(packet) {
         Ok((h, _)) => assert_eq!(&h, header, "decoded header differs from parsed header"),
         Err(e) => panic!("packet decoded but its header does not parse: {e:?}"),
