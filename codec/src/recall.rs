@@ -276,7 +276,7 @@ impl Recall {
     /// Heap bytes held by chunks not in `seen` (each chunk counted once),
     /// adding those chunks to `seen`: the memory a set of recalls holds
     /// together.
-    pub fn heap_bytes(&self, seen: &mut std::collections::HashSet<*const ()>) -> usize {
+    pub(crate) fn heap_bytes(&self, seen: &mut std::collections::HashSet<*const ()>) -> usize {
         let mut total = 0;
         for s in &self.sections {
             total += s.chunks.capacity() * core::mem::size_of::<(u32, Arc<Chunk>)>();
