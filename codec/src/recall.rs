@@ -163,13 +163,24 @@ impl RecallSection {
 }
 
 /// Per section, the last known record of the entities a snapshot does not
-/// hold, derived along the chain of baselines (see the [module
-/// docs](self)). Pass the baseline's recall in [`Reference::recall`] to
-/// code spawned entities against it; both ends must use the same one, which
-/// [`Recall::advance`] guarantees when each applies it to the packets it
-/// sent or decoded.
+/// hold, derived along the chain of baselines (FORMAT.md 4.7):
 ///
-/// Cheap to clone: chunks of records are shared until one side changes.
+/// ```text
+/// recall(keyframe) = empty
+/// recall(S)        = (recall(B) ∪ rows(B)) without the ids of S,   B = S's baseline
+/// ```
+///
+/// capped by the [`Limits`] (oldest departures evicted first) and
+/// forgetting entities gone for more than 4,096 steps. Pass the baseline's
+/// recall in [`Reference::recall`] to code spawned entities against it:
+/// an entity coming back into view is then coded against the last record
+/// the receiver saw of it. Both ends must use the same one, which
+/// [`Recall::advance`] guarantees when each applies it to the packets it
+/// sent or decoded (the session layer does this for you).
+///
+/// Cheap to clone: records live in chunks of 32 ids shared between recalls
+/// until one side changes them, so a step copies only the chunks it
+/// touches.
 ///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Limits, Primitive, Recall, Reference, Schema, Snapshot};
