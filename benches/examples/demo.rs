@@ -305,6 +305,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
                 sequence: (p & 0xffff) as u16,
                 snapshot: &sc.ticks[p],
             }),
+            recall: None,
         };
         let t = Instant::now();
         enc.encode_to_vec(snap, sequence, reference, &mut packet)
@@ -324,6 +325,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         let acked = Reference {
             baseline: acked,
             prior: acked_prior,
+            recall: None,
         };
         let header = dec
             .decode_into(&packet, acked, &mut out)

@@ -15,6 +15,8 @@ use crate::packet::PacketHeader;
 use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
+use crate::quant::codes;
+use crate::recall::Recall;
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
 use crate::snapshot::{Reference, SectionRef, Snapshot};
@@ -172,9 +174,9 @@ impl Decoder {
     ) -> Result<PacketHeader, DecodeError> {
         let reference = reference.into();
         let r = if self.schema.is_quantized() {
-            self.decode_quantized(packet, reference.baseline, reference.prior, out)
+            self.decode_quantized(packet, reference, out)
         } else {
-            self.decode_inner(packet, reference.baseline, reference.prior, out)
+            self.decode_inner(packet, reference, out)
         };
         if r.is_err() {
             out.reset(&self.schema);
@@ -209,10 +211,10 @@ impl Decoder {
     fn decode_inner(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: Reference<'_>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
+        let (baseline, prior) = (reference.baseline, reference.prior);
         let mut r = Reader::new(packet);
         let header = PacketHeader::read(&mut r)?;
         if let Some(ids) = header.ids {
@@ -262,7 +264,8 @@ impl Decoder {
             .get(at)
             .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
         if model_block {
-            self.decode_model_block(&mut r, at, dict.as_ref(), base, prior, out)?;
+            let recall = Recalled::new(header.baseline, reference.recall);
+            self.decode_model_block(&mut r, at, dict.as_ref(), base, prior, recall, out)?;
         } else {
             self.payload.clear();
             if r.remaining() > 0 {
@@ -275,7 +278,8 @@ impl Decoder {
                     &mut self.payload,
                 )?;
             }
-            self.rebuild(base, prior, out)?;
+            let recall = Recalled::new(header.baseline, reference.recall);
+            self.rebuild(base, prior, recall, out)?;
         }
         // Quantised fields were decoded as codes; the checksum covers values.
         if self.schema.is_quantized() {
@@ -306,11 +310,10 @@ impl Decoder {
     fn decode_quantized(
         &mut self,
         packet: &[u8],
-        baseline: Option<Baseline<'_>>,
-        prior: Option<Baseline<'_>>,
+        reference: Reference<'_>,
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
-        use crate::quant::codes;
+        let (baseline, prior) = (reference.baseline, reference.prior);
         fn swap<'a>(
             given: Option<Baseline<'a>>,
             ok: bool,
@@ -340,8 +343,11 @@ impl Decoder {
             let p = coded(prior, &mut c.prior)?;
             self.decode_inner(
                 packet,
-                swap(baseline, b, &c.base),
-                swap(prior, p, &c.prior),
+                Reference {
+                    baseline: swap(baseline, b, &c.base),
+                    prior: swap(prior, p, &c.prior),
+                    recall: reference.recall,
+                },
                 out,
             )
         })();
@@ -361,7 +367,7 @@ impl Decoder {
     ) -> Result<(), DecodeError> {
         self.payload.clear();
         self.payload.extend_from_slice(payload);
-        let r = self.rebuild(baseline, prior, out);
+        let r = self.rebuild(baseline, prior, Recalled::new(None, None), out);
         if r.is_err() {
             out.reset(&self.schema);
         }
@@ -374,12 +380,21 @@ impl Decoder {
         &mut self,
         base: Option<&Snapshot>,
         prior: Option<&Snapshot>,
+        recall: Recalled<'_>,
         out: &mut Snapshot,
     ) -> Result<(), DecodeError> {
         let payload = core::mem::take(&mut self.payload);
         let mut src = ByteSource::new(&payload);
         let result = self
-            .decode_walk(&mut src, !payload.is_empty(), true, base, prior, out)
+            .decode_walk(
+                &mut src,
+                !payload.is_empty(),
+                true,
+                base,
+                prior,
+                recall,
+                out,
+            )
             .and_then(|()| {
                 if payload.is_empty() {
                     Ok(())
@@ -394,6 +409,7 @@ impl Decoder {
     /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
     /// packet's only block, at `at`, coding the whole walk with the
     /// dictionary's model table.
+    #[allow(clippy::too_many_arguments)]
     fn decode_model_block(
         &mut self,
         r: &mut Reader<'_>,
@@ -401,6 +417,7 @@ impl Decoder {
         dict: Option<&DictTables>,
         base: Option<&Snapshot>,
         prior: Option<&Snapshot>,
+        recall: Recalled<'_>,
         out: &mut Snapshot,
     ) -> Result<(), DecodeError> {
         let h = BlockHeader::read(r)?;
@@ -422,7 +439,7 @@ impl Decoder {
                 error,
             })?;
             let mut src = WalkSource::new(&map, dec, body_at);
-            self.decode_walk(&mut src, true, false, base, prior, out)?;
+            self.decode_walk(&mut src, true, false, base, prior, recall, out)?;
             src.finish()
         });
         self.context_map = Some(map);
@@ -440,6 +457,7 @@ impl Decoder {
         planes_ok: bool,
         base: Option<&Snapshot>,
         prior: Option<&Snapshot>,
+        recall: Recalled<'_>,
         out: &mut Snapshot,
     ) -> Result<(), DecodeError> {
         let sections = self.schema.sections();
@@ -474,6 +492,11 @@ impl Decoder {
             }
         }
 
+        // Sections coded against the recall need the baseline's.
+        let recall = match self.metas.iter().position(|m| m.recall) {
+            None => None,
+            Some(section) => Some(recall.check(section)?),
+        };
         out.reset(&self.schema);
         let mut spawn_budget = self.limits.max_decoded_bytes;
         for (i, ((ty, m), sec)) in sections
@@ -496,6 +519,14 @@ impl Decoder {
                 (Some(b), _) => b.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
+            let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {
+                Some(r) if r.len() == out.len() => {
+                    out.copy_from_slice(r);
+                    codes::record_to_codes(ty, i, id, out).map_err(DecodeError::BadBaseline)?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            };
             pipeline::decode_section(
                 i,
                 ty,
@@ -504,6 +535,7 @@ impl Decoder {
                 &b,
                 m,
                 src,
+                recalled,
                 spawn_budget,
                 &mut self.scratch,
                 sec,
@@ -511,5 +543,36 @@ impl Decoder {
             spawn_budget -= m.spawned.len() * ty.record_size();
         }
         Ok(())
+    }
+}
+
+/// The recall a packet may need: the baseline sequence its header names and
+/// the recall the caller supplied.
+#[derive(Debug, Clone, Copy)]
+struct Recalled<'a> {
+    baseline: Option<u16>,
+    recall: Option<&'a Recall>,
+}
+
+impl<'a> Recalled<'a> {
+    fn new(baseline: Option<u16>, recall: Option<&'a Recall>) -> Self {
+        Self { baseline, recall }
+    }
+
+    /// The recall for a packet whose `section` is coded against it: a
+    /// keyframe has none (`BadEntitySet`), and the caller must have
+    /// supplied the baseline's.
+    fn check(self, section: usize) -> Result<&'a Recall, DecodeError> {
+        let Some(sequence) = self.baseline else {
+            return Err(DecodeError::BadEntitySet { section });
+        };
+        match self.recall {
+            None => Err(DecodeError::MissingRecall { section, sequence }),
+            Some(r) if r.sequence() != sequence => Err(DecodeError::RecallMismatch {
+                expected: sequence,
+                actual: r.sequence(),
+            }),
+            Some(r) => Ok(r),
+        }
     }
 }

@@ -17,6 +17,8 @@ use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MA
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, EncodeScratch, RowMode};
+use crate::quant::codes;
+use crate::recall::Recall;
 use crate::schema::Schema;
 use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 
@@ -393,10 +395,25 @@ impl Encoder {
         reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
         let (baseline, prior) = (reference.baseline, reference.prior);
-        if !self.schema.is_quantized() {
-            return self.build_coded(sections.clone(), sections, sequence, baseline, prior);
+        let recall = reference.recall.filter(|_| baseline.is_some());
+        if let (Some(b), Some(r)) = (baseline, recall) {
+            if r.sequence() != b.sequence {
+                return Err(EncodeError::RecallMismatch {
+                    baseline: b.sequence,
+                    recall: r.sequence(),
+                });
+            }
         }
-        use crate::quant::codes;
+        if !self.schema.is_quantized() {
+            return self.build_coded(
+                sections.clone(),
+                sections,
+                sequence,
+                baseline,
+                prior,
+                recall,
+            );
+        }
         let mut c = core::mem::take(&mut self.codes);
         let r = (|| {
             c.cur
@@ -420,6 +437,7 @@ impl Encoder {
                 sequence,
                 baseline.map(|b| coded(b, &c.base)),
                 prior.map(|p| coded(p, &c.prior)),
+                recall,
             )
         })();
         self.codes = c;
@@ -427,7 +445,8 @@ impl Encoder {
     }
 
     /// [`Encoder::build`] on sections in code form; `values` are the same
-    /// sections as the caller holds them, for the checksum.
+    /// sections as the caller holds them, for the checksum. The recall
+    /// holds values: recalled records are converted as they are used.
     fn build_coded<'s, 'v>(
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
@@ -435,6 +454,7 @@ impl Encoder {
         sequence: u16,
         baseline: Option<Baseline<'_>>,
         prior: Option<Baseline<'_>>,
+        recall: Option<&Recall>,
     ) -> Result<(), EncodeError> {
         if let Some(b) = baseline {
             b.snapshot.check(&self.schema)?;
@@ -507,14 +527,24 @@ impl Encoder {
                 (Some(b), _) => b.snapshot.sections()[i].as_ref(),
                 (None, _) => SectionRef::empty(ty.record_size()),
             };
+            let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {
+                Some(r) if r.len() == out.len() => {
+                    out.copy_from_slice(r);
+                    codes::record_to_codes(ty, i, id, out)?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            };
             pipeline::encode_section(
                 ty,
                 &self.elements[i],
                 &self.plane_orders[i],
                 &base,
                 &cur,
+                recalled,
                 scratch,
-            );
+            )
+            .map_err(EncodeError::Snapshot)?;
         }
         // The decoder caps the records a packet spawns at the payload limit.
         let spawned: usize = self

@@ -91,6 +91,7 @@ pub mod model;
 mod packet;
 mod pipeline;
 pub mod quant;
+mod recall;
 pub mod schema;
 pub mod session;
 mod snapshot;
@@ -109,6 +110,7 @@ pub use limits::Limits;
 pub use packet::{
     Checksum, PacketHeader, PacketIds, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN,
 };
+pub use recall::Recall;
 pub use schema::{
     DeltaOp, EntityType, Field, PodField, PodLayout, Primitive, PrimitiveType, Schema,
     SchemaBuilder,

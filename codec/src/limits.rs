@@ -6,7 +6,8 @@
 /// Caps derived from configuration, never from the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Most entities one section may hold after decoding. Default 65,536.
+    /// Most entities one section may hold after decoding, and one section
+    /// of a [`Recall`](crate::Recall). Default 65,536.
     pub max_entities_per_section: usize,
     /// Most bytes the blocks of one packet may regenerate. Default 256 KiB:
     /// a tick that changes 16,384 entities of 16 bytes, about 200 times
@@ -15,8 +16,10 @@ pub struct Limits {
     pub max_decoded_bytes: usize,
     /// Most bytes a decoded snapshot may hold, counted as entities times
     /// (record size + 4 id bytes) over all sections. Default 1 MiB. It
-    /// bounds the output of one decode and what a session client keeps:
-    /// at most `history` times this.
+    /// bounds the output of one decode and each [`Recall`](crate::Recall)
+    /// (counted the same way), so what a session client keeps: at most
+    /// `history` snapshots and recalls of this size (recalls share most of
+    /// their records).
     pub max_snapshot_bytes: usize,
 }
 

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use crate::error::SnapshotError;
+use crate::recall::Recall;
 use crate::schema::Schema;
 
 /// Entities of one type: strictly ascending ids and their records, stored
@@ -295,6 +296,11 @@ pub struct Reference<'a> {
     /// The prior (only with a baseline; ignored by schemas without
     /// `Predict` fields).
     pub prior: Option<Baseline<'a>>,
+    /// The baseline's [`Recall`]: spawned entities it holds are coded
+    /// against their recalled records (only with a baseline). The decoder
+    /// needs it for packets coded with it
+    /// ([`DecodeError::MissingRecall`](crate::DecodeError::MissingRecall)).
+    pub recall: Option<&'a Recall>,
 }
 
 impl<'a> Reference<'a> {
@@ -302,6 +308,7 @@ impl<'a> Reference<'a> {
     pub const KEYFRAME: Reference<'static> = Reference {
         baseline: None,
         prior: None,
+        recall: None,
     };
 
     /// A delta against `baseline`.
@@ -309,6 +316,7 @@ impl<'a> Reference<'a> {
         Self {
             baseline: Some(baseline),
             prior: None,
+            recall: None,
         }
     }
 
@@ -317,6 +325,15 @@ impl<'a> Reference<'a> {
         Self {
             baseline: Some(baseline),
             prior: Some(prior),
+            recall: None,
+        }
+    }
+
+    /// The same reference with the baseline's recall.
+    pub fn with_recall(self, recall: &'a Recall) -> Self {
+        Self {
+            recall: Some(recall),
+            ..self
         }
     }
 }
@@ -326,6 +343,7 @@ impl<'a> From<Option<Baseline<'a>>> for Reference<'a> {
         Self {
             baseline,
             prior: None,
+            recall: None,
         }
     }
 }

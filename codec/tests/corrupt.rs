@@ -79,10 +79,10 @@ fn valid_hand_written_packets_decode() {
     let p = packet(None, Some(1), false, &raw(&[2, 1, 1, 1, 4]));
     let (_, snap) = tickpack::decode(&s, &p, Some(b)).unwrap();
     assert_eq!(snap.sections()[0].get(9), Some(&[4u8][..]));
-    // The same keyframe with its rows as byte planes (flags 4 | 8): one
+    // The same keyframe with its rows as byte planes (flags 4 | 16): one
     // plane of the two rows' deltas, ship 5 against the default record
     // (zigzag(1) = 2), ship 9 against ship 5 (zigzag(2 - 1) = 2).
-    let p = packet(Some((s.id(), 0)), None, false, &raw(&[12, 1, 5, 3, 2, 2]));
+    let p = packet(Some((s.id(), 0)), None, false, &raw(&[20, 1, 5, 3, 2, 2]));
     let (_, snap) = tickpack::decode(&s, &p, None).unwrap();
     assert_eq!(snap, baseline_snapshot(&s));
     // An idle delta: the header alone.
@@ -329,25 +329,31 @@ fn corrupt_table() {
         ),
         (
             "unknown section flags",
-            key(&[16]),
+            key(&[32]),
             None,
             DecodeError::BadEntitySet { section: 0 },
         ),
         (
             "byte planes without rows",
-            key(&[8]),
+            key(&[16]),
+            None,
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        (
+            "byte planes with the recall",
+            key(&[4 | 8 | 16, 0, 5, 0, 0]),
             None,
             DecodeError::BadEntitySet { section: 0 },
         ),
         (
             "byte-plane row that changes nothing",
-            delta(&[10, 1, 1, 0]),
+            delta(&[18, 1, 1, 0]),
             b9,
             DecodeError::BadMask { section: 0, row: 0 },
         ),
         (
             "byte planes truncated",
-            key(&[12, 1, 5, 3, 2]),
+            key(&[20, 1, 5, 3, 2]),
             None,
             DecodeError::Truncated {
                 offset: 4,

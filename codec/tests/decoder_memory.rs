@@ -28,12 +28,12 @@ fn zero_bomb(s: &Schema, sequence: u16, entities: u32) -> Vec<u8> {
 }
 
 /// [`zero_bomb`], or with `planes` its rows as byte planes (section flags
-/// 12; 14 zero plane bytes per entity instead of one group byte).
+/// 20; 14 zero plane bytes per entity instead of one group byte).
 fn bomb(s: &Schema, sequence: u16, entities: u32, planes: bool) -> Vec<u8> {
     let mut p = vec![0x42u8];
     p.extend_from_slice(&sequence.to_le_bytes());
     p.extend_from_slice(&s.id().to_le_bytes());
-    let mut raw = vec![if planes { 12u8 } else { 4u8 }];
+    let mut raw = vec![if planes { 20u8 } else { 4u8 }];
     let mut v = entities - 1;
     while v >= 0x80 {
         raw.push((v as u8) | 0x80);

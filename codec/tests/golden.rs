@@ -272,8 +272,16 @@ fn golden_vectors() {
         });
         let (baseline, prior) = (b.next(), b.next());
         let mut got = Snapshot::default();
-        dec.decode_into(&bytes, tickpack::Reference { baseline, prior }, &mut got)
-            .unwrap();
+        dec.decode_into(
+            &bytes,
+            tickpack::Reference {
+                baseline,
+                prior,
+                recall: None,
+            },
+            &mut got,
+        )
+        .unwrap();
         assert_eq!(got, want, "{name}");
     }
 }
@@ -291,12 +299,12 @@ fn worked_example_stages() {
     let mut payload = Vec::new();
     enc.payload(&t0, 0xfffe, None, &mut payload).unwrap();
     println!("keyframe payload: {}", hex(&payload));
-    // Flags 0x0c (spawned, byte planes), spawn list 3, 7; then the rows as
+    // Flags 0x14 (spawned, byte planes), spawn list 3, 7; then the rows as
     // byte planes: ship 3 against the zero default record, ship 7 against
     // ship 3. Byte 0 of x, hp, flags; byte 1 of x, hp; bytes 2 and 3 of x.
     assert_eq!(
         hex(&payload),
-        "0c 01 03 03 00 00 f4 00 02 01 00 00 01 00 90 06 85 00"
+        "14 01 03 03 00 00 f4 00 02 01 00 00 01 00 90 06 85 00"
     );
     let b = Baseline {
         sequence: 0xfffe,
@@ -307,4 +315,41 @@ fn worked_example_stages() {
     for (name, _, bytes, _, _) in vectors() {
         println!("{name}: {} bytes: {}", bytes.len(), hex(&bytes));
     }
+}
+
+/// FORMAT.md 7.4: ship 7 leaves at `0x0001` and comes back unchanged at
+/// `0x0002`, coded against the recall of `0x0001`, next to a new ship 12
+/// coded against the default record.
+#[test]
+fn golden_recall() {
+    let s = ship_schema();
+    let limits = tickpack::Limits::default();
+    let t0 = tick0();
+    let t1 = ships(&[(3, 100.25, 250, 1)]);
+    let t2 = ships(&[(3, 100.25, 250, 1), (7, 101.5, 250, 0), (12, -20.0, 100, 2)]);
+    let b0 = Baseline {
+        sequence: 0xfffe,
+        snapshot: &t0,
+    };
+    let r1 = tickpack::Recall::keyframe(0xfffe).advance(b0, &t1, 0x0001, &limits);
+    assert_eq!(r1.get(0, 7), t0.sections()[0].get(7));
+    let b1 = Baseline {
+        sequence: 0x0001,
+        snapshot: &t1,
+    };
+    let reference = tickpack::Reference::delta(b1).with_recall(&r1);
+    let bytes = Encoder::new(s.clone())
+        .encode(&t2, 0x0002, reference)
+        .unwrap();
+    check("ship_recall", &bytes);
+    println!("ship_recall: {}", hex(&bytes));
+    let mut dec = Decoder::new(s);
+    assert_eq!(dec.decode(&bytes, reference).unwrap().1, t2);
+    assert_eq!(
+        dec.decode(&bytes, b1).unwrap_err(),
+        tickpack::DecodeError::MissingRecall {
+            section: 0,
+            sequence: 0x0001
+        }
+    );
 }

@@ -8,7 +8,12 @@ use std::collections::HashSet;
 use tickpack::model::{ContextConfig, ContextMap, ModelError, RowState};
 
 fn make(class: u32, section: u32, spawned: bool, index: u32) -> u32 {
-    (class << 28) | (u32::from(spawned) << 22) | (section << 16) | index
+    make_row(class, section, u32::from(spawned), index)
+}
+
+/// A walk context with row kind `row` (0 changed, 1 spawned, 2 recalled).
+fn make_row(class: u32, section: u32, row: u32, index: u32) -> u32 {
+    (class << 28) | (row << 22) | (section << 16) | index
 }
 
 const SECTION: u32 = 0;
@@ -55,6 +60,9 @@ fn bijection(config: ContextConfig) {
         &[0]
     };
     let shape = map.shape();
+    // Recalled rows (row kind 2) have their own contexts only with
+    // `recall_rows`; else they are the spawned rows' (checked below).
+    let rows = if config.recall_rows { 3 } else { 2 };
     let mut bits = HashSet::new();
     let mut unreachable = 0;
     let mut values = HashSet::new();
@@ -67,7 +75,9 @@ fn bijection(config: ContextConfig) {
         let e = floats.len() as u32;
         let g = e.div_ceil(8);
         let h = if config.mask_history { 3 } else { 1 };
-        unreachable += if g == 1 { 2 * 2 } else { 2 } + 2 * h;
+        // Per row kind: every group context of a one-group type, else
+        // group 0 after a 1; element 0 after a 1, per history.
+        unreachable += rows * (if g == 1 { 2 } else { 1 } + h);
         for which in 0..2 {
             insert_bit(
                 map.bit_context(&mut RowState::default(), make(SET_BIT, s, false, which))
@@ -87,7 +97,9 @@ fn bijection(config: ContextConfig) {
                 .unwrap();
             assert!(values.insert(v));
         }
-        for spawned in [false, true] {
+        for row in 0..rows {
+            let make = |class, s, _: bool, index| make_row(class, s, row, index);
+            let spawned = row > 0;
             // One-group types send no group bits.
             for grp in (0..g).filter(|_| g > 1) {
                 for prev in [false, true] {
@@ -221,6 +233,7 @@ fn turning_conditions_off_merges_contexts() {
         value_kind: false,
         value_history: false,
         row_kind: false,
+        recall_rows: false,
     };
     let map = ContextMap::new(&secs, off).unwrap();
     let mut st = RowState::default();
@@ -231,6 +244,33 @@ fn turning_conditions_off_merges_contexts() {
         map.value_context(&RowState::default(), make(VALUE, 1, false, 0))
             .unwrap()
     );
+}
+
+#[test]
+fn recalled_rows_have_their_own_contexts_unless_merged() {
+    let secs = sections();
+    let own = ContextMap::new(
+        &secs,
+        ContextConfig {
+            recall_rows: true,
+            ..ContextConfig::BLOCK
+        },
+    )
+    .unwrap();
+    let merged = ContextMap::new(&secs, ContextConfig::BLOCK).unwrap();
+    assert!(merged.shape().bit_contexts < own.shape().bit_contexts);
+    for map in [&own, &merged] {
+        let ctx = |row| {
+            map.value_context(&RowState::default(), make_row(VALUE, 1, row, 3))
+                .unwrap()
+        };
+        assert_ne!(ctx(0), ctx(1));
+        assert_eq!(ctx(1) == ctx(2), std::ptr::eq(map, &merged));
+        assert!(matches!(
+            map.value_context(&RowState::default(), make_row(VALUE, 1, 3, 3)),
+            Err(ModelError::WalkContext { .. })
+        ));
+    }
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn dense_sections_go_as_planes_sparse_ones_as_masks() {
     let key = enc.encode(&t0, 0, None).unwrap();
     let mut payload = Vec::new();
     enc.payload(&t0, 0, None, &mut payload).unwrap();
-    assert_eq!(flags(&payload), 0x0c, "dense keyframe section as planes");
+    assert_eq!(flags(&payload), 0x14, "dense keyframe section as planes");
     let (_, got0) = dec.decode(&key, None).unwrap();
     assert_eq!(got0, t0);
     // Delta: every float of section 0 changed (planes); one sparse row
@@ -69,7 +69,7 @@ fn dense_sections_go_as_planes_sparse_ones_as_masks() {
     enc.payload(&t1, 1, b, &mut payload).unwrap();
     // Section 0: flags "changed" with planes, the changed set over 40 (all
     // 40 as a bitmap: head 0, 5 bytes); then section 1's flags.
-    assert_eq!(flags(&payload), 0x0a);
+    assert_eq!(flags(&payload), 0x12);
     assert_eq!(payload[1], 0);
     assert_eq!(payload[7], 0x02, "sparse section as masks and values");
     let delta = enc.encode(&t1, 1, b).unwrap();
@@ -102,7 +102,7 @@ fn planes_that_pass_the_payload_limit_fall_back_to_masks() {
     let mut enc = Encoder::new(s.clone());
     let mut payload = Vec::new();
     enc.payload(&cur, 1, b, &mut payload).unwrap();
-    assert_eq!(flags(&payload), 0x0a);
+    assert_eq!(flags(&payload), 0x12);
     assert!(payload.len() > 48_000);
     // Under a 20,000-byte payload limit: masks and values.
     let limits = Limits {

@@ -302,10 +302,19 @@ fn simulate(seed: u64, link: LinkConfig, ticks: u64, calm: u64, history: usize) 
                 let junk = rng.next_u64() as u16;
                 server.ack(c.id, junk).ok();
             }
-            if t >= c.join_tick {
+            if t >= c.join_tick && t % 16 == 0 {
                 let mem = server.client_memory(c.id).unwrap();
                 // The ring, its views and held records: bounded per entry.
-                assert!(mem < history * 512, "client memory {mem} unbounded");
+                // The recalls: the entities that left the view in the last
+                // 4,352 steps at most (record, stamp: 32 bytes with the
+                // chunk's share), shared between entries but for each
+                // entry's chunk list and the chunks its step copied.
+                let recalled = (12 + (world.next_shot - 1000) as usize).min(3 * 4352);
+                let bound = history * 512
+                    + recalled * 32
+                    + history * (recalled / 32 + 4) * 16
+                    + history * 2 * 32 * 24;
+                assert!(mem < bound, "client memory {mem} unbounded");
             }
         }
     }

@@ -1,5 +1,6 @@
 //! `eval`: replays captures through the codec and reports sizes and times,
-//! next to plain zstd frames, as one JSON object with stable keys.
+//! next to plain zstd frames, as one JSON object with stable keys. Every
+//! packet is coded with its baseline's recall, as a session codes it.
 
 #![forbid(unsafe_code)]
 
@@ -13,6 +14,7 @@ use tickpack::{Decoder, Encoder, Snapshot};
 
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
+use crate::recalls::RecallChain;
 use crate::replay::{plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
@@ -222,6 +224,7 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
     for (ci, sc) in scanned.iter().enumerate() {
         let pl = planned(sc, opts, &mut baselines);
         let mut held: HashMap<usize, Snapshot> = HashMap::new();
+        let mut chain = RecallChain::new();
         let mut held_bytes = 0u64;
         let mut next = 0usize;
         sc.stream(|i, snap| {
@@ -247,7 +250,8 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
             }
             while let Some(&p) = pl.packets.get(next).filter(|p| p.tick <= i) {
                 next += 1;
-                let j = Job::new(&sc.ticks, &held, p)?;
+                let recall = chain.of(&p).cloned();
+                let j = Job::new(&sc.ticks, &held, p)?.with_recall(recall.as_ref());
                 raw += j.snapshot.raw_len() as u64;
                 keyframes += u64::from(j.baseline.is_none());
                 let t = Instant::now();
@@ -255,22 +259,17 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                 enc_us += t.elapsed().as_secs_f64() * 1e6;
                 sizes.push(packet.len() as u64);
                 let t = Instant::now();
-                let r = decoder.decode_into(
-                    &packet,
-                    tickpack::Reference {
-                        baseline: j.codec_baseline(),
-                        prior: j.codec_prior(),
-                    },
-                    &mut out,
-                );
+                let r = decoder.decode_into(&packet, j.reference(), &mut out);
                 dec_us += t.elapsed().as_secs_f64() * 1e6;
                 ok &= r.is_ok() && out == *j.snapshot;
+                chain.sent(&p, j.sequence, j.baseline, j.snapshot);
                 codec.encode(&j.keyframe(), &mut packet)?;
                 key_bytes += packet.len() as u64;
                 ok &= decoder.decode_into(&packet, None, &mut out).is_ok() && out == *j.snapshot;
                 frames.plain(j.snapshot)?;
             }
             let last_use = &pl.last_use;
+            chain.retain(|k| last_use.get(&k).is_some_and(|&u| u > i));
             held.retain(|k, s| {
                 let keep = last_use.get(k).is_some_and(|&u| u > i);
                 if !keep {

@@ -28,6 +28,7 @@ pub mod jsonl;
 pub mod measure;
 pub mod model;
 pub mod output;
+pub mod recalls;
 pub mod replay;
 pub mod suggest;
 pub mod table;

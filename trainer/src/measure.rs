@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use tickpack::{Baseline, DeltaOp, Encoder, Reference, Schema, Snapshot, MAX_BLOCK_CONTENT};
+use tickpack::{
+    Baseline, DeltaOp, Encoder, Recall, Reference, Schema, Snapshot, MAX_BLOCK_CONTENT,
+};
 
 use crate::captures::TickMeta;
 use crate::replay::Packet;
@@ -21,6 +23,8 @@ pub struct Job<'a> {
     pub baseline: Option<(u16, &'a Snapshot)>,
     /// The prior baseline for predicted fields.
     pub prior: Option<(u16, &'a Snapshot)>,
+    /// The baseline's recall, if known (see [`crate::recalls`]).
+    pub recall: Option<&'a Recall>,
 }
 
 impl<'a> Job<'a> {
@@ -45,7 +49,23 @@ impl<'a> Job<'a> {
             sequence,
             baseline: packet.baseline.map(at).transpose()?,
             prior: packet.baseline.and(packet.prior).map(at).transpose()?,
+            recall: None,
         })
+    }
+
+    /// The same job coded with `recall` (its baseline's).
+    pub fn with_recall(self, recall: Option<&'a Recall>) -> Self {
+        Self { recall, ..self }
+    }
+
+    /// What the job is coded against, in the codec's form: baseline, prior
+    /// and the baseline's recall.
+    pub fn reference(&self) -> Reference<'a> {
+        Reference {
+            baseline: self.codec_baseline(),
+            prior: self.codec_prior(),
+            recall: self.recall.filter(|_| self.baseline.is_some()),
+        }
     }
 
     /// The same snapshot as a keyframe.
@@ -53,6 +73,7 @@ impl<'a> Job<'a> {
         Self {
             baseline: None,
             prior: None,
+            recall: None,
             ..*self
         }
     }
@@ -71,17 +92,9 @@ impl<'a> Job<'a> {
 }
 
 /// Encodes `job` with `encoder`: with its prior when it has one (the
-/// encoder uses it only if the schema has `predict` fields).
+/// encoder uses it only if the schema has `predict` fields) and its recall.
 pub fn encode(encoder: &mut Encoder, job: &Job<'_>, out: &mut Vec<u8>) -> Result<(), TrainerError> {
-    match (job.codec_baseline(), job.codec_prior()) {
-        (Some(b), Some(p)) => encoder.encode_to_vec(
-            job.snapshot,
-            job.sequence,
-            tickpack::Reference::predicted(b, p),
-            out,
-        )?,
-        (b, _) => encoder.encode_to_vec(job.snapshot, job.sequence, b, out)?,
-    }
+    encoder.encode_to_vec(job.snapshot, job.sequence, job.reference(), out)?;
     Ok(())
 }
 
@@ -156,11 +169,7 @@ pub fn block_samples(
     let mut sizes = Vec::new();
     let mut payload = Vec::new();
     for j in jobs {
-        let reference = Reference {
-            baseline: j.codec_baseline(),
-            prior: j.codec_prior(),
-        };
-        encoder.payload(j.snapshot, j.sequence, reference, &mut payload)?;
+        encoder.payload(j.snapshot, j.sequence, j.reference(), &mut payload)?;
         for chunk in payload.chunks(MAX_BLOCK_CONTENT) {
             data.extend_from_slice(chunk);
             sizes.push(chunk.len());
@@ -231,6 +240,7 @@ mod tests {
             sequence: 3,
             baseline: Some((2, &b0)),
             prior: Some((1, &b1)),
+            recall: None,
         };
         let mut packet = Vec::new();
         encode(&mut Encoder::new(schema.clone()), &job, &mut packet).unwrap();

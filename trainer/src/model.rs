@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 use tickpack::model::{ModelStats, ModelTable};
-use tickpack::{Dictionary, Encoder, Reference, Schema};
+use tickpack::{Dictionary, Encoder, Schema};
 
 use crate::measure::{mean, total_bytes, Job};
 use crate::TrainerError;
@@ -44,11 +44,7 @@ pub fn train_model(
     let model_err = |e| TrainerError::Empty(format!("model table: {e}"));
     let mut stats = ModelStats::new(shape).map_err(model_err)?;
     for j in train {
-        let reference = Reference {
-            baseline: j.codec_baseline(),
-            prior: j.codec_prior(),
-        };
-        enc.model_tokens(j.snapshot, j.sequence, reference, &mut stats)?;
+        enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut stats)?;
     }
     if let Some(e) = stats.error() {
         return Err(model_err(e));

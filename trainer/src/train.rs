@@ -33,11 +33,12 @@ use tickpack::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
 };
-use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema, Snapshot};
+use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Recall, Schema, Snapshot};
 
 use crate::captures::{held_out_start, op_name, ops_of, scan_all, with_ops, Scanned};
 use crate::measure::{block_samples, mean, total_bytes, Job};
 use crate::output::{check_set_output, save_set};
+use crate::recalls::recalls_for;
 use crate::replay::{plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
@@ -235,11 +236,41 @@ fn jobs<'a>(
     list: &[(usize, Packet)],
     scanned: &[Scanned],
     held: &'a [HashMap<usize, Snapshot>],
+    recalls: &'a [HashMap<usize, Recall>],
 ) -> Result<Vec<Job<'a>>, TrainerError> {
     list.iter()
         .map(|&(ci, p)| match (scanned.get(ci), held.get(ci)) {
-            (Some(sc), Some(h)) => Job::new(&sc.ticks, h, p),
+            (Some(sc), Some(h)) => {
+                let recall = p.baseline.and_then(|b| recalls.get(ci)?.get(&b));
+                Ok(Job::new(&sc.ticks, h, p)?.with_recall(recall))
+            }
             _ => Err(TrainerError::Empty(format!("capture {ci} was not loaded"))),
+        })
+        .collect()
+}
+
+/// Per capture, the recall of every baseline tick the listed packets use,
+/// along the capture's whole chain of sends.
+fn chain_recalls(
+    scanned: &[Scanned],
+    opts: &TrainOptions,
+    lists: &[&[(usize, Packet)]],
+) -> Result<Vec<HashMap<usize, Recall>>, TrainerError> {
+    scanned
+        .iter()
+        .enumerate()
+        .map(|(ci, sc)| {
+            let wanted: HashSet<usize> = lists
+                .iter()
+                .flat_map(|l| l.iter())
+                .filter(|(c, _)| *c == ci)
+                .filter_map(|(_, p)| p.baseline)
+                .collect();
+            if wanted.is_empty() {
+                return Ok(HashMap::new());
+            }
+            let (packets, _) = plan(&sc.ticks, sc.header.tick_rate, opts.model);
+            recalls_for(sc, &packets, &wanted)
         })
         .collect()
 }
@@ -287,11 +318,13 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         .map(|(ci, sc)| sc.load(|i| need.contains(&(ci, i))))
         .collect::<Result<_, _>>()?;
     let snapshots_held = held.iter().map(HashMap::len).sum();
+    // Every packet is coded with its baseline's recall, as a session does.
+    let recalls = chain_recalls(&scanned, opts, &[&planned.train_delta, &planned.held_delta])?;
     let jobs = Split {
-        train_delta: jobs(&planned.train_delta, &scanned, &held)?,
-        train_key: jobs(&planned.train_key, &scanned, &held)?,
-        held_delta: jobs(&planned.held_delta, &scanned, &held)?,
-        held_key: jobs(&planned.held_key, &scanned, &held)?,
+        train_delta: jobs(&planned.train_delta, &scanned, &held, &recalls)?,
+        train_key: jobs(&planned.train_key, &scanned, &held, &recalls)?,
+        held_delta: jobs(&planned.held_delta, &scanned, &held, &recalls)?,
+        held_key: jobs(&planned.held_key, &scanned, &held, &recalls)?,
     };
     let (why, train_ticks, held_ticks) =
         (planned.why.clone(), planned.train_ticks, planned.held_ticks);

@@ -57,6 +57,7 @@ fn shipped_sets_load_and_round_trip() {
             let reference = tickpack::Reference {
                 baseline: base,
                 prior: base.and(prior),
+                recall: None,
             };
             let packet = enc.encode(tick, i as u16, reference).unwrap();
             let (h, _) = PacketHeader::parse(&packet).unwrap();
@@ -76,6 +77,7 @@ fn shipped_sets_load_and_round_trip() {
                     tickpack::Reference {
                         baseline: base,
                         prior,
+                        recall: None,
                     },
                 )
                 .unwrap();

@@ -66,6 +66,22 @@ pub enum DecodeError {
         /// Sequence of the prior supplied.
         actual: u16,
     },
+    /// A section's spawned rows are coded against the baseline's recall,
+    /// but none was supplied.
+    MissingRecall {
+        /// The section.
+        section: usize,
+        /// Baseline sequence the packet names.
+        sequence: u16,
+    },
+    /// The supplied recall is not the recall of the baseline the packet
+    /// names.
+    RecallMismatch {
+        /// Baseline sequence the packet names.
+        expected: u16,
+        /// Sequence of the supplied recall.
+        actual: u16,
+    },
     /// The packet names a dictionary the decoder does not hold.
     UnknownDictionary {
         /// Dictionary id in the packet.
@@ -255,6 +271,14 @@ impl fmt::Display for DecodeError {
                 "packet is a delta against {expected}, baseline given is {actual}"
             ),
             Self::BadBaselineDistance => write!(f, "baseline distance of zero"),
+            Self::MissingRecall { section, sequence } => write!(
+                f,
+                "section {section} is coded against the recall of baseline {sequence}, which was not supplied"
+            ),
+            Self::RecallMismatch { expected, actual } => write!(
+                f,
+                "packet needs the recall of baseline {expected}, got the recall of {actual}"
+            ),
             Self::MissingPrior { sequence } => {
                 write!(f, "packet predicts from prior {sequence}, none given")
             }

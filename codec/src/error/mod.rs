@@ -256,6 +256,13 @@ pub enum EncodeError {
         /// Sequence of the baseline.
         baseline: u16,
     },
+    /// The recall given is not the recall of the baseline given.
+    RecallMismatch {
+        /// Sequence of the baseline.
+        baseline: u16,
+        /// Sequence of the recall.
+        recall: u16,
+    },
     /// zstd reported an error (only on allocation failure in practice).
     Zstd {
         /// zstd's error name.
@@ -296,6 +303,9 @@ impl fmt::Display for EncodeError {
                 f,
                 "baseline {baseline} is not 1..=32767 sequences before {sequence}"
             ),
+            Self::RecallMismatch { baseline, recall } => {
+                write!(f, "recall of {recall} given with baseline {baseline}")
+            }
             Self::Zstd { message } => write!(f, "zstd: {message}"),
         }
     }

@@ -93,7 +93,7 @@ impl TokenSink for ByteSink {
     }
 
     #[inline]
-    fn group(&mut self, _section: usize, _spawned: bool, _first: usize, n: usize, bits: u8) {
+    fn group(&mut self, _section: usize, _row: u32, _first: usize, n: usize, bits: u8) {
         // Element bits at a multiple of 8 always start a fresh byte.
         self.prev_class = Some(ctx::MASK_ELEMENT);
         self.meta_since = false;
@@ -186,7 +186,7 @@ impl TokenSource for ByteSource<'_> {
     fn group(
         &mut self,
         _section: usize,
-        _spawned: bool,
+        _row: u32,
         _first: usize,
         n: usize,
     ) -> Result<u8, DecodeError> {
@@ -220,7 +220,7 @@ mod tests {
     fn bits_and_values_roundtrip() {
         let mut s = ByteSink::default();
         s.clear();
-        let m = |class, i| ctx::make(class, 0, false, i);
+        let m = |class, i| ctx::make(class, 0, 0, i);
         s.uint(m(ctx::SET_HEAD, 0), 0);
         for i in 0..10 {
             s.bit(m(ctx::SET_BIT, 0), i % 3 == 0);
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn padding_bits_must_be_zero() {
-        let m = |class, i| ctx::make(class, 0, false, i);
+        let m = |class, i| ctx::make(class, 0, 0, i);
         let mut r = ByteSource::new(&[0x03, 0x00]);
         assert!(r.bit(m(ctx::MASK_GROUP, 0)).unwrap());
         assert_eq!(

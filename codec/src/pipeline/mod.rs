@@ -3,9 +3,10 @@
 //! 1. [`align`]: match entities with the baseline by id (removed, changed,
 //!    spawned).
 //! 2. [`values`]: each changed record against its baseline record, each
-//!    spawned record against the type's default record (all zeros unless
-//!    the schema sets one), element by element: which elements changed,
-//!    and each changed element's kind and value.
+//!    spawned record against its recalled record ([`crate::Recall`]) or
+//!    else the type's default record (all zeros unless the schema sets
+//!    one), element by element: which elements changed, and each changed
+//!    element's kind and value.
 //! 3. [`tokens`]: all of that as one [`SectionTokens`] per section, walked
 //!    in wire order into a [`TokenSink`] (and read back from a
 //!    [`TokenSource`] by [`decode_section`]).
@@ -70,6 +71,8 @@ pub(crate) fn predict_section(
 #[derive(Debug, Default)]
 pub(crate) struct EncodeScratch {
     align: align::Alignment,
+    /// A spawned entity's recalled record.
+    reference: Vec<u8>,
     /// The section's tokens for the packet being built.
     pub(crate) tokens: SectionTokens,
     /// Row deltas of the byte-plane mode, one record each.
@@ -98,15 +101,19 @@ fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut Sectio
 
 /// Fills `s.tokens` with the section `cur` coded against `base`, and
 /// decides its row mode ([`choose_planes`]; `order` is the section's plane
-/// order, [`planes::order`]).
-pub(crate) fn encode_section(
+/// order, [`planes::order`]). A spawned entity is coded against the record
+/// `recalled(id, out)` writes into `out` when it returns `true`, else
+/// against the default record; a section coded against the recall always
+/// sends masks and values.
+pub(crate) fn encode_section<E>(
     ty: &EntityType,
     elements: &[Element],
     order: &[u16],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     s: &mut EncodeScratch,
-) {
+) -> Result<(), E> {
     align::align(base, cur, &mut s.align);
     let (a, t) = (&s.align, &mut s.tokens);
     t.clear();
@@ -123,16 +130,26 @@ pub(crate) fn encode_section(
             t,
         );
     }
+    s.reference.resize(ty.record_size(), 0);
     for &j in &a.spawned {
-        encode_row(elements, cur.record(j as usize), ty.default_record(), t);
+        let id = cur.ids()[j as usize];
+        let recall = recalled(id, &mut s.reference)?;
+        t.recalled.push(recall);
+        t.recall |= recall;
+        let reference = if recall {
+            &s.reference[..]
+        } else {
+            ty.default_record()
+        };
+        encode_row(elements, cur.record(j as usize), reference, t);
     }
     // The same rows as byte planes: changed rows against their baseline
     // record, spawned rows against the spawned record before them.
     s.planes.clear();
     s.mode = RowMode::Tokens;
     let n = t.row_end.len();
-    if n == 0 {
-        return;
+    if n == 0 || t.recall {
+        return Ok(());
     }
     let rs = ty.record_size();
     s.rows.clear();
@@ -155,6 +172,7 @@ pub(crate) fn encode_section(
     planes::split(order, &s.rows, n, rs, &mut s.planes);
     s.mode = choose_planes(elements.len(), t, &s.planes);
     t.planes = s.mode == RowMode::Planes;
+    Ok(())
 }
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
@@ -245,6 +263,7 @@ pub(crate) struct DecodeScratch {
     /// One row's delta gathered from byte planes.
     row: Vec<u8>,
     spawn_records: Vec<u8>,
+    reference: Vec<u8>,
     ids: Vec<u32>,
     records: Vec<u8>,
 }
@@ -256,15 +275,22 @@ fn decode_row(
     src: &mut impl TokenSource,
     section: usize,
     row: usize,
-    spawned: bool,
+    kind_of_row: u32,
     elements: &[Element],
     reference: &[u8],
     s_groups: &mut Vec<bool>,
     s_changed: &mut Vec<u32>,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
-    tokens::read_mask(src, section, spawned, elements.len(), s_groups, s_changed)?
-        .map_err(|()| DecodeError::BadMask { section, row })?;
+    tokens::read_mask(
+        src,
+        section,
+        kind_of_row,
+        elements.len(),
+        s_groups,
+        s_changed,
+    )?
+    .map_err(|()| DecodeError::BadMask { section, row })?;
     out.copy_from_slice(reference);
     for &e in s_changed.iter() {
         let el = elements[e as usize];
@@ -278,7 +304,7 @@ fn decode_row(
             && src.bit(tokens::ctx::make(
                 tokens::ctx::KIND,
                 section,
-                spawned,
+                kind_of_row,
                 e as usize,
             ))?
         {
@@ -287,7 +313,7 @@ fn decode_row(
         let v = src.uint(tokens::ctx::make(
             tokens::ctx::VALUE,
             section,
-            spawned,
+            kind_of_row,
             e as usize,
         ))?;
         values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
@@ -309,7 +335,10 @@ enum Rows<'a, S> {
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
 /// [`tokens::read_meta`] left them), reading its rows from `src` (as byte
 /// planes in `order` when `m.planes`), into `out`. Spawned records may
-/// total at most `max_spawn_bytes`.
+/// total at most `max_spawn_bytes`. When the section's recall bit is set
+/// (never with byte planes), a spawned entity is decoded against the
+/// record `recalled(id, out)` writes into `out` when it returns `true`; at
+/// least one must (`BadEntitySet`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_section(
     section: usize,
@@ -319,6 +348,7 @@ pub(crate) fn decode_section(
     base: &SectionRef<'_>,
     m: &SectionTokens,
     src: &mut impl TokenSource,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, DecodeError>,
     max_spawn_bytes: usize,
     s: &mut DecodeScratch,
     out: &mut Section,
@@ -375,7 +405,7 @@ pub(crate) fn decode_section(
                     *src,
                     section,
                     row,
-                    false,
+                    tokens::ctx::CHANGED,
                     elements,
                     brec,
                     &mut s.groups,
@@ -389,11 +419,14 @@ pub(crate) fn decode_section(
         }
         k += 1;
     }
-    // Spawned entities, each against the type's default record (byte
-    // planes: against the spawned record before it). Records grow as rows
-    // are read, so a truncated payload allocates little.
+    // Spawned entities, each against its recalled record or the type's
+    // default record (byte planes: against the spawned record before it).
+    // Records grow as rows are read, so a truncated payload allocates
+    // little.
     s.spawn_records.clear();
-    for t in 0..m.spawned.len() {
+    s.reference.resize(rs, 0);
+    let mut any_recalled = false;
+    for (t, &id) in m.spawned.iter().enumerate() {
         let at = s.spawn_records.len();
         s.spawn_records.resize(at + rs, 0);
         match &mut rows {
@@ -407,18 +440,30 @@ pub(crate) fn decode_section(
                 };
                 planes::row_apply(ty.spans(), &s.row, prev, rec);
             }
-            Rows::Tokens(src) => decode_row(
-                *src,
-                section,
-                row + t,
-                true,
-                elements,
-                ty.default_record(),
-                &mut s.groups,
-                &mut s.changed,
-                &mut s.spawn_records[at..],
-            )?,
+            Rows::Tokens(src) => {
+                let recall = m.recall && recalled(id, &mut s.reference)?;
+                any_recalled |= recall;
+                let (kind_of_row, reference) = if recall {
+                    (tokens::ctx::RECALLED, &s.reference[..])
+                } else {
+                    (tokens::ctx::SPAWNED, ty.default_record())
+                };
+                decode_row(
+                    *src,
+                    section,
+                    row + t,
+                    kind_of_row,
+                    elements,
+                    reference,
+                    &mut s.groups,
+                    &mut s.changed,
+                    &mut s.spawn_records[at..],
+                )?;
+            }
         }
+    }
+    if m.recall && !any_recalled {
+        return Err(DecodeError::BadEntitySet { section });
     }
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();

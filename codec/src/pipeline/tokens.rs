@@ -26,12 +26,21 @@
 use super::values::Kind;
 use crate::error::DecodeError;
 
-/// Context numbers: `class << 28 | spawned_row << 22 | section << 16 | index`.
-/// `index` is the element, the group, or the set (0 removed, 1 changed).
+/// Context numbers: `class << 28 | row << 22 | section << 16 | index`.
+/// `row` is the row kind of mask, kind and value tokens ([`ctx::CHANGED`],
+/// [`ctx::SPAWNED`], [`ctx::RECALLED`]), 0 for the others; `index` is the
+/// element, the group, or the set (0 removed, 1 changed).
 pub(crate) mod ctx {
+    /// Row kind: a kept entity's changed row, against its baseline record.
+    pub(crate) const CHANGED: u32 = 0;
+    /// Row kind: a spawned entity's row against the type's default record.
+    pub(crate) const SPAWNED: u32 = 1;
+    /// Row kind: a spawned entity's row against its recalled record.
+    pub(crate) const RECALLED: u32 = 2;
+
     /// Which of the section's sets are non-empty: bit 0 removed, bit 1
-    /// changed, bit 2 spawned; bit 3 (byte layout only): the rows are byte
-    /// planes.
+    /// changed, bit 2 spawned; bit 3: spawned rows against the recall; bit
+    /// 4 (byte layout only): the rows are byte planes.
     pub(crate) const SECTION: u32 = 0;
     /// A non-empty set's head: 0 for a bitmap, else the member count of a
     /// list; index: 0 removed, 1 changed.
@@ -55,8 +64,8 @@ pub(crate) mod ctx {
 
     /// The context number of a decision.
     #[inline]
-    pub(crate) const fn make(class: u32, section: usize, spawned: bool, index: usize) -> u32 {
-        (class << 28) | ((spawned as u32) << 22) | ((section as u32) << 16) | index as u32
+    pub(crate) const fn make(class: u32, section: usize, row: u32, index: usize) -> u32 {
+        (class << 28) | (row << 22) | ((section as u32) << 16) | index as u32
     }
 
     /// The class of a context number.
@@ -84,10 +93,10 @@ pub(crate) trait TokenSink {
     /// The `n` (1..=8) element bits of one mask group starting at element
     /// `first` (a multiple of 8): bit `k` of `bits` for element `first + k`.
     /// The same decisions as `n` calls of [`TokenSink::bit`].
-    fn group(&mut self, section: usize, spawned: bool, first: usize, n: usize, bits: u8) {
+    fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
         for k in 0..n {
             self.bit(
-                ctx::make(ctx::MASK_ELEMENT, section, spawned, first + k),
+                ctx::make(ctx::MASK_ELEMENT, section, row, first + k),
                 (bits >> k) & 1 == 1,
             );
         }
@@ -105,13 +114,13 @@ pub(crate) trait TokenSource {
     fn group(
         &mut self,
         section: usize,
-        spawned: bool,
+        row: u32,
         first: usize,
         n: usize,
     ) -> Result<u8, DecodeError> {
         let mut bits = 0u8;
         for k in 0..n {
-            if self.bit(ctx::make(ctx::MASK_ELEMENT, section, spawned, first + k))? {
+            if self.bit(ctx::make(ctx::MASK_ELEMENT, section, row, first + k))? {
                 bits |= 1 << k;
             }
         }
@@ -148,6 +157,12 @@ pub(crate) struct SectionTokens {
     pub(crate) changed: Vec<u32>,
     /// Ids of entities not in the baseline, ascending.
     pub(crate) spawned: Vec<u32>,
+    /// Whether the spawned rows are coded against the recall (section flag
+    /// bit 3): then each spawned entity the recall holds is.
+    pub(crate) recall: bool,
+    /// Per spawned entity: whether its row is coded against its recalled
+    /// record (else the default record). Filled by the encoder.
+    pub(crate) recalled: Vec<bool>,
     /// Per row (changed rows, then spawned rows): the end of its elements
     /// in `elems`. Row `r` holds `elems[row_end[r - 1]..row_end[r]]`.
     pub(crate) row_end: Vec<u32>,
@@ -167,6 +182,8 @@ impl SectionTokens {
         self.removed.clear();
         self.changed.clear();
         self.spawned.clear();
+        self.recall = false;
+        self.recalled.clear();
         self.row_end.clear();
         self.elems.clear();
         self.planes = false;
@@ -180,6 +197,15 @@ impl SectionTokens {
     /// Whether the section has nothing to say (no removal, change or spawn).
     pub(crate) fn is_idle(&self) -> bool {
         self.removed.is_empty() && self.changed.is_empty() && self.spawned.is_empty()
+    }
+
+    /// The row kind of row `r` (a [`ctx`] row kind).
+    pub(crate) fn row_kind(&self, r: usize) -> u32 {
+        match r.checked_sub(self.changed.len()) {
+            None => ctx::CHANGED,
+            Some(j) if self.recalled.get(j) == Some(&true) => ctx::RECALLED,
+            Some(_) => ctx::SPAWNED,
+        }
     }
 
     /// The changed elements of row `r`.
@@ -217,7 +243,7 @@ pub(crate) fn write_set(
         next = m + 1;
     }
     let bitmap = 1 + universe.div_ceil(8);
-    let c = |class| ctx::make(class, section, false, which);
+    let c = |class| ctx::make(class, section, 0, which);
     if list <= bitmap {
         sink.uint(c(ctx::SET_HEAD), members.len() as u64);
         let mut next = 0u32;
@@ -253,7 +279,7 @@ pub(crate) fn read_set(
         out.push(0);
         return Ok(Ok(()));
     }
-    let c = |class| ctx::make(class, section, false, which);
+    let c = |class| ctx::make(class, section, 0, which);
     let n = src.uint(c(ctx::SET_HEAD))?;
     if n == 0 {
         for i in 0..universe as u32 {
@@ -281,8 +307,8 @@ pub(crate) fn read_set(
     Ok(Ok(()))
 }
 
-/// Section flag bit 3: the section's rows are byte planes.
-pub(crate) const FLAG_PLANES: u64 = 8;
+/// Section flag bit 4: the section's rows are byte planes.
+pub(crate) const FLAG_PLANES: u64 = 16;
 
 /// Walks one section's entity sets into `sink`; `planes`: flag the rows as
 /// byte planes (only when `t` has rows).
@@ -295,8 +321,9 @@ pub(crate) fn write_meta(
     let flags = u64::from(!t.removed.is_empty())
         | u64::from(!t.changed.is_empty()) << 1
         | u64::from(!t.spawned.is_empty()) << 2
+        | u64::from(t.recall) << 3
         | if planes { FLAG_PLANES } else { 0 };
-    sink.uint(ctx::make(ctx::SECTION, section, false, 0), flags);
+    sink.uint(ctx::make(ctx::SECTION, section, 0, 0), flags);
     if !t.removed.is_empty() {
         write_set(sink, section, 0, t.base_len, &t.removed);
     }
@@ -305,13 +332,13 @@ pub(crate) fn write_meta(
     }
     if !t.spawned.is_empty() {
         sink.uint(
-            ctx::make(ctx::SPAWN_COUNT, section, false, 0),
+            ctx::make(ctx::SPAWN_COUNT, section, 0, 0),
             t.spawned.len() as u64 - 1,
         );
         let mut next = 0u32;
         for &id in &t.spawned {
             sink.uint(
-                ctx::make(ctx::SPAWN_GAP, section, false, 0),
+                ctx::make(ctx::SPAWN_GAP, section, 0, 0),
                 u64::from(id - next),
             );
             next = id.wrapping_add(1);
@@ -341,20 +368,23 @@ pub(crate) fn read_meta(
     t: &mut SectionTokens,
 ) -> Result<(), DecodeError> {
     let bad = DecodeError::BadEntitySet { section };
-    let mut flags = src.uint(ctx::make(ctx::SECTION, section, false, 0))?;
+    let mut flags = src.uint(ctx::make(ctx::SECTION, section, 0, 0))?;
     t.planes = false;
     if planes_ok && flags & FLAG_PLANES != 0 {
-        // Planes need rows: changed or spawned entities.
-        if flags & 6 == 0 {
+        // Planes need rows (changed or spawned entities), and go without
+        // the recall.
+        if flags & 6 == 0 || flags & 8 != 0 {
             return Err(bad);
         }
         t.planes = true;
         flags &= !FLAG_PLANES;
     }
-    // A set can only be non-empty over a non-empty universe.
-    if flags > 7 || (flags & 1 != 0 && t.base_len == 0) {
+    // A set can only be non-empty over a non-empty universe; the recall
+    // bit only with spawned entities.
+    if flags > 15 || (flags & 1 != 0 && t.base_len == 0) || flags & 12 == 8 {
         return Err(bad);
     }
+    t.recall = flags & 8 != 0;
     t.removed.clear();
     if flags & 1 != 0 {
         read_set(src, section, 0, t.base_len, &mut t.removed)?.map_err(|()| bad.clone())?;
@@ -381,7 +411,7 @@ pub(crate) fn read_meta(
         return Ok(());
     }
     let n = src
-        .uint(ctx::make(ctx::SPAWN_COUNT, section, false, 0))?
+        .uint(ctx::make(ctx::SPAWN_COUNT, section, 0, 0))?
         .saturating_add(1);
     let room = max_entities - kept;
     if n > room as u64 {
@@ -404,7 +434,7 @@ pub(crate) fn read_meta(
     for _ in 0..n {
         let id = next
             + src
-                .uint(ctx::make(ctx::SPAWN_GAP, section, false, 0))?
+                .uint(ctx::make(ctx::SPAWN_GAP, section, 0, 0))?
                 .min(1 << 33);
         if id > u64::from(u32::MAX) {
             return Err(DecodeError::IdOverflow { section });
@@ -425,7 +455,7 @@ pub(crate) fn write_rows(
 ) {
     let groups = elements.div_ceil(GROUP);
     for r in 0..t.row_end.len() {
-        let spawned = r >= t.changed.len();
+        let spawned = t.row_kind(r);
         let row = t.row(r);
         // Group bits (not sent when the type has one group).
         if groups > 1 {
@@ -477,7 +507,7 @@ pub(crate) fn write_rows(
 pub(crate) fn read_mask(
     src: &mut impl TokenSource,
     section: usize,
-    spawned: bool,
+    row: u32,
     elements: usize,
     groups_scratch: &mut Vec<bool>,
     changed: &mut Vec<u32>,
@@ -487,7 +517,7 @@ pub(crate) fn read_mask(
     groups_scratch.clear();
     if groups > 1 {
         for g in 0..groups {
-            groups_scratch.push(src.bit(ctx::make(ctx::MASK_GROUP, section, spawned, g))?);
+            groups_scratch.push(src.bit(ctx::make(ctx::MASK_GROUP, section, row, g))?);
         }
     } else {
         groups_scratch.push(true);
@@ -498,19 +528,19 @@ pub(crate) fn read_mask(
         }
         let before = changed.len();
         let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
-        let mut bits = src.group(section, spawned, first, end - first)?;
+        let mut bits = src.group(section, row, first, end - first)?;
         while bits != 0 {
             changed.push((first + bits.trailing_zeros() as usize) as u32);
             bits &= bits - 1;
         }
         // A marked group changes something, except the implied single
         // group of a spawned row (which may equal its reference).
-        if changed.len() == before && (groups > 1 || !spawned) {
+        if changed.len() == before && (groups > 1 || row == ctx::CHANGED) {
             return Ok(Err(()));
         }
     }
     // A changed row changes something.
-    if changed.is_empty() && !spawned {
+    if changed.is_empty() && row == ctx::CHANGED {
         return Ok(Err(()));
     }
     Ok(Ok(()))

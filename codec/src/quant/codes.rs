@@ -62,6 +62,25 @@ pub(crate) fn section_to_codes(
     Ok(())
 }
 
+/// Replaces every quantised value of one record (entity `id` of section
+/// `index`, of type `ty`) by its code, in place.
+pub(crate) fn record_to_codes(
+    ty: &crate::schema::EntityType,
+    index: usize,
+    id: u32,
+    rec: &mut [u8],
+) -> Result<(), SnapshotError> {
+    if ty.slots().is_empty() {
+        return Ok(());
+    }
+    plan::to_codes(ty.slots(), rec).map_err(|(field, element)| SnapshotError::NotQuantized {
+        section: index,
+        id,
+        field,
+        element,
+    })
+}
+
 /// Copies `src` into `dst` in code form (after checking it against the
 /// schema).
 pub(crate) fn snapshot_to_codes(

@@ -13,6 +13,7 @@ use crate::dict::Dictionary;
 use crate::error::DecodeError;
 use crate::limits::Limits;
 use crate::packet::PacketHeader;
+use crate::recall::Recall;
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
@@ -34,7 +35,8 @@ pub struct ClientConfig {
     /// snapshot and applies the next one whatever its sequence, forgetting
     /// its history. Default [`DEFAULT_RESYNC_AFTER`].
     pub resync_after: u32,
-    /// Limits (the server's).
+    /// Limits (the server's: they also cap every recall, which both ends
+    /// must derive alike).
     pub limits: Limits,
     /// Dictionaries packets may name.
     pub dictionaries: Vec<Dictionary>,
@@ -152,7 +154,9 @@ pub struct ClientStats {
 /// The client side of the protocol. See the [module docs](super).
 pub struct Client {
     decoder: Decoder,
-    ring: Vec<Option<(u16, Snapshot)>>,
+    /// Applied snapshots with their recalls.
+    ring: Vec<Option<(u16, Snapshot, Recall)>>,
+    limits: Limits,
     newest: Option<u16>,
     want_full: bool,
     max_jump: u16,
@@ -190,6 +194,7 @@ impl Client {
         Ok(Self {
             decoder,
             ring: vec![None; config.history],
+            limits: config.limits,
             newest: None,
             want_full: false,
             max_jump: config.max_jump,
@@ -284,13 +289,16 @@ impl Client {
             }
         }
         let n = self.ring.len();
-        let base = match header.baseline {
-            None => None,
+        let (base, recall) = match header.baseline {
+            None => (None, None),
             Some(b) => match &self.ring[usize::from(b) % n] {
-                Some((s, snap)) if *s == b => Some(Baseline {
-                    sequence: b,
-                    snapshot: snap,
-                }),
+                Some((s, snap, recall)) if *s == b => (
+                    Some(Baseline {
+                        sequence: b,
+                        snapshot: snap,
+                    }),
+                    Some(recall),
+                ),
                 _ => {
                     return drop(DropReason::UnknownBaseline {
                         sequence,
@@ -302,7 +310,7 @@ impl Client {
         let prior = match header.prior {
             None => None,
             Some(p) => match &self.ring[usize::from(p) % n] {
-                Some((s, snap)) if *s == p => Some(Baseline {
+                Some((s, snap, _)) if *s == p => Some(Baseline {
                     sequence: p,
                     snapshot: snap,
                 }),
@@ -319,22 +327,29 @@ impl Client {
             crate::Reference {
                 baseline: base,
                 prior,
+                recall,
             },
             &mut self.scratch,
         ) {
             return drop(DropReason::Undecodable(e));
         }
+        // What this snapshot recalls: the server derives the same.
+        let recall = match (base, recall) {
+            (Some(b), Some(r)) => r.advance(b, &self.scratch, sequence, &self.limits),
+            _ => Recall::keyframe(sequence),
+        };
         if resync {
             self.ring.iter_mut().for_each(|s| *s = None);
             self.resyncing = false;
         }
         let slot = &mut self.ring[usize::from(sequence) % n];
         match slot {
-            Some((s, snap)) => {
+            Some((s, snap, r)) => {
                 *s = sequence;
                 core::mem::swap(snap, &mut self.scratch);
+                *r = recall;
             }
-            None => *slot = Some((sequence, core::mem::take(&mut self.scratch))),
+            None => *slot = Some((sequence, core::mem::take(&mut self.scratch), recall)),
         }
         self.newest = Some(sequence);
         if header.baseline.is_none() {
@@ -360,7 +375,7 @@ impl Client {
     /// An applied snapshot still in the history.
     pub fn get(&self, sequence: u16) -> Option<&Snapshot> {
         match &self.ring[usize::from(sequence) % self.ring.len()] {
-            Some((s, snap)) if *s == sequence => Some(snap),
+            Some((s, snap, _)) if *s == sequence => Some(snap),
             _ => None,
         }
     }

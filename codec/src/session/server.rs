@@ -1,4 +1,9 @@
 //! The server side: per-client history and acks, shared encodes.
+//!
+//! Every sent snapshot keeps its [`Recall`] (the last records the client
+//! saw of entities it does not hold), derived along the client's chain of
+//! baselines exactly as the client derives it, so a spawned entity is
+//! coded against what the client last knew of it.
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +20,7 @@ use crate::dict::Dictionary;
 use crate::encoder::{Encoder, DEFAULT_LEVEL};
 use crate::limits::Limits;
 use crate::packet::MAX_BASELINE_DISTANCE;
+use crate::recall::Recall;
 use crate::schema::Schema;
 use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
@@ -27,7 +33,8 @@ pub struct ServerConfig {
     pub history: usize,
     /// zstd level.
     pub level: i32,
-    /// Limits (give clients the same).
+    /// Limits (give clients the same: they also cap every recall, which
+    /// both ends must derive alike).
     pub limits: Limits,
     /// Send a one-byte checksum in every packet (2 bytes with the header's
     /// extension byte): a client whose baseline drifted notices within a
@@ -95,6 +102,8 @@ struct Sent {
     held: Option<Arc<Snapshot>>,
     /// The client acked this snapshot, so it holds it.
     acked: bool,
+    /// The recall of this snapshot (shared chunks with its baseline's).
+    recall: Recall,
 }
 
 impl Sent {
@@ -183,21 +192,47 @@ impl ClientSlot {
 }
 
 /// An encode other clients may reuse: same baseline and prior (sequence,
-/// view and held records), and the same view now.
+/// view and held records), the same baseline recall, and the same view now.
 #[derive(Debug)]
 struct Shared {
     baseline: Option<SentKey>,
     prior: Option<SentKey>,
+    /// The baseline's recall (`None` for a full snapshot).
+    base_recall: Option<Recall>,
     view: View,
     bytes: Arc<[u8]>,
     /// The held records this encode gave (the same for every sharer).
     held: Option<Arc<Snapshot>>,
+    /// The recall of the snapshot sent (the same for every sharer).
+    recall: Recall,
+}
+
+impl Shared {
+    /// Whether a client with this baseline, prior, baseline recall and view
+    /// may take these bytes.
+    fn fits(
+        &self,
+        baseline: &Option<SentKey>,
+        prior: &Option<SentKey>,
+        base_recall: Option<&Recall>,
+        view: &View,
+    ) -> bool {
+        self.baseline == *baseline
+            && self.prior == *prior
+            && self.view == *view
+            && match (&self.base_recall, base_recall) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.same_as(b),
+                _ => false,
+            }
+    }
 }
 
 /// The server side of the protocol. See the [module docs](super).
 pub struct Server {
     schema: Schema,
     encoder: Encoder,
+    limits: Limits,
     hello: Hello,
     history: usize,
     share: bool,
@@ -258,6 +293,7 @@ impl Server {
             predicts: schema.predicts(),
             schema,
             encoder,
+            limits: config.limits,
             hello,
             history: config.history,
             share: config.share_encodes,
@@ -330,9 +366,9 @@ impl Server {
     }
 
     /// The packet for client `id` this tick: a delta against the newest
-    /// snapshot it acked that is still in its ring, else a full snapshot.
-    /// Clients with the same baseline and view get the same bytes, encoded
-    /// once.
+    /// snapshot it acked that is still in its ring (and that snapshot's
+    /// recall), else a full snapshot. Clients with the same baseline,
+    /// recall and view get the same bytes, encoded once.
     pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
         let world = self.world.clone().ok_or(SessionError::NoTick)?;
         let seq = self.sequence;
@@ -357,12 +393,13 @@ impl Server {
         // its held records, not only its sequence: the key holds all three.
         let key = base.as_ref().map(Sent::key);
         let prior_key = prior.as_ref().map(Sent::key);
+        let base_recall = base.as_ref().map(|b| &b.recall);
         let shared = self
             .shared
             .iter()
-            .find(|s| self.share && s.baseline == key && s.prior == prior_key && s.view == *view)
-            .map(|s| (s.bytes.clone(), s.held.clone()));
-        let (bytes, held) = match shared {
+            .find(|s| self.share && s.fits(&key, &prior_key, base_recall, view))
+            .map(|s| (s.bytes.clone(), s.held.clone(), s.recall.clone()));
+        let (bytes, held, recall) = match shared {
             Some(b) => b,
             None => {
                 let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
@@ -386,20 +423,28 @@ impl Server {
                 let reference = crate::Reference {
                     baseline,
                     prior: baseline.and(prior_base),
+                    recall: baseline.and(base_recall),
                 };
                 self.encoder
                     .encode_to_vec(cur, seq, reference, &mut self.out)
                     .map_err(SessionError::Encode)?;
                 self.stats.encodes += 1;
+                // What the client will recall once it applies this packet.
+                let recall = match (baseline, base_recall) {
+                    (Some(b), Some(r)) => r.advance(b, cur, seq, &self.limits),
+                    _ => Recall::keyframe(seq),
+                };
                 let bytes: Arc<[u8]> = Arc::from(&self.out[..]);
                 self.shared.push(Shared {
                     baseline: key,
                     prior: prior_key,
+                    base_recall: base_recall.cloned(),
                     view: view.clone(),
                     bytes: bytes.clone(),
                     held: held.clone(),
+                    recall: recall.clone(),
                 });
-                (bytes, held)
+                (bytes, held, recall)
             }
         };
         if let Some(slot) = self.clients.get_mut(&id) {
@@ -410,6 +455,7 @@ impl Server {
                 view: view.clone(),
                 held,
                 acked: false,
+                recall,
             });
         }
         self.stats.packets += 1;
@@ -511,8 +557,9 @@ impl Server {
         self.stats
     }
 
-    /// Bytes the server holds for client `id` itself: its ring and the views
-    /// in it, not counting the world snapshots every client shares.
+    /// Bytes the server holds for client `id` itself: its ring, the views
+    /// and the recalls in it (chunks shared between its entries counted
+    /// once), not counting the world snapshots every client shares.
     pub fn client_memory(&self, id: u16) -> Option<usize> {
         let slot = self.clients.get(&id)?;
         let ring = slot.ring.capacity() * core::mem::size_of::<Option<Sent>>();
@@ -525,8 +572,16 @@ impl Server {
             .filter_map(|s| s.held.as_ref())
             .collect();
         held.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let mut chunks = std::collections::HashSet::new();
+        let recalls: usize = slot
+            .ring
+            .iter()
+            .flatten()
+            .map(|s| s.recall.heap_bytes(&mut chunks))
+            .sum();
         Some(
-            core::mem::size_of::<ClientSlot>()
+            recalls
+                + core::mem::size_of::<ClientSlot>()
                 + ring
                 + views.iter().map(|v| v.heap_bytes()).sum::<usize>()
                 + held

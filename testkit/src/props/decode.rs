@@ -27,12 +27,46 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let picks: [u8; 6] = u.arbitrary()?;
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
+    // Sometimes the baseline's recall: the entities of the other reference
+    // snapshot that the baseline lacks (its sequence sometimes another).
+    let recall = match (baseline, &refs.prior) {
+        (Some(b), Some(older)) if u.ratio(1, 2)? => {
+            let sequence = if u.ratio(7, 8)? {
+                b.sequence
+            } else {
+                u.arbitrary()?
+            };
+            let from = Baseline {
+                sequence: b.sequence.wrapping_sub(1),
+                snapshot: older,
+            };
+            Some(Recall::keyframe(from.sequence).advance(from, b.snapshot, sequence, &limits))
+        }
+        _ => None,
+    };
     let mut snap = Snapshot::default();
-    let Ok(header) = dec.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut snap)
-    else {
+    let Ok(header) = dec.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline,
+            prior,
+            recall: recall.as_ref(),
+        },
+        &mut snap,
+    ) else {
         return Ok(());
     };
-    check_decoded(&schema, &limits, &packet, &header, baseline, prior, &snap);
+    let reference = tickpack::Reference {
+        baseline,
+        prior,
+        recall: recall.as_ref(),
+    };
+    check_decoded(&schema, &limits, &packet, &header, reference, &snap);
+    // The next recall stays within the limits, whatever was decoded.
+    if let (Some(b), Some(r)) = (baseline, &recall) {
+        let next = r.advance(b, &snap, header.sequence, &limits);
+        assert!(next.counted_bytes() <= limits.max_snapshot_bytes);
+    }
     Ok(())
 }
 
@@ -43,10 +77,10 @@ pub(super) fn check_decoded(
     limits: &Limits,
     packet: &[u8],
     header: &PacketHeader,
-    baseline: Option<Baseline<'_>>,
-    prior: Option<Baseline<'_>>,
+    reference: tickpack::Reference<'_>,
     snap: &Snapshot,
 ) {
+    let (baseline, prior, recall) = (reference.baseline, reference.prior, reference.recall);
     match PacketHeader::parse(packet) {
         Ok((h, _)) => assert_eq!(&h, header, "decoded header differs from parsed header"),
         Err(e) => panic!("packet decoded but its header does not parse: {e:?}"),
@@ -83,15 +117,13 @@ pub(super) fn check_decoded(
     let (rebase, reprior) = (named(header.baseline, baseline), named(header.prior, prior));
     let mut enc = Encoder::new(schema.clone());
     let mut packet2 = Vec::new();
-    let r = match (rebase, reprior) {
-        (Some(b), Some(p)) => enc.encode_to_vec(
-            snap,
-            header.sequence,
-            tickpack::Reference::predicted(b, p),
-            &mut packet2,
-        ),
-        _ => enc.encode_to_vec(snap, header.sequence, rebase, &mut packet2),
+    let recall = recall.filter(|r| rebase.is_some_and(|b| b.sequence == r.sequence()));
+    let reference = tickpack::Reference {
+        baseline: rebase,
+        prior: rebase.and(reprior),
+        recall,
     };
+    let r = enc.encode_to_vec(snap, header.sequence, reference, &mut packet2);
     match r {
         Ok(()) => {}
         // A canonical changed set can cost a few bytes more than the one
@@ -105,6 +137,7 @@ pub(super) fn check_decoded(
         tickpack::Reference {
             baseline: rebase,
             prior: reprior,
+            recall,
         },
         &mut s2,
     ) {

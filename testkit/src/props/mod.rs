@@ -17,8 +17,8 @@ use tickpack::internals::{
 };
 use tickpack::{
     decode, encode, Baseline, Checksum, DecodeError, Decoder, DeltaOp, Dictionary, EncodeError,
-    Encoder, EntityType, Limits, PacketHeader, PacketIds, Schema, Section, SectionRef, Snapshot,
-    MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
+    Encoder, EntityType, Limits, PacketHeader, PacketIds, Recall, Schema, Section, SectionRef,
+    Snapshot, MAX_BASELINE_DISTANCE, MAX_BLOCK_CONTENT, MAX_HEADER_LEN,
 };
 
 /// A property: panics on the input that violates it.

@@ -69,6 +69,7 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             tickpack::Reference {
                 baseline: b,
                 prior: pr,
+                recall: None,
             },
             &mut s,
         ) {
@@ -81,8 +82,24 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let packet = arb_packet(u, &schema, &refs, dict.as_ref())?;
     let (baseline, prior) = refs.pick(picks, &packet);
     let mut out = Snapshot::default();
-    let expected = fresh.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut out);
-    let got = used.decode_into(&packet, tickpack::Reference { baseline, prior }, &mut junk);
+    let expected = fresh.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline,
+            prior,
+            recall: None,
+        },
+        &mut out,
+    );
+    let got = used.decode_into(
+        &packet,
+        tickpack::Reference {
+            baseline,
+            prior,
+            recall: None,
+        },
+        &mut junk,
+    );
     assert_eq!(
         expected, got,
         "decoding into junk with a used decoder gives a different result"

@@ -192,6 +192,7 @@ pub(super) fn check_predicted(
         tickpack::Reference {
             baseline: Some(baseline),
             prior: Some(prior),
+            recall: None,
         },
         &mut out,
     ) {
@@ -219,6 +220,7 @@ pub(super) fn check_predicted(
             tickpack::Reference {
                 baseline: Some(baseline),
                 prior: Some(wrong),
+                recall: None,
             },
             &mut out,
         );

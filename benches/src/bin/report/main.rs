@@ -110,10 +110,23 @@ struct Cli {
     /// directory with --quick].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Only the "Quake 3, real traffic" section, printed (nothing written).
+    #[arg(long)]
+    q3_only: bool,
 }
 
 fn run() -> Res<()> {
-    let Cli { quick, out } = Cli::parse();
+    let Cli {
+        quick,
+        out,
+        q3_only,
+    } = Cli::parse();
+    if q3_only {
+        let t = Instant::now();
+        print!("{}", q3real::section(quick)?);
+        eprintln!("Quake 3 demos: {:.1} s", t.elapsed().as_secs_f64());
+        return Ok(());
+    }
     let ticks = if quick { QUICK_TICKS } else { FULL_TICKS };
     let out = out.unwrap_or_else(|| {
         if quick {

@@ -111,6 +111,7 @@ impl Tickpack {
             let reference = tickpack::Reference {
                 baseline: Some(base(d, i)),
                 prior: prior(d, i),
+                recall: None,
             };
             enc.payload(&d.ticks[i], (i & 0xffff) as u16, reference, &mut p)?;
             samples.push(p);
@@ -134,6 +135,7 @@ impl Method for Tickpack {
         let reference = tickpack::Reference {
             baseline: Some(base(d, i)),
             prior: prior(d, i),
+            recall: None,
         };
         self.enc
             .encode_to_vec(&d.ticks[i], (i & 0xffff) as u16, reference, out)?;
@@ -144,6 +146,7 @@ impl Method for Tickpack {
         let reference = tickpack::Reference {
             baseline: Some(base(d, i)),
             prior: prior(d, i),
+            recall: None,
         };
         Ok(self.dec.decode(packet, reference)?.1)
     }
@@ -219,6 +222,7 @@ impl Method for TickpackSet {
         let reference = tickpack::Reference {
             baseline: Some(base(d, i)),
             prior: prior(d, i).filter(|_| self.predicts),
+            recall: None,
         };
         self.enc
             .encoder_mut(DictKind::Delta)
@@ -233,6 +237,7 @@ impl Method for TickpackSet {
             tickpack::Reference {
                 baseline: Some(base(d, i)),
                 prior: prior(d, i),
+                recall: None,
             },
             &mut out,
         )?;

@@ -9,14 +9,21 @@
 //! four *other* files, so no file is measured with a dictionary that saw it;
 //! then with that dictionary carrying a context-model table trained on the
 //! same four files (the encoder keeps the model block when it is smaller).
+//! Every packet carries its baseline's recall (`tickpack::Recall`), as a
+//! session does, so entities re-entering view are coded against the last
+//! state the client saw of them.
 
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use std::collections::HashMap;
 use tickpack::model::{ModelStats, ModelTable};
-use tickpack::{Baseline, Decoder, Dictionary, Encoder, Primitive, Schema, Snapshot};
+
+use tickpack::{
+    Baseline, Decoder, Dictionary, Encoder, Limits, Primitive, Recall, Reference, Schema, Snapshot,
+};
 
 use crate::methods::Res;
 
@@ -188,6 +195,51 @@ fn baseline(d: &Demo, i: usize) -> Option<Baseline<'_>> {
     })
 }
 
+/// How far back Quake 3 deltas reach (its `PACKET_BACKUP`), with margin:
+/// the recalls kept.
+const RECALL_WINDOW: usize = 64;
+
+/// The recall of each tick, along Quake 3's chain of baselines (a
+/// keyframe's is empty), computed tick by tick; only the recent window is
+/// kept. `TICKPACK_Q3_RECALL=0` turns recall off (to measure without it).
+struct Recalls {
+    on: bool,
+    limits: Limits,
+    kept: HashMap<usize, Recall>,
+}
+
+impl Recalls {
+    fn new() -> Self {
+        Self {
+            on: std::env::var("TICKPACK_Q3_RECALL").map_or(true, |v| v != "0"),
+            limits: Limits::default(),
+            kept: HashMap::new(),
+        }
+    }
+
+    /// Steps to tick `i` (call for every tick, in order): keeps its recall
+    /// and returns its baseline's.
+    fn step(&mut self, d: &Demo, i: usize) -> Option<Recall> {
+        let base = d.baselines[i].and_then(|b| self.kept.get(&b).cloned());
+        let own = match (baseline(d, i), &base) {
+            (Some(b), Some(r)) => r.advance(b, &d.ticks[i], d.sequences[i], &self.limits),
+            _ => Recall::keyframe(d.sequences[i]),
+        };
+        self.kept.insert(i, own);
+        self.kept.retain(|&k, _| k + RECALL_WINDOW > i);
+        base.filter(|_| self.on)
+    }
+}
+
+/// Tick `i`'s reference: its baseline and that baseline's recall.
+fn reference<'a>(d: &'a Demo, i: usize, recall: Option<&'a Recall>) -> Reference<'a> {
+    Reference {
+        baseline: baseline(d, i),
+        prior: None,
+        recall: recall.filter(|_| d.baselines[i].is_some()),
+    }
+}
+
 /// Per-file results.
 struct FileRow {
     name: String,
@@ -211,10 +263,13 @@ fn replay(d: &Demo, dict: Option<&Dictionary>) -> Res<(f64, f64)> {
     }
     let (mut packet, mut out) = (Vec::new(), Snapshot::default());
     let (mut bytes, mut secs) = (0usize, 0f64);
+    let mut recalls = Recalls::new();
     for (i, tick) in d.ticks.iter().enumerate() {
+        let recall = recalls.step(d, i);
+        let r = reference(d, i, recall.as_ref());
         let t = Instant::now();
-        enc.encode_to_vec(tick, d.sequences[i], baseline(d, i), &mut packet)?;
-        dec.decode_into(&packet, baseline(d, i), &mut out)?;
+        enc.encode_to_vec(tick, d.sequences[i], r, &mut packet)?;
+        dec.decode_into(&packet, r, &mut out)?;
         secs += t.elapsed().as_secs_f64();
         if out != *tick {
             return Err(format!("{}: snapshot {i} decoded differently", d.name).into());
@@ -232,9 +287,15 @@ fn train(schema: &Schema, demos: &[&Demo]) -> Res<Dictionary> {
     let mut samples = Vec::new();
     for d in demos {
         let step = (d.ticks.len() / TRAIN_PER_FILE).max(1);
-        for i in (0..d.ticks.len()).step_by(step) {
+        let mut recalls = Recalls::new();
+        for i in 0..d.ticks.len() {
+            let recall = recalls.step(d, i);
+            if i % step != 0 {
+                continue;
+            }
             let mut p = Vec::new();
-            enc.payload(&d.ticks[i], d.sequences[i], baseline(d, i), &mut p)?;
+            let r = reference(d, i, recall.as_ref());
+            enc.payload(&d.ticks[i], d.sequences[i], r, &mut p)?;
             samples.push(p);
         }
     }
@@ -252,9 +313,12 @@ fn train_model(schema: &Schema, demos: &[&Demo]) -> Res<ModelTable> {
         .ok_or("schema too large for a context model")?;
     let mut stats = ModelStats::new(shape)?;
     for d in demos {
+        let mut recalls = Recalls::new();
         for i in 0..d.ticks.len() {
+            let recall = recalls.step(d, i);
             if baseline(d, i).is_some() {
-                enc.model_tokens(&d.ticks[i], d.sequences[i], baseline(d, i), &mut stats)?;
+                let r = reference(d, i, recall.as_ref());
+                enc.model_tokens(&d.ticks[i], d.sequences[i], r, &mut stats)?;
             }
         }
     }

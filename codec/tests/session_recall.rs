@@ -1,0 +1,105 @@
+//! Entities that leave a client's view and come back, under loss: the
+//! server codes them against the client's recall, and the client, which
+//! derives the same recall from what it applied, stays in sync (no packet
+//! is ever undecodable, so no checksum ever fails).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
+use tickpack::{Baseline, DecodeError, Decoder, PacketHeader, Primitive, Schema, Snapshot};
+use tickpack_testkit::rng::SplitMix64;
+
+fn schema() -> Schema {
+    Schema::builder()
+        .entity("item")
+        .field("pos", Primitive::F32, 3)
+        .field("state", Primitive::U8, 4)
+        .build()
+        .unwrap()
+}
+
+/// 60 items; one in five moves each tick, the rest sit still.
+fn world(s: &Schema, t: u32) -> Arc<Snapshot> {
+    let mut w = Snapshot::new(s);
+    for id in 0..60u32 {
+        let moved = if id % 5 == 0 { t } else { 0 };
+        let mut rec = Vec::new();
+        for k in 0..3 {
+            rec.extend_from_slice(&((id * 10 + k + moved) as f32).to_le_bytes());
+        }
+        rec.extend_from_slice(&[id as u8, 1, 2, (t / 50) as u8]);
+        w.section_mut(0).unwrap().insert(id, &rec).unwrap();
+    }
+    Arc::new(w)
+}
+
+/// What the client sees at tick `t`: a window of 20 ids sliding over the
+/// 60, back and forth, so every item leaves and re-enters view.
+fn view(t: u32) -> View {
+    let start = (t / 3) % 80;
+    let start = if start > 40 { 80 - start } else { start };
+    View::filter(vec![(start..start + 20).collect()])
+}
+
+#[test]
+fn entities_leave_and_come_back_under_loss() {
+    let s = schema();
+    for (seed, loss) in [(1u64, 0u64), (2, 20), (3, 50)] {
+        let mut rng = SplitMix64::new(seed);
+        let mut server = Server::new(s.clone(), ServerConfig::default()).unwrap();
+        let mut client = Client::new(s.clone(), ClientConfig::default()).unwrap();
+        server
+            .accept(1, &client.answer(&server.hello().to_bytes()).unwrap())
+            .unwrap();
+        let mut in_flight: Vec<(u32, Arc<[u8]>)> = Vec::new();
+        let (mut applied, mut recalled) = (0, 0);
+        let mut expected = Snapshot::default();
+        for t in 0..1500u32 {
+            server.begin_tick(world(&s, t));
+            let packet = server.send(1, &view(t)).unwrap();
+            // Loss, and a delay of 0-3 ticks (so also reordering).
+            if rng.below(100) >= loss {
+                in_flight.push((t + rng.below(4) as u32, packet));
+            }
+            let (now, later): (Vec<_>, Vec<_>) = in_flight.drain(..).partition(|p| p.0 <= t);
+            in_flight = later;
+            for (_, p) in now {
+                let (h, _) = PacketHeader::parse(&p).unwrap();
+                // Was it coded against the recall? A decoder given only
+                // the baseline says so.
+                if let Some(base) = h.baseline.and_then(|b| client.get(b)) {
+                    let b = Baseline {
+                        sequence: h.baseline.unwrap(),
+                        snapshot: base,
+                    };
+                    if let Err(DecodeError::MissingRecall { .. }) =
+                        Decoder::new(s.clone()).decode(&p, b)
+                    {
+                        recalled += 1;
+                    }
+                }
+                match client.receive(&p) {
+                    Received::Applied { sequence, .. } => {
+                        applied += 1;
+                        assert!(server.sent_state(1, sequence, &mut expected));
+                        assert_eq!(client.get(sequence), Some(&expected), "tick {t}");
+                    }
+                    Received::Dropped(DropReason::Undecodable(e)) => {
+                        panic!("seed {seed}, tick {t}: undecodable: {e}")
+                    }
+                    Received::Dropped(_) => {}
+                }
+            }
+            // Acks are lost as often as packets.
+            if rng.below(100) >= loss {
+                server
+                    .handle_message(&client.message(1).to_bytes())
+                    .unwrap();
+            }
+        }
+        assert!(applied > 500, "seed {seed}: {applied} applied");
+        assert!(recalled > 50, "seed {seed}: {recalled} recalled");
+        assert_eq!(client.stats().undecodable, 0);
+    }
+}

@@ -1,0 +1,116 @@
+//! The recall of each sent snapshot along a capture's chain of baselines,
+//! as a session derives it (`tickpack::Recall`): `eval` and `train` pass
+//! every packet its baseline's recall, so they measure and train on what
+//! the encoder codes.
+
+#![forbid(unsafe_code)]
+
+use std::collections::{HashMap, HashSet};
+
+use tickpack::{Baseline, Limits, Recall, Snapshot};
+
+use crate::captures::Scanned;
+use crate::replay::Packet;
+use crate::TrainerError;
+
+/// Recalls by tick index. A tick sent more than once (several clients)
+/// keeps the recall of its last packet; both ends of the replay use the
+/// same one.
+#[derive(Debug, Default)]
+pub struct RecallChain {
+    limits: Limits,
+    recalls: HashMap<usize, Recall>,
+}
+
+impl RecallChain {
+    /// An empty chain; recalls are capped by the default [`Limits`], as the
+    /// default encoder's.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The recall packet `p` is coded with: its baseline's, if that tick
+    /// was sent and is still kept.
+    pub fn of(&self, p: &Packet) -> Option<&Recall> {
+        self.recalls.get(&p.baseline?)
+    }
+
+    /// Records the recall of tick `p.tick` (sent as `sequence`, holding
+    /// `snapshot`) after packet `p` against `baseline` (a keyframe if
+    /// `None`).
+    pub fn sent(
+        &mut self,
+        p: &Packet,
+        sequence: u16,
+        baseline: Option<(u16, &Snapshot)>,
+        snapshot: &Snapshot,
+    ) {
+        // A baseline whose recall is unknown (its packet was not replayed)
+        // starts the chain from an empty recall.
+        let recall = match baseline {
+            Some((b, base)) => {
+                let empty = Recall::keyframe(b);
+                self.of(p).unwrap_or(&empty).advance(
+                    Baseline {
+                        sequence: b,
+                        snapshot: base,
+                    },
+                    snapshot,
+                    sequence,
+                    &self.limits,
+                )
+            }
+            None => Recall::keyframe(sequence),
+        };
+        self.recalls.insert(p.tick, recall);
+    }
+
+    /// Keeps only the recalls of ticks `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        self.recalls.retain(|&k, _| keep(k));
+    }
+}
+
+/// Replays every packet of `sc` (`packets`, in tick order) and returns the
+/// recall of each tick in `wanted`. Holds only the snapshots and recalls a
+/// later packet still needs.
+pub fn recalls_for(
+    sc: &Scanned,
+    packets: &[Packet],
+    wanted: &HashSet<usize>,
+) -> Result<HashMap<usize, Recall>, TrainerError> {
+    let mut last_use: HashMap<usize, usize> = HashMap::new();
+    for p in packets {
+        for i in [Some(p.tick), p.baseline].into_iter().flatten() {
+            let e = last_use.entry(i).or_insert(p.tick);
+            *e = (*e).max(p.tick);
+        }
+    }
+    let mut chain = RecallChain::new();
+    let mut held: HashMap<usize, Snapshot> = HashMap::new();
+    let mut out = HashMap::new();
+    let mut next = 0usize;
+    sc.stream(|i, snap| {
+        if last_use.contains_key(&i) {
+            held.insert(i, snap.clone());
+        }
+        while let Some(p) = packets.get(next).filter(|p| p.tick <= i) {
+            next += 1;
+            let seq = |k: usize| sc.ticks.get(k).map_or(0, |t| t.tick as u16);
+            let base = p.baseline.and_then(|b| held.get(&b).map(|s| (seq(b), s)));
+            if let Some(s) = held.get(&p.tick) {
+                chain.sent(p, seq(p.tick), base, s);
+            }
+        }
+        if wanted.contains(&i) {
+            if let Some(r) = chain.recalls.get(&i) {
+                out.insert(i, r.clone());
+            }
+        }
+        let keep = |k: usize| last_use.get(&k).is_some_and(|&u| u > i);
+        held.retain(|&k, _| keep(k));
+        chain.retain(keep);
+        Ok(())
+    })?;
+    Ok(out)
+}
