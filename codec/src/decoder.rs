@@ -450,6 +450,7 @@ impl Decoder {
     /// `out`; `has_payload` is false for a packet without blocks (every
     /// section idle); `planes_ok`: sections may hold byte planes (the byte
     /// layout).
+    #[allow(clippy::too_many_arguments)]
     fn decode_walk(
         &mut self,
         src: &mut impl TokenSource,
