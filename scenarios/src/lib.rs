@@ -35,7 +35,7 @@ pub use arena::{
 };
 pub use cube_pile::{cube_pile, cube_schema, idle, CUBE_COUNT, CUBE_FIELDS};
 pub use quantized::{
-    arena_schema_quantized, arena_shooter_quantized, racing_lobby_quantized,
+    arena_schema_quantized, arena_shooter_quantized, car_positions, racing_lobby_quantized,
     racing_lobby_quantized_view, racing_schema_quantized, LOBBY_TIERS,
 };
 pub use racing::{racing_lobby, racing_schema, CAR_COUNT, TRACK_CENTRE};

@@ -94,11 +94,7 @@ pub fn racing_lobby_quantized_view(seed: u64, ticks: usize) -> Scenario {
     let mut out = Vec::with_capacity(world.ticks.len());
     let (mut send, mut skip) = (Vec::new(), Vec::new());
     for (t, snap) in world.ticks.iter().enumerate() {
-        let cars: Vec<(u32, [f32; 3])> = snap
-            .sections()
-            .first()
-            .map(|s| s.iter().map(|(id, rec)| (id, position(rec))).collect())
-            .unwrap_or_default();
+        let cars = car_positions(snap);
         let at = cars
             .iter()
             .find(|(id, _)| *id == viewer)
@@ -129,15 +125,23 @@ pub fn racing_lobby_quantized_view(seed: u64, ticks: usize) -> Scenario {
     }
 }
 
-/// The first three `f32` of a racing record: the car's position.
-fn position(record: &[u8]) -> [f32; 3] {
-    let f = |i: usize| {
-        record
-            .get(i * 4..i * 4 + 4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map_or(0.0, f32::from_le_bytes)
+/// Every car of a racing snapshot (either racing schema: the record starts
+/// with the position as three `f32`) with its position, in id order.
+pub fn car_positions(world: &Snapshot) -> Vec<(u32, [f32; 3])> {
+    let position = |record: &[u8]| {
+        let f = |i: usize| {
+            record
+                .get(i * 4..i * 4 + 4)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(0.0, f32::from_le_bytes)
+        };
+        [f(0), f(1), f(2)]
     };
-    [f(0), f(1), f(2)]
+    world
+        .sections()
+        .first()
+        .map(|s| s.iter().map(|(id, rec)| (id, position(rec))).collect())
+        .unwrap_or_default()
 }
 
 /// The arena schema with quantisation declared (same record layout as

@@ -153,7 +153,7 @@ impl Host {
         let mut encoding = started.elapsed();
         self.shadow.begin_tick(world.clone());
         self.tick_of_seq.insert(seq, k);
-        let cars = super::positions(world);
+        let cars = tickpack_scenarios::car_positions(world);
         let mut ids: Vec<u16> = self.peers.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {

@@ -400,25 +400,6 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
     ))
 }
 
-/// Position: the first `[f32; 3]` field of a racing record.
-fn position(record: &[u8]) -> [f32; 3] {
-    let f = |i: usize| {
-        record
-            .get(i * 4..i * 4 + 4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map_or(0.0, f32::from_le_bytes)
-    };
-    [f(0), f(1), f(2)]
-}
-
-fn positions(world: &Snapshot) -> Vec<(u32, [f32; 3])> {
-    world
-        .sections()
-        .first()
-        .map(|s| s.iter().map(|(id, rec)| (id, position(rec))).collect())
-        .unwrap_or_default()
-}
-
 /// The view of client `id` (in car `id`) on `tick`: the cars the rate
 /// tiers find due (by the tick each was last sent to this client) are
 /// sent, the others left out or held as `far` says.
