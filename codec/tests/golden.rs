@@ -220,6 +220,39 @@ fn vectors() -> Vec<Vector> {
         &mut pd,
     )
     .unwrap();
+    // A grid of 0.25 on x: 100.0 -> 100.25 is one step.
+    let sg = Schema::builder()
+        .entity("ship")
+        .field("x", Primitive::F32, 1)
+        .grid(0.25)
+        .field("hp", Primitive::U16, 1)
+        .field("flags", Primitive::U8, 1)
+        .build()
+        .unwrap();
+    let on_grid = |list: &[(u32, f32, u16, u8)]| {
+        let mut snap = Snapshot::new(&sg);
+        for &(id, x, hp, f) in list {
+            snap.section_mut(0)
+                .unwrap()
+                .insert(id, &ship(x, hp, f))
+                .unwrap();
+        }
+        snap
+    };
+    let (g0, g1) = (
+        on_grid(&[(3, 100.0, 250, 1), (7, 101.5, 250, 0)]),
+        on_grid(&[(3, 100.25, 250, 1), (7, 101.0, 250, 0)]),
+    );
+    let gd = Encoder::new(sg.clone())
+        .encode(
+            &g1,
+            9,
+            Some(Baseline {
+                sequence: 8,
+                snapshot: &g0,
+            }),
+        )
+        .unwrap();
     let (arena_s, a, b) = arena();
     let mut enc = Encoder::new(arena_s.clone());
     let ak = enc.encode(&a, 100, None).unwrap();
@@ -251,6 +284,7 @@ fn vectors() -> Vec<Vector> {
             vec![(19, p_ticks[1].clone()), (18, p_ticks[0].clone())],
             p_ticks[2].clone(),
         ),
+        ("ship_grid_delta", sg, gd, vec![(8, g0)], g1),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),
     ]

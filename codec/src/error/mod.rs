@@ -80,6 +80,15 @@ pub enum SchemaError {
         /// What is wrong, in words.
         reason: String,
     },
+    /// A float grid (see [`SchemaBuilder::grid`](crate::SchemaBuilder::grid))
+    /// on a field that is not a float, is quantised, or a step that is not
+    /// a positive finite number.
+    BadGrid {
+        /// Field name.
+        field: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SchemaError {
@@ -116,6 +125,7 @@ impl fmt::Display for SchemaError {
             Self::BadQuantize { field, reason } => {
                 write!(f, "quantisation of field `{field}`: {reason}")
             }
+            Self::BadGrid { field, reason } => write!(f, "grid of field `{field}`: {reason}"),
         }
     }
 }

@@ -165,6 +165,7 @@ mod tests {
             width,
             op,
             float: false,
+            grid: None,
         }
     }
 

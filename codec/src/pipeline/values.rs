@@ -55,12 +55,21 @@ pub(crate) struct Element {
     pub(crate) op: DeltaOp,
     /// Whether the element is an `f32`/`f64` coded with `Int`/`Predict`.
     pub(crate) float: bool,
+    /// The bits of the field's grid step (`f64`), if it declares one: then
+    /// "integral" means a whole number of steps.
+    pub(crate) grid: Option<u64>,
 }
 
 /// The elements of `ty` in record order.
 pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
     let mut out = Vec::new();
-    for ((f, &off), q) in ty.fields().iter().zip(ty.offsets()).zip(ty.quantization()) {
+    for (((f, &off), q), g) in ty
+        .fields()
+        .iter()
+        .zip(ty.offsets())
+        .zip(ty.quantization())
+        .zip(ty.grids())
+    {
         let w = f.ty.size();
         let op = f.delta_op();
         // A quantised float arrives here as its integer code (crate::quant).
@@ -71,6 +80,7 @@ pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
                 width: w as u8,
                 op,
                 float,
+                grid: g.map(f64::to_bits),
             });
         }
     }
@@ -211,6 +221,55 @@ fn from_integral(v: i64, width: u8) -> Option<u64> {
     }
 }
 
+/// Whole values of element `e`: the integral value, or with a grid the
+/// whole number of steps `k` whose `k · step` (binary64, rounded to the
+/// element's type) has exactly these bits (`-0.0`, NaN and infinities have
+/// none; `|k|` at most 2^24 for `f32`, 2^53 for `f64`).
+#[inline]
+fn whole(e: Element, bits: u64) -> Option<i64> {
+    let Some(step) = e.grid.map(f64::from_bits) else {
+        return integral(bits, e.width);
+    };
+    let x = if e.width == 4 {
+        f64::from(f32::from_bits(bits as u32))
+    } else {
+        f64::from_bits(bits)
+    };
+    let k = (x / step).round();
+    // NaN and infinities fail the range test; the round trip rejects -0.0
+    // and values off the grid.
+    if !k.is_finite() || k.abs() > grid_limit(e.width) as f64 {
+        return None;
+    }
+    let k = k as i64;
+    (from_whole(e, k) == Some(bits)).then_some(k)
+}
+
+fn grid_limit(width: u8) -> u64 {
+    if width == 4 {
+        1 << 24
+    } else {
+        1 << 53
+    }
+}
+
+/// The float bits of whole value `k` of element `e` (see [`whole`]).
+#[inline]
+fn from_whole(e: Element, k: i64) -> Option<u64> {
+    let Some(step) = e.grid.map(f64::from_bits) else {
+        return from_integral(k, e.width);
+    };
+    if k.unsigned_abs() > grid_limit(e.width) {
+        return None;
+    }
+    let x = k as f64 * step;
+    Some(if e.width == 4 {
+        u64::from((x as f32).to_bits())
+    } else {
+        x.to_bits()
+    })
+}
+
 /// Codes element `e` of `cur` against `reference` (whole records).
 #[inline]
 pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
@@ -220,8 +279,8 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
         DeltaOp::Int | DeltaOp::Predict => {
             let (cv, bv) = (load(c), load(b));
             if e.float {
-                if let Some(bi) = integral(bv, e.width) {
-                    return match integral(cv, e.width) {
+                if let Some(bi) = whole(e, bv) {
+                    return match whole(e, cv) {
                         Some(ci) => (Kind::Integral, zigzag64(ci - bi)),
                         None => (Kind::Bits, zigzag_diff(cv, bv, e.width)),
                     };
@@ -250,7 +309,7 @@ pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
         return Kind::Int;
     }
     let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
-    match integral(load(&reference[r]), e.width) {
+    match whole(e, load(&reference[r])) {
         Some(_) => Kind::Bits,
         None => Kind::BitsOnly,
     }
@@ -271,9 +330,15 @@ pub(crate) fn decode(
     let (b, o) = (&reference[r.clone()], &mut out[r]);
     let bv = load(b);
     if kind == Kind::Integral {
-        let bi = integral(bv, e.width).ok_or(BadValue)?;
+        let bi = whole(e, bv).ok_or(BadValue)?;
         let ci = bi.checked_add(unzigzag64(v)).ok_or(BadValue)?;
-        store(from_integral(ci, e.width).ok_or(BadValue)?, o);
+        let bits = from_whole(e, ci).ok_or(BadValue)?;
+        // On a grid two step counts may round to one float: only the one
+        // the encoder would send is accepted.
+        if e.grid.is_some() && whole(e, bits) != Some(ci) {
+            return Err(BadValue);
+        }
+        store(bits, o);
         return Ok(());
     }
     if v & !mask(e.width) != 0 {
@@ -309,6 +374,7 @@ mod tests {
             width,
             op,
             float,
+            grid: None,
         }
     }
 
@@ -397,5 +463,79 @@ mod tests {
             rt(el(2, DeltaOp::Sub, false), 0x0100, 0x00ff),
             (Kind::Int, 0x0101)
         );
+    }
+
+    fn grid(width: u8, step: f64) -> Element {
+        Element {
+            grid: Some(step.to_bits()),
+            ..el(width, DeltaOp::Int, true)
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn grid_values_round_trip_bit_exactly(ka in -70_000i64..70_000, kb in -70_000i64..70_000, noise: u32, step_at in 0usize..3) {
+            let step = [360.0 / 65536.0, 0.1, 0.125][step_at];
+            let e = grid(4, step);
+            let on = |k: i64| u64::from(((k as f64 * step) as f32).to_bits());
+            // Both on the grid: whole steps, the difference of the counts.
+            let (k, v) = rt(e, on(ka), on(kb));
+            if on(ka) != on(kb) && whole(e, on(ka)) == Some(ka) && whole(e, on(kb)) == Some(kb) {
+                prop_assert_eq!(k, Kind::Integral);
+                prop_assert_eq!(v, zigzag64(ka - kb));
+            }
+            // Off the grid (any bits, NaN included): bit-exact as without one.
+            rt(e, u64::from(noise), on(kb));
+            rt(e, on(ka), u64::from(noise));
+            let e64 = grid(8, step);
+            rt(e64, (ka as f64 * step).to_bits(), (kb as f64 * step).to_bits());
+            rt(e64, u64::from(noise) << 20, (kb as f64 * step).to_bits());
+        }
+    }
+
+    #[test]
+    fn angle_steps_cost_a_few_bits() {
+        // 90.0 and 90.0 + 3 steps of 360/65536 degrees.
+        let e = grid(4, 360.0 / 65536.0);
+        let a = u64::from(90.0f32.to_bits());
+        let b = u64::from((((16384 + 3) as f64 * (360.0 / 65536.0)) as f32).to_bits());
+        assert_eq!(rt(e, b, a), (Kind::Integral, zigzag64(3)));
+        // Without the grid, 90.0 is integral and the other is not: bits.
+        assert_eq!(rt(el(4, DeltaOp::Int, true), b, a).0, Kind::Bits);
+        // -0.0 is never on a grid.
+        let neg_zero = u64::from((-0.0f32).to_bits());
+        assert_eq!(whole(e, neg_zero), None);
+        assert_eq!(rt(e, neg_zero, a).0, Kind::Bits);
+    }
+
+    #[test]
+    fn non_canonical_step_counts_are_rejected() {
+        // With a step below f32 precision near 2^24 · step, neighbouring
+        // counts round to one float; only the count `whole` finds decodes.
+        let e = grid(4, 1e-3);
+        let mut out = [0u8; 4];
+        let mut rejected = 0;
+        for k in (1i64 << 24) - 200..1 << 24 {
+            let Some(r) = from_whole(e, k).filter(|&r| whole(e, r) == Some(k)) else {
+                continue;
+            };
+            let Some(bits) = from_whole(e, k + 1) else {
+                continue;
+            };
+            let got = decode(
+                e,
+                Kind::Integral,
+                zigzag64(1),
+                &r.to_le_bytes()[..4],
+                &mut out,
+            );
+            if whole(e, bits) == Some(k + 1) {
+                assert_eq!(got, Ok(()));
+            } else {
+                assert_eq!(got, Err(BadValue));
+                rejected += 1;
+            }
+        }
+        assert!(rejected > 0);
     }
 }

@@ -27,6 +27,9 @@ pub(crate) struct FieldDef {
     delta: Option<DeltaOp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     quantize: Option<QuantizeDef>,
+    /// A lossless float grid step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    grid: Option<f64>,
 }
 
 fn one() -> usize {
@@ -190,14 +193,20 @@ impl QuantizeDef {
 
 impl FieldDef {
     /// The text form of a field and its declaration.
-    pub(crate) fn new(field: &Field, quantize: Option<&Quantize>) -> Self {
+    pub(crate) fn new(field: &Field, quantize: Option<&Quantize>, grid: Option<f64>) -> Self {
         Self {
             name: field.name.clone(),
             ty: field.ty,
             len: field.len,
             delta: field.delta,
             quantize: quantize.map(QuantizeDef::from_quantize),
+            grid,
         }
+    }
+
+    /// The field's `grid` key.
+    pub(crate) fn grid(&self) -> Option<f64> {
+        self.grid
     }
 
     /// The field and its declaration; `Err` says what is wrong with the

@@ -172,6 +172,8 @@ pub struct EntityType {
     default_record: Vec<u8>,
     spans: Vec<Span>,
     quant: Vec<Option<Quantize>>,
+    /// Per field: the bits of its lossless float grid step, if declared.
+    grid: Vec<Option<u64>>,
     slots: Vec<plan::Slot>,
 }
 
@@ -199,6 +201,12 @@ impl EntityType {
     /// The record new entities are coded against (all zero unless set).
     pub fn default_record(&self) -> &[u8] {
         &self.default_record
+    }
+
+    /// Per field: the step of its lossless float grid, if declared (see
+    /// [`SchemaBuilder::grid`]).
+    pub fn grids(&self) -> impl ExactSizeIterator<Item = Option<f64>> + '_ {
+        self.grid.iter().map(|g| g.map(f64::from_bits))
     }
 
     /// Field layout merged into runs of equal element width and operator.
@@ -267,6 +275,7 @@ impl EntityType {
         name: String,
         fields: Vec<Field>,
         quant: Vec<Option<Quantize>>,
+        grid: Vec<Option<f64>>,
         default: Option<Vec<u8>>,
     ) -> Result<Self, SchemaError> {
         check_name(&name)?;
@@ -351,6 +360,26 @@ impl EntityType {
                 });
             }
         }
+        let mut grid: Vec<Option<u64>> = grid.into_iter().map(|g| g.map(f64::to_bits)).collect();
+        grid.resize(fields.len(), None);
+        for ((f, g), q) in fields.iter().zip(&grid).zip(&quant) {
+            let Some(step) = g.map(f64::from_bits) else {
+                continue;
+            };
+            let bad = |reason: &str| SchemaError::BadGrid {
+                field: f.name.clone(),
+                reason: reason.to_owned(),
+            };
+            if !f.ty.is_float() {
+                return Err(bad("not a float field"));
+            }
+            if q.is_some() {
+                return Err(bad("the field is quantised"));
+            }
+            if !(step.is_finite() && step > 0.0) {
+                return Err(bad("the step is not a positive finite number"));
+            }
+        }
         Ok(Self {
             name,
             fields,
@@ -359,6 +388,7 @@ impl EntityType {
             default_record,
             spans,
             quant,
+            grid,
             slots,
         })
     }
@@ -469,6 +499,19 @@ fn schema_hash(sections: &[EntityType]) -> u32 {
             }
         }
     }
+    // Grids likewise, after quantisation.
+    if sections.iter().any(|s| s.grid.iter().any(Option::is_some)) {
+        h.write(b"grid");
+        for (i, s) in sections.iter().enumerate() {
+            for (j, g) in s.grid.iter().enumerate() {
+                if let Some(step) = g {
+                    h.write(&(i as u32).to_le_bytes());
+                    h.write(&(j as u32).to_le_bytes());
+                    h.write(&step.to_le_bytes());
+                }
+            }
+        }
+    }
     let v = h.0;
     (v ^ (v >> 32)) as u32
 }
@@ -496,6 +539,7 @@ impl Fnv {
 pub struct SchemaBuilder {
     done: Vec<(String, Vec<Field>, Option<Vec<u8>>)>,
     quant: Vec<Vec<Option<Quantize>>>,
+    grid: Vec<Vec<Option<f64>>>,
 }
 
 impl SchemaBuilder {
@@ -503,6 +547,7 @@ impl SchemaBuilder {
     pub fn entity(mut self, name: &str) -> Self {
         self.done.push((name.to_owned(), Vec::new(), None));
         self.quant.push(Vec::new());
+        self.grid.push(Vec::new());
         self
     }
 
@@ -522,11 +567,15 @@ impl SchemaBuilder {
         if self.done.is_empty() {
             self.done.push((String::new(), Vec::new(), None));
             self.quant.push(Vec::new());
+            self.grid.push(Vec::new());
         }
         if let Some(e) = self.done.last_mut() {
             e.1.push(field);
             if let Some(q) = self.quant.last_mut() {
                 q.resize(e.1.len(), None);
+            }
+            if let Some(g) = self.grid.last_mut() {
+                g.resize(e.1.len(), None);
             }
         }
         self
@@ -538,6 +587,24 @@ impl SchemaBuilder {
     pub fn quantize(mut self, quantize: Quantize) -> Self {
         if let Some(q) = self.quant.last_mut().and_then(|q| q.last_mut()) {
             *q = Some(quantize);
+        }
+        self
+    }
+
+    /// Declares a lossless float grid of `step` on the field added last (an
+    /// `f32` or `f64` field, not quantised): where a value and its reference
+    /// are both exact whole multiples of `step` (`k · step` computed in
+    /// binary64 and rounded to the field's type gives back the value's
+    /// bits), the difference is coded as the whole number of steps instead
+    /// of the bit-pattern difference; every other value is coded bit-exactly
+    /// as without a grid. Nothing is lost either way. For values a game
+    /// snaps to a grid, such as angles sent as 16-bit fractions of a turn
+    /// (`360 / 65536` degrees). Part of the schema id.
+    /// [`build`](SchemaBuilder::build) checks it; without a field it does
+    /// nothing.
+    pub fn grid(mut self, step: f64) -> Self {
+        if let Some(g) = self.grid.last_mut().and_then(|g| g.last_mut()) {
+            *g = Some(step);
         }
         self
     }
@@ -569,7 +636,8 @@ impl SchemaBuilder {
             .done
             .into_iter()
             .zip(self.quant)
-            .map(|((n, f, d), q)| EntityType::new(n, f, q, d))
+            .zip(self.grid)
+            .map(|(((n, f, d), q), g)| EntityType::new(n, f, q, g, d))
             .collect::<Result<Vec<_>, _>>()?;
         Schema::from_sections(sections)
     }

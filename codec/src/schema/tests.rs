@@ -143,3 +143,62 @@ fn pod_check() {
         Err(SchemaError::PodMismatch { .. })
     ));
 }
+
+fn angles(step: f64) -> Result<Schema, SchemaError> {
+    Schema::builder()
+        .entity("player")
+        .field("view", Primitive::F32, 3)
+        .grid(step)
+        .field("hp", Primitive::I32, 1)
+        .build()
+}
+
+#[test]
+fn grids_are_part_of_the_schema_id() {
+    let plain = Schema::builder()
+        .entity("player")
+        .field("view", Primitive::F32, 3)
+        .field("hp", Primitive::I32, 1)
+        .build()
+        .unwrap();
+    let a = angles(360.0 / 65536.0).unwrap();
+    let b = angles(0.5).unwrap();
+    assert_ne!(a.id(), plain.id());
+    assert_ne!(a.id(), b.id());
+    assert_eq!(
+        a.sections()[0].grids().collect::<Vec<_>>(),
+        [Some(360.0 / 65536.0), None]
+    );
+}
+
+#[test]
+fn bad_grids_are_refused() {
+    for step in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(matches!(angles(step), Err(SchemaError::BadGrid { .. })));
+    }
+    let on_int = Schema::builder()
+        .entity("a")
+        .field("hp", Primitive::I32, 1)
+        .grid(1.0)
+        .build();
+    assert!(matches!(on_int, Err(SchemaError::BadGrid { .. })));
+    let quantised = Schema::builder()
+        .entity("a")
+        .field("x", Primitive::F32, 1)
+        .quantize(Quantize::step(0.01))
+        .grid(0.01)
+        .build();
+    assert!(matches!(quantised, Err(SchemaError::BadGrid { .. })));
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn grids_survive_the_text_forms() {
+    let a = angles(360.0 / 65536.0).unwrap();
+    assert_eq!(Schema::from_json(&a.to_json()).unwrap(), a);
+    let t = Schema::from_toml(
+        "[[entities]]\nname = \"player\"\nfields = [{ name = \"view\", type = \"f32\", len = 3, grid = 0.0054931640625 }, { name = \"hp\", type = \"i32\" }]\n",
+    )
+    .unwrap();
+    assert_eq!(t, a);
+}

@@ -34,8 +34,10 @@ struct SchemaDef {
 
 impl Schema {
     /// Loads a schema from JSON text: `{"entities": [{"name", "fields":
-    /// [{"name", "type", "len"?, "delta"?, "quantize"?}]}]}` (`quantize`:
-    /// see [`quant`](crate::quant)). Needs the `serde` feature.
+    /// [{"name", "type", "len"?, "delta"?, "quantize"?, "grid"?}]}]}`
+    /// (`quantize`: see [`quant`](crate::quant); `grid`: a step, see
+    /// [`SchemaBuilder::grid`](super::SchemaBuilder::grid)). Needs the
+    /// `serde` feature.
     pub fn from_json(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
             message: e.to_string(),
@@ -44,7 +46,7 @@ impl Schema {
     }
 
     /// Loads a schema from TOML text: an array of tables `[[entities]]`,
-    /// each with `name` and `fields = [{ name, type, len?, delta?, quantize? }]`.
+    /// each with `name` and `fields = [{ name, type, len?, delta?, quantize?, grid? }]`.
     /// Needs the `serde` feature.
     pub fn from_toml(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = toml::from_str(text).map_err(|e| SchemaError::Parse {
@@ -67,7 +69,8 @@ impl Schema {
                         .fields
                         .iter()
                         .zip(&e.quant)
-                        .map(|(f, q)| FieldDef::new(f, q.as_ref()))
+                        .zip(e.grids())
+                        .map(|((f, q), g)| FieldDef::new(f, q.as_ref(), g))
                         .collect(),
                 })
                 .collect(),
@@ -81,13 +84,14 @@ impl Schema {
             .entities
             .into_iter()
             .map(|e| {
+                let grid: Vec<Option<f64>> = e.fields.iter().map(FieldDef::grid).collect();
                 let (fields, quant) = e
                     .fields
                     .into_iter()
                     .map(FieldDef::into_parts)
                     .collect::<Result<(Vec<_>, Vec<_>), _>>()
                     .map_err(|(field, reason)| SchemaError::BadQuantize { field, reason })?;
-                EntityType::new(e.name, fields, quant, None)
+                EntityType::new(e.name, fields, quant, grid, None)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_sections(sections)
@@ -96,7 +100,7 @@ impl Schema {
 
 /// Rebuilds `base` with per-field delta operators from `ops` (section,
 /// field) and default records from `defaults` (section; `None` keeps the
-/// base's). Names, types, lengths and quantisation are kept.
+/// base's). Names, types, lengths, quantisation and grids are kept.
 #[cfg(any(feature = "capture", feature = "dictset"))]
 pub(crate) fn rebuild_schema(
     base: &Schema,
@@ -113,6 +117,9 @@ pub(crate) fn rebuild_schema(
             });
             if let Some(q) = q {
                 b = b.quantize(*q);
+            }
+            if let Some(Some(step)) = ty.grids().nth(i) {
+                b = b.grid(step);
             }
         }
         let rec = defaults(s).unwrap_or_else(|| ty.default_record().to_vec());
