@@ -33,6 +33,8 @@ const FULL_SNAPSHOTS: usize = 6000;
 const QUICK_SNAPSHOTS: usize = 400;
 /// Dictionary size, as the report's other trained tickpack rows.
 const DICT_SIZE: usize = 16 * 1024;
+/// Quake 3's angle step (`SHORT2ANGLE`): 360/65536 degrees.
+const ANGLE_STEP: f64 = 360.0 / 65536.0;
 /// Training payloads taken from each of the other files, evenly spaced.
 const TRAIN_PER_FILE: usize = 1500;
 
@@ -128,6 +130,11 @@ fn read_demo(path: &Path, max: usize) -> Res<Demo> {
         .entity("player");
     for f in &player {
         b = b.field(f, ty(f, &player_f), 1);
+        // Quake 3 sends view angles as 16-bit fractions of a turn
+        // (`ANGLE2SHORT`): whole steps of 360/65536 degrees.
+        if f.starts_with("viewangles") {
+            b = b.grid(ANGLE_STEP);
+        }
     }
     b = b.entity("entity");
     for f in &entity[1..] {
