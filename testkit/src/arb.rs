@@ -19,9 +19,13 @@ pub fn rest<'a>(u: &mut Unstructured<'a>) -> AResult<&'a [u8]> {
     u.bytes(n)
 }
 
+/// Float grid steps a schema may declare: binary fractions, an angle step,
+/// steps that are not binary fractions, and one below `f32` precision.
+const GRIDS: [f64; 5] = [0.25, 360.0 / 65536.0, 0.1, 0.001, 1e-9];
+
 /// A valid schema: 1..=`sections` entity types of 1..=`fields` fields, each
-/// any primitive, array length 1..=`max_len`, any delta operator, and
-/// sometimes a default record.
+/// any primitive, array length 1..=`max_len`, any delta operator, sometimes
+/// a float grid, and sometimes a default record.
 pub fn arb_schema(
     u: &mut Unstructured<'_>,
     sections: usize,
@@ -42,6 +46,9 @@ pub fn arb_schema(
                 len,
                 delta: *u.choose(&DELTA_OPS)?,
             });
+            if ty.is_float() && u.ratio(1, 3)? {
+                b = b.grid(*u.choose(&GRIDS)?);
+            }
         }
         if u.ratio(1, 4)? {
             let mut rec = Vec::with_capacity(size);
