@@ -27,8 +27,12 @@ fn ship(x: f32, hp: u16, flags: u8) -> Vec<u8> {
 }
 
 fn ships(list: &[(u32, f32, u16, u8)]) -> Snapshot {
-    let s = ship_schema();
-    let mut snap = Snapshot::new(&s);
+    ships_in(&ship_schema(), list)
+}
+
+/// Ships in any schema with the ship layout.
+fn ships_in(s: &Schema, list: &[(u32, f32, u16, u8)]) -> Snapshot {
+    let mut snap = Snapshot::new(s);
     for &(id, x, hp, f) in list {
         snap.section_mut(0)
             .unwrap()
@@ -229,19 +233,9 @@ fn vectors() -> Vec<Vector> {
         .field("flags", Primitive::U8, 1)
         .build()
         .unwrap();
-    let on_grid = |list: &[(u32, f32, u16, u8)]| {
-        let mut snap = Snapshot::new(&sg);
-        for &(id, x, hp, f) in list {
-            snap.section_mut(0)
-                .unwrap()
-                .insert(id, &ship(x, hp, f))
-                .unwrap();
-        }
-        snap
-    };
     let (g0, g1) = (
-        on_grid(&[(3, 100.0, 250, 1), (7, 101.5, 250, 0)]),
-        on_grid(&[(3, 100.25, 250, 1), (7, 101.0, 250, 0)]),
+        ships_in(&sg, &[(3, 100.0, 250, 1), (7, 101.5, 250, 0)]),
+        ships_in(&sg, &[(3, 100.25, 250, 1), (7, 101.0, 250, 0)]),
     );
     let gd = Encoder::new(sg.clone())
         .encode(
