@@ -4,3 +4,4 @@
 
 pub mod lobby;
 pub mod lobby_udp;
+pub mod q3;
