@@ -1,0 +1,85 @@
+//! Replays the Quake 3 demos (train on the other four, measure one) and
+//! prints exact bytes and µs per snapshot: a harness for `perf record`.
+//!
+//! ```sh
+//! cargo run --release -p tickpack-benches --example q3_replay -- [zstd|model|both] [reps] [demo index]
+//! ```
+#![forbid(unsafe_code)]
+
+use tickpack::{Decoder, Dictionary, Encoder, Snapshot};
+use tickpack_benches::q3::{
+    data_dir, read_demo, reference, replay, train, train_model, Demo, Recalls, Res, FULL_SNAPSHOTS,
+};
+
+/// This thread's time on a CPU so far, in ns (`/proc/thread-self/schedstat`).
+fn cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Replays `d` `reps` times; exact bytes, min CPU µs per snapshot.
+fn run(d: &Demo, dict: &Dictionary, reps: usize) -> Res<(usize, f64)> {
+    let (b, _) = replay(d, Some(dict))?;
+    let mut r = Recalls::new();
+    let recalls: Vec<_> = (0..d.ticks.len()).map(|i| r.step(d, i)).collect();
+    let mut best = if reps == 0 { 0 } else { u64::MAX };
+    for _ in 0..reps {
+        let mut enc = Encoder::new(d.schema.clone());
+        let mut dec = Decoder::new(d.schema.clone());
+        enc.set_dictionary(Some(dict))?;
+        dec.add_dictionary(dict)?;
+        let (mut packet, mut out) = (Vec::new(), Snapshot::default());
+        let t = cpu_ns();
+        for (i, tick) in d.ticks.iter().enumerate() {
+            let rf = reference(d, i, recalls[i].as_ref());
+            enc.encode_to_vec(tick, d.sequences[i], rf, &mut packet)?;
+            dec.decode_into(&packet, rf, &mut out)?;
+        }
+        best = best.min(cpu_ns() - t);
+    }
+    Ok((
+        (b * d.ticks.len() as f64).round() as usize,
+        best as f64 / 1e3 / d.ticks.len() as f64,
+    ))
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map_or("both", String::as_str);
+    let reps: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
+    let only: Option<usize> = args.get(3).map(|s| s.parse()).transpose()?;
+    let dir = data_dir().ok_or("no q3 data")?;
+    let mut files: Vec<_> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
+        .collect();
+    files.sort();
+    let demos = files
+        .iter()
+        .map(|f| read_demo(f, FULL_SNAPSHOTS))
+        .collect::<Res<Vec<_>>>()?;
+    for (k, d) in demos.iter().enumerate() {
+        if only.is_some_and(|o| o != k) {
+            continue;
+        }
+        let others: Vec<&Demo> = demos
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != k)
+            .map(|(_, o)| o)
+            .collect();
+        let dict = train(&d.schema, &others)?;
+        if mode != "model" {
+            let (b, us) = run(d, &dict, reps)?;
+            println!("{:24} zstd  {:9} B  {:6.2} µs", d.name, b, us);
+        }
+        if mode != "zstd" {
+            let with_model = dict.clone().with_model(train_model(&d.schema, &others)?);
+            let (b, us) = run(d, &with_model, reps)?;
+            println!("{:24} model {:9} B  {:6.2} µs", d.name, b, us);
+        }
+    }
+    Ok(())
+}
