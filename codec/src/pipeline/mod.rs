@@ -169,8 +169,22 @@ pub(crate) fn encode_section<E>(
         planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
     }
-    planes::split(order, &s.rows, n, rs, &mut s.planes);
-    s.mode = choose_planes(elements.len(), t, &s.planes);
+    // The planes hold the same bytes as the rows, so their cost at one
+    // byte per zero run is at least the count of non-zero bytes (plus one
+    // when there are zeros): when that already reaches the rows' cost as
+    // masks and values, the mode is `Tokens` without a look at the planes.
+    let tokens = token_row_bytes(elements.len(), t);
+    let nonzero = s.rows.iter().filter(|&&b| b != 0).count();
+    if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
+        return Ok(());
+    }
+    // The planes' cost, read through their order; they are written only
+    // when they may be sent.
+    let (nonzero, runs) = planes::zero_runs(order, &s.rows, n, rs);
+    s.mode = choose_planes(tokens, nonzero, runs);
+    if s.mode != RowMode::Tokens {
+        planes::split(order, &s.rows, n, rs, &mut s.planes);
+    }
     t.planes = s.mode == RowMode::Planes;
     Ok(())
 }
@@ -218,37 +232,19 @@ pub(crate) enum RowMode {
     Either,
 }
 
-/// The estimated cost of byte planes: every non-zero byte counts 1 and
-/// every run of zero bytes (in plane order) `run`.
-fn plane_cost(planes: &[u8], run: usize) -> usize {
-    let mut cost = 0usize;
-    let mut prev_zero = false;
-    for &b in planes {
-        let zero = b == 0;
-        cost += if !zero {
-            1
-        } else if !prev_zero {
-            run
-        } else {
-            0
-        };
-        prev_zero = zero;
-    }
-    cost
-}
-
-/// The row mode of a section with rows, from the bytes of its rows as
-/// masks and values ([`token_row_bytes`]) against the estimated cost of
-/// its byte planes: zstd codes a run of zeros as a sequence, which costs
-/// between one and three bytes, so planes costing less than the rows even
-/// at three bytes per zero run are [`RowMode::Planes`], planes costing more
-/// even at one byte per run are [`RowMode::Tokens`], the rest
-/// [`RowMode::Either`]. Deterministic.
-pub(crate) fn choose_planes(elements: usize, t: &SectionTokens, planes: &[u8]) -> RowMode {
-    let tokens = token_row_bytes(elements, t);
-    if plane_cost(planes, 3) < tokens {
+/// The row mode of a section with rows, from `tokens`, the bytes of its
+/// rows as masks and values ([`token_row_bytes`]), against the estimated
+/// cost of its byte planes: every non-zero byte (`nonzero` of them) costs
+/// one and every run of zero bytes in plane order (`runs`,
+/// [`planes::zero_runs`]) costs what zstd spends on a sequence, between one
+/// and three bytes. Planes costing less than the rows even at three bytes
+/// per zero run are [`RowMode::Planes`], planes costing more even at one
+/// byte per run are [`RowMode::Tokens`], the rest [`RowMode::Either`].
+/// Deterministic.
+pub(crate) fn choose_planes(tokens: usize, nonzero: usize, runs: usize) -> RowMode {
+    if nonzero + 3 * runs < tokens {
         RowMode::Planes
-    } else if plane_cost(planes, 1) < tokens {
+    } else if nonzero + runs < tokens {
         RowMode::Either
     } else {
         RowMode::Tokens

@@ -145,6 +145,22 @@ pub(crate) fn split(order: &[u16], rows: &[u8], n: usize, rs: usize, out: &mut V
     }
 }
 
+/// The planes [`split`] would write for `rows`, counted without writing
+/// them: their non-zero bytes and their runs of zero bytes.
+pub(crate) fn zero_runs(order: &[u16], rows: &[u8], n: usize, rs: usize) -> (usize, usize) {
+    let (mut nonzero, mut runs, mut prev_zero) = (0usize, 0usize, false);
+    for &at in order {
+        let at = usize::from(at);
+        for row in rows.chunks_exact(rs).take(n) {
+            let zero = row[at] == 0;
+            nonzero += usize::from(!zero);
+            runs += usize::from(zero && !prev_zero);
+            prev_zero = zero;
+        }
+    }
+    (nonzero, runs)
+}
+
 /// Inverse of [`split`] for one row: writes row `r` of the `n` rows held
 /// by `planes` into `row` (a record's size; bytes no plane covers, or
 /// missing from a short `planes`, are left as they are).
@@ -177,6 +193,42 @@ mod tests {
             el(5, 2, DeltaOp::Xor),
         ];
         assert_eq!(order(&els), vec![0, 4, 5, 1, 6, 2, 3]);
+    }
+
+    #[test]
+    fn zero_runs_counts_the_planes_split_writes() {
+        let els = [
+            el(0, 4, DeltaOp::Int),
+            el(4, 1, DeltaOp::Sub),
+            el(5, 2, DeltaOp::Xor),
+            el(7, 8, DeltaOp::Int),
+        ];
+        let (o, rs) = (order(&els), 15);
+        let mut x = 0x2545_f491_u32;
+        for n in 0..5 {
+            // Sparse rows: about one byte in four non-zero.
+            let rows: Vec<u8> = (0..n * rs)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    if x % 4 == 0 {
+                        (x >> 8) as u8 | 1
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let mut planes = Vec::new();
+            split(&o, &rows, n, rs, &mut planes);
+            let nonzero = planes.iter().filter(|&&b| b != 0).count();
+            let runs = planes
+                .iter()
+                .enumerate()
+                .filter(|&(i, &b)| b == 0 && (i == 0 || planes[i - 1] != 0))
+                .count();
+            assert_eq!(zero_runs(&o, &rows, n, rs), (nonzero, runs), "{n} rows");
+        }
     }
 
     #[test]
