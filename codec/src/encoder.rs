@@ -28,7 +28,11 @@ use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 pub enum Entropy {
     /// The smallest of zstd and the dictionary's Huffman table, per block,
     /// or the dictionary's context model for the whole payload when that
-    /// is smaller.
+    /// is smaller. With a model, the blocks are only tried when they may
+    /// win: when a section spawns an entity that is not recalled (whole
+    /// records, where the dictionary's long matches pay), or when the model
+    /// stream is more than two thirds of the payload; otherwise the model
+    /// stream is sent.
     #[default]
     Best,
     /// zstd only.
@@ -109,6 +113,10 @@ pub struct Encoder {
     /// packet being built).
     trial: [Vec<u8>; 2],
     trial_winner: Option<usize>,
+    /// A section's row mode is [`RowMode::Either`]: the trial runs when
+    /// the blocks are built (not at all when the model stream is sent
+    /// without trying them).
+    trial_pending: bool,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -168,6 +176,7 @@ impl Encoder {
             codes: Default::default(),
             trial: Default::default(),
             trial_winner: None,
+            trial_pending: false,
         }
     }
 
@@ -338,6 +347,7 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         self.build_snapshot(snapshot, sequence, reference.into())?;
+        self.run_trial();
         out.clear();
         out.extend_from_slice(&self.payload);
         Ok(())
@@ -481,6 +491,7 @@ impl Encoder {
         }
         self.keyframe = baseline.is_none();
         self.trial_winner = None;
+        self.trial_pending = false;
         self.payload.clear();
         let limit = self.limits.max_entities_per_section;
         let snapshot_bytes = sections
@@ -573,11 +584,8 @@ impl Encoder {
                 }
                 self.write_payload();
             }
-            if self.entropy != Entropy::Model
-                && self.scratch.iter().any(|s| s.mode == RowMode::Either)
-            {
-                self.row_mode_trial();
-            }
+            self.trial_pending = self.entropy != Entropy::Model
+                && self.scratch.iter().any(|s| s.mode == RowMode::Either);
         }
         if self.payload.len() > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {
@@ -587,6 +595,13 @@ impl Encoder {
         }
         self.write_header(values, sequence, baseline, prior);
         Ok(())
+    }
+
+    /// Runs the row-mode trial if one is pending.
+    fn run_trial(&mut self) {
+        if core::mem::take(&mut self.trial_pending) {
+            self.row_mode_trial();
+        }
     }
 
     /// Sections whose row mode is [`RowMode::Either`] (now as masks and
@@ -718,11 +733,11 @@ impl Encoder {
             }
         }
         if let Some(stream) = model {
-            if self.entropy != Entropy::Model {
+            if self.entropy != Entropy::Model && self.blocks_may_win(stream.len()) {
                 self.finish_blocks(out);
             }
             let blocks = out.len() - self.header.len();
-            if self.entropy == Entropy::Model || stream.len() < blocks {
+            if blocks == 0 || stream.len() < blocks {
                 out.truncate(self.header.len());
                 BlockHeader {
                     last: true,
@@ -738,9 +753,24 @@ impl Encoder {
         self.finish_blocks(out);
     }
 
+    /// Whether `Entropy::Best` tries the blocks against a model stream of
+    /// `model` bytes: when a section spawns an entity that is not recalled
+    /// (whole records against the default record, where a dictionary's
+    /// long matches beat the model), or when the model saved less than a
+    /// third of the payload. Elsewhere the blocks win rarely and by little
+    /// (measured on the Quake 3 demos: skipping them there costs at most
+    /// 0.11% of the bytes).
+    fn blocks_may_win(&self, model: usize) -> bool {
+        self.scratch
+            .iter()
+            .any(|s| s.tokens.recalled.iter().any(|&r| !r))
+            || model.saturating_mul(3) > self.payload.len().saturating_mul(2)
+    }
+
     /// Appends the payload's blocks to `out`: the row-mode trial's when it
     /// built them for this packet, else freshly encoded.
     fn finish_blocks(&mut self, out: &mut Vec<u8>) {
+        self.run_trial();
         match self.trial_winner {
             Some(w) => out.extend_from_slice(&self.trial[w]),
             None => self.append_blocks(out),
