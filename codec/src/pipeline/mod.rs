@@ -84,19 +84,56 @@ pub(crate) struct EncodeScratch {
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
+/// The elements tile the record in order, so the record is compared eight
+/// bytes at a time and only the elements of differing words are looked at.
 #[inline]
 fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut SectionTokens) {
-    for (i, &e) in elements.iter().enumerate() {
-        if values::differs(e, cur, reference) {
-            let (kind, value) = values::encode(e, cur, reference);
-            t.elems.push(Token {
-                element: i as u32,
-                kind,
-                value,
-            });
+    let len = cur.len().min(reference.len());
+    let (mut at, mut i) = (0usize, 0usize);
+    while at < len && i < elements.len() {
+        let end = (at + 8).min(len);
+        if word(cur, at, end) == word(reference, at, end) {
+            at = end;
+            continue;
         }
+        // Elements ending before `at` lie in equal words; those starting
+        // before `end` are compared whole.
+        let mut reach = end;
+        while let Some(&e) = elements.get(i) {
+            let (o, w) = (usize::from(e.offset), usize::from(e.width));
+            if o >= end {
+                break;
+            }
+            if o + w > at && values::differs(e, cur, reference) {
+                let (kind, value) = values::encode(e, cur, reference);
+                t.elems.push(Token {
+                    element: i as u32,
+                    kind,
+                    value,
+                });
+            }
+            reach = reach.max(o + w);
+            i += 1;
+        }
+        at = reach;
     }
     t.row_end.push(t.elems.len() as u32);
+}
+
+/// Bytes `at..end` (at most eight) of `record` as an integer.
+#[inline]
+fn word(record: &[u8], at: usize, end: usize) -> u64 {
+    match record.get(at..at + 8) {
+        Some(&[a, b, c, d, e, f, g, h]) if end == at + 8 => {
+            u64::from_le_bytes([a, b, c, d, e, f, g, h])
+        }
+        _ => {
+            let mut w = [0u8; 8];
+            let tail = record.get(at..end).unwrap_or_default();
+            w[..tail.len()].copy_from_slice(tail);
+            u64::from_le_bytes(w)
+        }
+    }
 }
 
 /// Fills `s.tokens` with the section `cur` coded against `base`, and
@@ -178,9 +215,9 @@ pub(crate) fn encode_section<E>(
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
         return Ok(());
     }
-    // The planes' cost, read through their order; they are written only
-    // when they may be sent.
-    let (nonzero, runs) = planes::zero_runs(order, &s.rows, n, rs);
+    // The planes' zero runs, read through their order, counted until they
+    // settle the mode; the planes are written only when they may be sent.
+    let runs = planes::zero_runs(order, &s.rows, n, rs, tokens - nonzero);
     s.mode = choose_planes(tokens, nonzero, runs);
     if s.mode != RowMode::Tokens {
         planes::split(order, &s.rows, n, rs, &mut s.planes);
@@ -494,4 +531,60 @@ pub(crate) fn decode_section(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::DeltaOp;
+
+    #[test]
+    fn encode_row_finds_every_changed_element() {
+        // Widths 1, 2, 4 and 8 tiling 37 bytes, words straddled.
+        let mut elements = Vec::new();
+        let mut offset = 0u16;
+        for &width in &[1u8, 4, 8, 2, 1, 8, 4, 1, 2, 4, 2] {
+            elements.push(Element {
+                offset,
+                width,
+                op: DeltaOp::Int,
+                float: false,
+                grid: None,
+            });
+            offset += u16::from(width);
+        }
+        let len = usize::from(offset);
+        let mut x = 0x9e37_79b9_u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        for _ in 0..2000 {
+            let reference: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            let mut cur = reference.clone();
+            for _ in 0..next() % 4 {
+                let at = next() as usize % len;
+                cur[at] = cur[at].wrapping_add(1 + (next() % 255) as u8);
+            }
+            let mut t = SectionTokens::default();
+            encode_row(&elements, &cur, &reference, &mut t);
+            let expected: Vec<Token> = elements
+                .iter()
+                .enumerate()
+                .filter(|&(_, &e)| values::differs(e, &cur, &reference))
+                .map(|(i, &e)| {
+                    let (kind, value) = values::encode(e, &cur, &reference);
+                    Token {
+                        element: i as u32,
+                        kind,
+                        value,
+                    }
+                })
+                .collect();
+            assert_eq!(t.elems, expected);
+            assert_eq!(t.row_end, vec![expected.len() as u32]);
+        }
+    }
 }

@@ -145,20 +145,23 @@ pub(crate) fn split(order: &[u16], rows: &[u8], n: usize, rs: usize, out: &mut V
     }
 }
 
-/// The planes [`split`] would write for `rows`, counted without writing
-/// them: their non-zero bytes and their runs of zero bytes.
-pub(crate) fn zero_runs(order: &[u16], rows: &[u8], n: usize, rs: usize) -> (usize, usize) {
-    let (mut nonzero, mut runs, mut prev_zero) = (0usize, 0usize, false);
+/// The runs of zero bytes in the planes [`split`] would write for `rows`,
+/// counted without writing them, up to `stop`: the count stops growing
+/// once it reaches `stop`.
+pub(crate) fn zero_runs(order: &[u16], rows: &[u8], n: usize, rs: usize, stop: usize) -> usize {
+    let (mut runs, mut prev_zero) = (0usize, false);
     for &at in order {
         let at = usize::from(at);
         for row in rows.chunks_exact(rs).take(n) {
             let zero = row[at] == 0;
-            nonzero += usize::from(!zero);
             runs += usize::from(zero && !prev_zero);
             prev_zero = zero;
         }
+        if runs >= stop {
+            break;
+        }
     }
-    (nonzero, runs)
+    runs
 }
 
 /// Inverse of [`split`] for one row: writes row `r` of the `n` rows held
@@ -196,7 +199,7 @@ mod tests {
     }
 
     #[test]
-    fn zero_runs_counts_the_planes_split_writes() {
+    fn zero_runs_counts_the_zero_runs_of_the_planes() {
         let els = [
             el(0, 4, DeltaOp::Int),
             el(4, 1, DeltaOp::Sub),
@@ -221,13 +224,15 @@ mod tests {
                 .collect();
             let mut planes = Vec::new();
             split(&o, &rows, n, rs, &mut planes);
-            let nonzero = planes.iter().filter(|&&b| b != 0).count();
             let runs = planes
                 .iter()
                 .enumerate()
                 .filter(|&(i, &b)| b == 0 && (i == 0 || planes[i - 1] != 0))
                 .count();
-            assert_eq!(zero_runs(&o, &rows, n, rs), (nonzero, runs), "{n} rows");
+            assert_eq!(zero_runs(&o, &rows, n, rs, usize::MAX), runs, "{n} rows");
+            // Stopped early: at least `stop`, at most the whole count.
+            let stopped = zero_runs(&o, &rows, n, rs, 2);
+            assert!(stopped >= runs.min(2) && stopped <= runs, "{n} rows");
         }
     }
 
