@@ -5,7 +5,9 @@
 #![forbid(unsafe_code)]
 
 use super::range::{RangeDecoder, RangeEncoder};
-use super::value::{get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions};
+use super::value::{
+    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, VALUE_SLOTS,
+};
 use super::{ModelError, ModelTable};
 
 /// Where the tokens of a model block go: coded, counted for training, or
@@ -48,12 +50,13 @@ pub struct ModelEncoder<'t> {
     error: Option<ModelError>,
 }
 
-struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ModelTable);
+/// The range coder with one value context's probabilities.
+struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t [u16; VALUE_SLOTS]);
 
 impl Decisions for EncodeWith<'_, '_> {
     #[inline]
     fn decision(&mut self, slot: usize, bit: bool) {
-        self.0.bit(self.1.prob(slot), bit);
+        self.0.bit(self.1[slot], bit);
     }
     #[inline]
     fn raw(&mut self, v: u64, n: u32) {
@@ -80,16 +83,21 @@ impl<'t> ModelEncoder<'t> {
         }
     }
 
-    fn value_base(&mut self, ctx: u32) -> Option<usize> {
-        let count = self.table.shape().value_contexts;
+    /// The probabilities of value context `ctx` (`None` after an error,
+    /// which this records when `ctx` is outside the table).
+    #[inline]
+    fn value_probs(&mut self, ctx: u32) -> Option<&'t [u16; VALUE_SLOTS]> {
         if self.error.is_some() {
             return None;
         }
-        if ctx >= count {
-            self.error = Some(ModelError::ValueContext { ctx, count });
-            return None;
+        let probs = self.table.value_probs(ctx);
+        if probs.is_none() {
+            self.error = Some(ModelError::ValueContext {
+                ctx,
+                count: self.table.shape().value_contexts,
+            });
         }
-        Some(self.table.value_base(ctx))
+        probs
     }
 }
 
@@ -109,15 +117,15 @@ impl ModelSink for ModelEncoder<'_> {
 
     #[inline]
     fn uint(&mut self, ctx: u32, v: u64) {
-        if let Some(base) = self.value_base(ctx) {
-            put_uint(&mut EncodeWith(&mut self.rc, self.table), base, v);
+        if let Some(probs) = self.value_probs(ctx) {
+            put_uint(&mut EncodeWith(&mut self.rc, probs), 0, v);
         }
     }
 
     #[inline]
     fn sint(&mut self, ctx: u32, zigzag: u64) {
-        if let Some(base) = self.value_base(ctx) {
-            put_sint(&mut EncodeWith(&mut self.rc, self.table), base, zigzag);
+        if let Some(probs) = self.value_probs(ctx) {
+            put_sint(&mut EncodeWith(&mut self.rc, probs), 0, zigzag);
         }
     }
 }
@@ -134,12 +142,13 @@ pub struct ModelDecoder<'t, 'a> {
     rc: RangeDecoder<'a>,
 }
 
-struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t ModelTable);
+/// The range decoder with one value context's probabilities.
+struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t [u16; VALUE_SLOTS]);
 
 impl DecisionSource for DecodeWith<'_, '_, '_> {
     #[inline]
     fn decision(&mut self, slot: usize) -> bool {
-        self.0.bit(self.1.prob(slot))
+        self.0.bit(self.1[slot])
     }
     #[inline]
     fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
@@ -169,15 +178,15 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     /// An unsigned value in value context `ctx`.
     #[inline]
     pub fn uint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let base = self.value_base(ctx)?;
-        get_uint(&mut DecodeWith(&mut self.rc, self.table), base)
+        let probs = self.value_probs(ctx)?;
+        get_uint(&mut DecodeWith(&mut self.rc, probs), 0)
     }
 
     /// A signed value in value context `ctx`, returned in zigzag form.
     #[inline]
     pub fn sint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let base = self.value_base(ctx)?;
-        get_sint(&mut DecodeWith(&mut self.rc, self.table), base)
+        let probs = self.value_probs(ctx)?;
+        get_sint(&mut DecodeWith(&mut self.rc, probs), 0)
     }
 
     /// Checks that the stream has no bytes the decoder did not need.
@@ -185,11 +194,11 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
         self.rc.finish()
     }
 
-    fn value_base(&self, ctx: u32) -> Result<usize, ModelError> {
-        let count = self.table.shape().value_contexts;
-        if ctx >= count {
-            return Err(ModelError::ValueContext { ctx, count });
-        }
-        Ok(self.table.value_base(ctx))
+    #[inline]
+    fn value_probs(&self, ctx: u32) -> Result<&'t [u16; VALUE_SLOTS], ModelError> {
+        self.table.value_probs(ctx).ok_or(ModelError::ValueContext {
+            ctx,
+            count: self.table.shape().value_contexts,
+        })
     }
 }

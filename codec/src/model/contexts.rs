@@ -148,6 +148,10 @@ pub struct ContextMap {
     sections: Vec<SectionLayout>,
     shape: ModelShape,
     config: ContextConfig,
+    /// The configuration's state counts.
+    n: Counts,
+    /// The row-kind index of walk row kinds 0, 1 and 2.
+    row_kinds: [u32; 3],
 }
 
 /// What the map remembers of the tokens coded so far in the current row,
@@ -259,10 +263,17 @@ impl ContextMap {
             bit_contexts: narrow(bits)?,
             value_contexts: narrow(values)?,
         };
+        let row_kinds = [0, 1, 2].map(|row| match row {
+            1 | 2 if !config.row_kind => 0,
+            2 if !config.recall_rows => 1,
+            r => r,
+        });
         Ok(Self {
             sections,
             shape,
             config,
+            n,
+            row_kinds,
         })
     }
 
@@ -293,11 +304,12 @@ impl ContextMap {
     /// The dense bit context of walk context `ctx`, given (and updating, at
     /// a row's start) the row state. Call [`ContextMap::note_bit`] once the
     /// bit is known.
+    #[inline]
     pub fn bit_context(&self, state: &mut RowState, ctx: u32) -> Result<u32, ModelError> {
         let (cls, row, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
         let c = self.config;
-        let n = Self::counts(c);
+        let n = self.n;
         let rk = self.row_kind(row, ctx)?;
         let dense = match cls {
             class::SET_BIT if index < 2 => s.set_bits + index,
@@ -325,6 +337,7 @@ impl ContextMap {
     }
 
     /// Records the decision coded in walk context `ctx`.
+    #[inline]
     pub fn note_bit(&self, state: &mut RowState, ctx: u32, bit: bool) {
         let (cls, _, _, index) = split(ctx);
         match cls {
@@ -340,11 +353,12 @@ impl ContextMap {
 
     /// The dense value context of walk context `ctx`, and whether the value
     /// is signed (an element value, coded as zigzag).
+    #[inline]
     pub fn value_context(&self, state: &RowState, ctx: u32) -> Result<(u32, bool), ModelError> {
         let (cls, row, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
         let c = self.config;
-        let n = Self::counts(c);
+        let n = self.n;
         let rk = self.row_kind(row, ctx)?;
         let local = match cls {
             class::SECTION if index == 0 => 0,
@@ -369,6 +383,7 @@ impl ContextMap {
     }
 
     /// Records the value coded in walk context `ctx`.
+    #[inline]
     pub fn note_value(&self, state: &mut RowState, ctx: u32) {
         if split(ctx).0 == class::VALUE {
             state.kind = None;
@@ -378,25 +393,24 @@ impl ContextMap {
 
     /// The row-kind index of walk row kind `row` (0 changed, 1 spawned,
     /// 2 recalled) under the configuration.
+    #[inline]
     fn row_kind(&self, row: u32, ctx: u32) -> Result<u32, ModelError> {
-        let c = self.config;
-        match row {
-            0 => Ok(0),
-            1 | 2 if !c.row_kind => Ok(0),
-            1 => Ok(1),
-            2 => Ok(if c.recall_rows { 2 } else { 1 }),
-            _ => Err(bad(ctx, self.shape.bit_contexts)),
-        }
+        self.row_kinds
+            .get(row as usize)
+            .copied()
+            .ok_or_else(|| bad(ctx, self.shape.bit_contexts))
     }
 
+    #[inline]
     fn section(&self, sec: u32, ctx: u32) -> Result<&SectionLayout, ModelError> {
         self.sections
             .get(sec as usize)
-            .ok_or(bad(ctx, self.shape.bit_contexts))
+            .ok_or_else(|| bad(ctx, self.shape.bit_contexts))
     }
 }
 
 /// `class << 28 | row << 22 | section << 16 | index`.
+#[inline]
 fn split(ctx: u32) -> (u32, u32, u32, u32) {
     (ctx >> 28, (ctx >> 22) & 3, (ctx >> 16) & 0x3f, ctx & 0xffff)
 }

@@ -145,6 +145,16 @@ impl ModelTable {
         self.shape.bit_contexts as usize + ctx as usize * VALUE_SLOTS
     }
 
+    /// The probabilities of value context `ctx`, if the table has it.
+    #[inline]
+    pub(crate) fn value_probs(&self, ctx: u32) -> Option<&[u16; VALUE_SLOTS]> {
+        if ctx >= self.shape.value_contexts {
+            return None;
+        }
+        let at = self.value_base(ctx);
+        self.probs.get(at..at + VALUE_SLOTS)?.try_into().ok()
+    }
+
     #[inline]
     pub(crate) fn prob(&self, slot: usize) -> u16 {
         self.probs[slot]
