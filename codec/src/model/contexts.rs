@@ -190,6 +190,14 @@ impl RowState {
         };
     }
 
+    /// Records an element mask bit ([`ContextMap::note_bit`] for class
+    /// [`class::MASK_ELEMENT`]).
+    #[inline]
+    pub(crate) fn note_element(&mut self, bit: bool) {
+        self.prev_element = bit;
+        self.history = 0;
+    }
+
     /// Forgets the previous row; keeps the history the caller set for the
     /// token that starts this row.
     fn start_row(&mut self) {
@@ -197,6 +205,31 @@ impl RowState {
             history: self.history,
             ..Self::default()
         };
+    }
+}
+
+/// The dense contexts of a run of element mask bits of one row (a mask
+/// group), from [`ContextMap::element_run`]: the per-bit work of
+/// [`ContextMap::bit_context`] done once for the run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ElementRun {
+    /// Context of the run's first element with history and previous bit 0.
+    base: u32,
+    /// Contexts per element.
+    stride: u32,
+    /// States of the previous-bit condition (1 when off).
+    p: u32,
+    mask_history: bool,
+    mask_prev: bool,
+}
+
+impl ElementRun {
+    /// The dense context of the run's element `k`, given the row state.
+    #[inline]
+    pub(crate) fn context(&self, state: &RowState, k: u32) -> u32 {
+        let hist = if self.mask_history { state.history } else { 0 };
+        let prev = u32::from(state.prev_element && self.mask_prev);
+        self.base + k * self.stride + hist * self.p + prev
     }
 }
 
@@ -336,16 +369,40 @@ impl ContextMap {
         Ok(dense)
     }
 
+    /// The contexts of `n` element mask bits starting with walk context
+    /// `ctx` (class [`class::MASK_ELEMENT`]), the same as `n` calls of
+    /// [`ContextMap::bit_context`] for `ctx`, `ctx + 1`, …, each followed by
+    /// [`ContextMap::note_bit`] (use [`RowState::note_element`]); starts
+    /// the row as `bit_context` would. `None` when one of them would be an
+    /// error.
+    #[inline]
+    pub(crate) fn element_run(&self, state: &mut RowState, ctx: u32, n: u32) -> Option<ElementRun> {
+        let (cls, row, sec, index) = split(ctx);
+        let s = self.sections.get(sec as usize)?;
+        let rk = *self.row_kinds.get(row as usize)?;
+        if cls != class::MASK_ELEMENT || index.checked_add(n)? > s.elements {
+            return None;
+        }
+        if index == 0 && s.groups == 1 && n > 0 {
+            state.start_row();
+        }
+        let (h, p) = (self.n.h, self.n.p);
+        Some(ElementRun {
+            base: s.element_bits + (rk * s.elements + index) * h * p,
+            stride: h * p,
+            p,
+            mask_history: self.config.mask_history,
+            mask_prev: self.config.mask_prev,
+        })
+    }
+
     /// Records the decision coded in walk context `ctx`.
     #[inline]
     pub fn note_bit(&self, state: &mut RowState, ctx: u32, bit: bool) {
         let (cls, _, _, index) = split(ctx);
         match cls {
             class::MASK_GROUP => state.prev_group = bit,
-            class::MASK_ELEMENT => {
-                state.prev_element = bit;
-                state.history = 0;
-            }
+            class::MASK_ELEMENT => state.note_element(bit),
             class::KIND => state.kind = Some((index, bit)),
             _ => {}
         }
@@ -417,4 +474,49 @@ fn split(ctx: u32) -> (u32, u32, u32, u32) {
 
 fn bad(ctx: u32, count: u32) -> ModelError {
     ModelError::WalkContext { ctx, count }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(class: u32, row: u32, sec: u32, index: u32) -> u32 {
+        class << 28 | row << 22 | sec << 16 | index
+    }
+
+    #[test]
+    fn element_runs_give_the_contexts_of_single_bits() {
+        let floats = vec![vec![false; 5], (0..20).map(|i| i % 3 == 0).collect()];
+        let mut x = 0x1234_5679_u32;
+        for config in [ContextConfig::ALL, ContextConfig::BLOCK] {
+            let map = ContextMap::new(&floats, config).unwrap();
+            for (sec, f) in floats.iter().enumerate() {
+                let e = f.len() as u32;
+                for row in 0..3 {
+                    let (mut a, mut b) = (RowState::default(), RowState::default());
+                    for first in (0..e).step_by(GROUP as usize) {
+                        let n = (e - first).min(GROUP);
+                        let c0 = ctx(class::MASK_ELEMENT, row, sec as u32, first);
+                        let run = map.element_run(&mut b, c0, n).unwrap();
+                        for k in 0..n {
+                            x ^= x << 13;
+                            x ^= x >> 17;
+                            x ^= x << 5;
+                            let bit = x & 1 == 1;
+                            let history = Some(x & 2 == 2).filter(|_| x & 4 == 4);
+                            a.set_element_history(history);
+                            b.set_element_history(history);
+                            let want = map.bit_context(&mut a, c0 + k).unwrap();
+                            assert_eq!(run.context(&b, k), want, "{config:?} {sec} {row} {k}");
+                            map.note_bit(&mut a, c0 + k, bit);
+                            b.note_element(bit);
+                        }
+                    }
+                }
+                // Past the section's elements: no run.
+                let c = ctx(class::MASK_ELEMENT, 0, sec as u32, e - 1);
+                assert!(map.element_run(&mut RowState::default(), c, 2).is_none());
+            }
+        }
+    }
 }

@@ -70,6 +70,24 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
         }
         self.map.note_value(&mut self.state, ctx);
     }
+
+    fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
+        let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
+        if self.error.is_some() {
+            return;
+        }
+        let Some(run) = self.map.element_run(&mut self.state, ctx, n as u32) else {
+            for k in 0..n {
+                self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
+            }
+            return;
+        };
+        for k in 0..n as u32 {
+            let bit = (bits >> k) & 1 == 1;
+            self.sink.bit(run.context(&self.state, k), bit);
+            self.state.note_element(bit);
+        }
+    }
 }
 
 /// Reads walk tokens from a model stream.
@@ -131,6 +149,32 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         .map_err(|e| self.err(e))?;
         self.map.note_value(&mut self.state, ctx);
         Ok(v)
+    }
+
+    fn group(
+        &mut self,
+        section: usize,
+        row: u32,
+        first: usize,
+        n: usize,
+    ) -> Result<u8, DecodeError> {
+        let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
+        let mut bits = 0u8;
+        let Some(run) = self.map.element_run(&mut self.state, ctx, n as u32) else {
+            for k in 0..n {
+                bits |= u8::from(self.bit(ctx + k as u32)?) << k;
+            }
+            return Ok(bits);
+        };
+        for k in 0..n as u32 {
+            let bit = self
+                .dec
+                .bit(run.context(&self.state, k))
+                .map_err(|e| self.err(e))?;
+            self.state.note_element(bit);
+            bits |= u8::from(bit) << k;
+        }
+        Ok(bits)
     }
 }
 
