@@ -215,7 +215,7 @@ mod tests {
                     x ^= x << 13;
                     x ^= x >> 17;
                     x ^= x << 5;
-                    if x % 4 == 0 {
+                    if x.is_multiple_of(4) {
                         (x >> 8) as u8 | 1
                     } else {
                         0
