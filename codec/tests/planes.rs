@@ -68,10 +68,10 @@ fn dense_sections_go_as_planes_sparse_ones_as_masks() {
     };
     enc.payload(&t1, 1, b, &mut payload).unwrap();
     // Section 0: flags "changed" with planes, the changed set over 40 (all
-    // 40 as a bitmap: head 0, 5 bytes); then section 1's flags.
+    // 40: the whole-universe head 40 alone); then section 1's flags.
     assert_eq!(flags(&payload), 0x12);
-    assert_eq!(payload[1], 0);
-    assert_eq!(payload[7], 0x02, "sparse section as masks and values");
+    assert_eq!(payload[1], 40);
+    assert_eq!(payload[2], 0x02, "sparse section as masks and values");
     let delta = enc.encode(&t1, 1, b).unwrap();
     let (_, got1) = dec.decode(&delta, b).unwrap();
     assert_eq!(got1, t1);
