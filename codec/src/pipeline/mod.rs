@@ -85,54 +85,72 @@ pub(crate) struct EncodeScratch {
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
-/// The elements tile the record in order, so the record is compared eight
-/// bytes at a time and only the elements of differing words are looked at.
+/// The elements tile the record in order: a wide record (where a row
+/// typically changes few of its elements) is compared sixteen bytes at a
+/// time and only the elements of differing words are looked at; a narrow
+/// one element by element.
 #[inline]
 fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut SectionTokens) {
+    let mut push = |i: usize, e: Element| {
+        if values::differs(e, cur, reference) {
+            let (kind, value) = values::encode(e, cur, reference);
+            t.elems.push(Token {
+                element: i as u32,
+                kind,
+                value,
+            });
+        }
+    };
     let len = cur.len().min(reference.len());
-    let (mut at, mut i) = (0usize, 0usize);
-    while at < len && i < elements.len() {
-        let end = (at + 8).min(len);
-        if word(cur, at, end) == word(reference, at, end) {
-            at = end;
-            continue;
+    if len < WIDE_RECORD {
+        for (i, &e) in elements.iter().enumerate() {
+            push(i, e);
         }
-        // Elements ending before `at` lie in equal words; those starting
-        // before `end` are compared whole.
-        let mut reach = end;
-        while let Some(&e) = elements.get(i) {
-            let (o, w) = (usize::from(e.offset), usize::from(e.width));
-            if o >= end {
-                break;
+    } else {
+        let (mut at, mut i) = (0usize, 0usize);
+        while at < len && i < elements.len() {
+            let end = (at + 16).min(len);
+            if word(cur, at, end) == word(reference, at, end) {
+                at = end;
+                continue;
             }
-            if o + w > at && values::differs(e, cur, reference) {
-                let (kind, value) = values::encode(e, cur, reference);
-                t.elems.push(Token {
-                    element: i as u32,
-                    kind,
-                    value,
-                });
+            // Elements ending before `at` lie in equal words; those starting
+            // before `end` are compared whole.
+            let mut reach = end;
+            while let Some(&e) = elements.get(i) {
+                let (o, w) = (usize::from(e.offset), usize::from(e.width));
+                if o >= end {
+                    break;
+                }
+                if o + w > at {
+                    push(i, e);
+                }
+                reach = reach.max(o + w);
+                i += 1;
             }
-            reach = reach.max(o + w);
-            i += 1;
+            at = reach;
         }
-        at = reach;
     }
     t.row_end.push(t.elems.len() as u32);
 }
 
-/// Bytes `at..end` (at most eight) of `record` as an integer.
+/// Records from this size on are compared word by word in [`encode_row`].
+const WIDE_RECORD: usize = 128;
+
+/// Bytes `at..end` (at most sixteen) of `record` as an integer.
 #[inline]
-fn word(record: &[u8], at: usize, end: usize) -> u64 {
-    match record.get(at..at + 8) {
-        Some(&[a, b, c, d, e, f, g, h]) if end == at + 8 => {
-            u64::from_le_bytes([a, b, c, d, e, f, g, h])
+fn word(record: &[u8], at: usize, end: usize) -> u128 {
+    match record.get(at..at + 16) {
+        Some(w) if end == at + 16 => {
+            let mut b = [0u8; 16];
+            b.copy_from_slice(w);
+            u128::from_le_bytes(b)
         }
         _ => {
-            let mut w = [0u8; 8];
+            let mut w = [0u8; 16];
             let tail = record.get(at..end).unwrap_or_default();
             w[..tail.len()].copy_from_slice(tail);
-            u64::from_le_bytes(w)
+            u128::from_le_bytes(w)
         }
     }
 }
@@ -216,17 +234,14 @@ pub(crate) fn encode_section<E>(
     // when there are zeros): when that already reaches the rows' cost as
     // masks and values, the mode is `Tokens` without a look at the planes.
     let tokens = token_row_bytes(elements.len(), t);
-    let nonzero = s.rows.iter().filter(|&&b| b != 0).count();
+    let nonzero = planes::count_nonzero(&s.rows);
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
         return Ok(());
     }
-    // The planes' zero runs, read through their order, counted until they
-    // settle the mode; the planes are written only when they may be sent.
-    let runs = planes::zero_runs(order, &s.rows, n, rs, tokens - nonzero);
+    // The planes' zero runs, counted until they settle the mode.
+    planes::split(order, &s.rows, n, rs, &mut s.planes);
+    let runs = planes::zero_runs(&s.planes, tokens - nonzero);
     s.mode = choose_planes(tokens, nonzero, runs);
-    if s.mode != RowMode::Tokens {
-        planes::split(order, &s.rows, n, rs, &mut s.planes);
-    }
     t.planes = s.mode == RowMode::Planes;
     Ok(())
 }
@@ -639,10 +654,18 @@ mod tests {
 
     #[test]
     fn encode_row_finds_every_changed_element() {
-        // Widths 1, 2, 4 and 8 tiling 37 bytes, words straddled.
+        // Widths 1, 2, 4 and 8 tiling 37 bytes (narrow), five times over
+        // (185 bytes: wide, words straddled).
+        let widths = [1u8, 4, 8, 2, 1, 8, 4, 1, 2, 4, 2];
+        for copies in [1, 5] {
+            check_rows(&widths.repeat(copies));
+        }
+    }
+
+    fn check_rows(widths: &[u8]) {
         let mut elements = Vec::new();
         let mut offset = 0u16;
-        for &width in &[1u8, 4, 8, 2, 1, 8, 4, 1, 2, 4, 2] {
+        for &width in widths {
             elements.push(Element {
                 offset,
                 width,

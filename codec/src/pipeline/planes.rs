@@ -145,21 +145,29 @@ pub(crate) fn split(order: &[u16], rows: &[u8], n: usize, rs: usize, out: &mut V
     }
 }
 
-/// The runs of zero bytes in the planes [`split`] would write for `rows`,
-/// counted without writing them, up to `stop`: the count stops growing
-/// once it reaches `stop`.
-pub(crate) fn zero_runs(order: &[u16], rows: &[u8], n: usize, rs: usize, stop: usize) -> usize {
-    let (mut runs, mut prev_zero) = (0usize, false);
-    for &at in order {
-        let at = usize::from(at);
-        for row in rows.chunks_exact(rs).take(n) {
-            let zero = row[at] == 0;
-            runs += usize::from(zero && !prev_zero);
-            prev_zero = zero;
-        }
-        if runs >= stop {
-            break;
-        }
+/// The non-zero bytes of `bytes` (counted in byte lanes, 255 at a time).
+pub(crate) fn count_nonzero(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(255)
+        .map(|c| usize::from(c.iter().fold(0u8, |n, &b| n + u8::from(b != 0))))
+        .sum()
+}
+
+/// The runs of zero bytes in `planes`, counted up to `stop`: the count
+/// stops growing once it reaches `stop`.
+pub(crate) fn zero_runs(planes: &[u8], stop: usize) -> usize {
+    // A run starts at a zero byte that is first or follows a non-zero one.
+    let mut runs = usize::from(planes.first() == Some(&0));
+    let mut at = 1;
+    while at < planes.len() && runs < stop {
+        let end = (at + 255).min(planes.len());
+        runs += usize::from(
+            planes[at..end]
+                .iter()
+                .zip(&planes[at - 1..end - 1])
+                .fold(0u8, |n, (&b, &prev)| n + u8::from(b == 0 && prev != 0)),
+        );
+        at = end;
     }
     runs
 }
@@ -199,41 +207,20 @@ mod tests {
     }
 
     #[test]
-    fn zero_runs_counts_the_zero_runs_of_the_planes() {
-        let els = [
-            el(0, 4, DeltaOp::Int),
-            el(4, 1, DeltaOp::Sub),
-            el(5, 2, DeltaOp::Xor),
-            el(7, 8, DeltaOp::Int),
-        ];
-        let (o, rs) = (order(&els), 15);
-        let mut x = 0x2545_f491_u32;
-        for n in 0..5 {
-            // Sparse rows: about one byte in four non-zero.
-            let rows: Vec<u8> = (0..n * rs)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    if x.is_multiple_of(4) {
-                        (x >> 8) as u8 | 1
-                    } else {
-                        0
-                    }
-                })
-                .collect();
-            let mut planes = Vec::new();
-            split(&o, &rows, n, rs, &mut planes);
-            let runs = planes
-                .iter()
-                .enumerate()
-                .filter(|&(i, &b)| b == 0 && (i == 0 || planes[i - 1] != 0))
-                .count();
-            assert_eq!(zero_runs(&o, &rows, n, rs, usize::MAX), runs, "{n} rows");
-            // Stopped early: at least `stop`, at most the whole count.
-            let stopped = zero_runs(&o, &rows, n, rs, 2);
-            assert!(stopped >= runs.min(2) && stopped <= runs, "{n} rows");
-        }
+    fn zero_runs_counts_runs_of_zeros() {
+        let planes = [0, 0, 3, 0, 5, 5, 0, 0, 0, 1];
+        assert_eq!(zero_runs(&planes, usize::MAX), 3);
+        assert_eq!(zero_runs(&[], usize::MAX), 0);
+        assert_eq!(zero_runs(&[7, 7], usize::MAX), 0);
+        assert_eq!(count_nonzero(&planes), 4);
+        let ones = vec![1u8; 1000];
+        assert_eq!(count_nonzero(&ones), 1000);
+        // Stopped early: at least `stop`, at most the whole count.
+        let long: Vec<u8> = (0..1000u32).map(|i| u8::from(i % 3 == 0)).collect();
+        let all = zero_runs(&long, usize::MAX);
+        assert_eq!(all, 333);
+        let stopped = zero_runs(&long, 5);
+        assert!((5..=all).contains(&stopped));
     }
 
     #[test]
