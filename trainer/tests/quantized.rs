@@ -60,6 +60,34 @@ fn rebuilt_schemas_keep_their_quantisation() {
 }
 
 #[test]
+fn rebuilt_schemas_keep_grids_and_integrations() {
+    use tickpack::{DeltaOp, Integrate, Primitive, Schema};
+    use tickpack_trainer::captures::{ops_of, with_ops};
+    let schema = Schema::builder()
+        .entity("player")
+        .field("time", Primitive::I32, 1)
+        .field("velocity", Primitive::F32, 3)
+        .field("origin", Primitive::F32, 3)
+        .integrate(Integrate::new("velocity", "time", 0.001))
+        .field("view", Primitive::F32, 3)
+        .grid(360.0 / 65536.0)
+        .build()
+        .unwrap();
+    assert_eq!(
+        with_ops(&schema, &ops_of(&schema)).unwrap().id(),
+        schema.id()
+    );
+    let xor = with_ops(&schema, &[vec![DeltaOp::Xor; 4]]).unwrap();
+    let t = &xor.sections()[0];
+    assert_eq!(
+        t.integrations()[2],
+        Some(Integrate::new("velocity", "time", 0.001))
+    );
+    assert_eq!(t.grids().nth(3), Some(Some(360.0 / 65536.0)));
+    assert!(t.fields().iter().all(|f| f.delta == Some(DeltaOp::Xor)));
+}
+
+#[test]
 fn jsonl_import_quantises_under_a_quantised_schema() {
     use tickpack::capture::{Capture, CaptureLimits};
     let dir = std::env::temp_dir().join(format!("tickpack-qjsonl-{}", std::process::id()));
