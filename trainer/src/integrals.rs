@@ -1,10 +1,11 @@
 //! `suggest`'s search for integrated fields (FORMAT.md 4.9): for every
 //! float field, the velocity field (same length) and time field (a scalar)
 //! of its entity type whose prediction `b + ((v + v_b) / 2) · Δt · scale`
-//! makes its tick-to-tick changes cheapest, with the scale fitted by least
-//! squares and rounded to three significant digits. It works on a uniform
-//! sample of at most [`RECORD_PAIRS`] (previous, current) record pairs per
-//! entity type, so memory stays bounded.
+//! makes its tick-to-tick changes cheapest, with the scale
+//! fitted (the median ratio, three significant digits, or a round value
+//! near it when that predicts as well). It works on a uniform sample of at
+//! most [`RECORD_PAIRS`] (previous, current) record pairs per entity type
+//! and [`SAMPLE_BYTES`] in all, so memory stays bounded.
 
 #![forbid(unsafe_code)]
 
@@ -12,6 +13,9 @@ use tickpack::{EntityType, Primitive};
 
 /// Most record pairs kept per entity type.
 pub const RECORD_PAIRS: usize = 4096;
+/// Most bytes the samples of all entity types hold together (each keeps
+/// at least 16 pairs).
+pub const SAMPLE_BYTES: usize = 64 << 20;
 /// A prediction is suggested when it brings the sampled changes under this
 /// share of their bits without it.
 const GAIN: f64 = 0.85;
@@ -21,13 +25,28 @@ const GAIN: f64 = 0.85;
 pub(crate) struct PairSample {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
     seen: u64,
+    cap: usize,
 }
 
 impl PairSample {
+    /// One sample per entity type of `schema`, within [`RECORD_PAIRS`] and
+    /// [`SAMPLE_BYTES`].
+    pub(crate) fn for_schema(schema: &tickpack::Schema) -> Vec<Self> {
+        let n = schema.sections().len().max(1);
+        schema
+            .sections()
+            .iter()
+            .map(|t| Self {
+                cap: (SAMPLE_BYTES / n / (2 * t.record_size()).max(1)).clamp(16, RECORD_PAIRS),
+                ..Self::default()
+            })
+            .collect()
+    }
+
     /// Offers one (previous, current) pair; `draw` is a fresh random number.
     pub(crate) fn offer(&mut self, prev: &[u8], cur: &[u8], draw: u64) {
         self.seen += 1;
-        if self.pairs.len() < RECORD_PAIRS {
+        if self.pairs.len() < self.cap {
             self.pairs.push((prev.to_vec(), cur.to_vec()));
         } else if let Some(slot) = self.pairs.get_mut((draw % self.seen) as usize) {
             *slot = (prev.to_vec(), cur.to_vec());

@@ -277,7 +277,7 @@ pub fn suggest(path: &Path, steps: &[f64]) -> Result<String, TrainerError> {
         CaptureReader::new(BufReader::new(f)).map_err(crate::captures::capture_err(path))?;
     let schema = r.header().schema.clone();
     let (mut stats, at) = layout(&schema);
-    let mut pairs = vec![PairSample::default(); schema.sections().len()];
+    let mut pairs = PairSample::for_schema(&schema);
     let mut prev: Option<Snapshot> = None;
     let mut rng = 0x5eed_u64;
     let mut ticks = 0u64;
