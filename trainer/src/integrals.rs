@@ -1,7 +1,8 @@
 //! `suggest`'s search for integrated fields (FORMAT.md 4.9): for every
 //! float field, the velocity field (same length) and time field (a scalar)
 //! of its entity type whose prediction `b + ((v + v_b) / 2) · Δt · scale`
-//! makes its tick-to-tick changes cheapest, with the scale
+//! makes its tick-to-tick changes cheapest (time fields: scalars that
+//! change in at least half of the changed records), with the scale
 //! fitted (the median ratio, three significant digits, or a round value
 //! near it when that predicts as well). It works on a uniform sample of at
 //! most [`RECORD_PAIRS`] (previous, current) record pairs per entity type
@@ -106,6 +107,20 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
     let fields = ty.fields();
     let offsets = ty.offsets();
     let quantised = |i: usize| ty.quantization().get(i).is_some_and(Option::is_some);
+    // Time fields: scalars that change in at least half of the pairs (a
+    // clock runs whenever an entity changes), which also bounds the search.
+    let clocks: Vec<usize> = (0..fields.len())
+        .filter(|&t| fields[t].len == 1 && !quantised(t))
+        .filter(|&t| {
+            let r = offsets[t]..offsets[t] + fields[t].ty.size();
+            let moved = sample
+                .pairs
+                .iter()
+                .filter(|(a, b)| a.get(r.clone()) != b.get(r.clone()))
+                .count();
+            moved * 2 >= sample.pairs.len()
+        })
+        .collect();
     let mut out = Vec::new();
     for (x, fx) in fields.iter().enumerate() {
         let declared = ty.integrations().get(x).is_some_and(Option::is_some);
@@ -171,8 +186,9 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
             if v == x || fv.len != fx.len || quantised(v) {
                 continue;
             }
-            for (t, ft) in fields.iter().enumerate() {
-                if t == x || t == v || ft.len != 1 || quantised(t) {
+            for &t in &clocks {
+                let ft = &fields[t];
+                if t == x || t == v {
                     continue;
                 }
                 // The scale: the median of change / (v_mean · Δt) (robust to
