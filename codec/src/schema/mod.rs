@@ -12,12 +12,11 @@ use crate::quant::{plan, Quantize};
 
 mod integrate;
 mod quantize;
+mod rebuild;
 #[cfg(feature = "serde")]
 mod text;
 pub use integrate::Integrate;
 pub(crate) use integrate::Integrator;
-#[cfg(any(feature = "capture", feature = "dictset"))]
-pub(crate) use text::rebuild_schema;
 
 /// Most entity types (sections) one schema may declare.
 pub const MAX_SECTIONS: usize = 64;

@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{EntityType, Field, Schema};
+use super::{EntityType, Schema};
 use crate::error::SchemaError;
 use crate::quant::text::FieldDef;
 
@@ -101,40 +101,4 @@ impl Schema {
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_sections(sections)
     }
-}
-
-/// Rebuilds `base` with per-field delta operators from `ops` (section,
-/// field) and default records from `defaults` (section; `None` keeps the
-/// base's). Names, types, lengths, quantisation, grids and integrations are
-/// kept.
-#[cfg(any(feature = "capture", feature = "dictset"))]
-pub(crate) fn rebuild_schema(
-    base: &Schema,
-    ops: impl Fn(usize, usize) -> Option<super::DeltaOp>,
-    defaults: impl Fn(usize) -> Option<Vec<u8>>,
-) -> Result<Schema, crate::SchemaError> {
-    let mut b = Schema::builder();
-    for (s, ty) in base.sections().iter().enumerate() {
-        b = b.entity(ty.name());
-        for (i, (f, q)) in ty.fields().iter().zip(ty.quantization()).enumerate() {
-            b = b.field_with(Field {
-                delta: ops(s, i).or(f.delta),
-                ..f.clone()
-            });
-            if let Some(q) = q {
-                b = b.quantize(*q);
-            }
-            if let Some(Some(step)) = ty.grids().nth(i) {
-                b = b.grid(step);
-            }
-            if let Some(Some(d)) = ty.integrations().get(i) {
-                b = b.integrate(d.clone());
-            }
-        }
-        let rec = defaults(s).unwrap_or_else(|| ty.default_record().to_vec());
-        if rec.iter().any(|&x| x != 0) {
-            b = b.default_record(&rec);
-        }
-    }
-    b.build()
 }
