@@ -1,5 +1,11 @@
-//! Replays the Quake 3 demos (train on the other four, measure one) and
-//! prints exact bytes and µs per snapshot: a harness for `perf record`.
+//! Replays the Quake 3 demos of `$TICKPACK_Q3_DIR` (or `../shared/data/q3`)
+//! as the report does (train on the other four, measure one; every packet
+//! checked once) and prints per demo the exact packet bytes in all and the
+//! encode + decode time per snapshot: the thread's CPU time
+//! (`/proc/thread-self/schedstat`, Linux; 0 elsewhere), the fastest of
+//! `reps` passes, so that time spent waiting for a shared core is not
+//! counted. `reps` 0 only prints the bytes. A harness for `perf record`
+//! and for comparing two builds byte for byte.
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example q3_replay -- [zstd|model|both] [reps] [demo index]
