@@ -88,10 +88,10 @@ fn dense_sections_go_as_planes_sparse_ones_as_masks() {
     };
     enc.payload(&t1, 1, b, &mut payload).unwrap();
     // Section 0: flags "changed" with planes (4 side bits), the changed set
-    // over 40 (all 40 as a bitmap: head 0, 5 bytes); section 1's flags
-    // follow in the side byte.
+    // over 40 (all 40: the head 40 alone); section 1's flags follow in the
+    // side byte.
     assert_eq!(flags(&payload), 0x12);
-    assert_eq!(payload[1], 0);
+    assert_eq!(payload[1], 40);
     assert_eq!(
         flags_at(&payload, 4),
         0x02,

@@ -5,8 +5,15 @@
 //! the change in codes (what a delta costs after a good entropy coder),
 //! with the largest error the step allows.
 //!
+//! It also looks for a lossless grid (FORMAT.md 4.5): a step among
+//! [`GRID_STEPS`] whose whole multiples hold (nearly) every value of the
+//! field while fewer are integral, such as angles sent as 16-bit fractions
+//! of a turn. A grid loses nothing, so it is suggested on its own, before
+//! any quantisation.
+//!
 //! It reads the capture once, in bounded memory: per field a fixed
-//! histogram and a reservoir of at most [`SAMPLES`] tick-to-tick pairs.
+//! histogram, a count per candidate grid and a reservoir of at most
+//! [`SAMPLES`] tick-to-tick pairs.
 
 #![forbid(unsafe_code)]
 
@@ -26,6 +33,30 @@ pub const DEFAULT_STEPS: [f64; 5] = [0.0001, 0.001, 0.01, 0.1, 1.0];
 pub const SAMPLES: usize = 50_000;
 /// Upper edges of the change histogram's buckets (the last is open).
 const EDGES: [f64; 8] = [0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0];
+/// Candidate grid steps, coarsest first: a turn in 256 and 65,536 parts
+/// (degrees), binary fractions, decimal fractions.
+pub const GRID_STEPS: [f64; 14] = [
+    360.0 / 256.0,
+    0.5,
+    0.25,
+    0.125,
+    0.1,
+    0.0625,
+    1.0 / 32.0,
+    0.01,
+    1.0 / 128.0,
+    360.0 / 65536.0,
+    1.0 / 256.0,
+    0.001,
+    1.0 / 1024.0,
+    1.0 / 4096.0,
+];
+/// Share of a field's finite values a grid must hold to be considered.
+const GRID_SHARE: f64 = 0.9;
+/// How much smaller a grid must make the sampled changes (their bits, as
+/// the codec codes a value) to be suggested: a finer grid makes the step
+/// counts of integral values larger.
+const GRID_GAIN: f64 = 0.9;
 
 /// What is gathered for one float field (all its elements together).
 #[derive(Debug, Clone)]
@@ -46,6 +77,10 @@ struct FieldStats {
     /// A uniform sample of (previous, current) pairs.
     pairs: Vec<(f64, f64)>,
     seen_pairs: u64,
+    /// Finite values that are integral (not -0.0), and that lie on each of
+    /// [`GRID_STEPS`].
+    integral: u64,
+    on_grid: [u64; GRID_STEPS.len()],
 }
 
 impl FieldStats {
@@ -64,17 +99,60 @@ impl FieldStats {
             unit_norm: len == 4,
             pairs: Vec::new(),
             seen_pairs: 0,
+            integral: 0,
+            on_grid: [0; GRID_STEPS.len()],
         }
     }
 
     fn value(&mut self, x: f64) {
         self.values += 1;
-        if x.is_finite() {
-            self.min = self.min.min(x);
-            self.max = self.max.max(x);
-        } else {
+        if !x.is_finite() {
             self.non_finite += 1;
+            return;
         }
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        let zero_sign = x == 0.0 && x.is_sign_negative();
+        if x.fract() == 0.0 && !zero_sign {
+            self.integral += 1;
+        }
+        for (n, &step) in self.on_grid.iter_mut().zip(&GRID_STEPS) {
+            if on_grid(x, step, self.ty) {
+                *n += 1;
+            }
+        }
+    }
+
+    /// Among the candidate grids holding at least [`GRID_SHARE`] of the
+    /// finite values, the one whose sampled changes cost the fewest bits,
+    /// when that is below [`GRID_GAIN`] times their bits without a grid:
+    /// `(step, share of values on it, bits per change without, with)`.
+    fn grid(&self) -> Option<(f64, f64, f64, f64)> {
+        let finite = (self.values - self.non_finite) as f64;
+        let changed: Vec<(f64, f64)> = self
+            .pairs
+            .iter()
+            .copied()
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .collect();
+        if finite == 0.0 || changed.is_empty() {
+            return None;
+        }
+        let bits = |step: Option<f64>| {
+            let sum: u64 = changed
+                .iter()
+                .map(|&(a, b)| u64::from(change_bits(a, b, step, self.ty)))
+                .sum();
+            sum as f64 / changed.len() as f64
+        };
+        let plain = bits(None);
+        GRID_STEPS
+            .iter()
+            .zip(&self.on_grid)
+            .filter(|&(_, &n)| n as f64 >= GRID_SHARE * finite)
+            .map(|(&step, &n)| (step, n as f64 / finite, plain, bits(Some(step))))
+            .min_by(|a, b| a.3.total_cmp(&b.3))
+            .filter(|g| g.3 < GRID_GAIN * plain)
     }
 
     fn change(&mut self, a: f64, b: f64, rng: &mut u64) {
@@ -118,6 +196,57 @@ fn read(rec: &[u8], at: usize, ty: Primitive) -> f64 {
             .and_then(|b| b.try_into().ok())
             .map_or(f64::NAN, f64::from_le_bytes),
     }
+}
+
+/// Whether `x` (a finite value of a field of type `ty`) is a whole
+/// multiple of `step` as the codec's grid coding sees it (FORMAT.md 4.5):
+/// `k · step` in binary64, rounded to the field's type, gives back `x`'s
+/// bits, with `|k|` at most 2^24 (`f32`) or 2^53 (`f64`), and `x` not -0.0.
+fn on_grid(x: f64, step: f64, ty: Primitive) -> bool {
+    let limit = if ty == Primitive::F32 {
+        f64::from(1u32 << 24)
+    } else {
+        (1u64 << 53) as f64
+    };
+    let k = (x / step).round();
+    if k.abs() > limit {
+        return false;
+    }
+    let y = (k as i64) as f64 * step;
+    if ty == Primitive::F32 {
+        (y as f32).to_bits() == (x as f32).to_bits()
+    } else {
+        y.to_bits() == x.to_bits()
+    }
+}
+
+/// The bit length of the value the codec sends for a change from `a` to
+/// `b` (FORMAT.md 4.5): the zigzag difference of their whole values
+/// (integral, or step counts on `grid`) when both have one, else of their
+/// bit patterns.
+fn change_bits(a: f64, b: f64, grid: Option<f64>, ty: Primitive) -> u32 {
+    let whole = |x: f64| match grid {
+        Some(step) => on_grid(x, step, ty).then(|| (x / step).round() as i64),
+        None => {
+            let limit: u64 = if ty == Primitive::F32 {
+                1 << 24
+            } else {
+                1 << 53
+            };
+            (x.fract() == 0.0 && x.abs() <= limit as f64 && !(x == 0.0 && x.is_sign_negative()))
+                .then_some(x as i64)
+        }
+    };
+    let zigzag = |d: i64| ((d << 1) ^ (d >> 63)) as u64;
+    let d = match (whole(a), whole(b)) {
+        (Some(ka), Some(kb)) => zigzag(kb.wrapping_sub(ka)),
+        _ if ty == Primitive::F32 => {
+            let d = (b as f32).to_bits().wrapping_sub((a as f32).to_bits()) as i32;
+            zigzag(i64::from(d))
+        }
+        _ => zigzag(b.to_bits().wrapping_sub(a.to_bits()) as i64),
+    };
+    64 - d.leading_zeros()
 }
 
 /// Float fields of a schema: (section, field index, offset) per stats entry.
@@ -267,6 +396,16 @@ fn render(path: &Path, ticks: u64, stats: &[FieldStats], steps: &[f64]) -> Strin
                 }
             }
             let _ = writeln!(s, "{line}");
+        }
+        if let Some((step, share, plain, grid)) = st.grid() {
+            let finite = (st.values - st.non_finite).max(1) as f64;
+            let _ = writeln!(
+                s,
+                "  {:.2}% of the values lie on a grid of {step} ({:.2}% are integral): a change \
+                 costs {grid:.1} bits instead of {plain:.1}; declare `grid = {step}` (lossless)",
+                100.0 * share,
+                100.0 * st.integral as f64 / finite
+            );
         }
         if st.unit_norm && st.values > 0 {
             let _ = writeln!(

@@ -100,3 +100,50 @@ fn jsonl_import_quantises_under_a_quantised_schema() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(e.to_string().contains("outside"), "{e}");
 }
+
+#[test]
+fn suggest_finds_a_lossless_grid() {
+    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
+    use tickpack::{Primitive, Schema, Snapshot};
+    let schema = Schema::builder()
+        .entity("player")
+        .field("view", Primitive::F32, 2)
+        .field("origin", Primitive::F32, 1)
+        .build()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("tickpack-grid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("grid.tpcap");
+    let file = std::fs::File::create(&path).unwrap();
+    let header = CaptureHeader::new("g", "1", 20, schema.clone());
+    let mut w = CaptureWriter::new(file, &header, CaptureOptions::default()).unwrap();
+    let step = 360.0 / 65536.0;
+    for tick in 0..200u64 {
+        // View angles in 16-bit fractions of a turn, turning; a whole-unit
+        // origin moving.
+        let k = (tick * 37 % 900) as f64;
+        let mut rec = Vec::new();
+        for v in [k * step, (1000.0 - k) * step, 100.0 + tick as f64] {
+            rec.extend_from_slice(&(v as f32).to_le_bytes());
+        }
+        let mut snap = Snapshot::new(&schema);
+        snap.section_mut(0).unwrap().insert(1, &rec).unwrap();
+        w.tick(tick, &snap).unwrap();
+    }
+    w.finish().unwrap();
+    let text = suggest(&path, &[0.01]).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let grid_line = |field: &str| {
+        let at = text.find(&format!("`player`.`{field}`")).unwrap();
+        text[at..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .find(|l| l.contains("grid of"))
+            .map(str::to_owned)
+    };
+    let view = grid_line("view").expect("a grid for the view angles");
+    assert!(view.contains("`grid = 0.0054931640625`"), "{text}");
+    // Integral values gain nothing from a finer grid.
+    assert_eq!(grid_line("origin"), None, "{text}");
+}

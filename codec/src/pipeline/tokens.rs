@@ -224,8 +224,9 @@ fn varint_cost(v: u64) -> usize {
 }
 
 /// Writes a non-empty subset of `0..universe`: nothing when `universe` is
-/// 1; else a head, 0 for a bitmap of `universe` bits or the member count of
-/// a list of gaps, whichever is smaller in bytes (ties: list).
+/// 1; else a head: `universe` alone for the whole universe, else 0 for a
+/// bitmap of `universe` bits or the member count of a list of gaps,
+/// whichever is smaller in bytes (ties: list).
 pub(crate) fn write_set(
     sink: &mut impl TokenSink,
     section: usize,
@@ -234,6 +235,10 @@ pub(crate) fn write_set(
     members: &[u32],
 ) {
     if universe == 1 {
+        return;
+    }
+    if members.len() == universe {
+        sink.uint(ctx::make(ctx::SET_HEAD, section, 0, which), universe as u64);
         return;
     }
     let mut list = varint_cost(members.len() as u64);
@@ -290,6 +295,8 @@ pub(crate) fn read_set(
         if out.is_empty() {
             return Ok(Err(()));
         }
+    } else if n == universe as u64 {
+        out.extend(0..universe as u32);
     } else {
         if n > universe as u64 {
             return Ok(Err(()));

@@ -617,14 +617,17 @@ impl SchemaBuilder {
         self
     }
 
-    /// Adds an entity type whose layout (and quantisation) is taken from a
-    /// `#[repr(C)]` struct.
+    /// Adds an entity type whose layout (and quantisation and grids) is
+    /// taken from a `#[repr(C)]` struct.
     pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
         self = self.entity(name);
         for f in T::fields() {
             self = self.field(f.name, f.ty, f.len);
             if let Some(q) = f.quantize {
                 self = self.quantize(q);
+            }
+            if let Some(g) = f.grid {
+                self = self.grid(g);
             }
         }
         self
@@ -644,7 +647,7 @@ impl SchemaBuilder {
 }
 
 mod pod;
-pub use pod::{PodField, PodLayout, PrimitiveType};
+pub use pod::{Grid, PodCoding, PodField, PodLayout, PrimitiveType};
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@
 use super::Primitive;
 
 /// One field of a `#[repr(C)]` struct, as reported by [`PodLayout`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PodField {
     /// Field name.
     pub name: &'static str,
@@ -20,6 +20,35 @@ pub struct PodField {
     /// The field's quantisation, if the struct declares one
     /// (`field: type => quantisation` in [`pod_layout!`](crate::pod_layout)).
     pub quantize: Option<crate::quant::Quantize>,
+    /// The step of the field's lossless float grid, if the struct declares
+    /// one (`field: type => Grid(step)`; see
+    /// [`SchemaBuilder::grid`](crate::SchemaBuilder::grid)).
+    pub grid: Option<f64>,
+}
+
+/// A lossless float grid of the given step, declared on a field of
+/// [`pod_layout!`](crate::pod_layout) (`angles: [f32; 3] => Grid(360.0 / 65536.0)`);
+/// the same as [`SchemaBuilder::grid`](crate::SchemaBuilder::grid).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid(pub f64);
+
+/// What may follow `=>` on a field of [`pod_layout!`](crate::pod_layout): a
+/// [`Quantize`](crate::quant::Quantize) or a [`Grid`].
+pub trait PodCoding {
+    /// Records the coding on `field`.
+    fn apply(self, field: &mut PodField);
+}
+
+impl PodCoding for crate::quant::Quantize {
+    fn apply(self, field: &mut PodField) {
+        field.quantize = Some(self);
+    }
+}
+
+impl PodCoding for Grid {
+    fn apply(self, field: &mut PodField) {
+        field.grid = Some(self.0);
+    }
 }
 
 /// A primitive Rust type with a [`Primitive`] counterpart; arrays of them
@@ -53,35 +82,45 @@ pub trait PodLayout: bytemuck::Pod {
 
 /// Implements [`PodLayout`] for a `#[repr(C)]` struct from its field list,
 /// taking offsets from `core::mem::offset_of!`. A field may declare its
-/// quantisation after `=>` ([`Quantize`](crate::quant::Quantize)).
+/// quantisation ([`Quantize`](crate::quant::Quantize)) or a lossless float
+/// grid ([`Grid`]) after `=>`.
 ///
 /// ```
 /// use tickpack::quant::Quantize;
+/// use tickpack::Grid;
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
-/// struct Car { pos: [f32; 3], rot: [f32; 4], speed: f32 }
+/// struct Car { pos: [f32; 3], rot: [f32; 4], speed: f32, view: [f32; 2] }
 /// tickpack::pod_layout!(Car {
 ///     pos: [f32; 3] => Quantize::step(0.001),
 ///     rot: [f32; 4] => Quantize::smallest_three(10),
 ///     speed: f32,
+///     view: [f32; 2] => Grid(360.0 / 65536.0),
 /// });
 ///
 /// let schema = tickpack::Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
-/// schema.sections()[0].check_pod::<Car>().unwrap();
-/// assert_eq!(schema.sections()[0].quantization()[1], Some(Quantize::smallest_three(10)));
+/// let car = &schema.sections()[0];
+/// car.check_pod::<Car>().unwrap();
+/// assert_eq!(car.quantization()[1], Some(Quantize::smallest_three(10)));
+/// assert_eq!(car.grids().nth(3), Some(Some(360.0 / 65536.0)));
 /// ```
 #[macro_export]
 macro_rules! pod_layout {
     ($t:ty { $($f:ident : $ft:ty $(=> $q:expr)?),* $(,)? }) => {
         impl $crate::PodLayout for $t {
             fn fields() -> ::std::vec::Vec<$crate::PodField> {
-                ::std::vec![$($crate::PodField {
-                    name: ::core::stringify!($f),
-                    offset: ::core::mem::offset_of!($t, $f),
-                    ty: <$ft as $crate::PrimitiveType>::PRIMITIVE,
-                    len: <$ft as $crate::PrimitiveType>::LEN,
-                    quantize: ::core::option::Option::<$crate::quant::Quantize>::None
-                        $(.or(::core::option::Option::Some($q)))?,
+                ::std::vec![$({
+                    #[allow(unused_mut)]
+                    let mut field = $crate::PodField {
+                        name: ::core::stringify!($f),
+                        offset: ::core::mem::offset_of!($t, $f),
+                        ty: <$ft as $crate::PrimitiveType>::PRIMITIVE,
+                        len: <$ft as $crate::PrimitiveType>::LEN,
+                        quantize: ::core::option::Option::None,
+                        grid: ::core::option::Option::None,
+                    };
+                    $($crate::PodCoding::apply($q, &mut field);)?
+                    field
                 }),*]
             }
         }

@@ -202,3 +202,35 @@ fn grids_survive_the_text_forms() {
     .unwrap();
     assert_eq!(t, a);
 }
+
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Player {
+    view: [f32; 3],
+    hp: i32,
+}
+crate::pod_layout!(Player {
+    view: [f32; 3] => crate::Grid(360.0 / 65536.0),
+    hp: i32,
+});
+
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct GridOnInt {
+    hp: i32,
+}
+crate::pod_layout!(GridOnInt {
+    hp: i32 => crate::Grid(1.0),
+});
+
+#[test]
+fn pod_layouts_declare_grids() {
+    let pod = Schema::builder()
+        .entity_from_pod::<Player>("player")
+        .build()
+        .unwrap();
+    assert_eq!(pod, angles(360.0 / 65536.0).unwrap());
+    pod.sections()[0].check_pod::<Player>().unwrap();
+    let bad = Schema::builder().entity_from_pod::<GridOnInt>("a").build();
+    assert!(matches!(bad, Err(SchemaError::BadGrid { .. })));
+}
