@@ -514,11 +514,11 @@ fn integral_floats_out_of_range_are_refused() {
         .field("x", Primitive::F32, 1)
         .build()
         .unwrap();
-    // One spawned entity (id 7): the side byte holds the flags
-    // "spawned" (5 bits) and the kind bit 1 (integral) as bit 5; the row's
-    // element byte; then the value, byte-reversed at the end.
+    // One spawned entity (id 7): the side byte with the flags "spawned";
+    // the row's element byte and its kind byte (kind 1: integral); then
+    // the value, byte-reversed at the end.
     let payload = |value: u64| {
-        let mut p = vec![0x24, 0, 7, 0x01];
+        let mut p = vec![0x04, 0, 7, 0x01, 0x01];
         let mut varint = Vec::new();
         let mut v = value;
         while v >= 0x80 {

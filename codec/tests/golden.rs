@@ -327,15 +327,13 @@ fn worked_example_stages() {
     let mut payload = Vec::new();
     enc.payload(&t0, 0xfffe, None, &mut payload).unwrap();
     println!("keyframe payload: {}", hex(&payload));
-    // Side byte 0x24: flags 4 (spawned) in five bits, then the kind bits
-    // of ship 3's x (integral) and ship 7's (not). Spawn list 3, 7; masks
-    // 07 (ship 3: x, hp, flags) and 03 (ship 7: x, hp). Then the values,
-    // byte-reversed from the end: ship 3's x (zigzag 100 = c8 01), hp (f4
-    // 03), flags (02), ship 7's x (bit pattern, 80 80 d8 ac 08), hp (f4 03).
-    // The byte planes would take as many bytes; ties go to masks and values.
+    // Side byte 0x14: flags 20 (spawned, byte planes) as the bits 0 0 1 0
+    // 1; spawn list 3, 7; then the rows as byte planes: ship 3 against the
+    // zero default record, ship 7 against ship 3. Byte 0 of x, hp, flags;
+    // byte 1 of x, hp; bytes 2 and 3 of x.
     assert_eq!(
         hex(&payload),
-        "24 01 03 03 07 03 03 f4 08 ac d8 80 80 02 03 f4 01 c8"
+        "14 01 03 03 00 00 f4 00 02 01 00 00 01 00 90 06 85 00"
     );
     let b = Baseline {
         sequence: 0xfffe,

@@ -5,10 +5,10 @@
 //! cannot shrink cost bits rather than bytes:
 //!
 //! - the *front* stream, from the start of the payload: meta integers (set
-//!   heads and gaps, spawn counts and ids), the bit runs of set bitmaps
-//!   and element masks, byte planes;
+//!   heads and gaps, spawn counts and ids), the bit runs of set bitmaps,
+//!   element masks and the kind bits of spawned rows, byte planes;
 //! - *side bits*, packed densely into bytes of the front stream: every
-//!   section's flags (3 to 5 bits) and every kind bit;
+//!   section's flags (3 to 5 bits) and the kind bits of changed rows;
 //! - the *value* stream: the element values, written in walk order and
 //!   stored byte-reversed at the end of the payload, so a reader takes
 //!   them from the last byte down while it reads the front from the first
@@ -20,8 +20,8 @@
 //! front stream where their first bit was written. Side bits fill one
 //! byte after another: the first side bit, and the first after a side byte
 //! is full, takes a fresh byte at the current end of the front stream. Run
-//! bits (set, group and element bits) do the same, except that a run also
-//! ends (the next bit takes a fresh byte) when: the context class changes
+//! bits (set, group and element bits, kind bits of spawned rows) do the
+//! same, except that a run also ends (the next bit takes a fresh byte) when: the context class changes
 //! from the previous run bit's; a meta integer, section flags or a
 //! section's byte planes were written since the previous run bit; or the
 //! bit is the first of a mask group (group bit 0, or element bit of an
@@ -42,6 +42,14 @@ fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
         || prev_class != Some(class)
         || (class == ctx::MASK_GROUP && ctx::index(c) == 0)
         || (class == ctx::MASK_ELEMENT && ctx::index(c).is_multiple_of(8))
+}
+
+/// Whether a bit of context `c` is a side bit: the kind bits of changed
+/// rows. (A spawned row's kind bits stay a run of their own, next to its
+/// mask: keyframes, all spawned rows, compress better that way.)
+#[inline]
+fn is_side_bit(c: u32) -> bool {
+    ctx::class(c) == ctx::KIND && ctx::row(c) == ctx::CHANGED
 }
 
 /// Whether an integer of context `c` goes to the front stream (a meta
@@ -120,7 +128,7 @@ impl ByteSink {
 impl TokenSink for ByteSink {
     #[inline]
     fn bit(&mut self, c: u32, b: bool) {
-        if ctx::class(c) == ctx::KIND {
+        if is_side_bit(c) {
             self.side(b);
             return;
         }
@@ -293,7 +301,7 @@ impl<'a> ByteSource<'a> {
 impl TokenSource for ByteSource<'_> {
     #[inline]
     fn bit(&mut self, c: u32) -> Result<bool, DecodeError> {
-        if ctx::class(c) == ctx::KIND {
+        if is_side_bit(c) {
             return self.side_bit();
         }
         let fresh = starts_run(c, self.prev_class, self.meta_since);
@@ -417,6 +425,32 @@ mod tests {
         assert_eq!(r.uint(m(ctx::VALUE, 2)).unwrap(), 5);
         assert!(r.bit(m(ctx::KIND, 3)).unwrap());
         assert_eq!(r.uint(m(ctx::VALUE, 3)).unwrap(), u64::MAX);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn spawned_rows_keep_kind_bits_in_runs() {
+        let mut s = ByteSink::default();
+        s.clear();
+        let spawned = |class, i| ctx::make(class, 0, ctx::SPAWNED, i);
+        s.uint(ctx::make(ctx::SECTION, 0, 0, 0), 4);
+        s.bit(spawned(ctx::MASK_ELEMENT, 0), true);
+        s.bit(spawned(ctx::KIND, 0), true);
+        s.uint(spawned(ctx::VALUE, 0), 3);
+        s.bit(spawned(ctx::MASK_ELEMENT, 0), true);
+        s.bit(spawned(ctx::KIND, 0), false);
+        s.uint(spawned(ctx::VALUE, 0), 4);
+        let out = s.bytes().to_vec();
+        // Side byte (flags 4), then per row its element byte and its kind
+        // byte; the values reversed.
+        assert_eq!(out, [0x04, 0x01, 0x01, 0x01, 0x00, 0x04, 0x03]);
+        let mut r = ByteSource::new(&out);
+        assert_eq!(r.uint(ctx::make(ctx::SECTION, 0, 0, 0)).unwrap(), 4);
+        for (kind, value) in [(true, 3), (false, 4)] {
+            assert!(r.bit(spawned(ctx::MASK_ELEMENT, 0)).unwrap());
+            assert_eq!(r.bit(spawned(ctx::KIND, 0)).unwrap(), kind);
+            assert_eq!(r.uint(spawned(ctx::VALUE, 0)).unwrap(), value);
+        }
         r.finish().unwrap();
     }
 

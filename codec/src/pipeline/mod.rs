@@ -176,8 +176,9 @@ pub(crate) fn encode_section<E>(
 }
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
-/// (FORMAT.md, "Rows"); kind bits are side bits (FORMAT.md, "Payload
-/// bytes"), counted as whole bytes over the section.
+/// (FORMAT.md, "Rows"); the kind bits of changed rows are side bits
+/// (FORMAT.md, "Payload bytes"), counted as whole bytes over the section,
+/// a spawned row's take bytes of their own.
 pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
     let groups = elements.div_ceil(tokens::GROUP);
     let mut bytes = 0usize;
@@ -198,7 +199,12 @@ pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
         } else {
             bytes += 1;
         }
-        kinds += row.iter().filter(|tok| tok.kind.bit().is_some()).count();
+        let row_kinds = row.iter().filter(|tok| tok.kind.bit().is_some()).count();
+        if r < t.changed.len() {
+            kinds += row_kinds;
+        } else {
+            bytes += row_kinds.div_ceil(8);
+        }
         bytes += row
             .iter()
             .map(|tok| (64 - tok.value.leading_zeros() as usize).div_ceil(7).max(1))
