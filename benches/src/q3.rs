@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use tickpack::model::{ModelStats, ModelTable};
 
 use tickpack::{
-    Baseline, Decoder, Dictionary, Encoder, Limits, Primitive, Recall, Reference, Schema, Snapshot,
+    Baseline, Decoder, Dictionary, Encoder, Integrate, Limits, Primitive, Recall, Reference,
+    Schema, Snapshot,
 };
 
 /// Errors of reading and training.
@@ -126,12 +127,22 @@ pub fn read_demo(path: &Path, max: usize) -> Res<Demo> {
         .field("snap_flags", Primitive::I32, 1)
         .field("areamask", Primitive::U8, 32)
         .entity("player");
-    for f in &player {
+    let order = player_order(&player);
+    for &i in &order {
+        let f = &player[i];
         b = b.field(f, ty(f, &player_f), 1);
         // Quake 3 sends view angles as 16-bit fractions of a turn
         // (`ANGLE2SHORT`): whole steps of 360/65536 degrees.
         if f.starts_with("viewangles") {
             b = b.grid(ANGLE_STEP);
+        }
+        // The origin moves by the velocity over the command time (ms).
+        if let Some(k) = f.strip_prefix("origin") {
+            b = b.integrate(Integrate::new(
+                &format!("velocity{k}"),
+                "commandTime",
+                0.001,
+            ));
         }
     }
     b = b.entity("entity");
@@ -170,7 +181,7 @@ pub fn read_demo(path: &Path, max: usize) -> Res<Demo> {
         snap.section_mut(0)
             .ok_or("no frame section")?
             .insert(0, &rec)?;
-        let rec: Vec<u8> = pl.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let rec: Vec<u8> = order.iter().flat_map(|&i| pl[i].to_le_bytes()).collect();
         snap.section_mut(1)
             .ok_or("no player section")?
             .insert(0, &rec)?;
@@ -191,6 +202,25 @@ pub fn read_demo(path: &Path, max: usize) -> Res<Demo> {
         numbers.push(tick);
     }
     Ok(demo)
+}
+
+/// The player fields in schema order: Quake 3's, with the velocity moved
+/// before the origin, which is declared integrated from it (a field's
+/// velocity and time come before it).
+fn player_order(player: &[String]) -> Vec<usize> {
+    let velocity: Vec<usize> = (0..player.len())
+        .filter(|&i| player[i].starts_with("velocity"))
+        .collect();
+    let mut order = Vec::with_capacity(player.len());
+    for (i, name) in player.iter().enumerate() {
+        if name.starts_with("origin") && !velocity.iter().any(|v| order.contains(v)) {
+            order.extend(&velocity);
+        }
+        if !order.contains(&i) {
+            order.push(i);
+        }
+    }
+    order
 }
 
 /// Tick `i`'s baseline as Quake 3 sent it, if any.

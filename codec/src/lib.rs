@@ -112,8 +112,8 @@ pub use packet::{
 };
 pub use recall::Recall;
 pub use schema::{
-    DeltaOp, EntityType, Field, Grid, PodCoding, PodField, PodLayout, Primitive, PrimitiveType,
-    Schema, SchemaBuilder,
+    DeltaOp, EntityType, Field, Grid, Integrate, PodCoding, PodField, PodLayout, Primitive,
+    PrimitiveType, Schema, SchemaBuilder,
 };
 pub use snapshot::{Baseline, Reference, Section, SectionRef, Snapshot};
 

@@ -247,6 +247,37 @@ fn vectors() -> Vec<Vector> {
             }),
         )
         .unwrap();
+    // A position integrated from its velocity over a millisecond clock:
+    // x moves exactly as predicted (100 + 10 · 50 ms = 100.5, unchanged in
+    // the mask), y does not (predicted 49.8, sent 49.75).
+    let si = Schema::builder()
+        .entity("body")
+        .field("t", Primitive::I32, 1)
+        .field("vel", Primitive::F32, 2)
+        .field("pos", Primitive::F32, 2)
+        .integrate(tickpack::Integrate::new("vel", "t", 0.001))
+        .build()
+        .unwrap();
+    let body = |t: i32, pos: [f32; 2]| {
+        let mut rec = t.to_le_bytes().to_vec();
+        for v in [10.0f32, -4.0, pos[0], pos[1]] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut snap = Snapshot::new(&si);
+        snap.section_mut(0).unwrap().insert(1, &rec).unwrap();
+        snap
+    };
+    let (i0, i1) = (body(1000, [100.0, 50.0]), body(1050, [100.5, 49.75]));
+    let id = Encoder::new(si.clone())
+        .encode(
+            &i1,
+            31,
+            Some(Baseline {
+                sequence: 30,
+                snapshot: &i0,
+            }),
+        )
+        .unwrap();
     let (arena_s, a, b) = arena();
     let mut enc = Encoder::new(arena_s.clone());
     let ak = enc.encode(&a, 100, None).unwrap();
@@ -279,6 +310,7 @@ fn vectors() -> Vec<Vector> {
             p_ticks[2].clone(),
         ),
         ("ship_grid_delta", sg, gd, vec![(8, g0)], g1),
+        ("body_integrated_delta", si, id, vec![(30, i0)], i1),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),
     ]

@@ -23,9 +23,14 @@ pub fn rest<'a>(u: &mut Unstructured<'a>) -> AResult<&'a [u8]> {
 /// steps that are not binary fractions, and one below `f32` precision.
 const GRIDS: [f64; 5] = [0.25, 360.0 / 65536.0, 0.1, 0.001, 1e-9];
 
+/// Scales an integrated field may declare: milliseconds, ticks at 60 Hz,
+/// one, and one that makes every prediction overflow.
+const SCALES: [f64; 4] = [0.001, 1.0 / 60.0, 1.0, 1e300];
+
 /// A valid schema: 1..=`sections` entity types of 1..=`fields` fields, each
 /// any primitive, array length 1..=`max_len`, any delta operator, sometimes
-/// a float grid, and sometimes a default record.
+/// a float grid, sometimes integrated over earlier fields, and sometimes a
+/// default record.
 pub fn arb_schema(
     u: &mut Unstructured<'_>,
     sections: usize,
@@ -36,6 +41,7 @@ pub fn arb_schema(
     for s in 0..u.int_in_range(1..=sections)? {
         b = b.entity(&format!("e{s}"));
         let mut size = 0;
+        let mut lens = Vec::new();
         for f in 0..u.int_in_range(1..=fields)? {
             let ty = *u.choose(&PRIMITIVES)?;
             let len = u.int_in_range(1..=max_len)?;
@@ -49,6 +55,20 @@ pub fn arb_schema(
             if ty.is_float() && u.ratio(1, 3)? {
                 b = b.grid(*u.choose(&GRIDS)?);
             }
+            // Integrated over an earlier field of the same length and an
+            // earlier scalar (any numeric types).
+            let velocity = lens.iter().position(|&l| l == len);
+            let time = lens.iter().position(|&l| l == 1);
+            if let (true, Some(v), Some(t)) = (ty.is_float(), velocity, time) {
+                if u.ratio(1, 2)? {
+                    b = b.integrate(tickpack::Integrate::new(
+                        &format!("f{v}"),
+                        &format!("f{t}"),
+                        *u.choose(&SCALES)?,
+                    ));
+                }
+            }
+            lens.push(len);
         }
         if u.ratio(1, 4)? {
             let mut rec = Vec::with_capacity(size);

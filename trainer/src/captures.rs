@@ -219,23 +219,7 @@ pub fn scan_all(paths: &[PathBuf]) -> Result<Vec<Scanned>, TrainerError> {
 
 /// `schema` with operator `ops[section][field]` on every field.
 pub fn with_ops(schema: &Schema, ops: &[Vec<DeltaOp>]) -> Result<Schema, TrainerError> {
-    let mut b = Schema::builder();
-    for (ty, ops) in schema.sections().iter().zip(ops) {
-        b = b.entity(ty.name());
-        for ((f, op), q) in ty.fields().iter().zip(ops).zip(ty.quantization()) {
-            b = b.field_with(Field {
-                delta: Some(*op),
-                ..f.clone()
-            });
-            if let Some(q) = q {
-                b = b.quantize(*q);
-            }
-        }
-        if ty.default_record().iter().any(|&x| x != 0) {
-            b = b.default_record(ty.default_record());
-        }
-    }
-    Ok(b.build()?)
+    Ok(schema.rebuild(|s, i| ops.get(s).and_then(|o| o.get(i)).copied(), |_| None)?)
 }
 
 /// The operator of every field of `schema`.

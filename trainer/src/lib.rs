@@ -24,6 +24,7 @@ pub mod eval;
 pub mod export;
 pub mod import;
 pub mod inspect;
+pub mod integrals;
 pub mod jsonl;
 pub mod measure;
 pub mod model;

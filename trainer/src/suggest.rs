@@ -11,6 +11,10 @@
 //! of a turn. A grid loses nothing, so it is suggested on its own, before
 //! any quantisation.
 //!
+//! And it looks for integrated fields (FORMAT.md 4.9, [`crate::integrals`]):
+//! a float field that moves by another field's velocity over a time field,
+//! with the fitted scale.
+//!
 //! It reads the capture once, in bounded memory: per field a fixed
 //! histogram, a count per candidate grid and a reservoir of at most
 //! [`SAMPLES`] tick-to-tick pairs.
@@ -25,6 +29,7 @@ use std::path::Path;
 use tickpack::capture::{CaptureReader, Record};
 use tickpack::{Primitive, Snapshot};
 
+use crate::integrals::{search, PairSample, Suggestion};
 use crate::TrainerError;
 
 /// Candidate steps when none are given.
@@ -224,7 +229,7 @@ fn on_grid(x: f64, step: f64, ty: Primitive) -> bool {
 /// `b` (FORMAT.md 4.5): the zigzag difference of their whole values
 /// (integral, or step counts on `grid`) when both have one, else of their
 /// bit patterns.
-fn change_bits(a: f64, b: f64, grid: Option<f64>, ty: Primitive) -> u32 {
+pub(crate) fn change_bits(a: f64, b: f64, grid: Option<f64>, ty: Primitive) -> u32 {
     let whole = |x: f64| match grid {
         Some(step) => on_grid(x, step, ty).then(|| (x / step).round() as i64),
         None => {
@@ -272,6 +277,7 @@ pub fn suggest(path: &Path, steps: &[f64]) -> Result<String, TrainerError> {
         CaptureReader::new(BufReader::new(f)).map_err(crate::captures::capture_err(path))?;
     let schema = r.header().schema.clone();
     let (mut stats, at) = layout(&schema);
+    let mut pairs = PairSample::for_schema(&schema);
     let mut prev: Option<Snapshot> = None;
     let mut rng = 0x5eed_u64;
     let mut ticks = 0u64;
@@ -323,9 +329,24 @@ pub fn suggest(path: &Path, steps: &[f64]) -> Result<String, TrainerError> {
                 }
             }
         }
+        if let Some(p) = &prev {
+            for ((sa, sb), sample) in p.sections().iter().zip(snapshot.sections()).zip(&mut pairs) {
+                for (id, rb) in sb.iter() {
+                    if let Some(ra) = sa.get(id).filter(|ra| *ra != rb) {
+                        sample.offer(ra, rb, next(&mut rng));
+                    }
+                }
+            }
+        }
         prev = Some(snapshot.clone());
     }
-    Ok(render(path, ticks, &stats, steps))
+    let integrals: Vec<Suggestion> = schema
+        .sections()
+        .iter()
+        .zip(&pairs)
+        .flat_map(|(ty, sample)| search(ty, sample))
+        .collect();
+    Ok(render(path, ticks, &stats, &integrals, steps))
 }
 
 /// Shannon entropy, in bits per value, of the change in codes at `step`.
@@ -347,7 +368,13 @@ fn delta_entropy(pairs: &[(f64, f64)], step: f64) -> f64 {
     h.abs()
 }
 
-fn render(path: &Path, ticks: u64, stats: &[FieldStats], steps: &[f64]) -> String {
+fn render(
+    path: &Path,
+    ticks: u64,
+    stats: &[FieldStats],
+    integrals: &[Suggestion],
+    steps: &[f64],
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "capture {}: {ticks} ticks", path.display());
     if stats.is_empty() {
@@ -405,6 +432,29 @@ fn render(path: &Path, ticks: u64, stats: &[FieldStats], steps: &[f64]) -> Strin
                  costs {grid:.1} bits instead of {plain:.1}; declare `grid = {step}` (lossless)",
                 100.0 * share,
                 100.0 * st.integral as f64 / finite
+            );
+        }
+        if let Some(g) = integrals
+            .iter()
+            .find(|g| g.field == st.name && g.section == st.section)
+        {
+            let _ = writeln!(
+                s,
+                "  moves by `{}` over `{}`: predicted, a change costs {:.1} bits instead of {:.1}; \
+                 declare `integrate = {{ velocity = \"{}\", time = \"{}\", scale = {} }}` \
+                 (lossless){}",
+                g.velocity,
+                g.time,
+                g.bits.1,
+                g.bits.0,
+                g.velocity,
+                g.time,
+                g.scale,
+                if g.reorder.is_empty() {
+                    String::new()
+                } else {
+                    format!(", with `{}` declared before it", g.reorder.join("` and `"))
+                }
             );
         }
         if st.unit_norm && st.values > 0 {

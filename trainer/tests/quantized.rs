@@ -60,6 +60,34 @@ fn rebuilt_schemas_keep_their_quantisation() {
 }
 
 #[test]
+fn rebuilt_schemas_keep_grids_and_integrations() {
+    use tickpack::{DeltaOp, Integrate, Primitive, Schema};
+    use tickpack_trainer::captures::{ops_of, with_ops};
+    let schema = Schema::builder()
+        .entity("player")
+        .field("time", Primitive::I32, 1)
+        .field("velocity", Primitive::F32, 3)
+        .field("origin", Primitive::F32, 3)
+        .integrate(Integrate::new("velocity", "time", 0.001))
+        .field("view", Primitive::F32, 3)
+        .grid(360.0 / 65536.0)
+        .build()
+        .unwrap();
+    assert_eq!(
+        with_ops(&schema, &ops_of(&schema)).unwrap().id(),
+        schema.id()
+    );
+    let xor = with_ops(&schema, &[vec![DeltaOp::Xor; 4]]).unwrap();
+    let t = &xor.sections()[0];
+    assert_eq!(
+        t.integrations()[2],
+        Some(Integrate::new("velocity", "time", 0.001))
+    );
+    assert_eq!(t.grids().nth(3), Some(Some(360.0 / 65536.0)));
+    assert!(t.fields().iter().all(|f| f.delta == Some(DeltaOp::Xor)));
+}
+
+#[test]
 fn jsonl_import_quantises_under_a_quantised_schema() {
     use tickpack::capture::{Capture, CaptureLimits};
     let dir = std::env::temp_dir().join(format!("tickpack-qjsonl-{}", std::process::id()));
@@ -102,13 +130,16 @@ fn jsonl_import_quantises_under_a_quantised_schema() {
 }
 
 #[test]
-fn suggest_finds_a_lossless_grid() {
+fn suggest_finds_grids_and_integrated_fields() {
     use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     use tickpack::{Primitive, Schema, Snapshot};
     let schema = Schema::builder()
         .entity("player")
         .field("view", Primitive::F32, 2)
         .field("origin", Primitive::F32, 1)
+        .field("pos", Primitive::F32, 2)
+        .field("vel", Primitive::F32, 2)
+        .field("ms", Primitive::I32, 1)
         .build()
         .unwrap();
     let dir = std::env::temp_dir().join(format!("tickpack-grid-{}", std::process::id()));
@@ -121,11 +152,24 @@ fn suggest_finds_a_lossless_grid() {
     for tick in 0..200u64 {
         // View angles in 16-bit fractions of a turn, turning; a whole-unit
         // origin moving.
-        let k = (tick * 37 % 900) as f64;
+        let k = (tick * tick * 37 % 900) as f64;
+        // A body moving at (3.3, -1.7) units per second, sent every 47 or
+        // 53 ms, with a little noise.
+        let ms = (tick * 50 + tick % 3 * 3) as f64;
+        let noise = (tick % 5) as f64 * 0.001;
         let mut rec = Vec::new();
-        for v in [k * step, (1000.0 - k) * step, 100.0 + tick as f64] {
+        for v in [
+            k * step,
+            (1000.0 - k) * step,
+            100.0 + tick as f64,
+            12.5 + 3.3 * ms / 1000.0 + noise,
+            -40.25 - 1.7 * ms / 1000.0,
+            3.3,
+            -1.7,
+        ] {
             rec.extend_from_slice(&(v as f32).to_le_bytes());
         }
+        rec.extend_from_slice(&(ms as i32).to_le_bytes());
         let mut snap = Snapshot::new(&schema);
         snap.section_mut(0).unwrap().insert(1, &rec).unwrap();
         w.tick(tick, &snap).unwrap();
@@ -146,4 +190,14 @@ fn suggest_finds_a_lossless_grid() {
     assert!(view.contains("`grid = 0.0054931640625`"), "{text}");
     // Integral values gain nothing from a finer grid.
     assert_eq!(grid_line("origin"), None, "{text}");
+    // The position moves by the velocity over the milliseconds, declared
+    // after it.
+    assert!(
+        text.contains(
+            "declare `integrate = { velocity = \"vel\", time = \"ms\", scale = 0.001 }` \
+             (lossless), with `vel` and `ms` declared before it"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("moves by").count(), 1, "{text}");
 }

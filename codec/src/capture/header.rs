@@ -5,7 +5,7 @@
 use super::error::CaptureError;
 use super::format::{checksum, CAPTURE_VERSION, MAGIC, PREAMBLE_LEN};
 use super::CaptureHeader;
-use crate::schema::{rebuild_schema, Schema};
+use crate::schema::Schema;
 
 fn check_name(name: &str) -> Result<(), CaptureError> {
     if name.is_empty() || name.len() > 255 {
@@ -141,7 +141,8 @@ pub(crate) fn parse_body(data: &[u8]) -> Result<CaptureHeader, CaptureError> {
         return Err(b.bad("bytes after the last default record"));
     }
     let schema = if defaults.iter().any(Option::is_some) {
-        rebuild_schema(&plain, |_, _| None, |s| defaults[s].clone())
+        plain
+            .rebuild(|_, _| None, |s| defaults[s].clone())
             .map_err(CaptureError::Schema)?
     } else {
         plain

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::id::*;
 use super::*;
 use crate::dict::Dictionary;
-use crate::schema::{rebuild_schema, Schema};
+use crate::schema::Schema;
 
 /// Caps on what loading a set may read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,7 +232,9 @@ fn manifest_schema(m: &Manifest) -> Result<Schema, DictSetError> {
             })?),
         });
     }
-    rebuild_schema(&plain, |_, _| None, |s| defaults[s].clone()).map_err(DictSetError::Schema)
+    plain
+        .rebuild(|_, _| None, |s| defaults[s].clone())
+        .map_err(DictSetError::Schema)
 }
 
 /// Reads `path`, refusing files above `limit` bytes without reading them whole.

@@ -89,6 +89,16 @@ pub enum SchemaError {
         /// What is wrong, in words.
         reason: String,
     },
+    /// An [`Integrate`](crate::Integrate) declaration on a field that is
+    /// not a float or is quantised, naming fields that are missing, not
+    /// declared before it, quantised or of the wrong length, or a scale
+    /// that is not a positive finite number.
+    BadIntegrate {
+        /// Field name.
+        field: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SchemaError {
@@ -126,6 +136,9 @@ impl fmt::Display for SchemaError {
                 write!(f, "quantisation of field `{field}`: {reason}")
             }
             Self::BadGrid { field, reason } => write!(f, "grid of field `{field}`: {reason}"),
+            Self::BadIntegrate { field, reason } => {
+                write!(f, "integration of field `{field}`: {reason}")
+            }
         }
     }
 }

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod align;
+pub(crate) mod integrate;
 pub(crate) mod layout;
 pub(crate) mod planes;
 pub(crate) mod predict;
@@ -122,13 +123,17 @@ pub(crate) fn encode_section<E>(
     t.changed.extend_from_slice(&a.changed);
     t.spawned
         .extend(a.spawned.iter().map(|&j| cur.ids()[j as usize]));
+    let integrators = ty.integrators();
     for &(ci, bi) in &a.changed_rows {
-        encode_row(
-            elements,
-            cur.record(ci as usize),
-            base.record(bi as usize),
-            t,
-        );
+        let (c, b) = (cur.record(ci as usize), base.record(bi as usize));
+        if integrators.is_empty() {
+            encode_row(elements, c, b, t);
+        } else {
+            // Integrated elements are coded against their prediction.
+            s.reference.resize(b.len(), 0);
+            integrate::reference(integrators, b, c, &mut s.reference);
+            encode_row(elements, c, &s.reference, t);
+        }
     }
     s.reference.resize(ty.record_size(), 0);
     for &j in &a.spawned {
@@ -271,11 +276,27 @@ pub(crate) struct DecodeScratch {
     row: Vec<u8>,
     spawn_records: Vec<u8>,
     reference: Vec<u8>,
+    /// A changed row's reference with its integrated elements predicted.
+    predicted: Vec<u8>,
     ids: Vec<u32>,
     records: Vec<u8>,
 }
 
-/// Reads one row from `src`: writes `reference` with the row's changes
+/// What a row is decoded against: a reference record, or for a changed row
+/// of a type with integrated elements the baseline record and a buffer
+/// its reference is built in as the row is read
+/// ([`integrate`]: each integrated element's prediction needs the row's
+/// velocity and time, which come before it).
+enum RowReference<'a> {
+    Plain(&'a [u8]),
+    Integrated {
+        base: &'a [u8],
+        integrators: &'a [crate::schema::Integrator],
+        reference: &'a mut Vec<u8>,
+    },
+}
+
+/// Reads one row from `src`: writes the reference with the row's changes
 /// applied into `out`.
 #[allow(clippy::too_many_arguments)]
 fn decode_row(
@@ -284,7 +305,7 @@ fn decode_row(
     row: usize,
     kind_of_row: u32,
     elements: &[Element],
-    reference: &[u8],
+    reference: RowReference<'_>,
     s_groups: &mut Vec<bool>,
     s_changed: &mut Vec<u32>,
     out: &mut [u8],
@@ -298,8 +319,78 @@ fn decode_row(
         s_changed,
     )?
     .map_err(|()| DecodeError::BadMask { section, row })?;
-    out.copy_from_slice(reference);
-    for &e in s_changed.iter() {
+    let (reference, integrated) = match reference {
+        RowReference::Plain(r) => {
+            out.copy_from_slice(r);
+            (r, None)
+        }
+        RowReference::Integrated {
+            base,
+            integrators,
+            reference,
+        } => {
+            out.copy_from_slice(base);
+            reference.clear();
+            reference.extend_from_slice(base);
+            (base, Some((integrators, reference)))
+        }
+    };
+    match integrated {
+        None => decode_values(
+            src,
+            section,
+            row,
+            kind_of_row,
+            elements,
+            reference,
+            s_changed,
+            out,
+        ),
+        Some((integrators, predicted)) => {
+            // Each integrated element is predicted once every element
+            // before it is final, and the prediction is its value unless
+            // the row changes it.
+            let mut next = 0usize;
+            let mut predict_to = |end: u32, predicted: &mut Vec<u8>, out: &mut [u8]| {
+                while let Some(i) = integrators.get(next).filter(|i| i.element <= end) {
+                    integrate::apply(i, reference, out, predicted);
+                    integrate::copy(i, predicted, out);
+                    next += 1;
+                }
+            };
+            for (k, &e) in s_changed.iter().enumerate() {
+                predict_to(e, predicted, out);
+                decode_values(
+                    src,
+                    section,
+                    row,
+                    kind_of_row,
+                    elements,
+                    predicted,
+                    &s_changed[k..=k],
+                    out,
+                )?;
+            }
+            predict_to(u32::MAX, predicted, out);
+            Ok(())
+        }
+    }
+}
+
+/// Reads the values of the changed elements `changed` of one row, each
+/// against `reference`, into `out`.
+#[allow(clippy::too_many_arguments)]
+fn decode_values(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    elements: &[Element],
+    reference: &[u8],
+    changed: &[u32],
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    for &e in changed {
         let el = elements[e as usize];
         let bad = DecodeError::BadValue {
             section,
@@ -414,7 +505,15 @@ pub(crate) fn decode_section(
                     row,
                     tokens::ctx::CHANGED,
                     elements,
-                    brec,
+                    if ty.integrators().is_empty() {
+                        RowReference::Plain(brec)
+                    } else {
+                        RowReference::Integrated {
+                            base: brec,
+                            integrators: ty.integrators(),
+                            reference: &mut s.predicted,
+                        }
+                    },
                     &mut s.groups,
                     &mut s.changed,
                     &mut s.records[at..],
@@ -461,7 +560,7 @@ pub(crate) fn decode_section(
                     row + t,
                     kind_of_row,
                     elements,
-                    reference,
+                    RowReference::Plain(reference),
                     &mut s.groups,
                     &mut s.changed,
                     &mut s.spawn_records[at..],

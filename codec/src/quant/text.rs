@@ -6,13 +6,16 @@
 //! - unit quaternion: `quantize = { smallest_three = 10 }`;
 //! - angle: `quantize = { angle_bits = 16, unit = "degrees" }` (`unit` required:
 //!   `"degrees"` or `"radians"`).
+//!
+//! and its optional `grid = 0.0054931640625` and
+//! `integrate = { velocity = "velocity", time = "commandTime", scale = 0.001 }`.
 
 #![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
 
 use super::{AngleUnit, OutOfRange, Quantize};
-use crate::schema::{DeltaOp, Field, Primitive};
+use crate::schema::{DeltaOp, Field, Integrate, Primitive};
 
 /// A field as the text form writes it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,6 +33,9 @@ pub(crate) struct FieldDef {
     /// A lossless float grid step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     grid: Option<f64>,
+    /// Integration over a velocity and a time field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    integrate: Option<Integrate>,
 }
 
 fn one() -> usize {
@@ -193,7 +199,12 @@ impl QuantizeDef {
 
 impl FieldDef {
     /// The text form of a field and its declaration.
-    pub(crate) fn new(field: &Field, quantize: Option<&Quantize>, grid: Option<f64>) -> Self {
+    pub(crate) fn new(
+        field: &Field,
+        quantize: Option<&Quantize>,
+        grid: Option<f64>,
+        integrate: Option<&Integrate>,
+    ) -> Self {
         Self {
             name: field.name.clone(),
             ty: field.ty,
@@ -201,12 +212,18 @@ impl FieldDef {
             delta: field.delta,
             quantize: quantize.map(QuantizeDef::from_quantize),
             grid,
+            integrate: integrate.cloned(),
         }
     }
 
     /// The field's `grid` key.
     pub(crate) fn grid(&self) -> Option<f64> {
         self.grid
+    }
+
+    /// The field's `integrate` key.
+    pub(crate) fn integrate(&self) -> Option<Integrate> {
+        self.integrate.clone()
     }
 
     /// The field and its declaration; `Err` says what is wrong with the

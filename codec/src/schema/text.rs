@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{EntityType, Field, Schema};
+use super::{EntityType, Schema};
 use crate::error::SchemaError;
 use crate::quant::text::FieldDef;
 
@@ -34,10 +34,12 @@ struct SchemaDef {
 
 impl Schema {
     /// Loads a schema from JSON text: `{"entities": [{"name", "fields":
-    /// [{"name", "type", "len"?, "delta"?, "quantize"?, "grid"?}]}]}`
+    /// [{"name", "type", "len"?, "delta"?, "quantize"?, "grid"?, "integrate"?}]}]}`
     /// (`quantize`: see [`quant`](crate::quant); `grid`: a step, see
-    /// [`SchemaBuilder::grid`](super::SchemaBuilder::grid)). Needs the
-    /// `serde` feature.
+    /// [`SchemaBuilder::grid`](super::SchemaBuilder::grid); `integrate`:
+    /// `{"velocity", "time", "scale"}`, see
+    /// [`SchemaBuilder::integrate`](super::SchemaBuilder::integrate)). Needs
+    /// the `serde` feature.
     pub fn from_json(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
             message: e.to_string(),
@@ -46,7 +48,8 @@ impl Schema {
     }
 
     /// Loads a schema from TOML text: an array of tables `[[entities]]`,
-    /// each with `name` and `fields = [{ name, type, len?, delta?, quantize?, grid? }]`.
+    /// each with `name` and
+    /// `fields = [{ name, type, len?, delta?, quantize?, grid?, integrate? }]`.
     /// Needs the `serde` feature.
     pub fn from_toml(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = toml::from_str(text).map_err(|e| SchemaError::Parse {
@@ -70,7 +73,8 @@ impl Schema {
                         .iter()
                         .zip(&e.quant)
                         .zip(e.grids())
-                        .map(|((f, q), g)| FieldDef::new(f, q.as_ref(), g))
+                        .zip(&e.integrate)
+                        .map(|(((f, q), g), i)| FieldDef::new(f, q.as_ref(), g, i.as_ref()))
                         .collect(),
                 })
                 .collect(),
@@ -85,47 +89,16 @@ impl Schema {
             .into_iter()
             .map(|e| {
                 let grid: Vec<Option<f64>> = e.fields.iter().map(FieldDef::grid).collect();
+                let integrate: Vec<_> = e.fields.iter().map(FieldDef::integrate).collect();
                 let (fields, quant) = e
                     .fields
                     .into_iter()
                     .map(FieldDef::into_parts)
                     .collect::<Result<(Vec<_>, Vec<_>), _>>()
                     .map_err(|(field, reason)| SchemaError::BadQuantize { field, reason })?;
-                EntityType::new(e.name, fields, quant, grid, None)
+                EntityType::new(e.name, fields, quant, grid, integrate, None)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_sections(sections)
     }
-}
-
-/// Rebuilds `base` with per-field delta operators from `ops` (section,
-/// field) and default records from `defaults` (section; `None` keeps the
-/// base's). Names, types, lengths, quantisation and grids are kept.
-#[cfg(any(feature = "capture", feature = "dictset"))]
-pub(crate) fn rebuild_schema(
-    base: &Schema,
-    ops: impl Fn(usize, usize) -> Option<super::DeltaOp>,
-    defaults: impl Fn(usize) -> Option<Vec<u8>>,
-) -> Result<Schema, crate::SchemaError> {
-    let mut b = Schema::builder();
-    for (s, ty) in base.sections().iter().enumerate() {
-        b = b.entity(ty.name());
-        for (i, (f, q)) in ty.fields().iter().zip(ty.quantization()).enumerate() {
-            b = b.field_with(Field {
-                delta: ops(s, i).or(f.delta),
-                ..f.clone()
-            });
-            if let Some(q) = q {
-                b = b.quantize(*q);
-            }
-            if let Some(Some(step)) = ty.grids().nth(i) {
-                b = b.grid(step);
-            }
-        }
-        let rec = defaults(s).unwrap_or_else(|| ty.default_record().to_vec());
-        if rec.iter().any(|&x| x != 0) {
-            b = b.default_record(&rec);
-        }
-    }
-    b.build()
 }

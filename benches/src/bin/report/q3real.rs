@@ -86,7 +86,10 @@ pub(crate) fn section(quick: bool) -> Res<String> {
         "The first {max} snapshots of each demo in `../shared/data/q3/`, each sent against the \
          baseline Quake 3 used for it; the anchor is Quake 3's own bytes for the snapshot \
          (`snap_bits / 8`: server time, delta number, area mask, player state and entities, \
-         Huffman-coded). tickpack bytes are whole packets, header included. \"trained\": a \
+         Huffman-coded). The schema declares the view angles on their 360/65536 grid and \
+         the player origin integrated from its velocity over the command time; every packet \
+         carries its baseline's recall. tickpack bytes are whole packets, header included. \
+         \"trained\": a \
          {} KiB delta dictionary trained on the other four demos' payloads. \"model\": that \
          dictionary with a context-model table trained on the other four demos' packets \
          (block type 4, kept per packet when smaller). µs: encode + decode per snapshot, one \

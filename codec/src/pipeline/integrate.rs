@@ -1,0 +1,97 @@
+//! The prediction of integrated fields (FORMAT.md 4.9): for a changed row,
+//! each integrated element's reference is its baseline value moved by the
+//! mean of the baseline's and the current velocity times the time elapsed:
+//!
+//! `p = b + ((v_cur + v_base) / 2) · (t_cur − t_base) · scale`
+//!
+//! in binary64, left to right, rounded to the element's type; when any
+//! input is NaN or infinite, or the result is not finite, `p = b`. The
+//! current velocity and time are final before the element is coded
+//! (they are declared before it), so encoder and decoder compute the same
+//! `p`.
+
+#![forbid(unsafe_code)]
+
+use crate::schema::{Integrator, Primitive};
+
+/// A numeric element of `rec` at `offset` as binary64 (integers converted
+/// with round to nearest; `NaN` for bytes out of the record, which the
+/// schema's layout rules out).
+#[inline]
+fn read(rec: &[u8], offset: usize, ty: Primitive) -> f64 {
+    let Some(b) = rec.get(offset..offset + ty.size()) else {
+        return f64::NAN;
+    };
+    let mut w = [0u8; 8];
+    w[..b.len()].copy_from_slice(b);
+    let u = u64::from_le_bytes(w);
+    match ty {
+        Primitive::U8 | Primitive::U16 | Primitive::U32 | Primitive::U64 => u as f64,
+        Primitive::I8 => f64::from(u as u8 as i8),
+        Primitive::I16 => f64::from(u as u16 as i16),
+        Primitive::I32 => f64::from(u as u32 as i32),
+        Primitive::I64 => u as i64 as f64,
+        Primitive::F32 => f64::from(f32::from_bits(u as u32)),
+        Primitive::F64 => f64::from_bits(u),
+    }
+}
+
+/// The predicted bytes of integrated element `i`, from the baseline record
+/// `base` (its value, velocity and time) and the current record `cur` (its
+/// velocity and time); `None` when the prediction is not finite.
+#[inline]
+fn predict(i: &Integrator, base: &[u8], cur: &[u8]) -> Option<[u8; 8]> {
+    let (vo, vt) = i.velocity;
+    let (to, tt) = i.time;
+    let b = read(base, i.offset, i.ty);
+    let v = (read(cur, vo, vt) + read(base, vo, vt)) / 2.0;
+    let dt = read(cur, to, tt) - read(base, to, tt);
+    let p = b + v * dt * i.scale;
+    let mut out = [0u8; 8];
+    if i.ty == Primitive::F32 {
+        let q = p as f32;
+        if !q.is_finite() {
+            return None;
+        }
+        out[..4].copy_from_slice(&q.to_le_bytes());
+    } else {
+        if !p.is_finite() {
+            return None;
+        }
+        out.copy_from_slice(&p.to_le_bytes());
+    }
+    Some(out)
+}
+
+/// Writes the prediction of integrator `i` into `reference` (a copy of the
+/// baseline record `base` being turned into the row's reference; where the
+/// prediction is not finite it keeps the baseline's bytes), reading the
+/// current velocity and time from `cur`.
+#[inline]
+pub(crate) fn apply(i: &Integrator, base: &[u8], cur: &[u8], reference: &mut [u8]) {
+    let w = i.ty.size();
+    if let (Some(p), Some(dst)) = (
+        predict(i, base, cur),
+        reference.get_mut(i.offset..i.offset + w),
+    ) {
+        dst.copy_from_slice(&p[..w]);
+    }
+}
+
+/// Copies integrated element `i` from record `from` into record `to`.
+#[inline]
+pub(crate) fn copy(i: &Integrator, from: &[u8], to: &mut [u8]) {
+    let r = i.offset..i.offset + i.ty.size();
+    if let (Some(src), Some(dst)) = (from.get(r.clone()), to.get_mut(r)) {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// Writes into `reference` the reference record of a changed row: `base`
+/// with every integrated element replaced by its prediction from `cur`.
+pub(crate) fn reference(integrators: &[Integrator], base: &[u8], cur: &[u8], reference: &mut [u8]) {
+    reference.copy_from_slice(base);
+    for i in integrators {
+        apply(i, base, cur, reference);
+    }
+}

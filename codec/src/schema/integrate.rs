@@ -1,0 +1,157 @@
+//! Integrated fields: a float field declared as the integral of a velocity
+//! field over a time field of the same record (FORMAT.md 4.9), such as a
+//! position that moves by its velocity times the time elapsed. A changed
+//! entity's value is then coded against the position its baseline record
+//! would have reached, not against the baseline value itself.
+
+#![forbid(unsafe_code)]
+
+use super::{Field, Primitive};
+use crate::error::SchemaError;
+
+/// What [`SchemaBuilder::integrate`](super::SchemaBuilder::integrate)
+/// declares on a float field: the field moves by `velocity × Δtime × scale`.
+///
+/// `velocity` names a field of the same entity type with as many elements
+/// as the integrated field (element `j` drives element `j`), `time` a scalar
+/// field; both numeric, not quantised, and declared *before* the integrated
+/// field. `scale` converts time units to the velocity's (0.001 for a
+/// velocity per second and a time in milliseconds).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+pub struct Integrate {
+    /// The velocity field's name.
+    pub velocity: String,
+    /// The time field's name.
+    pub time: String,
+    /// Velocity units per time unit.
+    pub scale: f64,
+}
+
+impl Integrate {
+    /// `velocity` over `time`, at `scale`.
+    pub fn new(velocity: &str, time: &str, scale: f64) -> Self {
+        Self {
+            velocity: velocity.to_owned(),
+            time: time.to_owned(),
+            scale,
+        }
+    }
+}
+
+/// Scales compare by their bits, so equality is an equivalence (a NaN
+/// scale, which schemas refuse, equals itself).
+impl PartialEq for Integrate {
+    fn eq(&self, other: &Self) -> bool {
+        self.velocity == other.velocity
+            && self.time == other.time
+            && self.scale.to_bits() == other.scale.to_bits()
+    }
+}
+
+impl Eq for Integrate {}
+
+/// One integrated element, resolved to record offsets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Integrator {
+    /// The element's index in the record (array items counted singly).
+    pub(crate) element: u32,
+    pub(crate) offset: usize,
+    pub(crate) ty: Primitive,
+    pub(crate) velocity: (usize, Primitive),
+    pub(crate) time: (usize, Primitive),
+    pub(crate) scale: f64,
+}
+
+impl PartialEq for Integrator {
+    fn eq(&self, other: &Self) -> bool {
+        (self.element, self.offset, self.ty, self.velocity, self.time)
+            == (
+                other.element,
+                other.offset,
+                other.ty,
+                other.velocity,
+                other.time,
+            )
+            && self.scale.to_bits() == other.scale.to_bits()
+    }
+}
+
+impl Eq for Integrator {}
+
+/// Checks the declarations `integrate` (one per field, `None` where not
+/// declared) against the fields, and returns the elements they resolve
+/// to, in element order. `quantised(i)`: whether field `i` is quantised.
+pub(crate) fn resolve(
+    fields: &[Field],
+    offsets: &[usize],
+    integrate: &[Option<Integrate>],
+    quantised: impl Fn(usize) -> bool,
+) -> Result<Vec<Integrator>, SchemaError> {
+    let mut out = Vec::new();
+    let mut element = 0u32;
+    for (i, f) in fields.iter().enumerate() {
+        let first = element;
+        element += f.len as u32;
+        let Some(d) = integrate.get(i).and_then(Option::as_ref) else {
+            continue;
+        };
+        let bad = |reason: String| SchemaError::BadIntegrate {
+            field: f.name.clone(),
+            reason,
+        };
+        if !f.ty.is_float() {
+            return Err(bad("not a float field".into()));
+        }
+        if quantised(i) {
+            return Err(bad("the field is quantised".into()));
+        }
+        if !(d.scale.is_finite() && d.scale > 0.0) {
+            return Err(bad("the scale is not a positive finite number".into()));
+        }
+        let find = |name: &str, what: &str| {
+            let j = fields[..i]
+                .iter()
+                .position(|g| g.name == name)
+                .ok_or_else(|| bad(format!("no {what} field `{name}` declared before it")))?;
+            if quantised(j) {
+                return Err(bad(format!("the {what} field `{name}` is quantised")));
+            }
+            Ok(j)
+        };
+        let v = find(&d.velocity, "velocity")?;
+        let t = find(&d.time, "time")?;
+        if fields[v].len != f.len {
+            return Err(bad(format!(
+                "the velocity field `{}` has {} elements, the field {}",
+                d.velocity, fields[v].len, f.len
+            )));
+        }
+        if fields[t].len != 1 {
+            return Err(bad(format!("the time field `{}` is an array", d.time)));
+        }
+        let (vt, tt) = (fields[v].ty, fields[t].ty);
+        for k in 0..f.len {
+            out.push(Integrator {
+                element: first + k as u32,
+                offset: offsets[i] + k * f.ty.size(),
+                ty: f.ty,
+                velocity: (offsets[v] + k * vt.size(), vt),
+                time: (offsets[t], tt),
+                scale: d.scale,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The declaration's part of the schema id: the indices of the velocity
+/// and time fields and the scale's bits.
+pub(crate) fn id_bytes(fields: &[Field], d: &Integrate, out: &mut Vec<u8>) {
+    for name in [&d.velocity, &d.time] {
+        let j = fields.iter().position(|g| &g.name == name).unwrap_or(0);
+        out.extend_from_slice(&(j as u32).to_le_bytes());
+    }
+    out.extend_from_slice(&d.scale.to_bits().to_le_bytes());
+}

@@ -1,0 +1,247 @@
+//! `suggest`'s search for integrated fields (FORMAT.md 4.9): for every
+//! float field, the velocity field (same length) and time field (a scalar)
+//! of its entity type whose prediction `b + ((v + v_b) / 2) · Δt · scale`
+//! makes its tick-to-tick changes cheapest (time fields: scalars that
+//! change in at least half of the changed records), with the scale
+//! fitted (the median ratio, three significant digits, or a round value
+//! near it when that predicts as well). It works on a uniform sample of at
+//! most [`RECORD_PAIRS`] (previous, current) record pairs per entity type
+//! and [`SAMPLE_BYTES`] in all, so memory stays bounded.
+
+#![forbid(unsafe_code)]
+
+use tickpack::{EntityType, Primitive};
+
+/// Most record pairs kept per entity type.
+pub const RECORD_PAIRS: usize = 4096;
+/// Most bytes the samples of all entity types hold together (each keeps
+/// at least 16 pairs).
+pub const SAMPLE_BYTES: usize = 64 << 20;
+/// A prediction is suggested when it brings the sampled changes under this
+/// share of their bits without it.
+const GAIN: f64 = 0.85;
+
+/// A uniform sample (reservoir) of changed record pairs of one entity type.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PairSample {
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    seen: u64,
+    cap: usize,
+}
+
+impl PairSample {
+    /// One sample per entity type of `schema`, within [`RECORD_PAIRS`] and
+    /// [`SAMPLE_BYTES`].
+    pub(crate) fn for_schema(schema: &tickpack::Schema) -> Vec<Self> {
+        let n = schema.sections().len().max(1);
+        schema
+            .sections()
+            .iter()
+            .map(|t| Self {
+                cap: (SAMPLE_BYTES / n / (2 * t.record_size()).max(1)).clamp(16, RECORD_PAIRS),
+                ..Self::default()
+            })
+            .collect()
+    }
+
+    /// Offers one (previous, current) pair; `draw` is a fresh random number.
+    pub(crate) fn offer(&mut self, prev: &[u8], cur: &[u8], draw: u64) {
+        self.seen += 1;
+        if self.pairs.len() < self.cap {
+            self.pairs.push((prev.to_vec(), cur.to_vec()));
+        } else if let Some(slot) = self.pairs.get_mut((draw % self.seen) as usize) {
+            *slot = (prev.to_vec(), cur.to_vec());
+        }
+    }
+}
+
+/// A suggested integration of one field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suggestion {
+    /// The entity type.
+    pub section: String,
+    /// The integrated field.
+    pub field: String,
+    /// The velocity field.
+    pub velocity: String,
+    /// The time field.
+    pub time: String,
+    /// The fitted scale.
+    pub scale: f64,
+    /// Mean bits of a changed element without and with the prediction.
+    pub bits: (f64, f64),
+    /// The velocity or time field when declared after the field (the
+    /// schema must then move them before it).
+    pub reorder: Vec<String>,
+}
+
+fn read(rec: &[u8], at: usize, ty: Primitive) -> f64 {
+    let Some(b) = rec.get(at..at + ty.size()) else {
+        return f64::NAN;
+    };
+    let mut w = [0u8; 8];
+    w[..b.len()].copy_from_slice(b);
+    let u = u64::from_le_bytes(w);
+    match ty {
+        Primitive::U8 | Primitive::U16 | Primitive::U32 | Primitive::U64 => u as f64,
+        Primitive::I8 => f64::from(u as u8 as i8),
+        Primitive::I16 => f64::from(u as u16 as i16),
+        Primitive::I32 => f64::from(u as u32 as i32),
+        Primitive::I64 => u as i64 as f64,
+        Primitive::F32 => f64::from(f32::from_bits(u as u32)),
+        Primitive::F64 => f64::from_bits(u),
+    }
+}
+
+/// `x` rounded to three significant digits.
+fn round3(x: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return x;
+    }
+    let p = 10f64.powi(2 - x.log10().floor() as i32);
+    (x * p).round() / p
+}
+
+/// The best integration of each float field of `ty` found in `sample`.
+pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
+    let fields = ty.fields();
+    let offsets = ty.offsets();
+    let quantised = |i: usize| ty.quantization().get(i).is_some_and(Option::is_some);
+    // Time fields: scalars that change in at least half of the pairs (a
+    // clock runs whenever an entity changes), which also bounds the search.
+    let clocks: Vec<usize> = (0..fields.len())
+        .filter(|&t| fields[t].len == 1 && !quantised(t))
+        .filter(|&t| {
+            let r = offsets[t]..offsets[t] + fields[t].ty.size();
+            let moved = sample
+                .pairs
+                .iter()
+                .filter(|(a, b)| a.get(r.clone()) != b.get(r.clone()))
+                .count();
+            moved * 2 >= sample.pairs.len()
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (x, fx) in fields.iter().enumerate() {
+        let declared = ty.integrations().get(x).is_some_and(Option::is_some);
+        if !fx.ty.is_float() || quantised(x) || declared {
+            continue;
+        }
+        // The changed elements of the field: (pair, element).
+        let changed: Vec<(usize, usize)> = sample
+            .pairs
+            .iter()
+            .enumerate()
+            .flat_map(|(p, (a, b))| {
+                (0..fx.len).filter_map(move |k| {
+                    let at = offsets[x] + k * fx.ty.size();
+                    (a.get(at..at + fx.ty.size()) != b.get(at..at + fx.ty.size())).then_some((p, k))
+                })
+            })
+            .collect();
+        if changed.is_empty() {
+            continue;
+        }
+        let bits = |pred: &dyn Fn(usize, usize) -> f64| {
+            let sum: u64 = changed
+                .iter()
+                .map(|&(p, k)| {
+                    let (_, b) = &sample.pairs[p];
+                    let cur = read(b, offsets[x] + k * fx.ty.size(), fx.ty);
+                    u64::from(crate::suggest::change_bits(pred(p, k), cur, None, fx.ty))
+                })
+                .sum();
+            sum as f64 / changed.len() as f64
+        };
+        let base =
+            |p: usize, k: usize| read(&sample.pairs[p].0, offsets[x] + k * fx.ty.size(), fx.ty);
+        let plain = bits(&base);
+        // v_mean · Δt of element k of pair p, with velocity field v and time
+        // field t.
+        let motion = |p: usize, k: usize, v: usize, t: usize| {
+            let (a, b) = &sample.pairs[p];
+            let (fv, ft) = (&fields[v], &fields[t]);
+            let vo = offsets[v] + k * fv.ty.size();
+            let vm = (read(b, vo, fv.ty) + read(a, vo, fv.ty)) / 2.0;
+            vm * (read(b, offsets[t], ft.ty) - read(a, offsets[t], ft.ty))
+        };
+        // The prediction as the codec computes it (rounded to the field's
+        // type; the baseline value when not finite).
+        let predicted = |p: usize, k: usize, v: usize, t: usize, scale: f64| {
+            let q = base(p, k) + motion(p, k, v, t) * scale;
+            let q = if fx.ty == Primitive::F32 {
+                f64::from(q as f32)
+            } else {
+                q
+            };
+            if q.is_finite() {
+                q
+            } else {
+                base(p, k)
+            }
+        };
+        let index = |name: &str| fields.iter().position(|f| f.name == name).unwrap_or(0);
+        let mut best: Option<Suggestion> = None;
+        for (v, fv) in fields.iter().enumerate() {
+            if v == x || fv.len != fx.len || quantised(v) {
+                continue;
+            }
+            for &t in &clocks {
+                let ft = &fields[t];
+                if t == x || t == v {
+                    continue;
+                }
+                // The scale: the median of change / (v_mean · Δt) (robust to
+                // teleports and respawns), rounded to three digits.
+                let mut ratios: Vec<f64> = changed
+                    .iter()
+                    .filter_map(|&(p, k)| {
+                        let m = motion(p, k, v, t);
+                        let xo = offsets[x] + k * fx.ty.size();
+                        let (a, b) = &sample.pairs[p];
+                        let r = (read(b, xo, fx.ty) - read(a, xo, fx.ty)) / m;
+                        (r.is_finite() && r > 0.0).then_some(r)
+                    })
+                    .collect();
+                if ratios.len() * 2 < changed.len() {
+                    continue;
+                }
+                ratios.sort_by(f64::total_cmp);
+                let scale = round3(ratios[ratios.len() / 2]);
+                let with = bits(&|p, k| predicted(p, k, v, t, scale));
+                if best.as_ref().is_none_or(|b| with < b.bits.1) {
+                    best = Some(Suggestion {
+                        section: ty.name().to_owned(),
+                        field: fx.name.clone(),
+                        velocity: fv.name.clone(),
+                        time: ft.name.clone(),
+                        scale,
+                        bits: (plain, with),
+                        reorder: [(v, fv), (t, ft)]
+                            .iter()
+                            .filter(|(i, _)| *i > x)
+                            .map(|(_, f)| f.name.clone())
+                            .collect(),
+                    });
+                }
+            }
+        }
+        // A round scale near the fitted one (a power of ten, a common tick
+        // length) when it predicts at least as well.
+        if let Some(b) = &mut best {
+            let (v, t) = (index(&b.velocity), index(&b.time));
+            let decade = 10f64.powf(b.scale.log10().round());
+            for c in [decade, 1.0 / 60.0, 1.0 / 30.0, 1.0 / 20.0] {
+                if c / b.scale > 0.5 && c / b.scale < 2.0 {
+                    let with = bits(&|p, k| predicted(p, k, v, t, c));
+                    if with <= b.bits.1 {
+                        b.scale = c;
+                        b.bits.1 = with;
+                    }
+                }
+            }
+        }
+        out.extend(best.filter(|b| b.bits.1 < GAIN * b.bits.0));
+    }
+    out
+}
