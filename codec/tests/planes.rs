@@ -44,7 +44,7 @@ fn tick(s: &Schema, t: u32) -> Snapshot {
 /// bit 4 if bit 1 or 2 is set and bit 3 is not), if they fit in it.
 fn flags_at(payload: &[u8], at: u32) -> u8 {
     let side = u32::from(payload[0]);
-    let mut bit = |k: &mut u32| {
+    let bit = |k: &mut u32| {
         let b = (side >> *k) & 1;
         *k += 1;
         assert!(*k <= 8, "flags past the first side byte");
