@@ -33,8 +33,6 @@ pub const QUICK_SNAPSHOTS: usize = 400;
 pub const DICT_SIZE: usize = 16 * 1024;
 /// Quake 3's angle step (`SHORT2ANGLE`): 360/65536 degrees.
 pub const ANGLE_STEP: f64 = 360.0 / 65536.0;
-/// Training payloads taken from each of the other files, evenly spaced.
-pub const TRAIN_PER_FILE: usize = 1500;
 
 const N_META: usize = 19;
 const N_AREA: usize = 8;
@@ -313,19 +311,16 @@ pub fn replay(d: &Demo, dict: Option<&Dictionary>) -> Res<(f64, f64)> {
     Ok((bytes as f64 / n, secs * 1e6 / n))
 }
 
-/// A delta dictionary trained on the payloads of `demos` (every one but
-/// the measured file), all under `schema`.
+/// A delta dictionary trained on every payload of `demos` (every one but
+/// the measured file), all under `schema`, as `tickpack-trainer train`
+/// trains on every packet of its captures.
 pub fn train(schema: &Schema, demos: &[&Demo]) -> Res<Dictionary> {
     let mut enc = Encoder::new(schema.clone());
     let mut samples = Vec::new();
     for d in demos {
-        let step = (d.ticks.len() / TRAIN_PER_FILE).max(1);
         let mut recalls = Recalls::new();
         for i in 0..d.ticks.len() {
             let recall = recalls.step(d, i);
-            if i % step != 0 {
-                continue;
-            }
             let mut p = Vec::new();
             let r = reference(d, i, recall.as_ref());
             enc.payload(&d.ticks[i], d.sequences[i], r, &mut p)?;

@@ -31,6 +31,32 @@ pub(crate) fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Reads a minimal LEB128 varint of at most 10 bytes (as
+/// [`put_varint64`] writes) from the bytes `next` gives one at a time;
+/// `at` is where it starts, for the error.
+#[inline]
+pub(crate) fn read_varint64(
+    at: usize,
+    mut next: impl FnMut() -> Result<u8, DecodeError>,
+) -> Result<u64, DecodeError> {
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let b = next()?;
+        let bits = u64::from(b & 0x7f);
+        if i == 9 && bits > 1 {
+            return Err(DecodeError::BadVarint { offset: at });
+        }
+        v |= bits << (7 * i);
+        if b & 0x80 == 0 {
+            if i > 0 && bits == 0 {
+                return Err(DecodeError::BadVarint { offset: at });
+            }
+            return Ok(v);
+        }
+    }
+    Err(DecodeError::BadVarint { offset: at })
+}
+
 /// Number of bytes `put_varint` writes for `v`.
 #[inline]
 pub(crate) fn varint_len(v: u32) -> usize {
@@ -126,35 +152,6 @@ impl<'a> Reader<'a> {
         }
         Err(DecodeError::BadVarint { offset: start })
     }
-
-    /// Reads a minimal LEB128 `u64` (at most 10 bytes).
-    #[inline]
-    pub(crate) fn varint64(&mut self) -> Result<u64, DecodeError> {
-        let start = self.pos;
-        // Fast path: one byte.
-        if let Some(&b) = self.data.get(self.pos) {
-            if b < 0x80 {
-                self.pos += 1;
-                return Ok(u64::from(b));
-            }
-        }
-        let mut v: u64 = 0;
-        for i in 0..10 {
-            let b = self.u8()?;
-            let bits = u64::from(b & 0x7f);
-            if i == 9 && bits > 1 {
-                return Err(DecodeError::BadVarint { offset: start });
-            }
-            v |= bits << (7 * i);
-            if b & 0x80 == 0 {
-                if i > 0 && bits == 0 {
-                    return Err(DecodeError::BadVarint { offset: start });
-                }
-                return Ok(v);
-            }
-        }
-        Err(DecodeError::BadVarint { offset: start })
-    }
 }
 
 #[cfg(test)]
@@ -180,7 +177,7 @@ mod tests {
             let mut out = Vec::new();
             put_varint64(&mut out, v);
             let mut r = Reader::new(&out);
-            prop_assert_eq!(r.varint64().unwrap(), v);
+            prop_assert_eq!(read_varint64(0, || r.u8()).unwrap(), v);
             prop_assert_eq!(r.remaining(), 0);
         }
     }
@@ -194,13 +191,15 @@ mod tests {
                 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,
             ][..],
         ] {
+            let mut r = Reader::new(bad);
             assert_eq!(
-                Reader::new(bad).varint64(),
+                read_varint64(0, || r.u8()),
                 Err(DecodeError::BadVarint { offset: 0 })
             );
         }
         let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
-        assert_eq!(Reader::new(&max).varint64(), Ok(u64::MAX));
+        let mut r = Reader::new(&max);
+        assert_eq!(read_varint64(0, || r.u8()), Ok(u64::MAX));
     }
 
     #[test]

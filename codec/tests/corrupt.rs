@@ -58,19 +58,21 @@ fn baseline_snapshot(s: &Schema) -> Snapshot {
 #[test]
 fn valid_hand_written_packets_decode() {
     let s = schema();
-    // Keyframe: section flags "spawned", 2 spawned (count - 1 = 1), ids 5
-    // and 9 (gaps 5, 3); each row: the element byte (element 0 changed),
-    // then zigzag(1 - 0) = 2 and zigzag(2 - 0) = 4.
+    // Keyframe: the side byte with the section flags "spawned" (bits
+    // 0, 0, 1, 0, 0), 2 spawned (count - 1 = 1), ids 5 and 9 (gaps 5, 3);
+    // each row's element byte (element 0 changed); then the values from
+    // the end of the payload down: zigzag(1 - 0) = 2, zigzag(2 - 0) = 4.
     let p = packet(
         Some((s.id(), 0)),
         None,
         false,
-        &raw(&[4, 1, 5, 3, 1, 2, 1, 4]),
+        &raw(&[4, 1, 5, 3, 1, 1, 4, 2]),
     );
     let (_, snap) = tickpack::decode(&s, &p, None).unwrap();
     assert_eq!(snap, baseline_snapshot(&s));
-    // Delta: flags "changed", changed set as a list (1 member, gap 1: the
-    // second kept entity, 9), its row: element byte, zigzag(4 - 2) = 4.
+    // Delta: flags "changed" (bits 0, 1, 0, then bit 4: 0), changed set as
+    // a list (1 member, gap 1: the second kept entity, 9), its row: element
+    // byte; the value (last byte) zigzag(4 - 2) = 4.
     let base = baseline_snapshot(&s);
     let b = Baseline {
         sequence: 9,
@@ -79,7 +81,8 @@ fn valid_hand_written_packets_decode() {
     let p = packet(None, Some(1), false, &raw(&[2, 1, 1, 1, 4]));
     let (_, snap) = tickpack::decode(&s, &p, Some(b)).unwrap();
     assert_eq!(snap.sections()[0].get(9), Some(&[4u8][..]));
-    // The same keyframe with its rows as byte planes (flags 4 | 16): one
+    // The same keyframe with its rows as byte planes (flags 4 | 16, bits
+    // 0, 0, 1, 0, 1): one
     // plane of the two rows' deltas, ship 5 against the default record
     // (zigzag(1) = 2), ship 9 against ship 5 (zigzag(2 - 1) = 2).
     let p = packet(Some((s.id(), 0)), None, false, &raw(&[20, 1, 5, 3, 2, 2]));
@@ -328,26 +331,26 @@ fn corrupt_table() {
             DecodeError::BadVarint { offset: 1 },
         ),
         (
-            "unknown section flags",
+            "bits after the section flags",
             key(&[32]),
             None,
-            DecodeError::BadEntitySet { section: 0 },
+            DecodeError::NonZeroPadding { offset: 0 },
         ),
         (
-            "byte planes without rows",
+            "byte planes without rows (flags 0: bit 4 is not sent)",
             key(&[16]),
             None,
-            DecodeError::BadEntitySet { section: 0 },
+            DecodeError::NonZeroPadding { offset: 0 },
         ),
         (
-            "byte planes with the recall",
+            "recall bit without a recall (bit 4 is not sent with bit 3)",
             key(&[4 | 8 | 16, 0, 5, 0, 0]),
             None,
             DecodeError::BadEntitySet { section: 0 },
         ),
         (
             "byte-plane row that changes nothing",
-            delta(&[18, 1, 1, 0]),
+            delta(&[0x0a, 1, 1, 0]),
             b9,
             DecodeError::BadMask { section: 0, row: 0 },
         ),
@@ -414,7 +417,7 @@ fn corrupt_table() {
         ),
         (
             "value wider than the element",
-            delta(&[2, 1, 1, 1, 0x80, 0x04]),
+            delta(&[2, 1, 1, 1, 0x04, 0x80]),
             b9,
             DecodeError::BadValue {
                 section: 0,
@@ -443,13 +446,13 @@ fn corrupt_table() {
             key(&[4, 1, 5, 3, 1, 2]),
             None,
             DecodeError::Truncated {
-                offset: 6,
+                offset: 5,
                 needed: 1,
             },
         ),
         (
             "payload trailing",
-            key(&[4, 1, 5, 3, 1, 2, 1, 4, 0]),
+            key(&[4, 1, 5, 3, 1, 1, 0, 4, 2]),
             None,
             DecodeError::PayloadTrailing { count: 1 },
         ),
@@ -511,16 +514,28 @@ fn integral_floats_out_of_range_are_refused() {
         .field("x", Primitive::F32, 1)
         .build()
         .unwrap();
-    // One spawned entity (id 7); its row: element byte, kind bit 1
-    // (integral), then zigzag(2^24 + 1) from 0.0: past 2^24.
-    let mut payload = vec![4, 0, 7, 0x01, 0x01];
-    let mut v = ((1u64 << 24) + 1) << 1;
-    while v >= 0x80 {
-        payload.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    payload.push(v as u8);
-    let p = packet(Some((s.id(), 0)), None, false, &raw(&payload));
+    // One spawned entity (id 7): the side byte with the flags "spawned";
+    // the row's element byte and its kind byte (kind 1: integral); then
+    // the value, byte-reversed at the end.
+    let payload = |value: u64| {
+        let mut p = vec![0x04, 0, 7, 0x01, 0x01];
+        let mut varint = Vec::new();
+        let mut v = value;
+        while v >= 0x80 {
+            varint.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        varint.push(v as u8);
+        p.extend(varint.iter().rev());
+        p
+    };
+    // zigzag(2^24 + 1) from 0.0: past 2^24.
+    let p = packet(
+        Some((s.id(), 0)),
+        None,
+        false,
+        &raw(&payload(((1u64 << 24) + 1) << 1)),
+    );
     assert_eq!(
         tickpack::decode(&s, &p, None).map(|_| ()),
         Err(DecodeError::BadValue {
@@ -530,15 +545,12 @@ fn integral_floats_out_of_range_are_refused() {
         })
     );
     // 2^24 itself is in range.
-    let last = payload.len() - 4;
-    payload.truncate(last);
-    let mut v = (1u64 << 24) << 1;
-    while v >= 0x80 {
-        payload.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    payload.push(v as u8);
-    let p = packet(Some((s.id(), 0)), None, false, &raw(&payload));
+    let p = packet(
+        Some((s.id(), 0)),
+        None,
+        false,
+        &raw(&payload((1u64 << 24) << 1)),
+    );
     let (_, snap) = tickpack::decode(&s, &p, None).unwrap();
     assert_eq!(
         snap.sections()[0].get(7),

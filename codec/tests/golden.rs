@@ -359,9 +359,10 @@ fn worked_example_stages() {
     let mut payload = Vec::new();
     enc.payload(&t0, 0xfffe, None, &mut payload).unwrap();
     println!("keyframe payload: {}", hex(&payload));
-    // Flags 0x14 (spawned, byte planes), spawn list 3, 7; then the rows as
-    // byte planes: ship 3 against the zero default record, ship 7 against
-    // ship 3. Byte 0 of x, hp, flags; byte 1 of x, hp; bytes 2 and 3 of x.
+    // Side byte 0x14: flags 20 (spawned, byte planes) as the bits 0 0 1 0
+    // 1; spawn list 3, 7; then the rows as byte planes: ship 3 against the
+    // zero default record, ship 7 against ship 3. Byte 0 of x, hp, flags;
+    // byte 1 of x, hp; bytes 2 and 3 of x.
     assert_eq!(
         hex(&payload),
         "14 01 03 03 00 00 f4 00 02 01 00 00 01 00 90 06 85 00"

@@ -39,11 +39,31 @@ fn tick(s: &Schema, t: u32) -> Snapshot {
     snap
 }
 
-/// The section flags of the payload's first two decisions (both sections'
-/// flags are single-byte varints when their sets are whole-universe lists
-/// or absent, as here for keyframes).
+/// The section flags that start at bit `at` of the payload's first byte,
+/// its first side byte (FORMAT.md 4.4: bits 0-2, bit 3 if bit 2 is set,
+/// bit 4 if bit 1 or 2 is set and bit 3 is not), if they fit in it.
+fn flags_at(payload: &[u8], at: u32) -> u8 {
+    let side = u32::from(payload[0]);
+    let bit = |k: &mut u32| {
+        let b = (side >> *k) & 1;
+        *k += 1;
+        assert!(*k <= 8, "flags past the first side byte");
+        b as u8
+    };
+    let mut k = at;
+    let mut v = bit(&mut k) | bit(&mut k) << 1 | bit(&mut k) << 2;
+    if v & 4 != 0 {
+        v |= bit(&mut k) << 3;
+    }
+    if v & 6 != 0 && v & 8 == 0 {
+        v |= bit(&mut k) << 4;
+    }
+    v
+}
+
+/// Section 0's flags.
 fn flags(payload: &[u8]) -> u8 {
-    payload[0]
+    flags_at(payload, 0)
 }
 
 #[test]
@@ -67,11 +87,16 @@ fn dense_sections_go_as_planes_sparse_ones_as_masks() {
         snapshot: &got0,
     };
     enc.payload(&t1, 1, b, &mut payload).unwrap();
-    // Section 0: flags "changed" with planes, the changed set over 40 (all
-    // 40: the whole-universe head 40 alone); then section 1's flags.
+    // Section 0: flags "changed" with planes (4 side bits), the changed set
+    // over 40 (all 40: the head 40 alone); section 1's flags follow in the
+    // side byte.
     assert_eq!(flags(&payload), 0x12);
     assert_eq!(payload[1], 40);
-    assert_eq!(payload[2], 0x02, "sparse section as masks and values");
+    assert_eq!(
+        flags_at(&payload, 4),
+        0x02,
+        "sparse section as masks and values"
+    );
     let delta = enc.encode(&t1, 1, b).unwrap();
     let (_, got1) = dec.decode(&delta, b).unwrap();
     assert_eq!(got1, t1);

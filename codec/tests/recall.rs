@@ -107,16 +107,18 @@ fn recall_rejection_rules() {
             Reference::delta(b).with_recall(&recall),
             DecodeError::BadEntitySet { section: 0 },
         ),
-        // The recall bit without spawned entities, and above 15.
+        // The recall bit (flag bit 3) is sent only with spawned entities,
+        // and flags end at bit 4: without spawns, the bits after the
+        // section's three flag bits are padding.
         (
             delta(&[0x08]),
             Reference::delta(b).with_recall(&recall),
-            DecodeError::BadEntitySet { section: 0 },
+            DecodeError::NonZeroPadding { offset: 0 },
         ),
         (
             delta(&[0x10]),
             Reference::delta(b).with_recall(&recall),
-            DecodeError::BadEntitySet { section: 0 },
+            DecodeError::NonZeroPadding { offset: 0 },
         ),
         // A keyframe has no recall.
         (

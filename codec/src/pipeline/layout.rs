@@ -1,28 +1,40 @@
 //! The byte layout of the payload that blocks compress (FORMAT.md,
 //! "Payload bytes"): the token walk of [`super::tokens`] written as bytes
-//! in walk order, so zstd and its dictionaries see like with like: first
-//! the entity sets of every section, then the rows, each row's mask bytes
-//! before its values. Integers are minimal LEB128 varints (`u64`, at most
-//! 10 bytes).
+//! in three interleaved streams, so that zstd and its dictionaries see the
+//! entity sets and masks of the rows next to each other, and the bits zstd
+//! cannot shrink cost bits rather than bytes:
+//!
+//! - the *front* stream, from the start of the payload: meta integers (set
+//!   heads and gaps, spawn counts and ids), the bit runs of set bitmaps,
+//!   element masks and the kind bits of spawned rows, byte planes;
+//! - *side bits*, packed densely into bytes of the front stream: every
+//!   section's flags (3 to 5 bits) and the kind bits of changed rows;
+//! - the *value* stream: the element values, written in walk order and
+//!   stored byte-reversed at the end of the payload, so a reader takes
+//!   them from the last byte down while it reads the front from the first
+//!   byte up, and no length is sent.
+//!
+//! Integers are minimal LEB128 varints (`u64`, at most 10 bytes).
 //!
 //! Bits are packed least significant first into bytes that sit in the
-//! stream where their first bit was written: the first bit of a run takes
-//! a fresh byte at the current end of the stream, and later bits of the run
-//! fill that byte before another is taken. A run ends (the next bit takes a
-//! fresh byte) when: the context class changes from the previous bit's, a
-//! meta integer or a section's byte planes were written since the previous
-//! bit, or the bit is the first
-//! of a mask group (group bit 0, or element bit of an element index that
-//! is a multiple of 8). Unused bits of a byte are zero.
+//! front stream where their first bit was written. Side bits fill one
+//! byte after another: the first side bit, and the first after a side byte
+//! is full, takes a fresh byte at the current end of the front stream. Run
+//! bits (set, group and element bits, kind bits of spawned rows) do the
+//! same, except that a run also ends (the next bit takes a fresh byte) when: the context class changes
+//! from the previous run bit's; a meta integer, section flags or a
+//! section's byte planes were written since the previous run bit; or the
+//! bit is the first of a mask group (group bit 0, or element bit of an
+//! element index that is a multiple of 8). Unused bits of a byte are zero.
 
 #![forbid(unsafe_code)]
 
 use super::tokens::{ctx, TokenSink, TokenSource};
 use crate::error::DecodeError;
-use crate::wire::{put_varint64, Reader};
+use crate::wire::{put_varint64, read_varint64};
 
-/// Whether the bit starts a new byte, given the previous bit's class and
-/// whether a meta integer came between.
+/// Whether the run bit starts a new byte, given the previous run bit's
+/// class and whether a meta integer came between.
 #[inline]
 fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
     let class = ctx::class(c);
@@ -32,28 +44,64 @@ fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
         || (class == ctx::MASK_ELEMENT && ctx::index(c).is_multiple_of(8))
 }
 
-/// The payload being written, with its bit writer.
+/// Whether a bit of context `c` is a side bit: the kind bits of changed
+/// rows. (A spawned row's kind bits stay a run of their own, next to its
+/// mask: keyframes, all spawned rows, compress better that way.)
+#[inline]
+fn is_side_bit(c: u32) -> bool {
+    ctx::class(c) == ctx::KIND && ctx::row(c) == ctx::CHANGED
+}
+
+/// Whether an integer of context `c` goes to the front stream (a meta
+/// integer) rather than the value stream.
+#[inline]
+fn is_meta(c: u32) -> bool {
+    ctx::class(c) <= ctx::SPAWN_GAP
+}
+
+/// The flag bits sent for section flags `v` (valid flags, 0..=31), in
+/// order: bits 0-2 always, bit 3 when bit 2 is set, bit 4 when bit 1 or
+/// bit 2 is set and bit 3 is not.
+#[inline]
+fn flag_bits(v: u64) -> impl Iterator<Item = u32> {
+    let bit3 = v & 4 != 0;
+    let bit4 = v & 6 != 0 && v & 8 == 0;
+    (0..3).chain(bit3.then_some(3)).chain(bit4.then_some(4))
+}
+
+/// The payload being written, with its bit writers.
 #[derive(Debug, Default)]
 pub(crate) struct ByteSink {
+    /// The front stream.
     bytes: Vec<u8>,
-    /// Position of the byte bits go into, and the next bit in it (8: full).
+    /// The value stream, in walk order (appended to `bytes` reversed).
+    values: Vec<u8>,
+    /// Position of the byte run bits go into, and the next bit in it (8: full).
     bit_byte: usize,
     bit_pos: u8,
     prev_class: Option<u32>,
     meta_since: bool,
+    /// Position of the byte side bits go into, and the next bit in it.
+    side_byte: usize,
+    side_pos: u8,
 }
 
 impl ByteSink {
     /// Starts a new payload.
     pub(crate) fn clear(&mut self) {
         self.bytes.clear();
+        self.values.clear();
         self.bit_pos = 8;
+        self.side_pos = 8;
         self.prev_class = None;
         self.meta_since = false;
     }
 
-    /// The payload written so far.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    /// The payload: the front stream, then the value stream reversed. Ends
+    /// the payload: write nothing more before [`ByteSink::clear`].
+    pub(crate) fn bytes(&mut self) -> &[u8] {
+        self.bytes.extend(self.values.iter().rev());
+        self.values.clear();
         &self.bytes
     }
 
@@ -63,15 +111,27 @@ impl ByteSink {
         self.meta_since = true;
         self.bytes.extend_from_slice(planes);
     }
-}
 
-fn is_meta(c: u32) -> bool {
-    ctx::class(c) <= ctx::SPAWN_GAP
+    /// One side bit.
+    #[inline]
+    fn side(&mut self, b: bool) {
+        if self.side_pos == 8 {
+            self.side_byte = self.bytes.len();
+            self.bytes.push(0);
+            self.side_pos = 0;
+        }
+        self.bytes[self.side_byte] |= u8::from(b) << self.side_pos;
+        self.side_pos += 1;
+    }
 }
 
 impl TokenSink for ByteSink {
     #[inline]
     fn bit(&mut self, c: u32, b: bool) {
+        if is_side_bit(c) {
+            self.side(b);
+            return;
+        }
         let fresh = starts_run(c, self.prev_class, self.meta_since);
         self.prev_class = Some(ctx::class(c));
         self.meta_since = false;
@@ -86,10 +146,17 @@ impl TokenSink for ByteSink {
 
     #[inline]
     fn uint(&mut self, c: u32, v: u64) {
-        if is_meta(c) {
+        if ctx::class(c) == ctx::SECTION {
             self.meta_since = true;
+            for k in flag_bits(v) {
+                self.side((v >> k) & 1 == 1);
+            }
+        } else if is_meta(c) {
+            self.meta_since = true;
+            put_varint64(&mut self.bytes, v);
+        } else {
+            put_varint64(&mut self.values, v);
         }
-        put_varint64(&mut self.bytes, v);
     }
 
     #[inline]
@@ -103,14 +170,49 @@ impl TokenSink for ByteSink {
     }
 }
 
+/// A bit byte being read: its offset, value and next bit (8: none left).
+#[derive(Debug, Clone, Copy)]
+struct BitByte {
+    at: usize,
+    byte: u8,
+    pos: u8,
+}
+
+impl BitByte {
+    const EMPTY: Self = Self {
+        at: 0,
+        byte: 0,
+        pos: 8,
+    };
+
+    /// Ends the byte: its unused bits must be zero.
+    fn close(&mut self) -> Result<(), DecodeError> {
+        if self.pos < 8 && self.byte >> self.pos != 0 {
+            return Err(DecodeError::NonZeroPadding { offset: self.at });
+        }
+        self.pos = 8;
+        Ok(())
+    }
+
+    /// The next bit (the byte must have one left).
+    #[inline]
+    fn take(&mut self) -> bool {
+        let b = (self.byte >> self.pos) & 1 == 1;
+        self.pos += 1;
+        b
+    }
+}
+
 /// Reads the token walk back from payload bytes.
 #[derive(Debug)]
 pub(crate) struct ByteSource<'a> {
-    r: Reader<'a>,
-    /// The byte bits come from, its offset, and the next bit in it (8: none left).
-    bit_byte: u8,
-    bit_at: usize,
-    bit_pos: u8,
+    data: &'a [u8],
+    /// Next byte of the front stream.
+    front: usize,
+    /// End of the unread bytes: the value stream is read from here down.
+    back: usize,
+    run: BitByte,
+    side: BitByte,
     prev_class: Option<u32>,
     meta_since: bool,
 }
@@ -119,38 +221,77 @@ impl<'a> ByteSource<'a> {
     /// Reads `payload`.
     pub(crate) fn new(payload: &'a [u8]) -> Self {
         Self {
-            r: Reader::new(payload),
-            bit_byte: 0,
-            bit_at: 0,
-            bit_pos: 8,
+            data: payload,
+            front: 0,
+            back: payload.len(),
+            run: BitByte::EMPTY,
+            side: BitByte::EMPTY,
             prev_class: None,
             meta_since: false,
         }
     }
 
-    /// Ends the current bit byte: its unused bits must be zero.
-    fn close_bits(&mut self) -> Result<(), DecodeError> {
-        if self.bit_pos < 8 && self.bit_byte >> self.bit_pos != 0 {
-            return Err(DecodeError::NonZeroPadding {
-                offset: self.bit_at,
+    /// The next byte of the front stream, as a bit byte.
+    #[inline]
+    fn front_bits(&mut self) -> Result<BitByte, DecodeError> {
+        let at = self.front;
+        Ok(BitByte {
+            at,
+            byte: self.front_u8()?,
+            pos: 0,
+        })
+    }
+
+    /// The next byte of the front stream.
+    #[inline]
+    fn front_u8(&mut self) -> Result<u8, DecodeError> {
+        if self.front >= self.back {
+            return Err(DecodeError::Truncated {
+                offset: self.front,
+                needed: 1,
             });
         }
-        self.bit_pos = 8;
-        Ok(())
+        let b = self.data[self.front];
+        self.front += 1;
+        Ok(b)
+    }
+
+    /// The next byte of the value stream (read from the end down).
+    #[inline]
+    fn back_u8(&mut self) -> Result<u8, DecodeError> {
+        if self.back <= self.front {
+            return Err(DecodeError::Truncated {
+                offset: self.back,
+                needed: 1,
+            });
+        }
+        self.back -= 1;
+        Ok(self.data[self.back])
+    }
+
+    /// One side bit.
+    #[inline]
+    fn side_bit(&mut self) -> Result<bool, DecodeError> {
+        if self.side.pos == 8 {
+            self.side = self.front_bits()?;
+        }
+        Ok(self.side.take())
     }
 
     /// Ends the bits read so far (their padding must be zero) and returns
-    /// the bytes used.
+    /// the front bytes used.
     #[cfg(feature = "internals")]
     pub(crate) fn consumed(&mut self) -> Result<usize, DecodeError> {
-        self.close_bits()?;
-        Ok(self.r.pos())
+        self.run.close()?;
+        self.side.close()?;
+        Ok(self.front)
     }
 
     /// Checks that every byte was used and every padding bit is zero.
     pub(crate) fn finish(&mut self) -> Result<(), DecodeError> {
-        self.close_bits()?;
-        match self.r.remaining() {
+        self.run.close()?;
+        self.side.close()?;
+        match self.back - self.front {
             0 => Ok(()),
             count => Err(DecodeError::PayloadTrailing { count }),
         }
@@ -160,26 +301,40 @@ impl<'a> ByteSource<'a> {
 impl TokenSource for ByteSource<'_> {
     #[inline]
     fn bit(&mut self, c: u32) -> Result<bool, DecodeError> {
+        if is_side_bit(c) {
+            return self.side_bit();
+        }
         let fresh = starts_run(c, self.prev_class, self.meta_since);
         self.prev_class = Some(ctx::class(c));
         self.meta_since = false;
-        if fresh || self.bit_pos == 8 {
-            self.close_bits()?;
-            self.bit_at = self.r.pos();
-            self.bit_byte = self.r.u8()?;
-            self.bit_pos = 0;
+        if fresh || self.run.pos == 8 {
+            self.run.close()?;
+            self.run = self.front_bits()?;
         }
-        let b = (self.bit_byte >> self.bit_pos) & 1 == 1;
-        self.bit_pos += 1;
-        Ok(b)
+        Ok(self.run.take())
     }
 
     #[inline]
     fn uint(&mut self, c: u32) -> Result<u64, DecodeError> {
-        if is_meta(c) {
+        if ctx::class(c) == ctx::SECTION {
             self.meta_since = true;
+            let mut v = 0u64;
+            for k in 0..3 {
+                v |= u64::from(self.side_bit()?) << k;
+            }
+            if v & 4 != 0 {
+                v |= u64::from(self.side_bit()?) << 3;
+            }
+            if v & 6 != 0 && v & 8 == 0 {
+                v |= u64::from(self.side_bit()?) << 4;
+            }
+            Ok(v)
+        } else if is_meta(c) {
+            self.meta_since = true;
+            read_varint64(self.front, || self.front_u8())
+        } else {
+            read_varint64(self.back, || self.back_u8())
         }
-        self.r.varint64()
     }
 
     #[inline]
@@ -192,23 +347,32 @@ impl TokenSource for ByteSource<'_> {
     ) -> Result<u8, DecodeError> {
         // Element bits at a multiple of 8 always start a fresh byte; its
         // unused bits are checked when the next run starts.
-        self.close_bits()?;
+        self.run.close()?;
         self.prev_class = Some(ctx::MASK_ELEMENT);
         self.meta_since = false;
-        self.bit_at = self.r.pos();
-        self.bit_byte = self.r.u8()?;
-        self.bit_pos = n as u8;
+        self.run = self.front_bits()?;
+        self.run.pos = n as u8;
         Ok(if n >= 8 {
-            self.bit_byte
+            self.run.byte
         } else {
-            self.bit_byte & ((1u8 << n) - 1)
+            self.run.byte & ((1u8 << n) - 1)
         })
     }
 
     #[inline]
     fn raw(&mut self, _section: usize, n: usize) -> Result<&[u8], DecodeError> {
         self.meta_since = true;
-        self.r.bytes(n)
+        let start = self.front;
+        match start.checked_add(n).filter(|&e| e <= self.back) {
+            Some(end) => {
+                self.front = end;
+                Ok(&self.data[start..end])
+            }
+            None => Err(DecodeError::Truncated {
+                offset: start,
+                needed: n - (self.back - start),
+            }),
+        }
     }
 }
 
@@ -217,10 +381,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bits_and_values_roundtrip() {
+    fn streams_roundtrip() {
         let mut s = ByteSink::default();
         s.clear();
         let m = |class, i| ctx::make(class, 0, 0, i);
+        s.uint(m(ctx::SECTION, 0), 7);
         s.uint(m(ctx::SET_HEAD, 0), 0);
         for i in 0..10 {
             s.bit(m(ctx::SET_BIT, 0), i % 3 == 0);
@@ -232,15 +397,20 @@ mod tests {
             s.bit(m(ctx::MASK_ELEMENT, e), e == 2);
         }
         s.bit(m(ctx::KIND, 2), true);
-        s.uint(m(ctx::VALUE, 2), u64::MAX);
+        s.uint(m(ctx::VALUE, 2), 5);
         s.bit(m(ctx::KIND, 3), true);
+        s.uint(m(ctx::VALUE, 3), u64::MAX);
         let out = s.bytes().to_vec();
-        // Head 0, bitmap 0b1001001001 (two bytes), 300, group byte, element
-        // byte, kind byte (both kind bits: the value between does not end
-        // the run), the 10-byte value.
-        assert_eq!(&out[..8], &[0, 0x49, 0x02, 0xac, 0x02, 0x01, 0x04, 0x03]);
-        assert_eq!(out.len(), 18);
+        // Side byte: flags 7 as the five bits 11100 (bit 3 sent as bit 2 is
+        // set, bit 4 as bit 3 is not), then both kind bits: 0x67. Front: head 0, bitmap
+        // 0b1001001001 (two bytes), 300, group byte, element byte. Then the
+        // values reversed: u64::MAX's 10 bytes last first, then 5.
+        let mut want = vec![0x67, 0, 0x49, 0x02, 0xac, 0x02, 0x01, 0x04, 0x01];
+        want.extend([0xff; 9]);
+        want.push(0x05);
+        assert_eq!(out, want);
         let mut r = ByteSource::new(&out);
+        assert_eq!(r.uint(m(ctx::SECTION, 0)).unwrap(), 7);
         assert_eq!(r.uint(m(ctx::SET_HEAD, 0)).unwrap(), 0);
         for i in 0..10 {
             assert_eq!(r.bit(m(ctx::SET_BIT, 0)).unwrap(), i % 3 == 0);
@@ -252,9 +422,91 @@ mod tests {
             assert_eq!(r.bit(m(ctx::MASK_ELEMENT, e)).unwrap(), e == 2);
         }
         assert!(r.bit(m(ctx::KIND, 2)).unwrap());
-        assert_eq!(r.uint(m(ctx::VALUE, 2)).unwrap(), u64::MAX);
+        assert_eq!(r.uint(m(ctx::VALUE, 2)).unwrap(), 5);
         assert!(r.bit(m(ctx::KIND, 3)).unwrap());
+        assert_eq!(r.uint(m(ctx::VALUE, 3)).unwrap(), u64::MAX);
         r.finish().unwrap();
+    }
+
+    #[test]
+    fn spawned_rows_keep_kind_bits_in_runs() {
+        let mut s = ByteSink::default();
+        s.clear();
+        let spawned = |class, i| ctx::make(class, 0, ctx::SPAWNED, i);
+        s.uint(ctx::make(ctx::SECTION, 0, 0, 0), 4);
+        s.bit(spawned(ctx::MASK_ELEMENT, 0), true);
+        s.bit(spawned(ctx::KIND, 0), true);
+        s.uint(spawned(ctx::VALUE, 0), 3);
+        s.bit(spawned(ctx::MASK_ELEMENT, 0), true);
+        s.bit(spawned(ctx::KIND, 0), false);
+        s.uint(spawned(ctx::VALUE, 0), 4);
+        let out = s.bytes().to_vec();
+        // Side byte (flags 4), then per row its element byte and its kind
+        // byte; the values reversed.
+        assert_eq!(out, [0x04, 0x01, 0x01, 0x01, 0x00, 0x04, 0x03]);
+        let mut r = ByteSource::new(&out);
+        assert_eq!(r.uint(ctx::make(ctx::SECTION, 0, 0, 0)).unwrap(), 4);
+        for (kind, value) in [(true, 3), (false, 4)] {
+            assert!(r.bit(spawned(ctx::MASK_ELEMENT, 0)).unwrap());
+            assert_eq!(r.bit(spawned(ctx::KIND, 0)).unwrap(), kind);
+            assert_eq!(r.uint(spawned(ctx::VALUE, 0)).unwrap(), value);
+        }
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn section_flags_take_3_to_5_bits() {
+        let c = ctx::make(ctx::SECTION, 0, 0, 0);
+        // Every flags value the walk can send, and its bits.
+        for (flags, bits) in [
+            (0, 3),
+            (1, 3),
+            (2, 4),
+            (3, 4),
+            (4, 5),
+            (6, 5),
+            (7, 5),
+            (12, 4),
+            (15, 4),
+            (18, 4),
+            (20, 5),
+            (23, 5),
+        ] {
+            assert_eq!(flag_bits(flags).count(), bits, "flags {flags}");
+            let mut s = ByteSink::default();
+            s.clear();
+            s.uint(c, flags);
+            s.uint(c, flags);
+            let out = s.bytes().to_vec();
+            assert_eq!(out.len(), (2 * bits).div_ceil(8));
+            let mut r = ByteSource::new(&out);
+            assert_eq!(r.uint(c).unwrap(), flags);
+            assert_eq!(r.uint(c).unwrap(), flags);
+            r.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn streams_do_not_overlap() {
+        let m = |class, i| ctx::make(class, 0, 0, i);
+        // The front took the only byte: no value is left.
+        let mut r = ByteSource::new(&[0x01]);
+        assert!(r.bit(m(ctx::MASK_GROUP, 0)).unwrap());
+        assert_eq!(
+            r.uint(m(ctx::VALUE, 0)),
+            Err(DecodeError::Truncated {
+                offset: 1,
+                needed: 1
+            })
+        );
+        // The value took the only byte: no mask is left.
+        let mut r = ByteSource::new(&[0x05]);
+        assert_eq!(r.uint(m(ctx::VALUE, 0)).unwrap(), 5);
+        assert!(r.bit(m(ctx::MASK_GROUP, 0)).is_err());
+        // Side bits past their byte's end must be zero.
+        let mut r = ByteSource::new(&[0x12]);
+        assert_eq!(r.uint(m(ctx::SECTION, 0)).unwrap(), 2);
+        assert_eq!(r.finish(), Err(DecodeError::NonZeroPadding { offset: 0 }));
     }
 
     #[test]

@@ -247,10 +247,13 @@ pub(crate) fn encode_section<E>(
 }
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
-/// (FORMAT.md, "Rows").
+/// (FORMAT.md, "Rows"); the kind bits of changed rows are side bits
+/// (FORMAT.md, "Payload bytes"), counted as whole bytes over the section,
+/// a spawned row's take bytes of their own.
 pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
     let groups = elements.div_ceil(tokens::GROUP);
     let mut bytes = 0usize;
+    let mut kinds = 0usize;
     for r in 0..t.row_end.len() {
         let row = t.row(r);
         if groups > 1 {
@@ -267,14 +270,18 @@ pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
         } else {
             bytes += 1;
         }
-        let kinds = row.iter().filter(|tok| tok.kind.bit().is_some()).count();
-        bytes += kinds.div_ceil(8);
+        let row_kinds = row.iter().filter(|tok| tok.kind.bit().is_some()).count();
+        if r < t.changed.len() {
+            kinds += row_kinds;
+        } else {
+            bytes += row_kinds.div_ceil(8);
+        }
         bytes += row
             .iter()
             .map(|tok| (64 - tok.value.leading_zeros() as usize).div_ceil(7).max(1))
             .sum::<usize>();
     }
-    bytes
+    bytes + kinds.div_ceil(8)
 }
 
 /// The row mode the estimate gives a section with rows.

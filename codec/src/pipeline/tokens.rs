@@ -74,6 +74,12 @@ pub(crate) mod ctx {
         ctx >> 28
     }
 
+    /// The row kind of a context number (0 for tokens outside rows).
+    #[inline]
+    pub(crate) const fn row(ctx: u32) -> u32 {
+        (ctx >> 22) & 0x3f
+    }
+
     /// The index of a context number.
     #[inline]
     pub(crate) const fn index(ctx: u32) -> u32 {
