@@ -14,7 +14,7 @@ use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
 use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
-use crate::pipeline::layout::ByteSink;
+use crate::pipeline::layout::{ByteSink, LenSink};
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, EncodeScratch, RowMode};
 use crate::quant::codes;
@@ -101,7 +101,12 @@ pub struct Encoder {
     scratch: Vec<EncodeScratch>,
     predicted: Vec<crate::snapshot::Section>,
     header: Vec<u8>,
+    /// The payload, when `payload_written`; its length either way. With a
+    /// model stream to try first, the payload's bytes are only written
+    /// when blocks are built or the payload is asked for.
     payload: Vec<u8>,
+    payload_len: usize,
+    payload_written: bool,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
     /// The schema's model contexts (`None`: too large for a model).
@@ -169,6 +174,8 @@ impl Encoder {
             predicted,
             header: Vec::with_capacity(MAX_HEADER_LEN),
             payload: Vec::new(),
+            payload_len: 0,
+            payload_written: true,
             block_scratch: Vec::new(),
             packet: Vec::new(),
             context_map,
@@ -348,6 +355,7 @@ impl Encoder {
     ) -> Result<(), EncodeError> {
         self.build_snapshot(snapshot, sequence, reference.into())?;
         self.run_trial();
+        self.ensure_payload();
         out.clear();
         out.extend_from_slice(&self.payload);
         Ok(())
@@ -370,14 +378,14 @@ impl Encoder {
         stats: &mut ModelStats,
     ) -> Result<(), EncodeError> {
         self.build_snapshot(snapshot, sequence, reference.into())?;
-        if let (Some(map), false) = (&self.context_map, self.payload.is_empty()) {
+        if let (Some(map), false) = (&self.context_map, self.payload_len == 0) {
             model::count_sections(map, stats, &self.scratch, &self.elements);
         }
         Ok(())
     }
 
     fn bound(&self) -> usize {
-        self.header.len() + block::max_blocks_len(self.payload.len())
+        self.header.len() + block::max_blocks_len(self.payload_len)
     }
 
     fn build_snapshot(
@@ -493,6 +501,8 @@ impl Encoder {
         self.trial_winner = None;
         self.trial_pending = false;
         self.payload.clear();
+        self.payload_len = 0;
+        self.payload_written = true;
         let limit = self.limits.max_entities_per_section;
         let snapshot_bytes = sections
             .clone()
@@ -572,24 +582,29 @@ impl Encoder {
         }
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
-            self.write_payload();
+            // With a model stream to try first, only the payload's length
+            // is needed until blocks are built.
+            let defer = self.entropy != Entropy::Zstd
+                && self.context_map.is_some()
+                && self.active_dict().is_some_and(|d| d.model.is_some());
+            self.size_payload(defer);
             // Byte planes may be larger than masks and values before
             // compression: when they do not fit the limit, every section
             // goes back to masks and values.
             let planes = self.scratch.iter().any(|s| s.tokens.planes);
-            if planes && self.payload.len() > self.limits.max_decoded_bytes {
+            if planes && self.payload_len > self.limits.max_decoded_bytes {
                 for s in &mut self.scratch {
                     s.tokens.planes = false;
                     s.mode = RowMode::Tokens;
                 }
-                self.write_payload();
+                self.size_payload(defer);
             }
             self.trial_pending = self.entropy != Entropy::Model
                 && self.scratch.iter().any(|s| s.mode == RowMode::Either);
         }
-        if self.payload.len() > self.limits.max_decoded_bytes {
+        if self.payload_len > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {
-                size: self.payload.len(),
+                size: self.payload_len,
                 limit: self.limits.max_decoded_bytes,
             });
         }
@@ -609,6 +624,7 @@ impl Encoder {
     /// those sections as byte planes, and keeps the smaller (ties: masks
     /// and values), with its blocks for `finish`.
     fn row_mode_trial(&mut self) {
+        self.ensure_payload();
         let [mut tokens_blocks, mut planes_blocks] = core::mem::take(&mut self.trial);
         tokens_blocks.clear();
         self.append_blocks(&mut tokens_blocks);
@@ -620,7 +636,7 @@ impl Encoder {
         flip(&mut self.scratch, true);
         self.write_payload();
         let mut winner = 0;
-        if self.payload.len() <= self.limits.max_decoded_bytes {
+        if self.payload_len <= self.limits.max_decoded_bytes {
             planes_blocks.clear();
             self.append_blocks(&mut planes_blocks);
             if planes_blocks.len() < tokens_blocks.len() {
@@ -660,6 +676,7 @@ impl Encoder {
     /// Writes the sections' sets and rows, each section in its row mode,
     /// as the payload.
     fn write_payload(&mut self) {
+        self.payload_written = true;
         self.sink.clear();
         for (i, s) in self.scratch.iter().enumerate() {
             tokens::write_meta(&mut self.sink, i, &s.tokens, s.tokens.planes);
@@ -673,6 +690,37 @@ impl Encoder {
         }
         self.payload.clear();
         self.payload.extend_from_slice(self.sink.bytes());
+        self.payload_len = self.payload.len();
+    }
+
+    /// Writes the payload, or with `defer` only counts its length (the
+    /// same as [`Encoder::write_payload`] would write).
+    fn size_payload(&mut self, defer: bool) {
+        if !defer {
+            self.write_payload();
+            return;
+        }
+        let mut len = LenSink::new();
+        for (i, s) in self.scratch.iter().enumerate() {
+            tokens::write_meta(&mut len, i, &s.tokens, s.tokens.planes);
+        }
+        for (i, s) in self.scratch.iter().enumerate() {
+            if s.tokens.planes {
+                len.raw(s.planes.len());
+            } else {
+                tokens::write_rows(&mut len, i, self.elements[i].len(), &s.tokens);
+            }
+        }
+        self.payload.clear();
+        self.payload_len = len.len();
+        self.payload_written = false;
+    }
+
+    /// Writes the payload if only its length was counted.
+    fn ensure_payload(&mut self) {
+        if !self.payload_written {
+            self.write_payload();
+        }
     }
 
     fn write_header<'s>(
@@ -711,7 +759,7 @@ impl Encoder {
             (Some(k), true) => Some(k),
             _ => self.dict.as_ref(),
         };
-        if self.payload.is_empty() {
+        if self.payload_len == 0 {
             return;
         }
         // The model stream first: `Entropy::Model` keeps it without trying
@@ -764,7 +812,7 @@ impl Encoder {
         self.scratch
             .iter()
             .any(|s| s.tokens.recalled.iter().any(|&r| !r))
-            || model.saturating_mul(3) > self.payload.len().saturating_mul(2)
+            || model.saturating_mul(3) > self.payload_len.saturating_mul(2)
     }
 
     /// Appends the payload's blocks to `out`: the row-mode trial's when it
@@ -773,7 +821,10 @@ impl Encoder {
         self.run_trial();
         match self.trial_winner {
             Some(w) => out.extend_from_slice(&self.trial[w]),
-            None => self.append_blocks(out),
+            None => {
+                self.ensure_payload();
+                self.append_blocks(out);
+            }
         }
     }
 

@@ -170,6 +170,98 @@ impl TokenSink for ByteSink {
     }
 }
 
+/// The length of the payload a [`ByteSink`] would write for the same
+/// walk, counted without writing it.
+#[derive(Debug, Default)]
+pub(crate) struct LenSink {
+    /// Bytes of the front stream and of the value stream.
+    front: usize,
+    values: usize,
+    /// The next bit in the current run byte and side byte (8: full).
+    bit_pos: u8,
+    side_pos: u8,
+    prev_class: Option<u32>,
+    meta_since: bool,
+}
+
+impl LenSink {
+    /// Starts a new payload.
+    pub(crate) fn new() -> Self {
+        Self {
+            bit_pos: 8,
+            side_pos: 8,
+            ..Self::default()
+        }
+    }
+
+    /// The payload's length so far.
+    pub(crate) fn len(&self) -> usize {
+        self.front + self.values
+    }
+
+    /// Counts `n` bytes of byte planes, as [`ByteSink::raw`] writes them.
+    pub(crate) fn raw(&mut self, n: usize) {
+        self.meta_since = true;
+        self.front += n;
+    }
+
+    #[inline]
+    fn side(&mut self) {
+        if self.side_pos == 8 {
+            self.front += 1;
+            self.side_pos = 0;
+        }
+        self.side_pos += 1;
+    }
+}
+
+/// The bytes of `v` as a minimal LEB128 varint.
+#[inline]
+fn varint_len(v: u64) -> usize {
+    (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
+}
+
+impl TokenSink for LenSink {
+    #[inline]
+    fn bit(&mut self, c: u32, _b: bool) {
+        if is_side_bit(c) {
+            self.side();
+            return;
+        }
+        let fresh = starts_run(c, self.prev_class, self.meta_since);
+        self.prev_class = Some(ctx::class(c));
+        self.meta_since = false;
+        if fresh || self.bit_pos == 8 {
+            self.front += 1;
+            self.bit_pos = 0;
+        }
+        self.bit_pos += 1;
+    }
+
+    #[inline]
+    fn uint(&mut self, c: u32, v: u64) {
+        if ctx::class(c) == ctx::SECTION {
+            self.meta_since = true;
+            for _ in flag_bits(v) {
+                self.side();
+            }
+        } else if is_meta(c) {
+            self.meta_since = true;
+            self.front += varint_len(v);
+        } else {
+            self.values += varint_len(v);
+        }
+    }
+
+    #[inline]
+    fn group(&mut self, _section: usize, _row: u32, _first: usize, n: usize, _bits: u8) {
+        self.prev_class = Some(ctx::MASK_ELEMENT);
+        self.meta_since = false;
+        self.front += 1;
+        self.bit_pos = n as u8;
+    }
+}
+
 /// A bit byte being read: its offset, value and next bit (8: none left).
 #[derive(Debug, Clone, Copy)]
 struct BitByte {
