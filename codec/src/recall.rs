@@ -88,16 +88,44 @@ impl RecallSection {
                 i
             }
         };
-        let c = Arc::make_mut(&mut self.chunks[i].1);
-        let r = c.rank(bit);
-        if c.present & (1u64 << bit) != 0 {
+        let chunk = &mut self.chunks[i].1;
+        let r = chunk.rank(bit);
+        if chunk.present & (1u64 << bit) != 0 {
+            let c = Arc::make_mut(chunk);
             c.records[r * rs..(r + 1) * rs].copy_from_slice(record);
             c.stamps[r] = stamp;
-        } else {
-            c.present |= 1u64 << bit;
-            c.records.splice(r * rs..r * rs, record.iter().copied());
-            c.stamps.insert(r, stamp);
-            self.len += 1;
+            return;
+        }
+        self.len += 1;
+        let at = r * rs;
+        match Arc::get_mut(chunk) {
+            // Not shared: the records after `at` move up in place.
+            Some(c) => {
+                let end = c.records.len();
+                c.records.resize(end + rs, 0);
+                c.records.copy_within(at..end, at + rs);
+                c.records[at..at + rs].copy_from_slice(record);
+                c.stamps.insert(r, stamp);
+                c.present |= 1u64 << bit;
+            }
+            // Shared with another recall: the new chunk is the old one
+            // with the record merged in, built in one pass.
+            None => {
+                let old = &**chunk;
+                let mut records = Vec::with_capacity(old.records.len() + rs);
+                records.extend_from_slice(&old.records[..at]);
+                records.extend_from_slice(record);
+                records.extend_from_slice(&old.records[at..]);
+                let mut stamps = Vec::with_capacity(old.stamps.len() + 1);
+                stamps.extend_from_slice(&old.stamps[..r]);
+                stamps.push(stamp);
+                stamps.extend_from_slice(&old.stamps[r..]);
+                *chunk = Arc::new(Chunk {
+                    present: old.present | 1u64 << bit,
+                    records,
+                    stamps,
+                });
+            }
         }
     }
 
