@@ -354,6 +354,7 @@ impl Encoder {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         self.build_snapshot(snapshot, sequence, reference.into())?;
+        self.settle_planes(false);
         self.run_trial();
         self.ensure_payload();
         out.clear();
@@ -514,6 +515,12 @@ impl Encoder {
                 limit: self.limits.max_snapshot_bytes,
             });
         }
+        // With a model stream to try first, the payload's bytes and the
+        // byte-plane estimate wait until blocks are built: until then the
+        // payload is sized with every section as masks and values.
+        let defer = self.entropy != Entropy::Zstd
+            && self.context_map.is_some()
+            && self.active_dict().is_some_and(|d| d.model.is_some());
         for (i, ((cur, ty), scratch)) in sections
             .clone()
             .zip(self.schema.sections())
@@ -563,6 +570,7 @@ impl Encoder {
                 &base,
                 &cur,
                 recalled,
+                defer,
                 scratch,
             )
             .map_err(EncodeError::Snapshot)?;
@@ -582,25 +590,12 @@ impl Encoder {
         }
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
-            // With a model stream to try first, only the payload's length
-            // is needed until blocks are built.
-            let defer = self.entropy != Entropy::Zstd
-                && self.context_map.is_some()
-                && self.active_dict().is_some_and(|d| d.model.is_some());
             self.size_payload(defer);
-            // Byte planes may be larger than masks and values before
-            // compression: when they do not fit the limit, every section
-            // goes back to masks and values.
-            let planes = self.scratch.iter().any(|s| s.tokens.planes);
-            if planes && self.payload_len > self.limits.max_decoded_bytes {
-                for s in &mut self.scratch {
-                    s.tokens.planes = false;
-                    s.mode = RowMode::Tokens;
-                }
-                self.size_payload(defer);
+            if self.payload_len > self.limits.max_decoded_bytes {
+                // Byte planes may still fit.
+                self.settle_planes(defer);
             }
-            self.trial_pending = self.entropy != Entropy::Model
-                && self.scratch.iter().any(|s| s.mode == RowMode::Either);
+            self.fit_planes(defer);
         }
         if self.payload_len > self.limits.max_decoded_bytes {
             return Err(EncodeError::PayloadTooLarge {
@@ -610,6 +605,43 @@ impl Encoder {
         }
         self.write_header(values, sequence, baseline, prior);
         Ok(())
+    }
+
+    /// Runs the byte-plane estimate of sections that deferred it, and
+    /// sizes the payload (written unless `defer`) with its outcome.
+    fn settle_planes(&mut self, defer: bool) {
+        let mut any = false;
+        for ((s, e), (order, ty)) in self
+            .scratch
+            .iter_mut()
+            .zip(&self.elements)
+            .zip(self.plane_orders.iter().zip(self.schema.sections()))
+        {
+            if s.pending {
+                pipeline::settle_planes(e.len(), order, ty.record_size(), s);
+                any = true;
+            }
+        }
+        if any {
+            self.size_payload(defer);
+            self.fit_planes(defer);
+        }
+    }
+
+    /// Byte planes may be larger than masks and values before compression:
+    /// when they do not fit the limit, every section goes back to masks
+    /// and values. Then notes whether a row-mode trial is due.
+    fn fit_planes(&mut self, defer: bool) {
+        let planes = self.scratch.iter().any(|s| s.tokens.planes);
+        if planes && self.payload_len > self.limits.max_decoded_bytes {
+            for s in &mut self.scratch {
+                s.tokens.planes = false;
+                s.mode = RowMode::Tokens;
+            }
+            self.size_payload(defer);
+        }
+        self.trial_pending = self.entropy != Entropy::Model
+            && self.scratch.iter().any(|s| s.mode == RowMode::Either);
     }
 
     /// Runs the row-mode trial if one is pending.
@@ -818,6 +850,7 @@ impl Encoder {
     /// Appends the payload's blocks to `out`: the row-mode trial's when it
     /// built them for this packet, else freshly encoded.
     fn finish_blocks(&mut self, out: &mut Vec<u8>) {
+        self.settle_planes(true);
         self.run_trial();
         match self.trial_winner {
             Some(w) => out.extend_from_slice(&self.trial[w]),

@@ -82,6 +82,9 @@ pub(crate) struct EncodeScratch {
     pub(crate) planes: Vec<u8>,
     /// The row mode the estimate chose ([`choose_planes`]).
     pub(crate) mode: RowMode,
+    /// The rows are built but the estimate has not run yet
+    /// ([`settle_planes`]); until it does, the mode is `Tokens`.
+    pub(crate) pending: bool,
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
@@ -160,7 +163,9 @@ fn word(record: &[u8], at: usize, end: usize) -> u128 {
 /// order, [`planes::order`]). A spawned entity is coded against the record
 /// `recalled(id, out)` writes into `out` when it returns `true`, else
 /// against the default record; a section coded against the recall always
-/// sends masks and values.
+/// sends masks and values. `defer_planes`: build the byte-plane rows but
+/// leave the estimate to [`settle_planes`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_section<E>(
     ty: &EntityType,
     elements: &[Element],
@@ -168,6 +173,7 @@ pub(crate) fn encode_section<E>(
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
     mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
+    defer_planes: bool,
     s: &mut EncodeScratch,
 ) -> Result<(), E> {
     align::align(base, cur, &mut s.align);
@@ -207,6 +213,7 @@ pub(crate) fn encode_section<E>(
     // record, spawned rows against the spawned record before them.
     s.planes.clear();
     s.mode = RowMode::Tokens;
+    s.pending = false;
     let n = t.row_end.len();
     if n == 0 || t.recall {
         return Ok(());
@@ -229,21 +236,42 @@ pub(crate) fn encode_section<E>(
         planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
     }
+    s.pending = true;
+    if !defer_planes {
+        settle_planes(elements.len(), order, rs, s);
+    }
+    Ok(())
+}
+
+/// The row mode of a section whose byte-plane rows [`encode_section`]
+/// built (`record_size` bytes each): sets `mode`, the planes and the
+/// tokens' plane flag. Nothing when the estimate already ran.
+pub(crate) fn settle_planes(
+    elements: usize,
+    order: &[u16],
+    record_size: usize,
+    s: &mut EncodeScratch,
+) {
+    if !core::mem::take(&mut s.pending) {
+        return;
+    }
+    let t = &mut s.tokens;
+    let n = t.row_end.len();
+    let rs = record_size;
     // The planes hold the same bytes as the rows, so their cost at one
     // byte per zero run is at least the count of non-zero bytes (plus one
     // when there are zeros): when that already reaches the rows' cost as
     // masks and values, the mode is `Tokens` without a look at the planes.
-    let tokens = token_row_bytes(elements.len(), t);
+    let tokens = token_row_bytes(elements, t);
     let nonzero = planes::count_nonzero(&s.rows);
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
-        return Ok(());
+        return;
     }
     // The planes' zero runs, counted until they settle the mode.
     planes::split(order, &s.rows, n, rs, &mut s.planes);
     let runs = planes::zero_runs(&s.planes, tokens - nonzero);
     s.mode = choose_planes(tokens, nonzero, runs);
     t.planes = s.mode == RowMode::Planes;
-    Ok(())
 }
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
