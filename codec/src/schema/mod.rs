@@ -683,8 +683,8 @@ impl SchemaBuilder {
         self
     }
 
-    /// Adds an entity type whose layout (and quantisation and grids) is
-    /// taken from a `#[repr(C)]` struct.
+    /// Adds an entity type whose layout (and quantisation, grids and
+    /// integrations) is taken from a `#[repr(C)]` struct.
     pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
         self = self.entity(name);
         for f in T::fields() {
@@ -694,6 +694,9 @@ impl SchemaBuilder {
             }
             if let Some(g) = f.grid {
                 self = self.grid(g);
+            }
+            if let Some(i) = f.integrate {
+                self = self.integrate(i);
             }
         }
         self
