@@ -14,7 +14,8 @@
 
 use tickpack::{Decoder, Dictionary, Encoder, Snapshot};
 use tickpack_benches::q3::{
-    data_dir, read_demo, reference, replay, train, train_model, Demo, Recalls, Res, FULL_SNAPSHOTS,
+    data_dir, others, read_demo, reference, replay, train, train_model, Demo, Recalls, Res,
+    FULL_SNAPSHOTS,
 };
 
 /// This thread's time on a CPU so far, in ns (`/proc/thread-self/schedstat`).
@@ -70,12 +71,7 @@ fn main() -> Res<()> {
         if only.is_some_and(|o| o != k) {
             continue;
         }
-        let others: Vec<&Demo> = demos
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != k)
-            .map(|(_, o)| o)
-            .collect();
+        let others = others(&demos, k);
         let dict = train(&d.schema, &others)?;
         if mode != "model" {
             let (b, us) = run(d, &dict, reps)?;

@@ -223,6 +223,16 @@ fn player_order(player: &[String]) -> Vec<usize> {
     order
 }
 
+/// Every demo but the `k`-th: what the `k`-th is measured with training on.
+pub fn others(demos: &[Demo], k: usize) -> Vec<&Demo> {
+    demos
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != k)
+        .map(|(_, o)| o)
+        .collect()
+}
+
 /// Tick `i`'s baseline as Quake 3 sent it, if any.
 pub fn baseline(d: &Demo, i: usize) -> Option<Baseline<'_>> {
     d.baselines[i].map(|b| Baseline {

@@ -75,22 +75,12 @@ pub struct Suggestion {
     pub reorder: Vec<String>,
 }
 
-fn read(rec: &[u8], at: usize, ty: Primitive) -> f64 {
-    let Some(b) = rec.get(at..at + ty.size()) else {
-        return f64::NAN;
-    };
-    let mut w = [0u8; 8];
-    w[..b.len()].copy_from_slice(b);
-    let u = u64::from_le_bytes(w);
-    match ty {
-        Primitive::U8 | Primitive::U16 | Primitive::U32 | Primitive::U64 => u as f64,
-        Primitive::I8 => f64::from(u as u8 as i8),
-        Primitive::I16 => f64::from(u as u16 as i16),
-        Primitive::I32 => f64::from(u as u32 as i32),
-        Primitive::I64 => u as i64 as f64,
-        Primitive::F32 => f64::from(f32::from_bits(u as u32)),
-        Primitive::F64 => f64::from_bits(u),
-    }
+/// Element `ty` of `rec` at `offset` as binary64 (`NaN` past the record).
+#[inline]
+pub(crate) fn read(rec: &[u8], offset: usize, ty: Primitive) -> f64 {
+    rec.get(offset..)
+        .and_then(|b| ty.to_f64(b))
+        .unwrap_or(f64::NAN)
 }
 
 /// `x` rounded to three significant digits.

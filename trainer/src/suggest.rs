@@ -29,7 +29,7 @@ use std::path::Path;
 use tickpack::capture::{CaptureReader, Record};
 use tickpack::{Primitive, Snapshot};
 
-use crate::integrals::{search, PairSample, Suggestion};
+use crate::integrals::{read, search, PairSample, Suggestion};
 use crate::TrainerError;
 
 /// Candidate steps when none are given.
@@ -188,19 +188,6 @@ fn next(s: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
-}
-
-fn read(rec: &[u8], at: usize, ty: Primitive) -> f64 {
-    match ty {
-        Primitive::F32 => rec
-            .get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(f64::NAN, |b| f64::from(f32::from_le_bytes(b))),
-        _ => rec
-            .get(at..at + 8)
-            .and_then(|b| b.try_into().ok())
-            .map_or(f64::NAN, f64::from_le_bytes),
-    }
 }
 
 /// Whether `x` (a finite value of a field of type `ty`) is a whole

@@ -73,6 +73,25 @@ impl Primitive {
     const fn code(self) -> u8 {
         self as u8
     }
+
+    /// The element of this type at the start of `bytes` (little-endian) as
+    /// binary64: floats exactly, integers rounded to nearest-even; `None`
+    /// when `bytes` is shorter than the type.
+    pub fn to_f64(self, bytes: &[u8]) -> Option<f64> {
+        let b = bytes.get(..self.size())?;
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        let u = u64::from_le_bytes(w);
+        Some(match self {
+            Self::U8 | Self::U16 | Self::U32 | Self::U64 => u as f64,
+            Self::I8 => f64::from(u as u8 as i8),
+            Self::I16 => f64::from(u as u16 as i16),
+            Self::I32 => f64::from(u as u32 as i32),
+            Self::I64 => u as i64 as f64,
+            Self::F32 => f64::from(f32::from_bits(u as u32)),
+            Self::F64 => f64::from_bits(u),
+        })
+    }
 }
 
 /// How a field is coded against its reference value (the baseline record for
@@ -683,8 +702,8 @@ impl SchemaBuilder {
         self
     }
 
-    /// Adds an entity type whose layout (and quantisation and grids) is
-    /// taken from a `#[repr(C)]` struct.
+    /// Adds an entity type whose layout (and quantisation, grids and
+    /// integrations) is taken from a `#[repr(C)]` struct.
     pub fn entity_from_pod<T: PodLayout>(mut self, name: &str) -> Self {
         self = self.entity(name);
         for f in T::fields() {
@@ -694,6 +713,9 @@ impl SchemaBuilder {
             }
             if let Some(g) = f.grid {
                 self = self.grid(g);
+            }
+            if let Some(i) = f.integrate {
+                self = self.integrate(i);
             }
         }
         self

@@ -7,7 +7,7 @@
 use super::Primitive;
 
 /// One field of a `#[repr(C)]` struct, as reported by [`PodLayout`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PodField {
     /// Field name.
     pub name: &'static str,
@@ -24,6 +24,10 @@ pub struct PodField {
     /// one (`field: type => Grid(step)`; see
     /// [`SchemaBuilder::grid`](crate::SchemaBuilder::grid)).
     pub grid: Option<f64>,
+    /// The field's integration, if the struct declares one
+    /// (`field: type => Integrate::new(velocity, time, scale)`; see
+    /// [`SchemaBuilder::integrate`](crate::SchemaBuilder::integrate)).
+    pub integrate: Option<super::Integrate>,
 }
 
 /// A lossless float grid of the given step, declared on a field of
@@ -33,7 +37,8 @@ pub struct PodField {
 pub struct Grid(pub f64);
 
 /// What may follow `=>` on a field of [`pod_layout!`](crate::pod_layout): a
-/// [`Quantize`](crate::quant::Quantize) or a [`Grid`].
+/// [`Quantize`](crate::quant::Quantize), a [`Grid`] or an
+/// [`Integrate`](super::Integrate).
 pub trait PodCoding {
     /// Records the coding on `field`.
     fn apply(self, field: &mut PodField);
@@ -48,6 +53,12 @@ impl PodCoding for crate::quant::Quantize {
 impl PodCoding for Grid {
     fn apply(self, field: &mut PodField) {
         field.grid = Some(self.0);
+    }
+}
+
+impl PodCoding for super::Integrate {
+    fn apply(self, field: &mut PodField) {
+        field.integrate = Some(self);
     }
 }
 
@@ -82,12 +93,13 @@ pub trait PodLayout: bytemuck::Pod {
 
 /// Implements [`PodLayout`] for a `#[repr(C)]` struct from its field list,
 /// taking offsets from `core::mem::offset_of!`. A field may declare its
-/// quantisation ([`Quantize`](crate::quant::Quantize)) or a lossless float
-/// grid ([`Grid`]) after `=>`.
+/// quantisation ([`Quantize`](crate::quant::Quantize)), a lossless float
+/// grid ([`Grid`]) or an integration ([`Integrate`](crate::Integrate)) after
+/// `=>`.
 ///
 /// ```
 /// use tickpack::quant::Quantize;
-/// use tickpack::Grid;
+/// use tickpack::{Grid, Integrate};
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
 /// struct Car { pos: [f32; 3], rot: [f32; 4], speed: f32, view: [f32; 2] }
@@ -97,6 +109,17 @@ pub trait PodLayout: bytemuck::Pod {
 ///     speed: f32,
 ///     view: [f32; 2] => Grid(360.0 / 65536.0),
 /// });
+///
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Body { ms: i32, vel: [f32; 3], pos: [f32; 3] }
+/// tickpack::pod_layout!(Body {
+///     ms: i32,
+///     vel: [f32; 3],
+///     pos: [f32; 3] => Integrate::new("vel", "ms", 0.001),
+/// });
+/// let body = tickpack::Schema::builder().entity_from_pod::<Body>("body").build().unwrap();
+/// assert_eq!(body.sections()[0].integrations()[2], Some(Integrate::new("vel", "ms", 0.001)));
 ///
 /// let schema = tickpack::Schema::builder().entity_from_pod::<Car>("car").build().unwrap();
 /// let car = &schema.sections()[0];
@@ -118,6 +141,7 @@ macro_rules! pod_layout {
                         len: <$ft as $crate::PrimitiveType>::LEN,
                         quantize: ::core::option::Option::None,
                         grid: ::core::option::Option::None,
+                        integrate: ::core::option::Option::None,
                     };
                     $($crate::PodCoding::apply($q, &mut field);)?
                     field

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use tickpack_benches::q3::{
-    data_dir, read_demo, replay, train, train_model, Demo, DICT_SIZE, FULL_SNAPSHOTS,
+    data_dir, others, read_demo, replay, train, train_model, DICT_SIZE, FULL_SNAPSHOTS,
     QUICK_SNAPSHOTS,
 };
 
@@ -58,12 +58,7 @@ pub(crate) fn section(quick: bool) -> Res<String> {
         if d.schema.id() != demos[0].schema.id() {
             return Err(format!("{}: another schema than the other demos", d.name).into());
         }
-        let others: Vec<&Demo> = demos
-            .iter()
-            .enumerate()
-            .filter(|&(j, _)| j != k)
-            .map(|(_, o)| o)
-            .collect();
+        let others = others(&demos, k);
         let dict = train(&d.schema, &others)?;
         let (plain, _) = replay(d, None)?;
         let (trained, us) = replay(d, Some(&dict))?;
