@@ -708,7 +708,7 @@ impl Encoder {
     /// Writes the sections' sets and rows, each section in its row mode,
     /// as the payload.
     fn write_payload(&mut self) {
-        self.payload_written = true;
+        let was_written = core::mem::replace(&mut self.payload_written, true);
         self.sink.clear();
         for (i, s) in self.scratch.iter().enumerate() {
             tokens::write_meta(&mut self.sink, i, &s.tokens, s.tokens.planes);
@@ -722,6 +722,8 @@ impl Encoder {
         }
         self.payload.clear();
         self.payload.extend_from_slice(self.sink.bytes());
+        // A payload sized by `size_payload` is written with that length.
+        debug_assert!(was_written || self.payload.len() == self.payload_len);
         self.payload_len = self.payload.len();
     }
 
@@ -729,6 +731,7 @@ impl Encoder {
     /// same as [`Encoder::write_payload`] would write).
     fn size_payload(&mut self, defer: bool) {
         if !defer {
+            self.payload_written = true;
             self.write_payload();
             return;
         }
