@@ -31,8 +31,9 @@ pub enum Entropy {
     /// is smaller. With a model, the blocks are only tried when they may
     /// win: when a section spawns an entity that is not recalled (whole
     /// records, where the dictionary's long matches pay), or when the model
-    /// stream is more than two thirds of the payload; otherwise the model
-    /// stream is sent.
+    /// stream is more than two thirds of the payload (its rows as masks and
+    /// values: byte planes are only chosen for the blocks); otherwise the
+    /// model stream is sent.
     #[default]
     Best,
     /// zstd only.
@@ -840,7 +841,9 @@ impl Encoder {
     /// `model` bytes: when a section spawns an entity that is not recalled
     /// (whole records against the default record, where a dictionary's
     /// long matches beat the model), or when the model saved less than a
-    /// third of the payload. Elsewhere the blocks win rarely and by little
+    /// third of the payload (as sized by `build_coded`: with the byte-plane
+    /// choice deferred, every row as masks and values, unless that length
+    /// is over the payload limit). Elsewhere the blocks win rarely and by little
     /// (measured on the Quake 3 demos: skipping them there costs at most
     /// 0.11% of the bytes).
     fn blocks_may_win(&self, model: usize) -> bool {
