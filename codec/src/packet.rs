@@ -155,6 +155,10 @@ impl PacketHeader {
         } else {
             None
         };
+        // Every keyframe names its schema, so no other bytes decode as one.
+        if flags & (FLAG_BASELINE | FLAG_IDS) == 0 {
+            return Err(DecodeError::MissingIds);
+        }
         let baseline = if flags & FLAG_BASELINE != 0 {
             let start = r.pos();
             let d = r.varint()?;
@@ -267,7 +271,7 @@ mod tests {
         fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x4000), pdist in proptest::option::of(1u16..=0x3fff), dictionary: bool, dictionary_id: u32, send_ids: bool, checksum in 0usize..3, sum: u16) {
             let baseline = dist.map(|d| sequence.wrapping_sub(d));
             let prior = baseline.and_then(|b| pdist.map(|p| b.wrapping_sub(p)));
-            let ids = send_ids.then_some(PacketIds { schema_id, dictionary_id: dictionary.then_some(dictionary_id) });
+            let ids = (send_ids || baseline.is_none()).then_some(PacketIds { schema_id, dictionary_id: dictionary.then_some(dictionary_id) });
             let h = PacketHeader { sequence, baseline, prior, dictionary, ids, checksum: Checksum::of_len(checksum, u64::from(sum)) };
             let mut out = Vec::new();
             h.write(&mut out);
@@ -321,6 +325,11 @@ mod tests {
         assert_eq!(
             PacketHeader::parse(&[0x82, 0, 0, 0x08]),
             Err(DecodeError::ReservedBits { flags: 0x08 })
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x02, 0xff, 0x7c]),
+            Err(DecodeError::MissingIds),
+            "a keyframe without the schema id"
         );
         assert_eq!(
             PacketHeader::parse(&[0x92, 0, 0x40, 0x04, 0xff, 0xff, 0x01, 0x02]),

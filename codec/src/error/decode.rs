@@ -40,6 +40,9 @@ pub enum DecodeError {
         /// Schema id in the packet.
         actual: u32,
     },
+    /// The packet is a keyframe (no baseline) without the schema id, which
+    /// every keyframe carries (FORMAT.md 3.1).
+    MissingIds,
     /// The packet is a delta, but no baseline was supplied.
     MissingBaseline {
         /// Baseline sequence the packet names.
@@ -259,6 +262,7 @@ impl fmt::Display for DecodeError {
             }
             Self::ReservedBits { flags } => write!(f, "reserved bits set in flags {flags:#04x}"),
             Self::BadVarint { offset } => write!(f, "malformed varint at offset {offset}"),
+            Self::MissingIds => write!(f, "keyframe without the schema id"),
             Self::SchemaMismatch { expected, actual } => write!(
                 f,
                 "packet schema {actual:#010x} differs from decoder schema {expected:#010x}"

@@ -174,7 +174,8 @@ pub(super) fn header_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         _ => None,
     };
     let dictionary: bool = u.arbitrary()?;
-    let ids = if u.arbitrary()? {
+    // Keyframes always carry the ids (a decoder refuses them without).
+    let ids = if baseline.is_none() || u.arbitrary()? {
         Some(PacketIds {
             schema_id: u.arbitrary()?,
             dictionary_id: if dictionary {
