@@ -1,0 +1,350 @@
+//! The decoding half of the pipeline: a section rebuilt from its baseline
+//! and its share of the payload, row by row (masks and values, with
+//! integrated elements predicted as the row is read, or byte planes).
+
+#![forbid(unsafe_code)]
+
+use super::values::{self, Element, Kind};
+use super::{integrate, planes, tokens, SectionTokens, TokenSource};
+use crate::error::DecodeError;
+use crate::schema::EntityType;
+use crate::snapshot::{Section, SectionRef};
+
+/// Decoder scratch, reused between packets.
+#[derive(Debug, Default)]
+pub(crate) struct DecodeScratch {
+    groups: Vec<bool>,
+    changed: Vec<u32>,
+    /// One row's delta gathered from byte planes.
+    row: Vec<u8>,
+    spawn_records: Vec<u8>,
+    reference: Vec<u8>,
+    /// A changed row's reference with its integrated elements predicted.
+    predicted: Vec<u8>,
+    ids: Vec<u32>,
+    records: Vec<u8>,
+}
+
+/// What a row is decoded against: a reference record, or for a changed row
+/// of a type with integrated elements the baseline record and a buffer
+/// its reference is built in as the row is read
+/// ([`integrate`]: each integrated element's prediction needs the row's
+/// velocity and time, which come before it).
+enum RowReference<'a> {
+    Plain(&'a [u8]),
+    Integrated {
+        base: &'a [u8],
+        integrators: &'a [crate::schema::Integrator],
+        reference: &'a mut Vec<u8>,
+    },
+}
+
+/// Reads one row from `src`: writes the reference with the row's changes
+/// applied into `out`.
+#[allow(clippy::too_many_arguments)]
+fn decode_row(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    elements: &[Element],
+    reference: RowReference<'_>,
+    s_groups: &mut Vec<bool>,
+    s_changed: &mut Vec<u32>,
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    tokens::read_mask(
+        src,
+        section,
+        kind_of_row,
+        elements.len(),
+        s_groups,
+        s_changed,
+    )?
+    .map_err(|()| DecodeError::BadMask { section, row })?;
+    let (reference, integrated) = match reference {
+        RowReference::Plain(r) => {
+            out.copy_from_slice(r);
+            (r, None)
+        }
+        RowReference::Integrated {
+            base,
+            integrators,
+            reference,
+        } => {
+            out.copy_from_slice(base);
+            reference.clear();
+            reference.extend_from_slice(base);
+            (base, Some((integrators, reference)))
+        }
+    };
+    match integrated {
+        None => decode_values(
+            src,
+            section,
+            row,
+            kind_of_row,
+            elements,
+            reference,
+            s_changed,
+            out,
+        ),
+        Some((integrators, predicted)) => {
+            // Each integrated element is predicted once every element
+            // before it is final, and the prediction is its value unless
+            // the row changes it.
+            let mut next = 0usize;
+            let mut predict_to = |end: u32, predicted: &mut Vec<u8>, out: &mut [u8]| {
+                while let Some(i) = integrators.get(next).filter(|i| i.element <= end) {
+                    integrate::apply(i, reference, out, predicted);
+                    integrate::copy(i, predicted, out);
+                    next += 1;
+                }
+            };
+            for (k, &e) in s_changed.iter().enumerate() {
+                predict_to(e, predicted, out);
+                decode_values(
+                    src,
+                    section,
+                    row,
+                    kind_of_row,
+                    elements,
+                    predicted,
+                    &s_changed[k..=k],
+                    out,
+                )?;
+            }
+            predict_to(u32::MAX, predicted, out);
+            Ok(())
+        }
+    }
+}
+
+/// Reads the values of the changed elements `changed` of one row, each
+/// against `reference`, into `out`.
+#[allow(clippy::too_many_arguments)]
+fn decode_values(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    elements: &[Element],
+    reference: &[u8],
+    changed: &[u32],
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    for &e in changed {
+        let el = elements[e as usize];
+        let bad = DecodeError::BadValue {
+            section,
+            row,
+            element: e as usize,
+        };
+        let mut kind = values::kind_before_bit(el, reference);
+        if kind == Kind::Bits
+            && src.bit(tokens::ctx::make(
+                tokens::ctx::KIND,
+                section,
+                kind_of_row,
+                e as usize,
+            ))?
+        {
+            kind = Kind::Integral;
+        }
+        let v = src.uint(tokens::ctx::make(
+            tokens::ctx::VALUE,
+            section,
+            kind_of_row,
+            e as usize,
+        ))?;
+        values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
+        if !values::differs(el, out, reference) {
+            return Err(bad);
+        }
+    }
+    Ok(())
+}
+
+/// Where a section's rows are read from.
+enum Rows<'a, S> {
+    /// The token walk: masks and values.
+    Tokens(&'a mut S),
+    /// The section's byte planes.
+    Planes(&'a [u8]),
+}
+
+/// Rebuilds a section from its baseline and its entity sets (`m`, as
+/// [`tokens::read_meta`] left them), reading its rows from `src` (as byte
+/// planes in `order` when `m.planes`), into `out`. Spawned records may
+/// total at most `max_spawn_bytes`. When the section's recall bit is set
+/// (never with byte planes), a spawned entity is decoded against the
+/// record `recalled(id, out)` writes into `out` when it returns `true`; at
+/// least one must (`BadEntitySet`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn decode_section(
+    section: usize,
+    ty: &EntityType,
+    elements: &[Element],
+    order: &[u16],
+    base: &SectionRef<'_>,
+    m: &SectionTokens,
+    src: &mut impl TokenSource,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, DecodeError>,
+    max_spawn_bytes: usize,
+    s: &mut DecodeScratch,
+    out: &mut Section,
+) -> Result<(), DecodeError> {
+    let rs = ty.record_size();
+    let spawn_bytes = m.spawned.len().saturating_mul(rs);
+    if spawn_bytes > max_spawn_bytes {
+        return Err(DecodeError::DecodedTooLarge {
+            limit: max_spawn_bytes,
+        });
+    }
+    // Where the rows come from: the token walk, or the section's byte
+    // planes (read whole; each row is gathered from them when applied, so
+    // nothing is allocated for them beyond one record).
+    let n = m.changed.len() + m.spawned.len();
+    let mut rows = if m.planes {
+        Rows::Planes(src.raw(section, order.len().saturating_mul(n))?)
+    } else {
+        Rows::Tokens(src)
+    };
+    s.row.clear();
+    s.row.resize(rs, 0);
+    // Kept entities, in order, with changed rows applied.
+    s.ids.clear();
+    s.records.clear();
+    let kept = m.kept();
+    s.ids.reserve_exact(kept);
+    s.records.reserve_exact(kept * rs);
+    let mut removed = m.removed.iter().peekable();
+    let mut changed = m.changed.iter().peekable();
+    let mut k = 0u32;
+    let mut row = 0usize;
+    for bi in 0..base.len() {
+        if removed.peek() == Some(&&(bi as u32)) {
+            removed.next();
+            continue;
+        }
+        s.ids.push(base.ids()[bi]);
+        let brec = base.record(bi);
+        if changed.peek() == Some(&&k) {
+            changed.next();
+            let at = s.records.len();
+            s.records.resize(at + rs, 0);
+            match &mut rows {
+                Rows::Planes(bytes) => {
+                    planes::gather(order, bytes, n, row, &mut s.row);
+                    planes::row_apply(ty.spans(), &s.row, brec, &mut s.records[at..]);
+                    // A changed row changes something.
+                    if s.records[at..] == *brec {
+                        return Err(DecodeError::BadMask { section, row });
+                    }
+                }
+                Rows::Tokens(src) => decode_row(
+                    *src,
+                    section,
+                    row,
+                    tokens::ctx::CHANGED,
+                    elements,
+                    if ty.integrators().is_empty() {
+                        RowReference::Plain(brec)
+                    } else {
+                        RowReference::Integrated {
+                            base: brec,
+                            integrators: ty.integrators(),
+                            reference: &mut s.predicted,
+                        }
+                    },
+                    &mut s.groups,
+                    &mut s.changed,
+                    &mut s.records[at..],
+                )?,
+            }
+            row += 1;
+        } else {
+            s.records.extend_from_slice(brec);
+        }
+        k += 1;
+    }
+    // Spawned entities, each against its recalled record or the type's
+    // default record (byte planes: against the spawned record before it).
+    // Records grow as rows are read, so a truncated payload allocates
+    // little.
+    s.spawn_records.clear();
+    s.reference.resize(rs, 0);
+    let mut any_recalled = false;
+    for (t, &id) in m.spawned.iter().enumerate() {
+        let at = s.spawn_records.len();
+        s.spawn_records.resize(at + rs, 0);
+        match &mut rows {
+            Rows::Planes(bytes) => {
+                planes::gather(order, bytes, n, row + t, &mut s.row);
+                let (done, rec) = s.spawn_records.split_at_mut(at);
+                let prev = if t == 0 {
+                    ty.default_record()
+                } else {
+                    &done[at - rs..]
+                };
+                planes::row_apply(ty.spans(), &s.row, prev, rec);
+            }
+            Rows::Tokens(src) => {
+                let recall = m.recall && recalled(id, &mut s.reference)?;
+                any_recalled |= recall;
+                let (kind_of_row, reference) = if recall {
+                    (tokens::ctx::RECALLED, &s.reference[..])
+                } else {
+                    (tokens::ctx::SPAWNED, ty.default_record())
+                };
+                decode_row(
+                    *src,
+                    section,
+                    row + t,
+                    kind_of_row,
+                    elements,
+                    RowReference::Plain(reference),
+                    &mut s.groups,
+                    &mut s.changed,
+                    &mut s.spawn_records[at..],
+                )?;
+            }
+        }
+    }
+    if m.recall && !any_recalled {
+        return Err(DecodeError::BadEntitySet { section });
+    }
+    out.clear_for(rs);
+    let (ids, records) = out.parts_mut();
+    if m.spawned.is_empty() {
+        // Nothing to merge: hand the kept list over (the scratch keeps the
+        // output's old buffers for the next packet).
+        core::mem::swap(ids, &mut s.ids);
+        core::mem::swap(records, &mut s.records);
+        return Ok(());
+    }
+    // Merge the two id-ordered lists.
+    ids.reserve_exact(kept + m.spawned.len());
+    records.reserve_exact(s.records.len() + spawn_bytes);
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < s.ids.len() || j < m.spawned.len() {
+        let take_kept = match (s.ids.get(i), m.spawned.get(j)) {
+            (Some(&a), Some(&b)) if a == b => {
+                return Err(DecodeError::DuplicateEntity { section, id: b })
+            }
+            (Some(&a), Some(&b)) => a < b,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if take_kept {
+            ids.push(s.ids[i]);
+            records.extend_from_slice(&s.records[i * rs..(i + 1) * rs]);
+            i += 1;
+        } else {
+            ids.push(m.spawned[j]);
+            records.extend_from_slice(&s.spawn_records[j * rs..(j + 1) * rs]);
+            j += 1;
+        }
+    }
+    Ok(())
+}
