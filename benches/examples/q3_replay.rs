@@ -1,10 +1,9 @@
 //! Replays the Quake 3 demos of `$TICKPACK_Q3_DIR` (or `../shared/data/q3`)
 //! as the report does (train on the other four, measure one; every packet
 //! checked once) and prints per demo the exact packet bytes in all and the
-//! encode + decode time per snapshot: the thread's CPU time
-//! (`/proc/thread-self/schedstat`, Linux; 0 elsewhere), the fastest of
-//! `reps` passes, so that time spent waiting for a shared core is not
-//! counted. `reps` 0 only prints the bytes. A harness for `perf record`
+//! encode + decode time per snapshot: the fastest of `reps` passes by the
+//! wall clock, so that passes slowed by other work on a shared machine are
+//! not counted. `reps` 0 only prints the bytes. A harness for `perf record`
 //! and for comparing two builds byte for byte.
 //!
 //! ```sh
@@ -12,21 +11,15 @@
 //! ```
 #![forbid(unsafe_code)]
 
+use std::time::Instant;
+
 use tickpack::{Decoder, Dictionary, Encoder, Snapshot};
 use tickpack_benches::q3::{
     data_dir, others, read_demo, reference, replay, train, train_model, Demo, Recalls, Res,
     FULL_SNAPSHOTS,
 };
 
-/// This thread's time on a CPU so far, in ns (`/proc/thread-self/schedstat`).
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Replays `d` `reps` times; exact bytes, min CPU µs per snapshot.
+/// Replays `d` `reps` times; exact bytes, min µs per snapshot.
 fn run(d: &Demo, dict: &Dictionary, reps: usize) -> Res<(usize, f64)> {
     let (b, _) = replay(d, Some(dict))?;
     let mut r = Recalls::new();
@@ -38,13 +31,13 @@ fn run(d: &Demo, dict: &Dictionary, reps: usize) -> Res<(usize, f64)> {
         enc.set_dictionary(Some(dict))?;
         dec.add_dictionary(dict)?;
         let (mut packet, mut out) = (Vec::new(), Snapshot::default());
-        let t = cpu_ns();
+        let t = Instant::now();
         for (i, tick) in d.ticks.iter().enumerate() {
             let rf = reference(d, i, recalls[i].as_ref());
             enc.encode_to_vec(tick, d.sequences[i], rf, &mut packet)?;
             dec.decode_into(&packet, rf, &mut out)?;
         }
-        best = best.min(cpu_ns() - t);
+        best = best.min(t.elapsed().as_nanos() as u64);
     }
     Ok((
         (b * d.ticks.len() as f64).round() as usize,
