@@ -198,6 +198,13 @@ impl RowState {
         self.history = 0;
     }
 
+    /// Records a mask group bit ([`ContextMap::note_bit`] for class
+    /// [`class::MASK_GROUP`]).
+    #[inline]
+    pub(crate) fn note_group(&mut self, bit: bool) {
+        self.prev_group = bit;
+    }
+
     /// Forgets the previous row; keeps the history the caller set for the
     /// token that starts this row.
     fn start_row(&mut self) {
@@ -230,6 +237,26 @@ impl ElementRun {
         let hist = if self.mask_history { state.history } else { 0 };
         let prev = u32::from(state.prev_element && self.mask_prev);
         self.base + k * self.stride + hist * self.p + prev
+    }
+}
+
+/// The dense contexts of a run of mask group bits of one row, from
+/// [`ContextMap::group_run`]: the per-bit work of
+/// [`ContextMap::bit_context`] done once for the run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GroupRun {
+    /// Context of the run's first group with previous bit 0.
+    base: u32,
+    /// Contexts per group (the states of the previous-bit condition).
+    stride: u32,
+    mask_prev: bool,
+}
+
+impl GroupRun {
+    /// The dense context of the run's group `k`, given the row state.
+    #[inline]
+    pub(crate) fn context(&self, state: &RowState, k: u32) -> u32 {
+        self.base + k * self.stride + u32::from(state.prev_group && self.mask_prev)
     }
 }
 
@@ -396,6 +423,30 @@ impl ContextMap {
         })
     }
 
+    /// The contexts of `n` mask group bits starting with walk context `ctx`
+    /// (class [`class::MASK_GROUP`]), the same as `n` calls of
+    /// [`ContextMap::bit_context`] for `ctx`, `ctx + 1`, …, each followed by
+    /// [`ContextMap::note_bit`] (use [`RowState::note_group`]); starts the
+    /// row as `bit_context` would. `None` when one of them would be an
+    /// error.
+    #[inline]
+    pub(crate) fn group_run(&self, state: &mut RowState, ctx: u32, n: u32) -> Option<GroupRun> {
+        let (cls, row, sec, index) = split(ctx);
+        let s = self.sections.get(sec as usize)?;
+        let rk = *self.row_kinds.get(row as usize)?;
+        if cls != class::MASK_GROUP || index.checked_add(n)? > s.groups {
+            return None;
+        }
+        if index == 0 && n > 0 {
+            state.start_row();
+        }
+        Some(GroupRun {
+            base: s.group_bits + (rk * s.groups + index) * self.n.p,
+            stride: self.n.p,
+            mask_prev: self.config.mask_prev,
+        })
+    }
+
     /// Records the decision coded in walk context `ctx`.
     #[inline]
     pub fn note_bit(&self, state: &mut RowState, ctx: u32, bit: bool) {
@@ -512,6 +563,24 @@ mod tests {
                             b.note_element(bit);
                         }
                     }
+                }
+                // Group runs give the contexts of single group bits too.
+                let g = e.div_ceil(GROUP);
+                for row in 0..3 {
+                    let (mut a, mut b) = (RowState::default(), RowState::default());
+                    let c0 = ctx(class::MASK_GROUP, row, sec as u32, 0);
+                    let run = map.group_run(&mut b, c0, g).unwrap();
+                    for k in 0..g {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let bit = x & 1 == 1;
+                        let want = map.bit_context(&mut a, c0 + k).unwrap();
+                        assert_eq!(run.context(&b, k), want, "{config:?} {sec} {row} {k}");
+                        map.note_bit(&mut a, c0 + k, bit);
+                        b.note_group(bit);
+                    }
+                    assert!(map.group_run(&mut b, c0, g + 1).is_none());
                 }
                 // Past the section's elements: no run.
                 let c = ctx(class::MASK_ELEMENT, 0, sec as u32, e - 1);

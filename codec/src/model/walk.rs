@@ -71,6 +71,24 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
         self.map.note_value(&mut self.state, ctx);
     }
 
+    fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u64) {
+        let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
+        if self.error.is_some() {
+            return;
+        }
+        let Some(run) = self.map.group_run(&mut self.state, ctx, n as u32) else {
+            for k in 0..n {
+                self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
+            }
+            return;
+        };
+        for k in 0..n as u32 {
+            let bit = (bits >> k) & 1 == 1;
+            self.sink.bit(run.context(&self.state, k), bit);
+            self.state.note_group(bit);
+        }
+    }
+
     fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
         if self.error.is_some() {
@@ -149,6 +167,32 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         .map_err(|e| self.err(e))?;
         self.map.note_value(&mut self.state, ctx);
         Ok(v)
+    }
+
+    fn groups(
+        &mut self,
+        section: usize,
+        row: u32,
+        first: usize,
+        n: usize,
+    ) -> Result<u64, DecodeError> {
+        let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
+        let mut bits = 0u64;
+        let Some(run) = self.map.group_run(&mut self.state, ctx, n as u32) else {
+            for k in 0..n {
+                bits |= u64::from(self.bit(ctx + k as u32)?) << k;
+            }
+            return Ok(bits);
+        };
+        for k in 0..n as u32 {
+            let bit = self
+                .dec
+                .bit(run.context(&self.state, k))
+                .map_err(|e| self.err(e))?;
+            self.state.note_group(bit);
+            bits |= u64::from(bit) << k;
+        }
+        Ok(bits)
     }
 
     fn group(

@@ -222,15 +222,25 @@ pub(crate) fn decode_section(
     let mut changed = m.changed.iter().peekable();
     let mut k = 0u32;
     let mut row = 0usize;
+    // Unchanged kept records are copied a run at a time: `run` is the
+    // baseline index the current run of them starts at.
+    let mut run = 0usize;
+    let base_records = base.records();
     for bi in 0..base.len() {
         if removed.peek() == Some(&&(bi as u32)) {
             removed.next();
+            s.records
+                .extend_from_slice(&base_records[run * rs..bi * rs]);
+            run = bi + 1;
             continue;
         }
         s.ids.push(base.ids()[bi]);
         let brec = base.record(bi);
         if changed.peek() == Some(&&k) {
             changed.next();
+            s.records
+                .extend_from_slice(&base_records[run * rs..bi * rs]);
+            run = bi + 1;
             let at = s.records.len();
             s.records.resize(at + rs, 0);
             match &mut rows {
@@ -263,11 +273,10 @@ pub(crate) fn decode_section(
                 )?,
             }
             row += 1;
-        } else {
-            s.records.extend_from_slice(brec);
         }
         k += 1;
     }
+    s.records.extend_from_slice(&base_records[run * rs..]);
     // Spawned entities, each against its recalled record or the type's
     // default record (byte planes: against the spawned record before it).
     // Records grow as rows are read, so a truncated payload allocates

@@ -96,6 +96,17 @@ pub(crate) trait TokenSink {
     fn bit(&mut self, ctx: u32, bit: bool);
     /// One unsigned integer.
     fn uint(&mut self, ctx: u32, v: u64);
+    /// The `n` (1..=64) group bits of one row's mask starting at group
+    /// `first`: bit `k` of `bits` for group `first + k`. The same decisions
+    /// as `n` calls of [`TokenSink::bit`].
+    fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u64) {
+        for k in 0..n {
+            self.bit(
+                ctx::make(ctx::MASK_GROUP, section, row, first + k),
+                (bits >> k) & 1 == 1,
+            );
+        }
+    }
     /// The `n` (1..=8) element bits of one mask group starting at element
     /// `first` (a multiple of 8): bit `k` of `bits` for element `first + k`.
     /// The same decisions as `n` calls of [`TokenSink::bit`].
@@ -116,6 +127,22 @@ pub(crate) trait TokenSource {
     fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError>;
     /// One unsigned integer.
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError>;
+    /// The group bits of one row's mask, as [`TokenSink::groups`] gave them.
+    fn groups(
+        &mut self,
+        section: usize,
+        row: u32,
+        first: usize,
+        n: usize,
+    ) -> Result<u64, DecodeError> {
+        let mut bits = 0u64;
+        for k in 0..n {
+            if self.bit(ctx::make(ctx::MASK_GROUP, section, row, first + k))? {
+                bits |= 1 << k;
+            }
+        }
+        Ok(bits)
+    }
     /// The element bits of one mask group, as [`TokenSink::group`] gave them.
     fn group(
         &mut self,
@@ -473,17 +500,20 @@ pub(crate) fn write_rows(
         // Group bits (not sent when the type has one group).
         if groups > 1 {
             let mut it = row.iter().peekable();
-            for g in 0..groups {
-                let mut any = false;
+            let mut first = 0;
+            while first < groups {
+                let n = (groups - first).min(64);
+                let mut bits = 0u64;
                 while let Some(tok) = it.peek() {
-                    if tok.element as usize / GROUP == g {
-                        any = true;
-                        it.next();
-                    } else {
+                    let g = tok.element as usize / GROUP;
+                    if g >= first + n {
                         break;
                     }
+                    bits |= 1 << (g - first);
+                    it.next();
                 }
-                sink.bit(ctx::make(ctx::MASK_GROUP, section, spawned, g), any);
+                sink.groups(section, spawned, first, n, bits);
+                first += n;
             }
         }
         let mut it = row.iter().peekable();
@@ -529,8 +559,12 @@ pub(crate) fn read_mask(
     changed.clear();
     groups_scratch.clear();
     if groups > 1 {
-        for g in 0..groups {
-            groups_scratch.push(src.bit(ctx::make(ctx::MASK_GROUP, section, row, g))?);
+        let mut first = 0;
+        while first < groups {
+            let n = (groups - first).min(64);
+            let bits = src.groups(section, row, first, n)?;
+            groups_scratch.extend((0..n).map(|k| (bits >> k) & 1 == 1));
+            first += n;
         }
     } else {
         groups_scratch.push(true);
