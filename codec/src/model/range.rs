@@ -52,12 +52,11 @@ impl RangeEncoder {
     #[inline]
     pub(crate) fn bit(&mut self, p0: u16, bit: bool) {
         let bound = (self.range >> PROB_BITS) * u32::from(p0);
-        if bit {
-            self.low += u64::from(bound);
-            self.range -= bound;
-        } else {
-            self.range = bound;
-        }
+        // Without a branch on `bit` (which the processor cannot predict):
+        // `m` is all ones for a 1.
+        let m = u32::from(bit).wrapping_neg();
+        self.low += u64::from(bound & m);
+        self.range = (bound & !m) | ((self.range - bound) & m);
         while self.range < TOP {
             self.range <<= 8;
             self.shift_low();
@@ -177,14 +176,11 @@ impl<'a> RangeDecoder<'a> {
     #[inline]
     pub(crate) fn bit(&mut self, p0: u16) -> bool {
         let bound = (self.range >> PROB_BITS) * u32::from(p0);
-        let bit = if self.code < bound {
-            self.range = bound;
-            false
-        } else {
-            self.code -= bound;
-            self.range -= bound;
-            true
-        };
+        // Without a branch on the decoded bit: `m` is all ones for a 1.
+        let bit = self.code >= bound;
+        let m = u32::from(bit).wrapping_neg();
+        self.code -= bound & m;
+        self.range = (bound & !m) | ((self.range - bound) & m);
         self.normalize();
         bit
     }
