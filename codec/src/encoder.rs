@@ -17,6 +17,7 @@ use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MA
 use crate::pipeline::layout::{ByteSink, LenSink};
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, EncodeScratch, RowMode};
+use crate::quant::cache::CodeCache;
 use crate::quant::codes;
 use crate::recall::Recall;
 use crate::schema::Schema;
@@ -67,10 +68,10 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// through [`Schema::quantize`] once per tick); the encoder codes their
 /// integer codes and refuses anything else with
 /// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
-/// It keeps the code forms of the snapshots it coded recently (up to 16,
-/// fewer when 16 would take over 4 MiB), so a baseline it sent itself is
-/// not converted again; the [`Decoder`](crate::Decoder) does the same with the snapshots it
-/// rebuilt.
+/// It keeps the code forms of the snapshots it coded recently
+/// ([`Encoder::set_code_cache`]), so a baseline it sent itself is not
+/// converted again; the [`Decoder`](crate::Decoder) does the same with the
+/// 32 snapshots it rebuilt last (at most 4 MiB).
 ///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
@@ -190,6 +191,18 @@ impl Encoder {
             trial_winner: None,
             trial_pending: false,
         }
+    }
+
+    /// With a quantised schema: keeps the code forms of at most `entries`
+    /// recently coded snapshots, baselines and priors, and at most `bytes`
+    /// of them (values and codes together), but always the 3 one packet
+    /// needs; the least recently used goes first. The default, 32 and
+    /// 4 MiB, covers one client's baselines; an encoder shared by many
+    /// clients (as the session [`Server`](crate::session::Server)'s) needs
+    /// room for every client's recent snapshots. Without quantisation this
+    /// does nothing.
+    pub fn set_code_cache(&mut self, entries: usize, bytes: usize) {
+        self.codes.cache = CodeCache::new(entries, bytes);
     }
 
     /// Sets the limits (use the decoder's, so every packet is accepted).

@@ -26,6 +26,11 @@ use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
 use tickpack_seq::{seq_distance, seq_newer};
 
+/// The server encoder's code-form cache (quantised schemas): 512
+/// snapshots, 32 MiB. A lobby of 63 clients a few ticks from their acks
+/// keeps its baselines and priors there.
+const SERVER_CODE_CACHE: (usize, usize) = (512, 32 << 20);
+
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -270,6 +275,9 @@ impl Server {
         let mut encoder = Encoder::with_level(schema.clone(), config.level);
         encoder.set_limits(config.limits);
         encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
+        // One encoder serves every client: room for each client's recent
+        // snapshots (a baseline a few acknowledgements old, its prior).
+        encoder.set_code_cache(SERVER_CODE_CACHE.0, SERVER_CODE_CACHE.1);
         let hello = Hello {
             schema_id: schema.id(),
             dictionary: config.dictionary.as_ref().map(Dictionary::id),
