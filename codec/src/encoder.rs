@@ -432,15 +432,7 @@ impl Encoder {
         reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
         let (baseline, prior) = (reference.baseline, reference.prior);
-        let recall = reference.recall.filter(|_| baseline.is_some());
-        if let (Some(b), Some(r)) = (baseline, recall) {
-            if r.sequence() != b.sequence {
-                return Err(EncodeError::RecallMismatch {
-                    baseline: b.sequence,
-                    recall: r.sequence(),
-                });
-            }
-        }
+        let recall = recall_of(&reference)?;
         if !self.schema.is_quantized() {
             return self.build_coded(
                 sections.clone(),
@@ -484,6 +476,35 @@ impl Encoder {
         })();
         self.codes = c;
         r
+    }
+
+    /// [`Encoder::encode_to_vec`] for a quantised schema when the caller
+    /// has every snapshot in code form already (the session server converts
+    /// each tick's world once for all its clients): `codes` is `snapshot`
+    /// in code form, and the baseline and prior of `coded` are in code
+    /// form; its recall holds values, as always. Converting `snapshot` must
+    /// give exactly `codes`.
+    pub(crate) fn encode_coded_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        codes: &Snapshot,
+        sequence: u16,
+        coded: Reference<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        codes.check(&self.schema)?;
+        let recall = recall_of(&coded)?;
+        self.build_coded(
+            codes.sections().iter().map(|s| s.as_ref()),
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            coded.baseline,
+            coded.prior,
+            recall,
+        )?;
+        self.finish_vec(out);
+        Ok(())
     }
 
     /// [`Encoder::build`] on sections in code form; `values` are the same
@@ -907,4 +928,19 @@ impl Encoder {
         self.packet = packet;
         r
     }
+}
+
+/// The reference's recall when it has a baseline, refusing a recall that is
+/// not the baseline's.
+fn recall_of<'r>(reference: &Reference<'r>) -> Result<Option<&'r Recall>, EncodeError> {
+    let recall = reference.recall.filter(|_| reference.baseline.is_some());
+    if let (Some(b), Some(r)) = (reference.baseline, recall) {
+        if r.sequence() != b.sequence {
+            return Err(EncodeError::RecallMismatch {
+                baseline: b.sequence,
+                recall: r.sequence(),
+            });
+        }
+    }
+    Ok(recall)
 }
