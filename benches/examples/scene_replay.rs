@@ -17,7 +17,8 @@
 //! the report's "tickpack, trained" without a shipped set), `set` (the
 //! shipped dictionary set, racing and cube only), `set-zstd` (the same set
 //! with [`Entropy::Zstd`]: no context model) and `zstd3` (a zstd -3 frame
-//! of the raw snapshot); default all.
+//! of the raw snapshot); default all. A suffix `@N` sets the zstd level
+//! (`plain@1`, `zstd3@1`).
 #![forbid(unsafe_code)]
 
 use std::error::Error;
@@ -138,8 +139,8 @@ fn training(train_end: usize) -> Vec<usize> {
 }
 
 /// A zstd dictionary trained now on the training packets' payloads.
-fn trained(sc: &Scenario, train_end: usize) -> Res<Tp> {
-    let mut enc = Encoder::new(sc.schema.clone());
+fn trained(sc: &Scenario, train_end: usize, level: i32) -> Res<Tp> {
+    let mut enc = Encoder::with_level(sc.schema.clone(), level);
     let mut samples = Vec::new();
     for i in training(train_end) {
         let mut p = Vec::new();
@@ -159,10 +160,10 @@ fn trained(sc: &Scenario, train_end: usize) -> Res<Tp> {
     })
 }
 
-fn set(dir: &Path, sc: &Scenario, entropy: Entropy) -> Res<Tp> {
+fn set(dir: &Path, sc: &Scenario, entropy: Entropy, level: i32) -> Res<Tp> {
     let set = DictionarySet::load(dir)?;
     set.fits(&sc.schema)?;
-    let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
+    let mut enc = set.encoder(level)?;
     enc.encoder_mut(DictKind::Delta).set_entropy(entropy);
     Ok(Tp {
         enc: Enc::Set(enc),
@@ -241,14 +242,18 @@ fn main() -> Res<()> {
         let n = sc.ticks.len();
         let train_end = n * 4 / 5;
         let measured: Vec<usize> = (train_end.max(2 * DISTANCE)..n).collect();
-        for config in configs.split(',') {
+        for label in configs.split(',') {
+            let (config, level) = match label.split_once('@') {
+                Some((c, l)) => (c, l.parse()?),
+                None => (label, tickpack::DEFAULT_LEVEL),
+            };
             let mut codec: Box<dyn Codec> = match config {
                 "plain" => Box::new(Tp {
-                    enc: Enc::One(Encoder::new(sc.schema.clone())),
+                    enc: Enc::One(Encoder::with_level(sc.schema.clone(), level)),
                     dec: Decoder::new(sc.schema.clone()),
                     predicts: true,
                 }),
-                "trained" => Box::new(trained(&sc, train_end)?),
+                "trained" => Box::new(trained(&sc, train_end, level)?),
                 "set" | "set-zstd" => match &shipped {
                     Some(dir) => {
                         let entropy = if config == "set" {
@@ -256,12 +261,12 @@ fn main() -> Res<()> {
                         } else {
                             Entropy::Zstd
                         };
-                        Box::new(set(dir, &sc, entropy)?)
+                        Box::new(set(dir, &sc, entropy, level)?)
                     }
                     None => continue,
                 },
                 "zstd3" => Box::new(Frame {
-                    c: zstd::bulk::Compressor::new(3)?,
+                    c: zstd::bulk::Compressor::new(if label.contains('@') { level } else { 3 })?,
                     d: zstd::bulk::Decompressor::new()?,
                     buf: Vec::new(),
                     schema: sc.schema.clone(),
@@ -272,7 +277,7 @@ fn main() -> Res<()> {
             println!(
                 "{:8} {:9} {:8.1} B  enc {:7.2} µs  dec {:7.2} µs  sum {:7.2} µs",
                 name,
-                config,
+                label,
                 b,
                 e,
                 d,
