@@ -75,6 +75,10 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// through [`Schema::quantize`] once per tick); the encoder codes their
 /// integer codes and refuses anything else with
 /// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
+/// It keeps the code forms of the snapshots it coded recently (up to 16,
+/// fewer when 16 would take over 4 MiB), so a baseline it sent itself is
+/// not converted again; the [`Decoder`](crate::Decoder) does the same with the snapshots it
+/// rebuilt.
 ///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
@@ -444,29 +448,34 @@ impl Encoder {
         }
         let mut c = core::mem::take(&mut self.codes);
         let r = (|| {
-            c.cur
-                .resize_with(self.schema.sections().len(), Default::default);
-            for (i, (s, d)) in sections.clone().zip(&mut c.cur).enumerate() {
+            c.cur.reset(&self.schema);
+            for (i, (s, d)) in sections.clone().zip(c.cur.sections_mut()).enumerate() {
                 codes::section_to_codes(&self.schema, i, &s, d)?;
             }
-            if let Some(b) = baseline {
-                codes::snapshot_to_codes(&self.schema, b.snapshot, &mut c.base)?;
-            }
-            if let Some(p) = prior.filter(|_| baseline.is_some() && self.schema.predicts()) {
-                codes::snapshot_to_codes(&self.schema, p.snapshot, &mut c.prior)?;
-            }
-            let coded = |b: Baseline<'_>, s| Baseline {
-                sequence: b.sequence,
-                snapshot: s,
+            let base = match baseline {
+                Some(b) => Some(c.cache.code_form(&self.schema, b.sequence, b.snapshot)?),
+                None => None,
+            };
+            let prior_codes = match prior.filter(|_| baseline.is_some() && self.schema.predicts()) {
+                Some(p) => Some(c.cache.code_form(&self.schema, p.sequence, p.snapshot)?),
+                None => None,
+            };
+            let coded = |b: Baseline<'_>, i: Option<usize>| {
+                i.map(|i| Baseline {
+                    sequence: b.sequence,
+                    snapshot: c.cache.codes(i),
+                })
             };
             self.build_coded(
-                c.cur.iter().map(|s| s.as_ref()),
-                sections,
+                c.cur.sections().iter().map(|s| s.as_ref()),
+                sections.clone(),
                 sequence,
-                baseline.map(|b| coded(b, &c.base)),
-                prior.map(|p| coded(p, &c.prior)),
+                baseline.and_then(|b| coded(b, base)),
+                prior.and_then(|p| coded(p, prior_codes)),
                 recall,
-            )
+            )?;
+            c.cache.insert(sequence, sections, &mut c.cur);
+            Ok(())
         })();
         self.codes = c;
         r
