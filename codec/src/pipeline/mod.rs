@@ -101,8 +101,7 @@ pub(crate) struct EncodeScratch {
 #[inline]
 fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut SectionTokens) {
     let mut push = |i: usize, e: Element| {
-        if values::differs(e, cur, reference) {
-            let (kind, value) = values::encode(e, cur, reference);
+        if let Some((kind, value)) = values::encode_changed(e, cur, reference) {
             t.elems.push(Token {
                 element: i as u32,
                 kind,
