@@ -73,8 +73,8 @@ struct Tp {
 }
 
 enum Enc {
-    One(Encoder),
-    Set(SetEncoder),
+    One(Box<Encoder>),
+    Set(Box<SetEncoder>),
 }
 
 impl Codec for Tp {
@@ -154,7 +154,7 @@ fn trained(sc: &Scenario, train_end: usize, level: i32) -> Res<Tp> {
     let mut dec = Decoder::new(sc.schema.clone());
     dec.add_dictionary(&dict)?;
     Ok(Tp {
-        enc: Enc::One(enc),
+        enc: Enc::One(Box::new(enc)),
         dec,
         predicts: true,
     })
@@ -166,7 +166,7 @@ fn set(dir: &Path, sc: &Scenario, entropy: Entropy, level: i32) -> Res<Tp> {
     let mut enc = set.encoder(level)?;
     enc.encoder_mut(DictKind::Delta).set_entropy(entropy);
     Ok(Tp {
-        enc: Enc::Set(enc),
+        enc: Enc::Set(Box::new(enc)),
         dec: set.decoder()?,
         predicts: set.schema().predicts(),
     })
@@ -249,7 +249,7 @@ fn main() -> Res<()> {
             };
             let mut codec: Box<dyn Codec> = match config {
                 "plain" => Box::new(Tp {
-                    enc: Enc::One(Encoder::with_level(sc.schema.clone(), level)),
+                    enc: Enc::One(Box::new(Encoder::with_level(sc.schema.clone(), level))),
                     dec: Decoder::new(sc.schema.clone()),
                     predicts: true,
                 }),
