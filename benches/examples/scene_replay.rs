@@ -16,7 +16,9 @@
 //! `trained` (a zstd dictionary trained now on the training payloads, as
 //! the report's "tickpack, trained" without a shipped set), `set` (the
 //! shipped dictionary set, racing and cube only), `set-zstd` (the same set
-//! with [`Entropy::Zstd`]: no context model) and `zstd3` (a zstd -3 frame
+//! with [`Entropy::Zstd`]: no context model), `set-model` (the set with
+//! [`Entropy::Model`]: the model stream without trying the blocks; not in
+//! the default list) and `zstd3` (a zstd -3 frame
 //! of the raw snapshot); default all. A suffix `@N` sets the zstd level
 //! (`plain@1`, `zstd3@1`).
 #![forbid(unsafe_code)]
@@ -254,12 +256,12 @@ fn main() -> Res<()> {
                     predicts: true,
                 }),
                 "trained" => Box::new(trained(&sc, train_end, level)?),
-                "set" | "set-zstd" => match &shipped {
+                "set" | "set-zstd" | "set-model" => match &shipped {
                     Some(dir) => {
-                        let entropy = if config == "set" {
-                            Entropy::Best
-                        } else {
-                            Entropy::Zstd
+                        let entropy = match config {
+                            "set" => Entropy::Best,
+                            "set-zstd" => Entropy::Zstd,
+                            _ => Entropy::Model,
                         };
                         Box::new(set(dir, &sc, entropy, level)?)
                     }
