@@ -15,6 +15,7 @@ use crate::packet::PacketHeader;
 use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, DecodeScratch, SectionTokens, TokenSource};
+use crate::quant::cache::CodeCache;
 use crate::quant::codes;
 use crate::recall::Recall;
 use crate::schema::Schema;
@@ -176,7 +177,7 @@ impl Decoder {
         let r = if self.schema.is_quantized() {
             self.decode_quantized(packet, reference, out)
         } else {
-            self.decode_inner(packet, reference, out)
+            self.decode_inner(packet, reference, out, None)
         };
         if r.is_err() {
             out.reset(&self.schema);
@@ -208,11 +209,14 @@ impl Decoder {
         }
     }
 
+    /// Decodes into `out`; with a quantised schema, `codes` receives the
+    /// rebuilt snapshot in code form.
     fn decode_inner(
         &mut self,
         packet: &[u8],
         reference: Reference<'_>,
         out: &mut Snapshot,
+        codes: Option<&mut Snapshot>,
     ) -> Result<PacketHeader, DecodeError> {
         let (baseline, prior) = (reference.baseline, reference.prior);
         let mut r = Reader::new(packet);
@@ -283,6 +287,12 @@ impl Decoder {
         }
         // Quantised fields were decoded as codes; the checksum covers values.
         if self.schema.is_quantized() {
+            if let Some(c) = codes {
+                c.reset_like(out);
+                for (i, s) in out.sections().iter().enumerate() {
+                    c.set_section(i, &s.as_ref());
+                }
+            }
             crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
         }
         if !header.checksum.is_none() {
@@ -316,40 +326,48 @@ impl Decoder {
         let (baseline, prior) = (reference.baseline, reference.prior);
         fn swap<'a>(
             given: Option<Baseline<'a>>,
-            ok: bool,
-            s: &'a Snapshot,
+            entry: Option<usize>,
+            cache: &'a CodeCache,
         ) -> Option<Baseline<'a>> {
-            match given {
-                Some(g) if ok => Some(Baseline {
+            match (given, entry) {
+                (Some(g), Some(i)) => Some(Baseline {
                     sequence: g.sequence,
-                    snapshot: s,
+                    snapshot: cache.codes(i),
                 }),
-                other => other,
+                (other, _) => other,
             }
         }
         let mut c = core::mem::take(&mut self.codes);
         let r = (|| {
-            let coded = |b: Option<Baseline<'_>>, dst: &mut Snapshot| match b {
+            let mut coded = |b: Option<Baseline<'_>>, used: bool| match b {
                 // A snapshot that does not fit the schema is left for
                 // `named` to report, as without quantisation.
-                Some(b) if b.snapshot.check(&self.schema).is_ok() => {
-                    codes::snapshot_to_codes(&self.schema, b.snapshot, dst)
-                        .map_err(DecodeError::BadBaseline)?;
-                    Ok::<_, DecodeError>(true)
-                }
-                _ => Ok(false),
+                Some(b) if used && b.snapshot.check(&self.schema).is_ok() => c
+                    .cache
+                    .code_form(&self.schema, b.sequence, b.snapshot)
+                    .map(Some)
+                    .map_err(DecodeError::BadBaseline),
+                _ => Ok(None),
             };
-            let b = coded(baseline, &mut c.base)?;
-            let p = coded(prior, &mut c.prior)?;
-            self.decode_inner(
+            let b = coded(baseline, true)?;
+            let p = coded(prior, self.schema.predicts())?;
+            let header = self.decode_inner(
                 packet,
                 Reference {
-                    baseline: swap(baseline, b, &c.base),
-                    prior: swap(prior, p, &c.prior),
+                    baseline: swap(baseline, b, &c.cache),
+                    prior: swap(prior, p, &c.cache),
                     recall: reference.recall,
                 },
                 out,
-            )
+                Some(&mut c.cur),
+            )?;
+            // The codes were valid, so the values code back to them.
+            c.cache.insert(
+                header.sequence,
+                out.sections().iter().map(|s| s.as_ref()),
+                &mut c.cur,
+            );
+            Ok(header)
         })();
         self.codes = c;
         r

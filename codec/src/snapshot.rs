@@ -452,6 +452,23 @@ impl Snapshot {
     pub(crate) fn sections_mut(&mut self) -> &mut [Section] {
         &mut self.sections
     }
+
+    /// Makes section `i` a copy of `src` (adding empty sections before it
+    /// as needed), reusing this snapshot's allocations.
+    pub(crate) fn set_section(&mut self, i: usize, src: &SectionRef<'_>) {
+        if self.sections.len() <= i {
+            self.sections.resize_with(i + 1, Section::default);
+        }
+        let s = &mut self.sections[i];
+        s.clear_for(src.record_size());
+        s.ids.extend_from_slice(src.ids());
+        s.records.extend_from_slice(src.records());
+    }
+
+    /// Keeps the first `n` sections.
+    pub(crate) fn truncate_sections(&mut self, n: usize) {
+        self.sections.truncate(n);
+    }
 }
 
 #[cfg(test)]

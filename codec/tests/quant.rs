@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 use tickpack::quant::{field_errors, AngleUnit, Quantize, QuantizeError};
 use tickpack::{
-    Baseline, DecodeError, Decoder, EncodeError, Encoder, Primitive, Schema, SchemaError, Snapshot,
-    SnapshotError,
+    Baseline, DecodeError, Decoder, DeltaOp, EncodeError, Encoder, Primitive, Reference, Schema,
+    SchemaError, Snapshot, SnapshotError,
 };
 
 /// A car with every kind of quantisation: fixed-point position (ranged,
@@ -99,6 +99,23 @@ fn snapshot(schema: &Schema, cars: &[Car]) -> Snapshot {
             .unwrap();
     }
     s
+}
+
+/// `schema` with its position predicted from the prior.
+fn predicting(schema: Schema) -> Schema {
+    let ty = &schema.sections()[0];
+    let mut b = Schema::builder().entity(ty.name());
+    for (f, q) in ty.fields().iter().zip(ty.quantization()) {
+        let mut f = f.clone();
+        if f.name == "pos" {
+            f.delta = Some(DeltaOp::Predict);
+        }
+        b = b.field_with(f);
+        if let Some(q) = q {
+            b = b.quantize(*q);
+        }
+    }
+    b.build().unwrap()
 }
 
 fn bits(s: &Snapshot) -> Vec<u8> {
@@ -209,6 +226,70 @@ proptest! {
         let delta = enc.encode(&s1, 2, Some(base)).unwrap();
         let (_, got1) = dec.decode(&delta, Some(base)).unwrap();
         prop_assert_eq!(&got1, &s1);
+    }
+
+    /// One encoder and one decoder over many packets, each against any
+    /// earlier sequence as baseline and prior, given either as the
+    /// snapshot sent with that sequence or as another snapshot (the same
+    /// sequence with other values), and now and then a baseline that is not
+    /// quantised: every packet decodes to its snapshot (the code forms the
+    /// two keep of recent snapshots never stand in for another snapshot),
+    /// and the unquantised baseline is refused.
+    #[test]
+    fn baselines_in_any_order_and_reused_sequences(
+        pool in prop::collection::vec(prop::collection::vec(car(), 0..6), 2..5),
+        steps in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>(),
+                                        any::<prop::sample::Index>(), 0u8..4, 0u8..8), 1..40),
+    ) {
+        let schema = predicting(car_schema());
+        let pool: Vec<Snapshot> = pool
+            .iter()
+            .map(|cars| {
+                let mut s = snapshot(&schema, cars);
+                schema.quantize(&mut s).unwrap();
+                s
+            })
+            .collect();
+        let mut enc = Encoder::new(schema.clone());
+        let mut dec = Decoder::new(schema.clone());
+        // What was sent: (sequence, decoded snapshot), in sequence order.
+        let mut sent: Vec<(u16, Snapshot)> = Vec::new();
+        for (i, (tick, b, p, other, raw)) in steps.into_iter().enumerate() {
+            let sequence = i as u16 + 1;
+            let tick = &pool[tick.index(pool.len())];
+            let given = |k: usize, flip: bool| {
+                let (seq, snap) = &sent[k];
+                let snapshot = if flip { &pool[k % pool.len()] } else { snap };
+                Baseline { sequence: *seq, snapshot }
+            };
+            let reference = if sent.is_empty() {
+                Reference::KEYFRAME
+            } else {
+                let (b, p) = (b.index(sent.len()), p.index(sent.len()));
+                let base = given(b, other & 1 == 1);
+                if p < b {
+                    Reference::predicted(base, given(p, other & 2 == 2))
+                } else {
+                    Reference::delta(base)
+                }
+            };
+            if let (0, Some(base)) = (raw, reference.baseline) {
+                // A baseline with a value that is not quantised.
+                let mut bad = base.snapshot.clone();
+                let mut extra = Car { pos: [0.5; 3], vel: [0.0; 3], rot: [1.0, 0.0, 0.0, 0.0],
+                                      heading: 0.0, steer: 0.0, gear: 0, raw: 0.0 };
+                extra.pos[0] = 0.000_3;
+                bad.section_mut(0).unwrap().insert(1000, &extra.bytes()).unwrap();
+                let forged = Reference { baseline: Some(Baseline { snapshot: &bad, ..base }), ..reference };
+                let r = enc.encode(tick, sequence, forged);
+                prop_assert!(matches!(r, Err(EncodeError::Snapshot(SnapshotError::NotQuantized { .. }))), "{r:?}");
+                continue;
+            }
+            let packet = enc.encode(tick, sequence, reference).unwrap();
+            let (_, got) = dec.decode(&packet, reference).unwrap();
+            prop_assert_eq!(&got, tick);
+            sent.push((sequence, got));
+        }
     }
 
     /// A corrupted packet decodes to an error or to a quantised snapshot,

@@ -15,8 +15,8 @@ use crate::snapshot::{Section, SectionRef};
 pub(crate) struct DecodeScratch {
     groups: Vec<bool>,
     changed: Vec<u32>,
-    /// One row's delta gathered from byte planes.
-    row: Vec<u8>,
+    /// The rows' deltas transposed back from byte planes, one record each.
+    rows: Vec<u8>,
     spawn_records: Vec<u8>,
     reference: Vec<u8>,
     /// A changed row's reference with its integrated elements predicted.
@@ -169,8 +169,8 @@ fn decode_values(
 enum Rows<'a, S> {
     /// The token walk: masks and values.
     Tokens(&'a mut S),
-    /// The section's byte planes.
-    Planes(&'a [u8]),
+    /// The section's byte planes, transposed into `DecodeScratch::rows`.
+    Planes,
 }
 
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
@@ -202,16 +202,16 @@ pub(crate) fn decode_section(
         });
     }
     // Where the rows come from: the token walk, or the section's byte
-    // planes (read whole; each row is gathered from them when applied, so
-    // nothing is allocated for them beyond one record).
+    // planes (read whole, then transposed back into one delta per row: as
+    // many bytes as the planes, which the payload held).
     let n = m.changed.len() + m.spawned.len();
     let mut rows = if m.planes {
-        Rows::Planes(src.raw(section, order.len().saturating_mul(n))?)
+        let bytes = src.raw(section, order.len().saturating_mul(n))?;
+        planes::unsplit(order, bytes, n, rs, &mut s.rows);
+        Rows::Planes
     } else {
         Rows::Tokens(src)
     };
-    s.row.clear();
-    s.row.resize(rs, 0);
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();
     s.records.clear();
@@ -244,9 +244,9 @@ pub(crate) fn decode_section(
             let at = s.records.len();
             s.records.resize(at + rs, 0);
             match &mut rows {
-                Rows::Planes(bytes) => {
-                    planes::gather(order, bytes, n, row, &mut s.row);
-                    planes::row_apply(ty.spans(), &s.row, brec, &mut s.records[at..]);
+                Rows::Planes => {
+                    let delta = &s.rows[row * rs..(row + 1) * rs];
+                    planes::row_apply(ty.spans(), delta, brec, &mut s.records[at..]);
                     // A changed row changes something.
                     if s.records[at..] == *brec {
                         return Err(DecodeError::BadMask { section, row });
@@ -288,15 +288,15 @@ pub(crate) fn decode_section(
         let at = s.spawn_records.len();
         s.spawn_records.resize(at + rs, 0);
         match &mut rows {
-            Rows::Planes(bytes) => {
-                planes::gather(order, bytes, n, row + t, &mut s.row);
+            Rows::Planes => {
+                let delta = &s.rows[(row + t) * rs..(row + t + 1) * rs];
                 let (done, rec) = s.spawn_records.split_at_mut(at);
                 let prev = if t == 0 {
                     ty.default_record()
                 } else {
                     &done[at - rs..]
                 };
-                planes::row_apply(ty.spans(), &s.row, prev, rec);
+                planes::row_apply(ty.spans(), delta, prev, rec);
             }
             Rows::Tokens(src) => {
                 let recall = m.recall && recalled(id, &mut s.reference)?;

@@ -101,8 +101,7 @@ pub(crate) struct EncodeScratch {
 #[inline]
 fn encode_row(elements: &[Element], cur: &[u8], reference: &[u8], t: &mut SectionTokens) {
     let mut push = |i: usize, e: Element| {
-        if values::differs(e, cur, reference) {
-            let (kind, value) = values::encode(e, cur, reference);
+        if let Some((kind, value)) = values::encode_changed(e, cur, reference) {
             t.elems.push(Token {
                 element: i as u32,
                 kind,
@@ -326,8 +325,13 @@ pub(crate) enum RowMode {
     Tokens,
     /// Byte planes: they cost less even with dear zero runs.
     Planes,
-    /// Between the two: the encoder compresses both and keeps the smaller.
-    Either,
+    /// Between the two: the encoder compresses both and keeps the smaller,
+    /// or, for a large payload, takes the middle estimate: `planes` when
+    /// the planes cost less at one and a half bytes per zero run.
+    Either {
+        /// The middle estimate's choice.
+        planes: bool,
+    },
 }
 
 /// The row mode of a section with rows, from `tokens`, the bytes of its
@@ -337,13 +341,15 @@ pub(crate) enum RowMode {
 /// [`planes::zero_runs`]) costs what zstd spends on a sequence, between one
 /// and three bytes. Planes costing less than the rows even at three bytes
 /// per zero run are [`RowMode::Planes`], planes costing more even at one
-/// byte per run are [`RowMode::Tokens`], the rest [`RowMode::Either`].
-/// Deterministic.
+/// byte per run are [`RowMode::Tokens`], the rest [`RowMode::Either`]
+/// (with the choice at one and a half bytes per run). Deterministic.
 pub(crate) fn choose_planes(tokens: usize, nonzero: usize, runs: usize) -> RowMode {
     if nonzero + 3 * runs < tokens {
         RowMode::Planes
     } else if nonzero + runs < tokens {
-        RowMode::Either
+        RowMode::Either {
+            planes: 2 * nonzero + 3 * runs < 2 * tokens,
+        }
     } else {
         RowMode::Tokens
     }

@@ -172,13 +172,20 @@ pub(crate) fn zero_runs(planes: &[u8], stop: usize) -> usize {
     runs
 }
 
-/// Inverse of [`split`] for one row: writes row `r` of the `n` rows held
-/// by `planes` into `row` (a record's size; bytes no plane covers, or
-/// missing from a short `planes`, are left as they are).
-pub(crate) fn gather(order: &[u16], planes: &[u8], n: usize, r: usize, row: &mut [u8]) {
-    let column = planes.iter().skip(r).step_by(n.max(1));
-    for (&at, &b) in order.iter().zip(column) {
-        row[usize::from(at)] = b;
+/// Inverse of [`split`]: replaces `rows` with the `n` rows of `rs` bytes
+/// held by `planes` in `order` (bytes no plane covers, or missing from a
+/// short `planes`, are zero).
+pub(crate) fn unsplit(order: &[u16], planes: &[u8], n: usize, rs: usize, rows: &mut Vec<u8>) {
+    rows.clear();
+    rows.resize(n * rs, 0);
+    if n == 0 {
+        return;
+    }
+    for (&at, plane) in order.iter().zip(planes.chunks_exact(n)) {
+        let at = usize::from(at);
+        for (row, &b) in rows.chunks_exact_mut(rs).zip(plane) {
+            row[at] = b;
+        }
     }
 }
 
@@ -288,10 +295,8 @@ mod tests {
         split(&o, &rows, 2, rs, &mut planes);
         assert_eq!(planes.len(), 2 * rs);
         assert_eq!(&planes[..4], &[0, 16, 4, 20]);
-        let mut one = vec![0; rs];
-        for r in 0..2 {
-            gather(&o, &planes, 2, r, &mut one);
-            assert_eq!(one, rows[r * rs..(r + 1) * rs]);
-        }
+        let mut back = Vec::new();
+        unsplit(&o, &planes, 2, rs, &mut back);
+        assert_eq!(back, rows);
     }
 }

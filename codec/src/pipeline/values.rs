@@ -357,6 +357,29 @@ pub(crate) fn decode(
     Ok(())
 }
 
+/// [`encode`] of an element that [`differs`], `None` for one that does
+/// not: each side loaded once.
+#[inline]
+pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option<(Kind, u64)> {
+    let (cv, bv) = (element(e, cur), element(e, reference));
+    if cv == bv {
+        return None;
+    }
+    Some(match e.op {
+        DeltaOp::Int | DeltaOp::Predict if e.float => match whole(e, bv) {
+            Some(bi) => match whole(e, cv) {
+                Some(ci) => (Kind::Integral, zigzag64(ci - bi)),
+                None => (Kind::Bits, zigzag_diff(cv, bv, e.width)),
+            },
+            None => (Kind::BitsOnly, zigzag_diff(cv, bv, e.width)),
+        },
+        DeltaOp::Int | DeltaOp::Predict => (Kind::Int, zigzag_diff(cv, bv, e.width)),
+        DeltaOp::Sub => encode(e, cur, reference),
+        DeltaOp::Xor => (Kind::Int, cv ^ bv),
+        DeltaOp::None => (Kind::Int, cv),
+    })
+}
+
 /// Whether elements `e` of `a` and `b` differ.
 #[inline]
 pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
@@ -382,6 +405,9 @@ mod tests {
         let w = usize::from(e.width);
         let (cb, bb) = (&c.to_le_bytes()[..w], &b.to_le_bytes()[..w]);
         let (k, v) = encode(e, cb, bb);
+        // The encoder's one-load form agrees.
+        let changed = differs(e, cb, bb).then_some((k, v));
+        assert_eq!(encode_changed(e, cb, bb), changed);
         // The decoder knows from the reference whether a kind bit follows.
         assert_eq!(kind_before_bit(e, bb).bit().is_some(), k.bit().is_some());
         if k.bit().is_none() {

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::cache::CodeCache;
 use super::plan;
 use crate::error::{DecodeError, SnapshotError};
 use crate::schema::Schema;
@@ -13,12 +14,10 @@ use crate::snapshot::{Section, SectionRef, Snapshot};
 /// Reusable code-form copies.
 #[derive(Debug, Default)]
 pub(crate) struct CodeSpace {
-    /// The snapshot being encoded.
-    pub(crate) cur: Vec<Section>,
-    /// The baseline.
-    pub(crate) base: Snapshot,
-    /// The prior baseline.
-    pub(crate) prior: Snapshot,
+    /// The snapshot being encoded, or the one being decoded in code form.
+    pub(crate) cur: Snapshot,
+    /// Code forms of recent snapshots, baselines and priors among them.
+    pub(crate) cache: CodeCache,
 }
 
 /// Copies `src` (section `index` of `schema`) into `dst` with every

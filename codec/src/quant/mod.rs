@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+pub(crate) mod cache;
 pub(crate) mod codes;
 mod error;
 mod measure;

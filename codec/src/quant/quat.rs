@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 
 use super::plan::Kind;
-use super::scalar::to_ty;
+use super::scalar::{rne, to_ty};
 use super::SMALLEST_THREE_BITS;
 use crate::schema::Primitive;
 
@@ -61,7 +61,7 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
         if i == k {
             continue;
         }
-        let r = (c / s).round_ties_even();
+        let r = rne(c / s);
         if r.is_nan() || r.abs() > m as f64 {
             return None;
         }
@@ -123,7 +123,7 @@ pub(crate) fn quantize(x: &[f64; 4], m: i64, s: f64, ty: Primitive) -> Option<[f
         if i == k {
             continue;
         }
-        let r = (sign * c / n / s).round_ties_even();
+        let r = rne(sign * c / n / s);
         q[j] = r.clamp(-(m as f64), m as f64) as i64;
         j += 1;
     }

@@ -125,10 +125,26 @@ pub(crate) fn angle(ty: Primitive, bits: u8, unit: AngleUnit) -> Result<Kind, St
     })
 }
 
+/// `x.round_ties_even()`, bit for bit, without the library call it
+/// compiles to on targets without a rounding instruction: below `2^52` in
+/// magnitude, adding and subtracting `2^52` (with `x`'s sign) rounds to an
+/// integer, ties to even (binary64 arithmetic rounds to nearest, ties to
+/// even); larger magnitudes, infinities and NaN are returned as they are.
+#[inline]
+pub(crate) fn rne(x: f64) -> f64 {
+    const TWO_52: f64 = 4_503_599_627_370_496.0;
+    if x.abs() < TWO_52 {
+        let t = TWO_52.copysign(x);
+        ((x + t) - t).copysign(x)
+    } else {
+        x
+    }
+}
+
 /// `round_ties_even(x / step)`: the nearest code, as a float (may be far
 /// outside any limit, or NaN for a NaN input).
 pub(crate) fn fixed_code(x: f64, step: f64) -> f64 {
-    (x / step).round_ties_even()
+    rne(x / step)
 }
 
 /// The value of a fixed-point or angle code: `code · step` rounded to the
@@ -142,8 +158,8 @@ pub(crate) fn value(code: i64, step: f64, ty: Primitive) -> f64 {
 /// `2^(bits−1)` wraps to `−2^(bits−1)`. `x` must be finite.
 pub(crate) fn angle_code(x: f64, bits: u8, turn: f64) -> i64 {
     let t = x / turn;
-    let r = t - t.round_ties_even();
-    let q = (r * 2f64.powi(i32::from(bits))).round_ties_even() as i64;
+    let r = t - rne(t);
+    let q = rne(r * 2f64.powi(i32::from(bits))) as i64;
     let half = 1i64 << (bits - 1);
     if q >= half {
         q - 2 * half
@@ -161,6 +177,42 @@ pub(crate) fn angle_code_ok(code: i64, bits: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rne_is_round_ties_even() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut edges = vec![
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.5,
+            2.5,
+            -2.5,
+            0.49999999999999994,
+            f64::MIN_POSITIVE,
+            4_503_599_627_370_495.5,
+            -4_503_599_627_370_495.5,
+            4_503_599_627_370_496.0,
+            9_007_199_254_740_991.0,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            edges.push(f64::from_bits(x));
+            // Magnitudes where rounding happens.
+            edges.push(f64::from_bits(x) % 1e6);
+            edges.push((x >> 11) as f64 / 4.0 - 1e15);
+        }
+        for v in edges {
+            assert_eq!(rne(v).to_bits(), v.round_ties_even().to_bits(), "{v:e}");
+        }
+        assert!(rne(f64::NAN).is_nan());
+    }
 
     #[test]
     fn angle_codes_wrap() {
