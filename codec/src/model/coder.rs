@@ -6,7 +6,7 @@
 
 use super::range::{RangeDecoder, RangeEncoder};
 use super::value::{
-    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, VALUE_SLOTS,
+    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, CLASS_BITS, VALUE_SLOTS,
 };
 use super::{ModelError, ModelTable};
 
@@ -153,6 +153,23 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
     #[inline]
     fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
         self.0.raw(n)
+    }
+    /// The class tree with both children's probabilities loaded before
+    /// each decision is known (the slots of nodes `2n` and `2n + 1` are
+    /// neighbours), so the load is off the chain of dependent decisions.
+    #[inline]
+    fn class_leaf(&mut self, base: usize) -> u32 {
+        let probs = &self.1[base..];
+        let mut node = 1usize;
+        let mut p = probs[0];
+        for _ in 0..CLASS_BITS - 1 {
+            let (left, right) = (probs[2 * node - 1], probs[2 * node]);
+            let b = self.0.bit(p);
+            node = node * 2 + usize::from(b);
+            p = if b { right } else { left };
+        }
+        let b = self.0.bit(p);
+        (node * 2 + usize::from(b) - (1 << CLASS_BITS)) as u32
     }
 }
 

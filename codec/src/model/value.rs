@@ -19,7 +19,7 @@ use super::ModelError;
 /// Probability slots per value context.
 pub const VALUE_SLOTS: usize = 80;
 /// Levels of the class tree: leaves 0..=63.
-const CLASS_BITS: u32 = 6;
+pub(crate) const CLASS_BITS: u32 = 6;
 const TOP_SLOT: usize = 63;
 const SECOND_SLOT: usize = 64;
 const SECOND_SLOTS: u32 = 15;
@@ -39,6 +39,18 @@ pub(crate) trait DecisionSource {
     fn decision(&mut self, slot: usize) -> bool;
     /// `n` raw bits, most significant first.
     fn raw(&mut self, n: u32) -> Result<u64, ModelError>;
+    /// The leaf (0..=63) of the class tree of the context starting at
+    /// `base`: [`CLASS_BITS`] decisions from the root, each at its node's
+    /// slot.
+    #[inline]
+    fn class_leaf(&mut self, base: usize) -> u32 {
+        let mut node = 1usize;
+        for _ in 0..CLASS_BITS {
+            let b = self.decision(base + node - 1);
+            node = node * 2 + usize::from(b);
+        }
+        (node - (1 << CLASS_BITS)) as u32
+    }
 }
 
 /// The bit-length class of `v`: 0 for 0, else the position of its top bit
@@ -87,12 +99,7 @@ pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
 /// Reads an unsigned value from the context starting at `base`.
 #[inline]
 pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
-    let mut node = 1usize;
-    for _ in 0..CLASS_BITS {
-        let b = s.decision(base + node - 1);
-        node = node * 2 + usize::from(b);
-    }
-    let mut class = (node - (1 << CLASS_BITS)) as u32;
+    let mut class = s.class_leaf(base);
     if class == 63 && s.decision(base + TOP_SLOT) {
         class = 64;
     }
