@@ -40,9 +40,9 @@ fn run(d: &Demo, dict: &Dictionary, reps: usize) -> Res<(usize, f64)> {
         let (mut packet, mut out) = (Vec::new(), Snapshot::default());
         for (c, best) in best.iter_mut().enumerate() {
             let t = Instant::now();
-            for i in c * CHUNK..((c + 1) * CHUNK).min(d.ticks.len()) {
+            for (i, tick) in d.ticks.iter().enumerate().skip(c * CHUNK).take(CHUNK) {
                 let rf = reference(d, i, recalls[i].as_ref());
-                enc.encode_to_vec(&d.ticks[i], d.sequences[i], rf, &mut packet)?;
+                enc.encode_to_vec(tick, d.sequences[i], rf, &mut packet)?;
                 dec.decode_into(&packet, rf, &mut out)?;
             }
             *best = (*best).min(t.elapsed().as_nanos() as u64);
