@@ -272,10 +272,13 @@ pub(crate) fn settle_planes(
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
         return;
     }
-    // The planes' zero runs, counted until they settle the mode.
-    planes::split(order, &s.rows, n, rs, &mut s.planes);
-    let runs = planes::zero_runs(&s.planes, tokens - nonzero);
+    // The planes' zero runs, counted until they settle the mode; the
+    // planes are built only when they may be sent.
+    let runs = planes::zero_runs_of_rows(order, &s.rows, n, rs, tokens - nonzero);
     s.mode = choose_planes(tokens, nonzero, runs);
+    if s.mode != RowMode::Tokens {
+        planes::split(order, &s.rows, n, rs, &mut s.planes);
+    }
     t.planes = s.mode == RowMode::Planes;
 }
 
@@ -338,7 +341,7 @@ pub(crate) enum RowMode {
 /// rows as masks and values ([`token_row_bytes`]), against the estimated
 /// cost of its byte planes: every non-zero byte (`nonzero` of them) costs
 /// one and every run of zero bytes in plane order (`runs`,
-/// [`planes::zero_runs`]) costs what zstd spends on a sequence, between one
+/// [`planes::zero_runs_of_rows`]) costs what zstd spends on a sequence, between one
 /// and three bytes. Planes costing less than the rows even at three bytes
 /// per zero run are [`RowMode::Planes`], planes costing more even at one
 /// byte per run are [`RowMode::Tokens`], the rest [`RowMode::Either`]

@@ -153,21 +153,29 @@ pub(crate) fn count_nonzero(bytes: &[u8]) -> usize {
         .sum()
 }
 
-/// The runs of zero bytes in `planes`, counted up to `stop`: the count
-/// stops growing once it reaches `stop`.
-pub(crate) fn zero_runs(planes: &[u8], stop: usize) -> usize {
-    // A run starts at a zero byte that is first or follows a non-zero one.
-    let mut runs = usize::from(planes.first() == Some(&0));
-    let mut at = 1;
-    while at < planes.len() && runs < stop {
-        let end = (at + 255).min(planes.len());
-        runs += usize::from(
-            planes[at..end]
-                .iter()
-                .zip(&planes[at - 1..end - 1])
-                .fold(0u8, |n, (&b, &prev)| n + u8::from(b == 0 && prev != 0)),
-        );
-        at = end;
+/// The runs of zero bytes (a zero byte that is first or follows a
+/// non-zero one starts one) in the planes [`split`] makes of the same
+/// arguments, counted from the rows without building the planes: exact
+/// below `stop`, at least `stop` otherwise.
+pub(crate) fn zero_runs_of_rows(
+    order: &[u16],
+    rows: &[u8],
+    n: usize,
+    rs: usize,
+    stop: usize,
+) -> usize {
+    let mut runs = 0usize;
+    let mut prev_zero = false;
+    for &at in order {
+        let at = usize::from(at);
+        for row in rows.chunks_exact(rs).take(n) {
+            let zero = row[at] == 0;
+            runs += usize::from(zero && !prev_zero);
+            prev_zero = zero;
+        }
+        if runs >= stop {
+            break;
+        }
     }
     runs
 }
@@ -213,6 +221,11 @@ mod tests {
         assert_eq!(order(&els), vec![0, 4, 5, 1, 6, 2, 3]);
     }
 
+    /// The zero runs of a byte sequence: one plane of single-byte rows.
+    fn zero_runs(bytes: &[u8], stop: usize) -> usize {
+        zero_runs_of_rows(&[0], bytes, bytes.len(), 1, stop)
+    }
+
     #[test]
     fn zero_runs_counts_runs_of_zeros() {
         let planes = [0, 0, 3, 0, 5, 5, 0, 0, 0, 1];
@@ -228,6 +241,27 @@ mod tests {
         assert_eq!(all, 333);
         let stopped = zero_runs(&long, 5);
         assert!((5..=all).contains(&stopped));
+        // Counted from the rows: as from their planes.
+        let els = [
+            el(0, 4, DeltaOp::Int),
+            el(4, 1, DeltaOp::Sub),
+            el(5, 2, DeltaOp::Xor),
+        ];
+        let o = order(&els);
+        for (n, stop) in [(1, usize::MAX), (7, usize::MAX), (40, usize::MAX), (40, 9)] {
+            let rows: Vec<u8> = (0..n * 7u32)
+                .map(|i| u8::from(i % 5 == 0 || i % 11 == 3))
+                .collect();
+            let mut planes = Vec::new();
+            split(&o, &rows, n as usize, 7, &mut planes);
+            let want = zero_runs(&planes, usize::MAX);
+            let got = zero_runs_of_rows(&o, &rows, n as usize, 7, stop);
+            if want < stop {
+                assert_eq!(got, want);
+            } else {
+                assert!(got >= stop);
+            }
+        }
     }
 
     #[test]
