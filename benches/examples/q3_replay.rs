@@ -3,8 +3,9 @@
 //! checked once) and prints per demo the exact packet bytes in all and the
 //! encode + decode time per snapshot by the wall clock: every chunk of 250
 //! snapshots at the fastest of `reps` passes, so that the moments a pass
-//! was slowed by other work on a shared machine are not counted. `reps` 0 only prints the bytes. A harness for `perf record`
-//! and for comparing two builds byte for byte.
+//! was slowed by other work on a shared machine are not counted. `reps` 0
+//! only prints the bytes. A harness for `perf record` and for comparing
+//! two builds byte for byte.
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example q3_replay -- [zstd|model|both] [reps] [demo index]
