@@ -17,6 +17,7 @@ use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MA
 use crate::pipeline::layout::{ByteSink, LenSink};
 use crate::pipeline::values::{self, Element};
 use crate::pipeline::{self, tokens, EncodeScratch, RowMode};
+use crate::quant::cache::CodeCache;
 use crate::quant::codes;
 use crate::recall::Recall;
 use crate::schema::Schema;
@@ -75,10 +76,10 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// through [`Schema::quantize`] once per tick); the encoder codes their
 /// integer codes and refuses anything else with
 /// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
-/// It keeps the code forms of the snapshots it coded recently (up to 16,
-/// fewer when 16 would take over 4 MiB), so a baseline it sent itself is
-/// not converted again; the [`Decoder`](crate::Decoder) does the same with the snapshots it
-/// rebuilt.
+/// It keeps the code forms of the snapshots it coded recently
+/// ([`Encoder::set_code_cache`]), so a baseline it sent itself is not
+/// converted again; the [`Decoder`](crate::Decoder) does the same with the
+/// 32 snapshots it rebuilt last (at most 4 MiB).
 ///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
@@ -198,6 +199,18 @@ impl Encoder {
             trial_winner: None,
             trial_pending: false,
         }
+    }
+
+    /// With a quantised schema: keeps the code forms of at most `entries`
+    /// recently coded snapshots, baselines and priors, and at most `bytes`
+    /// of them (values and codes together), but always the 3 one packet
+    /// needs; the least recently used goes first. The default, 32 and
+    /// 4 MiB, covers one client's baselines; an encoder shared by many
+    /// clients (as the session [`Server`](crate::session::Server)'s) needs
+    /// room for every client's recent snapshots. Without quantisation this
+    /// does nothing.
+    pub fn set_code_cache(&mut self, entries: usize, bytes: usize) {
+        self.codes.cache = CodeCache::new(entries, bytes);
     }
 
     /// Sets the limits (use the decoder's, so every packet is accepted).
@@ -427,15 +440,7 @@ impl Encoder {
         reference: Reference<'_>,
     ) -> Result<(), EncodeError> {
         let (baseline, prior) = (reference.baseline, reference.prior);
-        let recall = reference.recall.filter(|_| baseline.is_some());
-        if let (Some(b), Some(r)) = (baseline, recall) {
-            if r.sequence() != b.sequence {
-                return Err(EncodeError::RecallMismatch {
-                    baseline: b.sequence,
-                    recall: r.sequence(),
-                });
-            }
-        }
+        let recall = recall_of(&reference)?;
         if !self.schema.is_quantized() {
             return self.build_coded(
                 sections.clone(),
@@ -479,6 +484,35 @@ impl Encoder {
         })();
         self.codes = c;
         r
+    }
+
+    /// [`Encoder::encode_to_vec`] for a quantised schema when the caller
+    /// has every snapshot in code form already (the session server converts
+    /// each tick's world once for all its clients): `codes` is `snapshot`
+    /// in code form, and the baseline and prior of `coded` are in code
+    /// form; its recall holds values, as always. Converting `snapshot` must
+    /// give exactly `codes`.
+    pub(crate) fn encode_coded_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        codes: &Snapshot,
+        sequence: u16,
+        coded: Reference<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        codes.check(&self.schema)?;
+        let recall = recall_of(&coded)?;
+        self.build_coded(
+            codes.sections().iter().map(|s| s.as_ref()),
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            coded.baseline,
+            coded.prior,
+            recall,
+        )?;
+        self.finish_vec(out);
+        Ok(())
     }
 
     /// [`Encoder::build`] on sections in code form; `values` are the same
@@ -931,4 +965,19 @@ impl Encoder {
         self.packet = packet;
         r
     }
+}
+
+/// The reference's recall when it has a baseline, refusing a recall that is
+/// not the baseline's.
+fn recall_of<'r>(reference: &Reference<'r>) -> Result<Option<&'r Recall>, EncodeError> {
+    let recall = reference.recall.filter(|_| reference.baseline.is_some());
+    if let (Some(b), Some(r)) = (reference.baseline, recall) {
+        if r.sequence() != b.sequence {
+            return Err(EncodeError::RecallMismatch {
+                baseline: b.sequence,
+                recall: r.sequence(),
+            });
+        }
+    }
+    Ok(recall)
 }

@@ -2,6 +2,7 @@
 //! allocator: the bounds SECURITY.md states.
 #![allow(clippy::unwrap_used)]
 
+use tickpack::quant::Quantize;
 use tickpack::session::{Client, ClientConfig, Received};
 use tickpack::{DecodeError, Decoder, Limits, Primitive, Schema, Snapshot};
 
@@ -165,10 +166,42 @@ fn a_snapshot_over_the_limit_is_refused_before_it_is_built() {
     assert!(peak <= 2 * limits.max_decoded_bytes, "peak {peak}");
 }
 
+/// [`schema`] with its field quantised (codes equal to values), so the
+/// decoder keeps code forms of what it rebuilt.
+fn quantised_schema() -> Schema {
+    Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 14)
+        .quantize(Quantize::int_range(0, 255))
+        .build()
+        .unwrap()
+}
+
+/// What SECURITY.md promises a quantised decoder keeps besides: the code
+/// forms of recent snapshots (4 MiB, or 3 snapshots' values and codes when
+/// those are larger) and the rebuilt snapshot's codes.
+fn code_cache_bound(l: &Limits) -> usize {
+    (4 << 20).max(6 * l.max_snapshot_bytes) + l.max_snapshot_bytes
+}
+
 #[test]
 fn a_session_client_holds_at_most_history_times_the_snapshot_limit() {
+    client_holds_at_most(schema(), 0);
+}
+
+#[test]
+fn a_quantised_session_client_holds_at_most_that_and_its_code_cache() {
+    client_holds_at_most(
+        quantised_schema(),
+        code_cache_bound(&ClientConfig::default().limits),
+    );
+}
+
+/// A session client applying twice its history of the largest keyframes
+/// the limits accept peaks within its history of snapshots, one decode and
+/// `extra` bytes.
+fn client_holds_at_most(s: Schema, extra: usize) {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let s = schema();
     let config = ClientConfig::default();
     let limits = config.limits;
     let history = config.history;
@@ -185,7 +218,7 @@ fn a_session_client_holds_at_most_history_times_the_snapshot_limit() {
         applied
     });
     assert_eq!(applied, 2 * history);
-    let bound = history * limits.max_snapshot_bytes + decode_bound(&limits);
+    let bound = history * limits.max_snapshot_bytes + decode_bound(&limits) + extra;
     eprintln!("client peak {peak}, bound {bound}");
     assert!(peak <= bound, "peak {peak}, bound {bound}");
 }

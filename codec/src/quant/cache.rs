@@ -13,14 +13,15 @@ use crate::error::SnapshotError;
 use crate::schema::Schema;
 use crate::snapshot::{SectionRef, Snapshot};
 
-/// Most entries: enough for a baseline and a prior twice as far back at
-/// the usual acknowledgement distances (6 packets at 60 Hz and 100 ms).
-const MAX_ENTRIES: usize = 16;
-/// Fewest entries: the snapshot, its baseline and its prior.
+/// Default most entries: room for a baseline and a prior twice as far
+/// back at the usual acknowledgement distances (6 to 8 packets at 60 Hz
+/// and 100 ms round trips), with losses.
+pub(crate) const DEFAULT_ENTRIES: usize = 32;
+/// Default most bytes of values and codes of all entries together.
+pub(crate) const DEFAULT_BYTES: usize = 4 << 20;
+/// Fewest entries whatever the budget: the snapshot, its baseline and its
+/// prior.
 const MIN_ENTRIES: usize = 3;
-/// Values and codes of all entries together stay under this many bytes
-/// (unless [`MIN_ENTRIES`] snapshots need more).
-const MAX_BYTES: usize = 4 << 20;
 
 #[derive(Debug, Default)]
 struct Entry {
@@ -32,13 +33,32 @@ struct Entry {
 }
 
 /// Recently converted snapshots, least recently used replaced first.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CodeCache {
     entries: Vec<Entry>,
     clock: u64,
+    max_entries: usize,
+    max_bytes: usize,
+}
+
+impl Default for CodeCache {
+    fn default() -> Self {
+        Self::new(DEFAULT_ENTRIES, DEFAULT_BYTES)
+    }
 }
 
 impl CodeCache {
+    /// A cache of at most `max_entries` snapshots and `max_bytes` bytes of
+    /// values and codes together (but always 3 snapshots).
+    pub(crate) fn new(max_entries: usize, max_bytes: usize) -> Self {
+        Self {
+            entries: Vec::new(),
+            clock: 0,
+            max_entries: max_entries.max(MIN_ENTRIES),
+            max_bytes,
+        }
+    }
+
     /// The index of the entry holding the code form of `values` (sent or
     /// rebuilt as `sequence`), converting it into a new entry when no
     /// entry holds those values. Refuses values that are not quantised.
@@ -93,7 +113,7 @@ impl CodeCache {
     /// The index of an empty or the least recently used entry, for a
     /// snapshot of about `bytes` record bytes.
     fn free(&mut self, bytes: usize) -> usize {
-        let cap = (MAX_BYTES / (2 * bytes.max(1))).clamp(MIN_ENTRIES, MAX_ENTRIES);
+        let cap = (self.max_bytes / (2 * bytes.max(1))).clamp(MIN_ENTRIES, self.max_entries);
         if self.entries.len() < cap {
             self.entries.push(Entry::default());
             return self.entries.len() - 1;

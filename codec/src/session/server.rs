@@ -26,6 +26,11 @@ use crate::snapshot::Baseline;
 use crate::snapshot::Snapshot;
 use tickpack_seq::{seq_distance, seq_newer};
 
+/// The server encoder's code-form cache (quantised schemas): 512
+/// snapshots, 32 MiB. A lobby of 63 clients a few ticks from their acks
+/// keeps its baselines and priors there.
+const SERVER_CODE_CACHE: (usize, usize) = (512, 32 << 20);
+
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -100,6 +105,8 @@ struct Sent {
     /// The held entities of `view` with the records the packet gave them
     /// (from its baseline); `None` when the view holds nothing.
     held: Option<Arc<Snapshot>>,
+    /// `world` in code form (quantised schemas).
+    codes: Option<Arc<Snapshot>>,
     /// The client acked this snapshot, so it holds it.
     acked: bool,
     /// The recall of this snapshot (shared chunks with its baseline's).
@@ -121,6 +128,22 @@ impl Sent {
             sequence: self.sequence,
             snapshot,
         }
+    }
+
+    /// [`Sent::materialize`] in code form, when there is one and the
+    /// view held nothing (held records are the baseline's values).
+    fn materialize_codes<'a>(&'a self, scratch: &'a mut Snapshot) -> Option<Baseline<'a>> {
+        let codes = self.codes.as_deref().filter(|_| self.held.is_none())?;
+        let snapshot: &Snapshot = if self.view.is_all() {
+            codes
+        } else {
+            self.view.compose(codes, None, scratch, None);
+            scratch
+        };
+        Some(Baseline {
+            sequence: self.sequence,
+            snapshot,
+        })
     }
 
     /// What decides the snapshot's content beyond the world of its tick.
@@ -239,11 +262,18 @@ pub struct Server {
     clients: HashMap<u16, ClientSlot>,
     sequence: u16,
     world: Option<Arc<Snapshot>>,
+    /// The tick's world in code form (quantised schemas), made by the
+    /// first send of the tick.
+    world_codes: Option<Arc<Snapshot>>,
     shared: Vec<Shared>,
     cur_view: Snapshot,
     base_view: Snapshot,
     prior_view: Snapshot,
     held_view: Snapshot,
+    /// The code forms of `cur_view`, `base_view` and `prior_view`.
+    cur_codes: Snapshot,
+    base_codes: Snapshot,
+    prior_codes: Snapshot,
     predicts: bool,
     out: Vec<u8>,
     stats: ServerStats,
@@ -270,6 +300,9 @@ impl Server {
         let mut encoder = Encoder::with_level(schema.clone(), config.level);
         encoder.set_limits(config.limits);
         encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
+        // One encoder serves every client: room for each client's recent
+        // snapshots (a baseline a few acknowledgements old, its prior).
+        encoder.set_code_cache(SERVER_CODE_CACHE.0, SERVER_CODE_CACHE.1);
         let hello = Hello {
             schema_id: schema.id(),
             dictionary: config.dictionary.as_ref().map(Dictionary::id),
@@ -290,6 +323,10 @@ impl Server {
             base_view: Snapshot::new(&schema),
             prior_view: Snapshot::new(&schema),
             held_view: Snapshot::new(&schema),
+            cur_codes: Snapshot::new(&schema),
+            base_codes: Snapshot::new(&schema),
+            prior_codes: Snapshot::new(&schema),
+            world_codes: None,
             predicts: schema.predicts(),
             schema,
             encoder,
@@ -356,6 +393,7 @@ impl Server {
     pub fn begin_tick(&mut self, world: Arc<Snapshot>) -> u16 {
         self.sequence = self.sequence.wrapping_add(1);
         self.world = Some(world);
+        self.world_codes = None;
         self.shared.clear();
         self.sequence
     }
@@ -371,6 +409,7 @@ impl Server {
     /// recall and view get the same bytes, encoded once.
     pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
         let world = self.world.clone().ok_or(SessionError::NoTick)?;
+        let world_codes = self.world_codes(&world)?;
         let seq = self.sequence;
         let history = self.history;
         let slot = self
@@ -403,6 +442,14 @@ impl Server {
             Some(b) => b,
             None => {
                 let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
+                // Quantised, nothing held now or in the references: the
+                // code forms come from the worlds' (converted once per
+                // tick), not from converting this client's snapshots.
+                let coded = world_codes.as_deref().filter(|_| {
+                    !view.has_held()
+                        && base.as_ref().is_none_or(|b| b.held.is_none())
+                        && prior.as_ref().is_none_or(|p| p.held.is_none())
+                });
                 let mut held = None;
                 let cur: &Snapshot = if view.is_all() {
                     &world
@@ -419,15 +466,38 @@ impl Server {
                     view.apply(&world, &mut self.cur_view);
                     &self.cur_view
                 };
-                let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
-                let reference = crate::Reference {
-                    baseline,
-                    prior: baseline.and(prior_base),
-                    recall: baseline.and(base_recall),
-                };
-                self.encoder
-                    .encode_to_vec(cur, seq, reference, &mut self.out)
-                    .map_err(SessionError::Encode)?;
+                if let Some(world_codes) = coded {
+                    let cur_codes: &Snapshot = if view.is_all() {
+                        world_codes
+                    } else {
+                        view.apply(world_codes, &mut self.cur_codes);
+                        &self.cur_codes
+                    };
+                    let base_codes = base
+                        .as_ref()
+                        .and_then(|b| b.materialize_codes(&mut self.base_codes));
+                    let prior_codes = prior
+                        .as_ref()
+                        .and_then(|p| p.materialize_codes(&mut self.prior_codes));
+                    let reference = crate::Reference {
+                        baseline: base_codes,
+                        prior: base_codes.and(prior_codes),
+                        recall: base_codes.and(base_recall),
+                    };
+                    self.encoder
+                        .encode_coded_to_vec(cur, cur_codes, seq, reference, &mut self.out)
+                        .map_err(SessionError::Encode)?;
+                } else {
+                    let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
+                    let reference = crate::Reference {
+                        baseline,
+                        prior: baseline.and(prior_base),
+                        recall: baseline.and(base_recall),
+                    };
+                    self.encoder
+                        .encode_to_vec(cur, seq, reference, &mut self.out)
+                        .map_err(SessionError::Encode)?;
+                }
                 self.stats.encodes += 1;
                 // What the client will recall once it applies this packet.
                 let recall = match (baseline, base_recall) {
@@ -454,6 +524,7 @@ impl Server {
                 world,
                 view: view.clone(),
                 held,
+                codes: world_codes,
                 acked: false,
                 recall,
             });
@@ -462,6 +533,21 @@ impl Server {
         self.stats.full += u64::from(base.is_none());
         self.stats.bytes += bytes.len() as u64;
         Ok(bytes)
+    }
+
+    /// The tick's world in code form, converted by the first call of the
+    /// tick (`None` without quantisation).
+    fn world_codes(&mut self, world: &Snapshot) -> Result<Option<Arc<Snapshot>>, SessionError> {
+        if !self.schema.is_quantized() {
+            return Ok(None);
+        }
+        if self.world_codes.is_none() {
+            let mut codes = Snapshot::default();
+            crate::quant::codes::snapshot_to_codes(&self.schema, world, &mut codes)
+                .map_err(|e| SessionError::Encode(crate::EncodeError::Snapshot(e)))?;
+            self.world_codes = Some(Arc::new(codes));
+        }
+        Ok(self.world_codes.clone())
     }
 
     /// Takes an ack from client `id`. Acks may be late, duplicated, out of

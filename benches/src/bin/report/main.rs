@@ -87,6 +87,7 @@ const TP_PLAIN: &str = "tickpack, no dictionary";
 const TP_TRAINED: &str = "tickpack, trained";
 const TP_BEST_OF: &str = "tickpack, trained, best-of zstd/Huffman";
 const ZSTD3_DICT: &str = "zstd -3 frame + dictionary";
+const ZSTD3: &str = "zstd -3 frame";
 
 fn main() -> ExitCode {
     match run() {
@@ -418,6 +419,7 @@ fn markdown(results: &[ScenarioResult], ticks: usize, quick: bool) -> String {
     }
     anchor(&mut s, results);
     aims(&mut s, results);
+    speed_aim(&mut s, results);
     s
 }
 
@@ -466,6 +468,40 @@ fn anchor(s: &mut String, results: &[ScenarioResult]) {
         ("Richard Maxwell (assumes no loss)", "≈ 281", "≈ 26"),
     ] {
         let _ = writeln!(s, "| {who} | 2015 file | {bytes} | {bits} |");
+    }
+    let _ = writeln!(s);
+}
+
+/// Issue 13's speed aim: per packet, encode + decode never slower than a
+/// zstd -3 frame of the raw snapshot.
+fn speed_aim(s: &mut String, results: &[ScenarioResult]) {
+    let _ = writeln!(
+        s,
+        "## Speed against a zstd -3 frame (issue 13)\n\n\
+         Encode + decode µs per packet; the aim is never slower than a zstd -3 frame of the raw \
+         snapshot (no dictionary).\n\n\
+         | scenario | zstd -3 frame | tickpack, no dictionary | tickpack, trained |\n|---|---:|---:|---:|"
+    );
+    let cell = |row: Option<&Row>, z: f64| match row {
+        Some(t) => {
+            let us = t.encode_us + t.decode_us;
+            let verdict = if us <= z { "met" } else { "**not met**" };
+            format!("{us:.1} ({:.2}x, {verdict})", us / z)
+        }
+        None => "-".to_string(),
+    };
+    for r in results {
+        let Some(z) = r.rows.iter().find(|row| row.name == ZSTD3) else {
+            continue;
+        };
+        let z = z.encode_us + z.decode_us;
+        let _ = writeln!(
+            s,
+            "| {} | {z:.1} | {} | {} |",
+            r.name,
+            cell(find(r, TP_PLAIN), z),
+            cell(find(r, TP_TRAINED), z)
+        );
     }
     let _ = writeln!(s);
 }
