@@ -9,7 +9,7 @@
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example scene_replay -- \
-//!     [racing|arena|view|cube|all] [reps] [configs] [ticks]
+//!     [racing|racing-q|arena|arena-q|view|cube|all] [reps] [configs] [ticks]
 //! ```
 //!
 //! `configs` is a comma-separated subset of `plain` (no dictionary),
@@ -220,7 +220,7 @@ fn main() -> Res<()> {
     let ticks: usize = args.get(4).map_or(Ok(TICKS), |s| s.parse())?;
     let dicts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dictionaries");
     let names: &[&str] = match which {
-        "all" => &["racing", "arena", "view", "cube"],
+        "all" => &["racing", "racing-q", "arena", "arena-q", "view", "cube"],
         one => &[one][..],
     };
     for &name in names {
@@ -229,7 +229,9 @@ fn main() -> Res<()> {
                 scenarios::racing_lobby(SEED, ticks),
                 Some(dicts.join("racing-lobby/1")),
             ),
+            "racing-q" => (scenarios::racing_lobby_quantized(SEED, ticks), None),
             "arena" => (scenarios::arena_shooter(SEED, ticks), None),
+            "arena-q" => (scenarios::arena_shooter_quantized(SEED, ticks), None),
             "view" => {
                 let arena = scenarios::arena_shooter(SEED, ticks);
                 let view = scenarios::arena_client_view(&arena, 0, scenarios::VIEW_RADIUS);
