@@ -131,6 +131,21 @@ fn element(e: Element, record: &[u8]) -> u64 {
     load(&record[at..at + usize::from(e.width)])
 }
 
+/// [`element`] as one eight-byte load, masked to the element's width,
+/// where the record has eight bytes from its offset.
+#[inline]
+fn element_wide(e: Element, record: &[u8]) -> u64 {
+    let at = usize::from(e.offset);
+    match record.get(at..at + 8) {
+        Some(w) => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            u64::from_le_bytes(b) & mask(e.width)
+        }
+        None => element(e, record),
+    }
+}
+
 #[inline]
 fn store(v: u64, out: &mut [u8]) {
     let n = out.len();
@@ -361,7 +376,7 @@ pub(crate) fn decode(
 /// not: each side loaded once.
 #[inline]
 pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option<(Kind, u64)> {
-    let (cv, bv) = (element(e, cur), element(e, reference));
+    let (cv, bv) = (element_wide(e, cur), element_wide(e, reference));
     if cv == bv {
         return None;
     }
