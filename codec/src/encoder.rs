@@ -59,7 +59,7 @@ struct Prepared {
 /// Payloads up to this many bytes settle an undecided row mode
 /// ([`RowMode::Either`]) by compressing both forms; larger ones take the
 /// estimate's choice, which costs one compression instead of two (measured
-/// on the comparison report's arena: 0.2% more bytes, a third less
+/// on the comparison report's arena: 0.02% more bytes, a third less
 /// encoding time). Quake 3 delta packets and the golden vectors stay below
 /// it. Schemas with quantisation always compress both forms: their masks
 /// and small integer values compress better than the estimate assumes

@@ -330,7 +330,7 @@ pub(crate) enum RowMode {
     Planes,
     /// Between the two: the encoder compresses both and keeps the smaller,
     /// or, for a large payload, takes the middle estimate: `planes` when
-    /// the planes cost less at one and a half bytes per zero run.
+    /// the planes cost less at one and a quarter bytes per zero run.
     Either {
         /// The middle estimate's choice.
         planes: bool,
@@ -345,13 +345,13 @@ pub(crate) enum RowMode {
 /// and three bytes. Planes costing less than the rows even at three bytes
 /// per zero run are [`RowMode::Planes`], planes costing more even at one
 /// byte per run are [`RowMode::Tokens`], the rest [`RowMode::Either`]
-/// (with the choice at one and a half bytes per run). Deterministic.
+/// (with the choice at one and a quarter bytes per run). Deterministic.
 pub(crate) fn choose_planes(tokens: usize, nonzero: usize, runs: usize) -> RowMode {
     if nonzero + 3 * runs < tokens {
         RowMode::Planes
     } else if nonzero + runs < tokens {
         RowMode::Either {
-            planes: 2 * nonzero + 3 * runs < 2 * tokens,
+            planes: 4 * nonzero + 5 * runs < 4 * tokens,
         }
     } else {
         RowMode::Tokens
