@@ -12,46 +12,17 @@
 //! ```
 #![forbid(unsafe_code)]
 
-use std::time::Instant;
-
-use tickpack::{Decoder, Dictionary, Encoder, Snapshot};
+use tickpack::Dictionary;
 use tickpack_benches::q3::{
-    data_dir, others, read_demo, reference, replay, train, train_model, Demo, Recalls, Res,
-    FULL_SNAPSHOTS,
+    data_dir, others, read_demo, replay, time_replay, train, train_model, Demo, Res, FULL_SNAPSHOTS,
 };
 
-/// Snapshots timed together: about 3 ms of work.
-const CHUNK: usize = 250;
-
-/// Replays `d` `reps` times; exact bytes, µs per snapshot (each chunk of
-/// snapshots at its fastest pass).
+/// Replays `d` `reps` times; exact bytes, µs per snapshot.
 fn run(d: &Demo, dict: &Dictionary, reps: usize) -> Res<(usize, f64)> {
     let (b, _) = replay(d, Some(dict))?;
-    let mut r = Recalls::new();
-    let recalls: Vec<_> = (0..d.ticks.len()).map(|i| r.step(d, i)).collect();
-    // Per chunk of `CHUNK` snapshots, its fastest pass: a pass slowed by
-    // other work on a shared machine only loses the chunks it was slowed in.
-    let chunks = d.ticks.len().div_ceil(CHUNK);
-    let mut best = vec![if reps == 0 { 0 } else { u64::MAX }; chunks];
-    for _ in 0..reps {
-        let mut enc = Encoder::new(d.schema.clone());
-        let mut dec = Decoder::new(d.schema.clone());
-        enc.set_dictionary(Some(dict))?;
-        dec.add_dictionary(dict)?;
-        let (mut packet, mut out) = (Vec::new(), Snapshot::default());
-        for (c, best) in best.iter_mut().enumerate() {
-            let t = Instant::now();
-            for (i, tick) in d.ticks.iter().enumerate().skip(c * CHUNK).take(CHUNK) {
-                let rf = reference(d, i, recalls[i].as_ref());
-                enc.encode_to_vec(tick, d.sequences[i], rf, &mut packet)?;
-                dec.decode_into(&packet, rf, &mut out)?;
-            }
-            *best = (*best).min(t.elapsed().as_nanos() as u64);
-        }
-    }
     Ok((
         (b * d.ticks.len() as f64).round() as usize,
-        best.iter().sum::<u64>() as f64 / 1e3 / d.ticks.len() as f64,
+        time_replay(d, Some(dict), reps)?,
     ))
 }
 
