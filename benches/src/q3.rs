@@ -296,12 +296,7 @@ pub fn reference<'a>(d: &'a Demo, i: usize, recall: Option<&'a Recall>) -> Refer
 /// Encodes and decodes every snapshot of `d` (checking each), returning
 /// the mean packet bytes and the mean encode + decode time in µs.
 pub fn replay(d: &Demo, dict: Option<&Dictionary>) -> Res<(f64, f64)> {
-    let mut enc = Encoder::new(d.schema.clone());
-    let mut dec = Decoder::new(d.schema.clone());
-    if let Some(dict) = dict {
-        enc.set_dictionary(Some(dict))?;
-        dec.add_dictionary(dict)?;
-    }
+    let (mut enc, mut dec) = codecs(d, dict)?;
     let (mut packet, mut out) = (Vec::new(), Snapshot::default());
     let (mut bytes, mut secs) = (0usize, 0f64);
     let mut recalls = Recalls::new();
@@ -321,6 +316,17 @@ pub fn replay(d: &Demo, dict: Option<&Dictionary>) -> Res<(f64, f64)> {
     Ok((bytes as f64 / n, secs * 1e6 / n))
 }
 
+/// An encoder and a decoder for `d`'s schema, with `dict` on both sides.
+fn codecs(d: &Demo, dict: Option<&Dictionary>) -> Res<(Encoder, Decoder)> {
+    let mut enc = Encoder::new(d.schema.clone());
+    let mut dec = Decoder::new(d.schema.clone());
+    if let Some(dict) = dict {
+        enc.set_dictionary(Some(dict))?;
+        dec.add_dictionary(dict)?;
+    }
+    Ok((enc, dec))
+}
+
 /// Snapshots timed together by [`time_replay`]: about 3 ms of work.
 const CHUNK: usize = 250;
 
@@ -337,12 +343,7 @@ pub fn time_replay(d: &Demo, dict: Option<&Dictionary>, passes: usize) -> Res<f6
     let recalls: Vec<_> = (0..d.ticks.len()).map(|i| r.step(d, i)).collect();
     let mut best = vec![u64::MAX; d.ticks.len().div_ceil(CHUNK)];
     for _ in 0..passes {
-        let mut enc = Encoder::new(d.schema.clone());
-        let mut dec = Decoder::new(d.schema.clone());
-        if let Some(dict) = dict {
-            enc.set_dictionary(Some(dict))?;
-            dec.add_dictionary(dict)?;
-        }
+        let (mut enc, mut dec) = codecs(d, dict)?;
         let (mut packet, mut out) = (Vec::new(), Snapshot::default());
         for (c, best) in best.iter_mut().enumerate() {
             let t = Instant::now();

@@ -260,6 +260,36 @@ impl GroupRun {
     }
 }
 
+/// What [`ElementRun`] and [`GroupRun`] share, for code that walks either.
+pub(crate) trait MaskRun {
+    /// The dense context of the run's bit `k`, given the row state.
+    fn context(&self, state: &RowState, k: u32) -> u32;
+    /// Notes a bit of the run in the row state.
+    fn note(state: &mut RowState, bit: bool);
+}
+
+impl MaskRun for ElementRun {
+    #[inline]
+    fn context(&self, state: &RowState, k: u32) -> u32 {
+        ElementRun::context(self, state, k)
+    }
+    #[inline]
+    fn note(state: &mut RowState, bit: bool) {
+        state.note_element(bit);
+    }
+}
+
+impl MaskRun for GroupRun {
+    #[inline]
+    fn context(&self, state: &RowState, k: u32) -> u32 {
+        GroupRun::context(self, state, k)
+    }
+    #[inline]
+    fn note(state: &mut RowState, bit: bool) {
+        state.note_group(bit);
+    }
+}
+
 /// State counts of the conditions, for one configuration.
 #[derive(Debug, Clone, Copy)]
 struct Counts {

@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::contexts::MaskRun;
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelSink, ModelStats,
     ModelTable, RowState,
@@ -76,17 +77,8 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
-        let Some(run) = self.map.group_run(&mut self.state, ctx, n as u32) else {
-            for k in 0..n {
-                self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
-            }
-            return;
-        };
-        for k in 0..n as u32 {
-            let bit = (bits >> k) & 1 == 1;
-            self.sink.bit(run.context(&self.state, k), bit);
-            self.state.note_group(bit);
-        }
+        let run = self.map.group_run(&mut self.state, ctx, n as u32);
+        self.mask_bits(ctx, n, bits, run);
     }
 
     fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
@@ -94,7 +86,17 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
-        let Some(run) = self.map.element_run(&mut self.state, ctx, n as u32) else {
+        let run = self.map.element_run(&mut self.state, ctx, n as u32);
+        self.mask_bits(ctx, n, u64::from(bits), run);
+    }
+}
+
+impl<S: ModelSink> WalkSink<'_, S> {
+    /// Codes the `n` mask bits of `bits` from walk context `ctx` on, with
+    /// `run`'s contexts when there is a run (else bit by bit, which
+    /// records the error).
+    fn mask_bits<R: MaskRun>(&mut self, ctx: u32, n: usize, bits: u64, run: Option<R>) {
+        let Some(run) = run else {
             for k in 0..n {
                 self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
             }
@@ -103,7 +105,7 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
         for k in 0..n as u32 {
             let bit = (bits >> k) & 1 == 1;
             self.sink.bit(run.context(&self.state, k), bit);
-            self.state.note_element(bit);
+            R::note(&mut self.state, bit);
         }
     }
 }
@@ -177,22 +179,8 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         n: usize,
     ) -> Result<u64, DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
-        let mut bits = 0u64;
-        let Some(run) = self.map.group_run(&mut self.state, ctx, n as u32) else {
-            for k in 0..n {
-                bits |= u64::from(self.bit(ctx + k as u32)?) << k;
-            }
-            return Ok(bits);
-        };
-        for k in 0..n as u32 {
-            let bit = self
-                .dec
-                .bit(run.context(&self.state, k))
-                .map_err(|e| self.err(e))?;
-            self.state.note_group(bit);
-            bits |= u64::from(bit) << k;
-        }
-        Ok(bits)
+        let run = self.map.group_run(&mut self.state, ctx, n as u32);
+        self.mask_bits(ctx, n, run)
     }
 
     fn group(
@@ -203,10 +191,26 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         n: usize,
     ) -> Result<u8, DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
-        let mut bits = 0u8;
-        let Some(run) = self.map.element_run(&mut self.state, ctx, n as u32) else {
+        let run = self.map.element_run(&mut self.state, ctx, n as u32);
+        // A mask group has at most 8 elements.
+        Ok((self.mask_bits(ctx, n, run)? & 0xff) as u8)
+    }
+}
+
+impl WalkSource<'_, '_, '_> {
+    /// Reads `n` mask bits from walk context `ctx` on, with `run`'s
+    /// contexts when there is a run (else bit by bit, which reports the
+    /// error).
+    fn mask_bits<R: MaskRun>(
+        &mut self,
+        ctx: u32,
+        n: usize,
+        run: Option<R>,
+    ) -> Result<u64, DecodeError> {
+        let mut bits = 0u64;
+        let Some(run) = run else {
             for k in 0..n {
-                bits |= u8::from(self.bit(ctx + k as u32)?) << k;
+                bits |= u64::from(self.bit(ctx + k as u32)?) << k;
             }
             return Ok(bits);
         };
@@ -215,8 +219,8 @@ impl TokenSource for WalkSource<'_, '_, '_> {
                 .dec
                 .bit(run.context(&self.state, k))
                 .map_err(|e| self.err(e))?;
-            self.state.note_element(bit);
-            bits |= u8::from(bit) << k;
+            R::note(&mut self.state, bit);
+            bits |= u64::from(bit) << k;
         }
         Ok(bits)
     }
