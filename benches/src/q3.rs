@@ -328,7 +328,7 @@ fn codecs(d: &Demo, dict: Option<&Dictionary>) -> Res<(Encoder, Decoder)> {
 }
 
 /// Snapshots timed together by [`time_replay`]: about 3 ms of work.
-const CHUNK: usize = 250;
+pub const CHUNK: usize = 250;
 
 /// Encode + decode µs per snapshot of `d` with `dict`, by the wall clock:
 /// `passes` replays, each chunk of [`CHUNK`] snapshots counted at its
