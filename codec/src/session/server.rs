@@ -27,8 +27,10 @@ use crate::snapshot::Snapshot;
 use tickpack_seq::{seq_distance, seq_newer};
 
 /// The server encoder's code-form cache (quantised schemas): 512
-/// snapshots, 32 MiB. A lobby of 63 clients a few ticks from their acks
-/// keeps its baselines and priors there.
+/// snapshots, 32 MiB, allocated only as used. Packets without held
+/// entities take their code forms from the worlds' and never touch it;
+/// views with held entities keep every client's recent snapshots there (a
+/// lobby of 63 clients a few ticks from their acks).
 const SERVER_CODE_CACHE: (usize, usize) = (512, 32 << 20);
 
 /// Server settings.
@@ -300,8 +302,7 @@ impl Server {
         let mut encoder = Encoder::with_level(schema.clone(), config.level);
         encoder.set_limits(config.limits);
         encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
-        // One encoder serves every client: room for each client's recent
-        // snapshots (a baseline a few acknowledgements old, its prior).
+        // One encoder serves every client (see SERVER_CODE_CACHE).
         encoder.set_code_cache(SERVER_CODE_CACHE.0, SERVER_CODE_CACHE.1);
         let hello = Hello {
             schema_id: schema.id(),
