@@ -215,10 +215,13 @@ impl LenSink {
     }
 }
 
-/// The bytes of `v` as a minimal LEB128 varint.
+/// The bytes of `v` as a minimal LEB128 varint: one per started seven
+/// bits, at least one (`⌈bits / 7⌉` as `(9·bits + 64) / 64` for 1 to 64
+/// bits).
 #[inline]
-fn varint_len(v: u64) -> usize {
-    (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
+pub(crate) fn varint_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    (bits * 9 + 64) / 64
 }
 
 impl TokenSink for LenSink {

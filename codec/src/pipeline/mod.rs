@@ -272,12 +272,13 @@ pub(crate) fn settle_planes(
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
         return;
     }
-    // The planes' zero runs, counted until they settle the mode; the
-    // planes are built only when they may be sent.
-    let runs = planes::zero_runs_of_rows(order, &s.rows, n, rs, tokens - nonzero);
+    // The planes are built to count their zero runs, and kept when they
+    // may be sent.
+    planes::split(order, &s.rows, n, rs, &mut s.planes);
+    let runs = planes::zero_runs(&s.planes);
     s.mode = choose_planes(tokens, nonzero, runs);
-    if s.mode != RowMode::Tokens {
-        planes::split(order, &s.rows, n, rs, &mut s.planes);
+    if s.mode == RowMode::Tokens {
+        s.planes.clear();
     }
     t.planes = s.mode == RowMode::Planes;
 }
@@ -291,31 +292,28 @@ pub(crate) fn token_row_bytes(elements: usize, t: &SectionTokens) -> usize {
     let mut bytes = 0usize;
     let mut kinds = 0usize;
     for r in 0..t.row_end.len() {
-        let row = t.row(r);
-        if groups > 1 {
-            let mut marked = 0usize;
-            let mut last = usize::MAX;
-            for tok in row {
-                let g = tok.element as usize / tokens::GROUP;
-                if g != last {
-                    marked += 1;
-                    last = g;
-                }
-            }
-            bytes += groups.div_ceil(8) + marked;
-        } else {
-            bytes += 1;
+        // One pass over the row: the groups it marks, its kind bits and
+        // its values' varint lengths.
+        let (mut marked, mut last) = (0usize, usize::MAX);
+        let (mut row_kinds, mut values) = (0usize, 0usize);
+        for tok in t.row(r) {
+            let g = tok.element as usize / tokens::GROUP;
+            marked += usize::from(g != last);
+            last = g;
+            row_kinds += usize::from(tok.kind.bit().is_some());
+            values += layout::varint_len(tok.value);
         }
-        let row_kinds = row.iter().filter(|tok| tok.kind.bit().is_some()).count();
+        bytes += if groups > 1 {
+            groups.div_ceil(8) + marked
+        } else {
+            1
+        };
         if r < t.changed.len() {
             kinds += row_kinds;
         } else {
             bytes += row_kinds.div_ceil(8);
         }
-        bytes += row
-            .iter()
-            .map(|tok| (64 - tok.value.leading_zeros() as usize).div_ceil(7).max(1))
-            .sum::<usize>();
+        bytes += values;
     }
     bytes + kinds.div_ceil(8)
 }
@@ -341,7 +339,7 @@ pub(crate) enum RowMode {
 /// rows as masks and values ([`token_row_bytes`]), against the estimated
 /// cost of its byte planes: every non-zero byte (`nonzero` of them) costs
 /// one and every run of zero bytes in plane order (`runs`,
-/// [`planes::zero_runs_of_rows`]) costs what zstd spends on a sequence, between one
+/// [`planes::zero_runs`]) costs what zstd spends on a sequence, between one
 /// and three bytes. Planes costing less than the rows even at three bytes
 /// per zero run are [`RowMode::Planes`], planes costing more even at one
 /// byte per run are [`RowMode::Tokens`], the rest [`RowMode::Either`]
@@ -362,6 +360,19 @@ pub(crate) fn choose_planes(tokens: usize, nonzero: usize, runs: usize) -> RowMo
 mod tests {
     use super::*;
     use crate::schema::DeltaOp;
+
+    #[test]
+    fn varint_len_counts_seven_bit_groups() {
+        for bits in 0..=64u32 {
+            for v in [u64::MAX >> (64 - bits.max(1)), 1u64 << bits.min(63), 0] {
+                let mut want = 1;
+                while want < 10 && v >> (7 * want) != 0 {
+                    want += 1;
+                }
+                assert_eq!(layout::varint_len(v), want, "{v:#x}");
+            }
+        }
+    }
 
     #[test]
     fn encode_row_finds_every_changed_element() {

@@ -133,16 +133,85 @@ pub(crate) fn row_apply(spans: &[Span], delta: &[u8], reference: &[u8], out: &mu
 }
 
 /// Transposes `rows` (`n` row deltas of `rs` bytes each) into planes in
-/// `order`, appended to `out`.
+/// `order`, appended to `out`. The rows are first transposed whole (one
+/// column per record byte, in the space after the planes, eight by eight
+/// bytes at a time), then each plane is copied out of its column.
 pub(crate) fn split(order: &[u16], rows: &[u8], n: usize, rs: usize, out: &mut Vec<u8>) {
     let start = out.len();
-    out.resize(start + order.len() * n, 0);
-    for (&at, plane) in order.iter().zip(out[start..].chunks_exact_mut(n.max(1))) {
-        let at = usize::from(at);
-        for (dst, row) in plane.iter_mut().zip(rows.chunks_exact(rs)) {
-            *dst = row[at];
+    let len = order.len() * n;
+    let cells = n * rs;
+    out.resize(start + len + cells, 0);
+    let (planes, cols) = out[start..].split_at_mut(len);
+    transpose(&rows[..cells], n, rs, cols);
+    for (&at, plane) in order.iter().zip(planes.chunks_exact_mut(n.max(1))) {
+        let at = usize::from(at) * n;
+        plane.copy_from_slice(&cols[at..at + n]);
+    }
+    out.truncate(start + len);
+}
+
+/// Writes into `dst` the transpose of `src`, a matrix of `rows` rows of
+/// `cols` bytes: `dst[c * rows + r] = src[r * cols + c]`. Blocks of eight
+/// rows by eight columns go through eight 64-bit words; the edges byte by
+/// byte.
+pub(crate) fn transpose(src: &[u8], rows: usize, cols: usize, dst: &mut [u8]) {
+    let (src, dst) = (&src[..rows * cols], &mut dst[..rows * cols]);
+    let (r8, c8) = (rows & !7, cols & !7);
+    for r in (0..r8).step_by(8) {
+        for c in (0..c8).step_by(8) {
+            let at = r * cols + c;
+            let a = transpose8(core::array::from_fn(|i| load8(src, at + i * cols)));
+            for (k, w) in a.iter().enumerate() {
+                let at = (c + k) * rows + r;
+                dst[at..at + 8].copy_from_slice(&w.to_le_bytes());
+            }
+        }
+        for c in c8..cols {
+            for i in r..r + 8 {
+                dst[c * rows + i] = src[i * cols + c];
+            }
         }
     }
+    for r in r8..rows {
+        for (c, &b) in src[r * cols..(r + 1) * cols].iter().enumerate() {
+            dst[c * rows + r] = b;
+        }
+    }
+}
+
+#[inline]
+fn load8(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+/// Transposes the 8×8 byte matrix whose row `i` is the little-endian
+/// bytes of `a[i]`: swaps the off-diagonal 4×4, then 2×2, then 1×1 blocks.
+#[inline(always)]
+fn transpose8(a: [u64; 8]) -> [u64; 8] {
+    #[inline(always)]
+    fn swap(x: u64, y: u64, shift: u32, mask: u64) -> (u64, u64) {
+        let t = ((x >> shift) ^ y) & mask;
+        (x ^ (t << shift), y ^ t)
+    }
+    let [a0, a1, a2, a3, a4, a5, a6, a7] = a;
+    const M4: u64 = 0x0000_0000_ffff_ffff;
+    let (a0, a4) = swap(a0, a4, 32, M4);
+    let (a1, a5) = swap(a1, a5, 32, M4);
+    let (a2, a6) = swap(a2, a6, 32, M4);
+    let (a3, a7) = swap(a3, a7, 32, M4);
+    const M2: u64 = 0x0000_ffff_0000_ffff;
+    let (a0, a2) = swap(a0, a2, 16, M2);
+    let (a1, a3) = swap(a1, a3, 16, M2);
+    let (a4, a6) = swap(a4, a6, 16, M2);
+    let (a5, a7) = swap(a5, a7, 16, M2);
+    const M1: u64 = 0x00ff_00ff_00ff_00ff;
+    let (a0, a1) = swap(a0, a1, 8, M1);
+    let (a2, a3) = swap(a2, a3, 8, M1);
+    let (a4, a5) = swap(a4, a5, 8, M1);
+    let (a6, a7) = swap(a6, a7, 8, M1);
+    [a0, a1, a2, a3, a4, a5, a6, a7]
 }
 
 /// The non-zero bytes of `bytes` (counted in byte lanes, 255 at a time).
@@ -153,48 +222,49 @@ pub(crate) fn count_nonzero(bytes: &[u8]) -> usize {
         .sum()
 }
 
-/// The runs of zero bytes (a zero byte that is first or follows a
-/// non-zero one starts one) in the planes [`split`] makes of the same
-/// arguments, counted from the rows without building the planes: exact
-/// below `stop`, at least `stop` otherwise.
-pub(crate) fn zero_runs_of_rows(
-    order: &[u16],
-    rows: &[u8],
-    n: usize,
-    rs: usize,
-    stop: usize,
-) -> usize {
+/// The runs of zero bytes in `bytes` (a zero byte that is first or
+/// follows a non-zero one starts one), eight bytes at a time.
+pub(crate) fn zero_runs(bytes: &[u8]) -> usize {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut runs = 0usize;
-    let mut prev_zero = false;
-    for &at in order {
-        let at = usize::from(at);
-        for row in rows.chunks_exact(rs).take(n) {
-            let zero = row[at] == 0;
-            runs += usize::from(zero && !prev_zero);
-            prev_zero = zero;
-        }
-        if runs >= stop {
-            break;
-        }
+    // The high bit of the word's first byte when the byte before it is zero.
+    let mut before = 0u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let w = load8(w, 0);
+        // High bit of every zero byte (no carry crosses a byte).
+        let z = !(((w & LOW) + LOW) | w) & HIGH;
+        runs += (z & !((z << 8) | before)).count_ones() as usize;
+        before = z >> 56;
+    }
+    let mut prev_zero = before != 0;
+    for &b in words.remainder() {
+        let zero = b == 0;
+        runs += usize::from(zero && !prev_zero);
+        prev_zero = zero;
     }
     runs
 }
 
 /// Inverse of [`split`]: replaces `rows` with the `n` rows of `rs` bytes
 /// held by `planes` in `order` (bytes no plane covers, or missing from a
-/// short `planes`, are zero).
+/// short `planes`, are zero). The planes are copied into their columns (in
+/// the space after the rows), then transposed back.
 pub(crate) fn unsplit(order: &[u16], planes: &[u8], n: usize, rs: usize, rows: &mut Vec<u8>) {
+    let cells = n * rs;
     rows.clear();
-    rows.resize(n * rs, 0);
+    rows.resize(2 * cells, 0);
     if n == 0 {
         return;
     }
+    let (out, cols) = rows.split_at_mut(cells);
     for (&at, plane) in order.iter().zip(planes.chunks_exact(n)) {
-        let at = usize::from(at);
-        for (row, &b) in rows.chunks_exact_mut(rs).zip(plane) {
-            row[at] = b;
-        }
+        let at = usize::from(at) * n;
+        cols[at..at + n].copy_from_slice(plane);
     }
+    transpose(cols, rs, n, out);
+    rows.truncate(cells);
 }
 
 #[cfg(test)]
@@ -221,46 +291,101 @@ mod tests {
         assert_eq!(order(&els), vec![0, 4, 5, 1, 6, 2, 3]);
     }
 
-    /// The zero runs of a byte sequence: one plane of single-byte rows.
-    fn zero_runs(bytes: &[u8], stop: usize) -> usize {
-        zero_runs_of_rows(&[0], bytes, bytes.len(), 1, stop)
+    /// The zero runs of `bytes`, one byte at a time.
+    fn zero_runs_slow(bytes: &[u8]) -> usize {
+        let mut prev_zero = false;
+        let mut runs = 0;
+        for &b in bytes {
+            runs += usize::from(b == 0 && !prev_zero);
+            prev_zero = b == 0;
+        }
+        runs
+    }
+
+    /// Bytes with zeros in runs of every length, from a xorshift.
+    fn sparse_bytes(len: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                if x % 7 < 4 {
+                    0
+                } else {
+                    (x >> 8) as u8
+                }
+            })
+            .collect()
     }
 
     #[test]
     fn zero_runs_counts_runs_of_zeros() {
         let planes = [0, 0, 3, 0, 5, 5, 0, 0, 0, 1];
-        assert_eq!(zero_runs(&planes, usize::MAX), 3);
-        assert_eq!(zero_runs(&[], usize::MAX), 0);
-        assert_eq!(zero_runs(&[7, 7], usize::MAX), 0);
+        assert_eq!(zero_runs(&planes), 3);
+        assert_eq!(zero_runs(&[]), 0);
+        assert_eq!(zero_runs(&[7, 7]), 0);
+        assert_eq!(zero_runs(&[0; 17]), 1);
         assert_eq!(count_nonzero(&planes), 4);
         let ones = vec![1u8; 1000];
         assert_eq!(count_nonzero(&ones), 1000);
-        // Stopped early: at least `stop`, at most the whole count.
         let long: Vec<u8> = (0..1000u32).map(|i| u8::from(i % 3 == 0)).collect();
-        let all = zero_runs(&long, usize::MAX);
-        assert_eq!(all, 333);
-        let stopped = zero_runs(&long, 5);
-        assert!((5..=all).contains(&stopped));
-        // Counted from the rows: as from their planes.
+        assert_eq!(zero_runs(&long), 333);
+        // Runs crossing word boundaries, every alignment and tail length.
+        for len in 0..80 {
+            let bytes = sparse_bytes(len, len as u32);
+            for at in 0..len.min(9) {
+                assert_eq!(zero_runs(&bytes[at..]), zero_runs_slow(&bytes[at..]));
+            }
+        }
+    }
+
+    #[test]
+    fn transpose_moves_every_byte() {
+        for (rows, cols) in [(0, 5), (1, 1), (8, 8), (7, 9), (16, 24), (19, 37), (64, 3)] {
+            let src = sparse_bytes(rows * cols, (rows * 100 + cols) as u32);
+            let mut dst = vec![0xaa; rows * cols];
+            transpose(&src, rows, cols, &mut dst);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(dst[c * rows + r], src[r * cols + c], "{rows}x{cols}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn split_gathers_planes_in_order() {
         let els = [
             el(0, 4, DeltaOp::Int),
             el(4, 1, DeltaOp::Sub),
             el(5, 2, DeltaOp::Xor),
+            el(7, 8, DeltaOp::Predict),
+            el(15, 2, DeltaOp::Int),
         ];
+        let rs = 17;
         let o = order(&els);
-        for (n, stop) in [(1, usize::MAX), (7, usize::MAX), (40, usize::MAX), (40, 9)] {
-            let rows: Vec<u8> = (0..n * 7u32)
-                .map(|i| u8::from(i % 5 == 0 || i % 11 == 3))
-                .collect();
-            let mut planes = Vec::new();
-            split(&o, &rows, n as usize, 7, &mut planes);
-            let want = zero_runs(&planes, usize::MAX);
-            let got = zero_runs_of_rows(&o, &rows, n as usize, 7, stop);
-            if want < stop {
-                assert_eq!(got, want);
-            } else {
-                assert!(got >= stop);
+        for n in [1, 7, 8, 9, 40] {
+            let rows = sparse_bytes(n * rs, n as u32);
+            let mut planes = vec![9u8; 3];
+            split(&o, &rows, n, rs, &mut planes);
+            assert_eq!(planes.len(), 3 + o.len() * n);
+            for (p, &at) in o.iter().enumerate() {
+                for r in 0..n {
+                    assert_eq!(planes[3 + p * n + r], rows[r * rs + usize::from(at)]);
+                }
             }
+            let mut back = Vec::new();
+            unsplit(&o, &planes[3..], n, rs, &mut back);
+            assert_eq!(back, rows);
+            // A short last plane is left out: its bytes are zero.
+            unsplit(&o, &planes[3..planes.len() - 1], n, rs, &mut back);
+            let last = usize::from(o[o.len() - 1]);
+            for r in 0..n {
+                assert_eq!(back[r * rs + last], 0);
+                back[r * rs + last] = rows[r * rs + last];
+            }
+            assert_eq!(back, rows);
         }
     }
 
