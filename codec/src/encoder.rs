@@ -134,6 +134,8 @@ pub struct Encoder {
     /// holds this packet's blocks (`Some` only when the trial ran for the
     /// packet being built).
     trial: [Vec<u8>; 2],
+    /// The payload form a row-mode trial set aside.
+    trial_payload: Vec<u8>,
     trial_winner: Option<usize>,
     /// A section's row mode is [`RowMode::Either`]: the trial runs when
     /// the blocks are built (not at all when the model stream is sent
@@ -199,6 +201,7 @@ impl Encoder {
             model_out: Vec::new(),
             codes: Default::default(),
             trial: Default::default(),
+            trial_payload: Vec::new(),
             trial_winner: None,
             trial_pending: false,
         }
@@ -747,6 +750,11 @@ impl Encoder {
             }
         };
         flip(&mut self.scratch, true);
+        // The payload with masks and values is kept aside, to be put back
+        // if it wins.
+        let mut tokens_payload = core::mem::take(&mut self.trial_payload);
+        core::mem::swap(&mut self.payload, &mut tokens_payload);
+        let tokens_len = self.payload_len;
         self.write_payload();
         let mut winner = 0;
         if self.payload_len <= self.limits.max_decoded_bytes {
@@ -758,8 +766,10 @@ impl Encoder {
         }
         if winner == 0 {
             flip(&mut self.scratch, false);
-            self.write_payload();
+            core::mem::swap(&mut self.payload, &mut tokens_payload);
+            self.payload_len = tokens_len;
         }
+        self.trial_payload = tokens_payload;
         self.trial = [tokens_blocks, planes_blocks];
         self.trial_winner = Some(winner);
     }
@@ -801,8 +811,7 @@ impl Encoder {
                 tokens::write_rows(&mut self.sink, i, self.elements[i].len(), &s.tokens);
             }
         }
-        self.payload.clear();
-        self.payload.extend_from_slice(self.sink.bytes());
+        self.sink.finish_into(&mut self.payload);
         // A payload sized by `size_payload` is written with that length.
         debug_assert!(was_written || self.payload.len() == self.payload_len);
         self.payload_len = self.payload.len();

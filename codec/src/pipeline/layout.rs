@@ -105,6 +105,15 @@ impl ByteSink {
         &self.bytes
     }
 
+    /// Ends the payload as [`ByteSink::bytes`] does and swaps it into
+    /// `out` without copying; the sink keeps `out`'s old buffer for the
+    /// next payload (write nothing more before [`ByteSink::clear`]).
+    pub(crate) fn finish_into(&mut self, out: &mut Vec<u8>) {
+        self.bytes.extend(self.values.iter().rev());
+        self.values.clear();
+        core::mem::swap(&mut self.bytes, out);
+    }
+
     /// Appends the byte planes of a section; like a meta integer, they end
     /// the current bit run.
     pub(crate) fn raw(&mut self, planes: &[u8]) {
