@@ -341,7 +341,7 @@ pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
 /// Inverse of [`encode`]: writes element `e` of `out` from its kind and
 /// value and the reference record. Refuses values wider than the element
 /// and integral values outside the integral range.
-#[inline]
+#[inline(always)]
 pub(crate) fn decode(
     e: Element,
     kind: Kind,
