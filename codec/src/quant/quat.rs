@@ -62,7 +62,10 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
             continue;
         }
         let r = rne(c / s);
-        if r.is_nan() || r.abs() > m as f64 {
+        // Each of the three must come back as `value` rebuilds it (the
+        // same product: `r` is a whole number within `m`), which most
+        // wrong `k` fail before the square root.
+        if r.is_nan() || r.abs() > m as f64 || to_ty(r * s, ty).to_bits() != c.to_bits() {
             return None;
         }
         q[j] = r as i64;
