@@ -55,21 +55,14 @@ pub(crate) fn predict_section(
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();
     ids.extend_from_slice(b0.ids());
-    records.resize(b0.records().len(), 0);
+    records.extend_from_slice(b0.records());
     let mut j = 0;
-    for (i, (&id, rec)) in b0
-        .ids()
-        .iter()
-        .zip(records.chunks_exact_mut(rs))
-        .enumerate()
-    {
+    for (&id, rec) in b0.ids().iter().zip(records.chunks_exact_mut(rs)) {
         while j < b1.len() && b1.ids()[j] < id {
             j += 1;
         }
         if j < b1.len() && b1.ids()[j] == id {
-            predict::predict(ty.spans(), b0.record(i), b1.record(j), rec);
-        } else {
-            rec.copy_from_slice(b0.record(i));
+            predict::predict(ty.spans(), b1.record(j), rec);
         }
     }
 }

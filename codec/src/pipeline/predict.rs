@@ -5,24 +5,24 @@
 
 use crate::schema::{DeltaOp, Span};
 
-/// Writes into `out` the record predicted from `b0` and the older `b1`:
-/// `2·b0 − b1` per element on [`DeltaOp::Predict`] spans, `b0` elsewhere.
-pub(crate) fn predict(spans: &[Span], b0: &[u8], b1: &[u8], out: &mut [u8]) {
-    out.copy_from_slice(b0);
+/// Turns `rec`, a copy of record `b0`, into the record predicted from
+/// `b0` and the older `b1`: `2·b0 − b1` per element on
+/// [`DeltaOp::Predict`] spans, `b0` elsewhere.
+pub(crate) fn predict(spans: &[Span], b1: &[u8], rec: &mut [u8]) {
     for s in spans.iter().filter(|s| s.op == DeltaOp::Predict) {
         let r = s.offset..s.offset + s.len;
-        let (b0, b1, o) = (&b0[r.clone()], &b1[r.clone()], &mut out[r]);
+        let (b1, o) = (&b1[r.clone()], &mut rec[r]);
         match s.width {
-            1 => predict_n::<1>(b0, b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
-            2 => predict_n::<2>(b0, b1, o, |a, b| {
+            1 => predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
+            2 => predict_n::<2>(b1, o, |a, b| {
                 let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
                 a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
             }),
-            4 => predict_n::<4>(b0, b1, o, |a, b| {
+            4 => predict_n::<4>(b1, o, |a, b| {
                 let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
                 a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
             }),
-            _ => predict_n::<8>(b0, b1, o, |a, b| {
+            _ => predict_n::<8>(b1, o, |a, b| {
                 let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
                 a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
             }),
@@ -30,19 +30,11 @@ pub(crate) fn predict(spans: &[Span], b0: &[u8], b1: &[u8], out: &mut [u8]) {
     }
 }
 
-fn predict_n<const N: usize>(
-    b0: &[u8],
-    b1: &[u8],
-    out: &mut [u8],
-    f: impl Fn([u8; N], [u8; N]) -> [u8; N],
-) {
-    for ((o, a), b) in out
-        .chunks_exact_mut(N)
-        .zip(b0.chunks_exact(N))
-        .zip(b1.chunks_exact(N))
-    {
+/// `o = f(o, b1)` per `N`-byte element.
+fn predict_n<const N: usize>(b1: &[u8], out: &mut [u8], f: impl Fn([u8; N], [u8; N]) -> [u8; N]) {
+    for (o, b) in out.chunks_exact_mut(N).zip(b1.chunks_exact(N)) {
         let mut av = [0u8; N];
-        av.copy_from_slice(a);
+        av.copy_from_slice(o);
         let mut bv = [0u8; N];
         bv.copy_from_slice(b);
         o.copy_from_slice(&f(av, bv));
@@ -71,14 +63,14 @@ mod tests {
         ];
         let b1: Vec<u8> = [10i32.to_le_bytes().to_vec(), vec![1, 0]].concat();
         let b0: Vec<u8> = [13i32.to_le_bytes().to_vec(), vec![2, 0]].concat();
-        let mut p = [0u8; 6];
-        predict(&s, &b0, &b1, &mut p);
+        let mut p = b0.clone();
+        predict(&s, &b1, &mut p);
         assert_eq!(p[..4], 16i32.to_le_bytes());
         assert_eq!(p[4..], [2, 0], "Int fields are not predicted");
         let b1 = u32::MAX.to_le_bytes();
         let b0 = 1u32.to_le_bytes();
-        let mut p = [0u8; 4];
-        predict(&s[..1], &b0, &b1, &mut p);
+        let mut p = b0;
+        predict(&s[..1], &b1, &mut p);
         assert_eq!(u32::from_le_bytes(p), 3, "wrapping: 1 + (1 - MAX) = 3");
     }
 }
