@@ -382,7 +382,7 @@ pub(crate) fn decode(
 
 /// [`encode`] of an element that [`differs`], `None` for one that does
 /// not: each side loaded once.
-#[inline]
+#[inline(always)]
 pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option<(Kind, u64)> {
     let (cv, bv) = (element_wide(e, cur), element_wide(e, reference));
     if cv == bv {
