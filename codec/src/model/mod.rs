@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+mod classes;
 mod coder;
 mod contexts;
 mod error;

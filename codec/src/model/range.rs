@@ -83,6 +83,20 @@ impl RangeEncoder {
         }
     }
 
+    /// Codes the symbol whose share of a frequency total `2^bits` is
+    /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
+    /// divided by `2^bits` and the share picks the part.
+    #[inline]
+    pub(crate) fn symbol(&mut self, bits: u32, start: u32, freq: u32) {
+        let r = self.range >> bits;
+        self.low += u64::from(r * start);
+        self.range = r * freq;
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
     fn shift_low(&mut self) {
         if self.low < 0xff00_0000 || self.low >= 1 << 32 {
             let carry = (self.low >> 32) as u8;
@@ -206,6 +220,28 @@ impl<'a> RangeDecoder<'a> {
             self.normalize();
         }
         Ok(v)
+    }
+
+    /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
+    /// `find` maps the target (below `2^bits`) to the symbol, its start and
+    /// its frequency. A target at or past the total (which no encoder
+    /// produces) is `Corrupt`.
+    #[inline]
+    pub(crate) fn symbol<F: FnOnce(u32) -> (u32, u32, u32)>(
+        &mut self,
+        bits: u32,
+        find: F,
+    ) -> Result<u32, ModelError> {
+        let r = self.range >> bits;
+        let target = self.code / r;
+        if target >> bits != 0 {
+            return Err(ModelError::Corrupt);
+        }
+        let (symbol, start, freq) = find(target);
+        self.code -= r * start;
+        self.range = r * freq;
+        self.normalize();
+        Ok(symbol)
     }
 
     /// Checks that the decoder read every byte of the input.

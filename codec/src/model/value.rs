@@ -1,7 +1,9 @@
-//! How a value becomes binary decisions: its bit-length class through a
+//! How a value becomes decisions: its bit-length class as a leaf of a
 //! 6-level binary tree (classes 63 and 64 share a leaf and one more
-//! decision), the bit below the top bit with its own probability, the
-//! remaining bits raw, and for signed (zigzag) values a modelled sign.
+//! decision; training counts the tree's decisions, the coder codes the leaf
+//! as one symbol, see [`classes`](super::classes)), the bit below the top
+//! bit with its own probability, the remaining bits raw, and for signed
+//! (zigzag) values a modelled sign.
 //!
 //! The [`VALUE_SLOTS`] probabilities of one value context:
 //!
@@ -31,6 +33,18 @@ pub(crate) trait Decisions {
     fn decision(&mut self, slot: usize, bit: bool);
     /// The low `n` bits of `v`, raw.
     fn raw(&mut self, v: u64, n: u32);
+    /// The class leaf `leaf` (0..=63) of the context starting at `base`:
+    /// here [`CLASS_BITS`] decisions from the root, each at its node's
+    /// slot (the coder codes the leaf as one symbol instead).
+    #[inline]
+    fn class(&mut self, base: usize, leaf: u32) {
+        let mut node = 1usize;
+        for i in (0..CLASS_BITS).rev() {
+            let b = (leaf >> i) & 1 == 1;
+            self.decision(base + node - 1, b);
+            node = node * 2 + usize::from(b);
+        }
+    }
 }
 
 /// Something binary decisions come from.
@@ -39,17 +53,16 @@ pub(crate) trait DecisionSource {
     fn decision(&mut self, slot: usize) -> bool;
     /// `n` raw bits, most significant first.
     fn raw(&mut self, n: u32) -> Result<u64, ModelError>;
-    /// The leaf (0..=63) of the class tree of the context starting at
-    /// `base`: [`CLASS_BITS`] decisions from the root, each at its node's
-    /// slot.
+    /// The class leaf (0..=63) of the context starting at `base`, as
+    /// [`Decisions::class`] emitted it.
     #[inline]
-    fn class_leaf(&mut self, base: usize) -> u32 {
+    fn class_leaf(&mut self, base: usize) -> Result<u32, ModelError> {
         let mut node = 1usize;
         for _ in 0..CLASS_BITS {
             let b = self.decision(base + node - 1);
             node = node * 2 + usize::from(b);
         }
-        (node - (1 << CLASS_BITS)) as u32
+        Ok((node - (1 << CLASS_BITS)) as u32)
     }
 }
 
@@ -70,12 +83,7 @@ fn second_slot(class: u32) -> usize {
 pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
     let class = class_of(v);
     let leaf = class.min(63);
-    let mut node = 1usize;
-    for i in (0..CLASS_BITS).rev() {
-        let b = (leaf >> i) & 1 == 1;
-        d.decision(base + node - 1, b);
-        node = node * 2 + usize::from(b);
-    }
+    d.class(base, leaf);
     if leaf == 63 {
         d.decision(base + TOP_SLOT, class == 64);
     }
@@ -99,7 +107,7 @@ pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
 /// Reads an unsigned value from the context starting at `base`.
 #[inline]
 pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
-    let mut class = s.class_leaf(base);
+    let mut class = s.class_leaf(base)?;
     if class == 63 && s.decision(base + TOP_SLOT) {
         class = 64;
     }
