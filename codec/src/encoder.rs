@@ -31,10 +31,10 @@ pub enum Entropy {
     /// or the dictionary's context model for the whole payload when that
     /// is smaller. With a model, the blocks are only tried when they may
     /// win: when a section spawns an entity that is not recalled (whole
-    /// records, where the dictionary's long matches pay), or when the model
-    /// stream is more than seven eighths of the payload (its rows as masks and
-    /// values: byte planes are only chosen for the blocks); otherwise the
-    /// model stream is sent.
+    /// records, where the dictionary's long matches pay) and the model
+    /// stream is more than two thirds of the payload, or when it is more
+    /// than seven eighths of it (its rows as masks and values: byte planes
+    /// are only chosen for the blocks); otherwise the model stream is sent.
     #[default]
     Best,
     /// zstd only.
@@ -918,22 +918,33 @@ impl Encoder {
     }
 
     /// Whether `Entropy::Best` tries the blocks against a model stream of
-    /// `model` bytes: when a section spawns an entity that is not recalled
-    /// (whole records against the default record, where a dictionary's
-    /// long matches beat the model), or when the model saved less than an
-    /// eighth of the payload (as sized by `build_coded`: with the byte-plane
-    /// choice deferred, every row as masks and values, unless that length
-    /// is over the payload limit). Elsewhere the blocks win rarely and by
-    /// little: measured with the blocks tried for every packet, this rule
-    /// costs 0.044% of the bytes on the Quake 3 demos (the blocks are
-    /// built for 2% of their packets) and nothing on the racing lobby and
-    /// the cube pile with their shipped sets, whose model streams are
-    /// 0.81-0.83 and 0.64-0.72 of the payload and always smaller than the
-    /// blocks.
+    /// `model` bytes, the payload sized as by `build_coded` (with the
+    /// byte-plane choice deferred, every row as masks and values, unless
+    /// that length is over the payload limit):
+    /// - when a section spawns an entity that is not recalled (whole
+    ///   records against the default record, where a dictionary's long
+    ///   matches can beat the model) and the model saved less than a third
+    ///   of the payload;
+    /// - when the model saved less than an eighth of the payload.
+    ///
+    /// Elsewhere the blocks win rarely and by little. Measured on the
+    /// Quake 3 demos (`q3_replay`, each trained on the other four): trying
+    /// the blocks for every packet saves 0.044% of the bytes over trying
+    /// them on spawns and over seven eighths; of those tries the blocks won
+    /// 31, and every one with a spawn had a model stream of at least 0.67
+    /// of the payload, so the two-thirds limit loses 1 byte over the five
+    /// demos while the blocks are built for 0.25-1.1% of the packets
+    /// instead of 0.9-2.8% (a limit of 11/16 would lose 537 bytes on one
+    /// demo).
+    /// On the racing lobby and the cube pile with their shipped sets the
+    /// model streams are 0.81-0.83 and 0.64-0.72 of the payload and always
+    /// smaller than the blocks.
     fn blocks_may_win(&self, model: usize) -> bool {
-        self.scratch
+        let spawns = self
+            .scratch
             .iter()
-            .any(|s| s.tokens.recalled.iter().any(|&r| !r))
+            .any(|s| s.tokens.recalled.iter().any(|&r| !r));
+        (spawns && model.saturating_mul(3) > self.payload_len.saturating_mul(2))
             || model.saturating_mul(8) > self.payload_len.saturating_mul(7)
     }
 
