@@ -47,6 +47,19 @@ pub enum Entropy {
     Model,
 }
 
+/// Where the model stream of the packet being built stands.
+enum ModelStream {
+    /// No packet is being built.
+    Idle,
+    /// To be coded, by the payload's sizing walk or when the packet is
+    /// finished.
+    Due,
+    /// Coded by the sizing walk.
+    Coded(Vec<u8>),
+    /// The sizing walk could not code it (a token outside the table).
+    Failed,
+}
+
 /// A dictionary digested for this encoder's level.
 struct Prepared {
     id: u32,
@@ -129,6 +142,8 @@ pub struct Encoder {
     /// The schema's model contexts (`None`: too large for a model).
     context_map: Option<ContextMap>,
     model_out: Vec<u8>,
+    /// The packet's model stream when the payload's sizing walk coded it.
+    model_stream: ModelStream,
     codes: crate::quant::codes::CodeSpace,
     /// The two candidates' blocks of a row-mode trial, and which of them
     /// holds this packet's blocks (`Some` only when the trial ran for the
@@ -197,6 +212,7 @@ impl Encoder {
             packet: Vec::new(),
             context_map,
             model_out: Vec::new(),
+            model_stream: ModelStream::Idle,
             codes: Default::default(),
             trial: Default::default(),
             trial_winner: None,
@@ -559,6 +575,11 @@ impl Encoder {
         self.payload.clear();
         self.payload_len = 0;
         self.payload_written = true;
+        if let ModelStream::Coded(buf) =
+            core::mem::replace(&mut self.model_stream, ModelStream::Due)
+        {
+            self.model_out = buf;
+        }
         let limit = self.limits.max_entities_per_section;
         let snapshot_bytes = sections
             .clone()
@@ -817,6 +838,12 @@ impl Encoder {
             return;
         }
         let mut len = LenSink::new();
+        if self.size_with_model(&mut len) {
+            self.payload.clear();
+            self.payload_len = len.len();
+            self.payload_written = false;
+            return;
+        }
         for (i, s) in self.scratch.iter().enumerate() {
             tokens::write_meta(&mut len, i, &s.tokens, s.tokens.planes);
         }
@@ -830,6 +857,34 @@ impl Encoder {
         self.payload.clear();
         self.payload_len = len.len();
         self.payload_written = false;
+    }
+
+    /// Counts the payload's length into `len` while coding the model
+    /// stream, in one walk, when the packet's stream is due and the walks
+    /// are the same (no section as byte planes); returns whether it did.
+    fn size_with_model(&mut self, len: &mut LenSink) -> bool {
+        let table = match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(k),
+            _ => self.dict.as_ref(),
+        }
+        .and_then(|p| p.model.as_deref());
+        let (Some(table), Some(map)) = (table, &self.context_map) else {
+            return false;
+        };
+        if !matches!(self.model_stream, ModelStream::Due)
+            || self.entropy == Entropy::Zstd
+            || self.scratch.iter().any(|s| s.tokens.planes)
+        {
+            return false;
+        }
+        let buf = core::mem::take(&mut self.model_out);
+        self.model_stream =
+            match model::encode_sections_sized(map, table, &self.scratch, &self.elements, buf, len)
+            {
+                Ok(stream) => ModelStream::Coded(stream),
+                Err(_) => ModelStream::Failed,
+            };
+        true
     }
 
     /// Writes the payload if only its length was counted.
@@ -882,13 +937,20 @@ impl Encoder {
         // the blocks; `Best` keeps it when it is smaller than they are.
         let table = prepared.and_then(|p| p.model.as_deref());
         let mut model = None;
+        let coded = core::mem::replace(&mut self.model_stream, ModelStream::Idle);
         if let (Some(table), Some(map), false) =
             (table, &self.context_map, self.entropy == Entropy::Zstd)
         {
-            let buf = core::mem::take(&mut self.model_out);
-            if let Ok(stream) =
-                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
-            {
+            let stream = match coded {
+                ModelStream::Coded(stream) => Ok(stream),
+                ModelStream::Failed => Err(()),
+                ModelStream::Idle | ModelStream::Due => {
+                    let buf = core::mem::take(&mut self.model_out);
+                    model::encode_sections(map, table, &self.scratch, &self.elements, buf)
+                        .map_err(|_| ())
+                }
+            };
+            if let Ok(stream) = stream {
                 if (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len()) {
                     model = Some(stream);
                 } else {

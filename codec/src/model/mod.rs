@@ -57,4 +57,6 @@ pub use range::{PROB_BITS, PROB_ONE};
 pub use stats::ModelStats;
 pub use table::{quantise, ModelShape, ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 pub use value::{class_of, VALUE_SLOTS};
-pub(crate) use walk::{context_map, count_sections, encode_sections, WalkSource};
+pub(crate) use walk::{
+    context_map, count_sections, encode_sections, encode_sections_sized, WalkSource,
+};
