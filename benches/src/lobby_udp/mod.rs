@@ -402,8 +402,10 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
 
 /// The view of client `id` (in car `id`) on `tick`: the cars the rate
 /// tiers find due (by the tick each was last sent to this client) are
-/// sent, the others left out or held as `far` says.
-fn view_for(
+/// sent, the others left out or held as `far` says. `cars` as
+/// [`tickpack_scenarios::car_positions`] gives them, `last_sent` indexed
+/// by car id.
+pub fn view_for(
     rates: &RateTiers,
     far: FarCars,
     tick: usize,

@@ -14,11 +14,13 @@ use crate::wire::Reader;
 pub(crate) trait Backend {
     /// Compressed size of `src` in `dst`, or `None` to store it raw.
     fn compress(&mut self, src: &[u8], dst: &mut [u8], dict: Option<&CDict>) -> Option<usize>;
-    /// Regenerated size, at most `dst.len()`.
+    /// Appends the content regenerated from `src`, at most `cap` bytes, to
+    /// `out` and returns its size; appends nothing on an error.
     fn decompress(
         &mut self,
         src: &[u8],
-        dst: &mut [u8],
+        cap: usize,
+        out: &mut Vec<u8>,
         dict: Option<&DDict>,
     ) -> Result<usize, &'static str>;
 }
@@ -28,6 +30,9 @@ pub(crate) struct ZstdBlocks {
     level: i32,
     cctx: Option<zstd_raw::CCtx>,
     dctx: Option<zstd_raw::DCtx>,
+    /// Where blocks are regenerated before they are appended: zeroed once,
+    /// so a packet does not clear a whole block's room to use a little.
+    regenerated: Vec<u8>,
 }
 
 impl ZstdBlocks {
@@ -36,6 +41,7 @@ impl ZstdBlocks {
             level,
             cctx: None,
             dctx: None,
+            regenerated: Vec::new(),
         }
     }
 
@@ -60,16 +66,22 @@ impl Backend for ZstdBlocks {
     fn decompress(
         &mut self,
         src: &[u8],
-        dst: &mut [u8],
+        cap: usize,
+        out: &mut Vec<u8>,
         dict: Option<&DDict>,
     ) -> Result<usize, &'static str> {
         if self.dctx.is_none() {
             self.dctx = zstd_raw::DCtx::new();
         }
-        match self.dctx.as_mut() {
-            Some(d) => d.decompress_block(dict, src, dst),
-            None => Err("cannot allocate zstd context"),
+        let d = self.dctx.as_mut().ok_or("cannot allocate zstd context")?;
+        let cap = cap.min(MAX_BLOCK_CONTENT);
+        if self.regenerated.len() < cap {
+            self.regenerated.resize(MAX_BLOCK_CONTENT, 0);
         }
+        let room = &mut self.regenerated[..cap];
+        let n = d.decompress_block(dict, src, room)?;
+        out.extend_from_slice(room.get(..n).ok_or("zstd overran its buffer")?);
+        Ok(n)
     }
 }
 
@@ -189,21 +201,15 @@ pub(crate) fn decode_blocks<B: Backend>(
             BlockType::Zstd => {
                 let src = r.bytes(h.size)?;
                 let cap = MAX_BLOCK_CONTENT.min(room);
-                let old = out.len();
-                out.resize(old + cap, 0);
-                match backend.decompress(src, &mut out[old..], dict) {
-                    Ok(n) => out.truncate(old + n),
-                    Err(message) => {
-                        out.truncate(old);
-                        return Err(if cap < MAX_BLOCK_CONTENT {
-                            DecodeError::DecodedTooLarge { limit: max_decoded }
-                        } else {
-                            DecodeError::Zstd {
-                                offset: at,
-                                message,
-                            }
-                        });
-                    }
+                if let Err(message) = backend.decompress(src, cap, out, dict) {
+                    return Err(if cap < MAX_BLOCK_CONTENT {
+                        DecodeError::DecodedTooLarge { limit: max_decoded }
+                    } else {
+                        DecodeError::Zstd {
+                            offset: at,
+                            message,
+                        }
+                    });
                 }
             }
             BlockType::Model => return Err(DecodeError::ModelBlockNotAlone { offset: at }),

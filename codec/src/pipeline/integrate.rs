@@ -55,21 +55,36 @@ fn predict(i: &Integrator, base: &[u8], cur: &[u8]) -> Option<[u8; 8]> {
 /// current velocity and time from `cur`.
 #[inline]
 pub(crate) fn apply(i: &Integrator, base: &[u8], cur: &[u8], reference: &mut [u8]) {
-    let w = i.ty.size();
-    if let (Some(p), Some(dst)) = (
-        predict(i, base, cur),
-        reference.get_mut(i.offset..i.offset + w),
-    ) {
-        dst.copy_from_slice(&p[..w]);
+    if let Some(p) = predict(i, base, cur) {
+        put(i, &p, reference);
     }
 }
 
 /// Copies integrated element `i` from record `from` into record `to`.
 #[inline]
 pub(crate) fn copy(i: &Integrator, from: &[u8], to: &mut [u8]) {
-    let r = i.offset..i.offset + i.ty.size();
-    if let (Some(src), Some(dst)) = (from.get(r.clone()), to.get_mut(r)) {
+    let o = i.offset;
+    // Integrated elements are floats: 4 or 8 bytes, each a fixed-width
+    // copy.
+    if i.ty.size() == 4 {
+        if let (Some(src), Some(dst)) = (from.get(o..o + 4), to.get_mut(o..o + 4)) {
+            dst.copy_from_slice(src);
+        }
+    } else if let (Some(src), Some(dst)) = (from.get(o..o + 8), to.get_mut(o..o + 8)) {
         dst.copy_from_slice(src);
+    }
+}
+
+/// Writes the first bytes of `p` (the element's width: 4 or 8) at element
+/// `i` of `record`, when the record holds it.
+#[inline]
+fn put(i: &Integrator, p: &[u8; 8], record: &mut [u8]) {
+    if i.ty.size() == 4 {
+        if let Some(dst) = record.get_mut(i.offset..i.offset + 4) {
+            dst.copy_from_slice(&p[..4]);
+        }
+    } else if let Some(dst) = record.get_mut(i.offset..i.offset + 8) {
+        dst.copy_from_slice(&p[..8]);
     }
 }
 

@@ -148,8 +148,16 @@ fn element_wide(e: Element, record: &[u8]) -> u64 {
 
 #[inline]
 fn store(v: u64, out: &mut [u8]) {
-    let n = out.len();
-    out.copy_from_slice(&v.to_le_bytes()[..n]);
+    // One fixed-width store per width (a copy of a variable length would
+    // call `memcpy`).
+    let b = v.to_le_bytes();
+    match out.len() {
+        1 => out.copy_from_slice(&b[..1]),
+        2 => out.copy_from_slice(&b[..2]),
+        4 => out.copy_from_slice(&b[..4]),
+        8 => out.copy_from_slice(&b),
+        n => out.copy_from_slice(&b[..n]),
+    }
 }
 
 #[inline]
@@ -333,7 +341,7 @@ pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
 /// Inverse of [`encode`]: writes element `e` of `out` from its kind and
 /// value and the reference record. Refuses values wider than the element
 /// and integral values outside the integral range.
-#[inline]
+#[inline(always)]
 pub(crate) fn decode(
     e: Element,
     kind: Kind,

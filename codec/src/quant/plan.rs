@@ -65,60 +65,72 @@ pub(crate) enum FaultKind {
     ZeroQuaternion,
 }
 
+// The element accessors below copy fixed widths (a copy of a variable
+// length would call `memcpy` once per element).
+
+/// The `N` bytes of `rec` at `at`.
+#[inline]
+fn bytes<const N: usize>(rec: &[u8], at: usize) -> [u8; N] {
+    let mut b = [0u8; N];
+    b.copy_from_slice(&rec[at..at + N]);
+    b
+}
+
+/// Writes the low `ty.size()` bytes of `v` (little-endian) at `at`.
+#[inline]
+fn put(rec: &mut [u8], at: usize, ty: Primitive, v: u64) {
+    let b = v.to_le_bytes();
+    match ty.size() {
+        1 => rec[at] = b[0],
+        2 => rec[at..at + 2].copy_from_slice(&b[..2]),
+        4 => rec[at..at + 4].copy_from_slice(&b[..4]),
+        _ => rec[at..at + 8].copy_from_slice(&b),
+    }
+}
+
 fn read_f(rec: &[u8], at: usize, ty: Primitive) -> f64 {
-    let mut b = [0u8; 8];
-    let w = ty.size();
-    b[..w].copy_from_slice(&rec[at..at + w]);
     match ty {
-        Primitive::F32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        _ => f64::from_le_bytes(b),
+        Primitive::F32 => f64::from(f32::from_le_bytes(bytes(rec, at))),
+        _ => f64::from_le_bytes(bytes(rec, at)),
     }
 }
 
 fn write_f(rec: &mut [u8], at: usize, ty: Primitive, v: f64) {
     match ty {
-        Primitive::F32 => rec[at..at + 4].copy_from_slice(&(v as f32).to_le_bytes()),
-        _ => rec[at..at + 8].copy_from_slice(&v.to_le_bytes()),
+        Primitive::F32 => put(rec, at, ty, u64::from((v as f32).to_bits())),
+        _ => put(rec, at, ty, v.to_bits()),
     }
 }
 
 /// A code in the slot of a float element: `i32` for `f32`, `i64` for `f64`.
 fn read_code(rec: &[u8], at: usize, ty: Primitive) -> i64 {
-    let mut b = [0u8; 8];
-    let w = ty.size();
-    b[..w].copy_from_slice(&rec[at..at + w]);
     match ty {
-        Primitive::F32 => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        _ => i64::from_le_bytes(b),
+        Primitive::F32 => i64::from(i32::from_le_bytes(bytes(rec, at))),
+        _ => i64::from_le_bytes(bytes(rec, at)),
     }
 }
 
 /// Writes a code that fits the slot (checked by the callers' limits).
 fn write_code(rec: &mut [u8], at: usize, ty: Primitive, q: i64) {
-    let w = ty.size();
-    rec[at..at + w].copy_from_slice(&q.to_le_bytes()[..w]);
+    put(rec, at, ty, q as u64);
 }
 
 fn read_int(rec: &[u8], at: usize, ty: Primitive) -> i128 {
-    let mut b = [0u8; 8];
-    let w = ty.size();
-    b[..w].copy_from_slice(&rec[at..at + w]);
     match ty {
-        Primitive::U8 => b[0].into(),
-        Primitive::I8 => (b[0] as i8).into(),
-        Primitive::U16 => u16::from_le_bytes([b[0], b[1]]).into(),
-        Primitive::I16 => i16::from_le_bytes([b[0], b[1]]).into(),
-        Primitive::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]).into(),
-        Primitive::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]).into(),
-        Primitive::U64 => u64::from_le_bytes(b).into(),
-        _ => i64::from_le_bytes(b).into(),
+        Primitive::U8 => rec[at].into(),
+        Primitive::I8 => (rec[at] as i8).into(),
+        Primitive::U16 => u16::from_le_bytes(bytes(rec, at)).into(),
+        Primitive::I16 => i16::from_le_bytes(bytes(rec, at)).into(),
+        Primitive::U32 => u32::from_le_bytes(bytes(rec, at)).into(),
+        Primitive::I32 => i32::from_le_bytes(bytes(rec, at)).into(),
+        Primitive::U64 => u64::from_le_bytes(bytes(rec, at)).into(),
+        _ => i64::from_le_bytes(bytes(rec, at)).into(),
     }
 }
 
 /// Writes an integer known to fit the type (two's complement, little-endian).
 fn write_int(rec: &mut [u8], at: usize, ty: Primitive, v: i64) {
-    let w = ty.size();
-    rec[at..at + w].copy_from_slice(&v.to_le_bytes()[..w]);
+    put(rec, at, ty, v as u64);
 }
 
 fn quat_read(rec: &[u8], at: usize, ty: Primitive) -> [f64; 4] {

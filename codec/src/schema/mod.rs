@@ -78,10 +78,14 @@ impl Primitive {
     /// binary64: floats exactly, integers rounded to nearest-even; `None`
     /// when `bytes` is shorter than the type.
     pub fn to_f64(self, bytes: &[u8]) -> Option<f64> {
-        let b = bytes.get(..self.size())?;
-        let mut w = [0u8; 8];
-        w[..b.len()].copy_from_slice(b);
-        let u = u64::from_le_bytes(w);
+        // One fixed-width load per size (a copy of a variable length would
+        // call `memcpy`).
+        let u = match self.size() {
+            1 => u64::from(*bytes.first()?),
+            2 => u64::from(u16::from_le_bytes(bytes.get(..2)?.try_into().ok()?)),
+            4 => u64::from(u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?)),
+            _ => u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?),
+        };
         Some(match self {
             Self::U8 | Self::U16 | Self::U32 | Self::U64 => u as f64,
             Self::I8 => f64::from(u as u8 as i8),
