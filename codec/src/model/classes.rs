@@ -25,6 +25,8 @@ const LEAVES: usize = 1 << CLASS_BITS;
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct ClassCdf {
     cum: [u16; LEAVES + 1],
+    /// Per 256 of the total, the leaf holding its first target.
+    first: [u8; 128],
 }
 
 impl ClassCdf {
@@ -69,7 +71,15 @@ impl ClassCdf {
             acc += f;
             cum[leaf + 1] = acc as u16;
         }
-        Self { cum }
+        let mut first = [0u8; 128];
+        let mut leaf = 0usize;
+        for (b, f) in first.iter_mut().enumerate() {
+            while u32::from(cum[leaf + 1]) <= (b as u32) << 8 {
+                leaf += 1;
+            }
+            *f = leaf as u8;
+        }
+        Self { cum, first }
     }
 
     /// Leaf `leaf`'s start and frequency.
@@ -81,15 +91,17 @@ impl ClassCdf {
     }
 
     /// The leaf whose share holds `target` (below the total), with its start
-    /// and frequency: the number of leaf ends at or below `target`.
+    /// and frequency: from the leaf of the target's 256-wide bucket, the
+    /// first leaf whose end is above `target` (measured against counting the
+    /// leaf ends at or below `target`, vectorised: Quake 3 encode + decode
+    /// 1-3% faster, racing decode 5%).
     #[inline]
     pub(crate) fn find(&self, target: u32) -> (u32, u32, u32) {
-        let t = target as u16;
-        let mut below = 0u16;
-        for &e in &self.cum[1..] {
-            below += u16::from(e <= t);
+        let mut l = usize::from(self.first[(target >> 8) as usize & 127]);
+        while l < LEAVES - 1 && u32::from(self.cum[l + 1]) <= target {
+            l += 1;
         }
-        let leaf = u32::from(below);
+        let leaf = l as u32;
         let (start, freq) = self.range(leaf);
         (leaf, start, freq)
     }

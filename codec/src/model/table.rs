@@ -218,8 +218,9 @@ impl ModelTable {
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
     /// checked before anything is allocated; the table holds at most
-    /// `2 · max_slots` bytes of probabilities plus 130 bytes of class
-    /// frequencies per value context (at most `max_slots / 80` of them).
+    /// `2 · max_slots` bytes of probabilities plus 258 bytes of class
+    /// frequencies and their lookup per value context (at most
+    /// `max_slots / 80` of them).
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {
         let min = HEADER_LEN + CHECKSUM_LEN;
         if bytes.len() < min {
