@@ -1,6 +1,6 @@
-//! The trained static context model: a binary range coder whose every
-//! decision has a fixed probability looked up by context in a
-//! [`ModelTable`].
+//! The trained static context model: a range coder whose every binary
+//! decision has a fixed probability, and every value's bit-length class a
+//! fixed frequency, looked up by context in a [`ModelTable`].
 //!
 //! The block encoder walks its logical data (masks, kinds, values) and hands
 //! each token to a [`ModelSink`] with a context index it chooses:

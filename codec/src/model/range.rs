@@ -1,5 +1,6 @@
-//! The binary range coder: 32-bit range, carry propagation through a cached
-//! byte (the LZMA construction), 12-bit static probabilities, raw bits, and a
+//! The range coder: 32-bit range, carry propagation through a cached byte
+//! (the LZMA construction), binary decisions with 12-bit static
+//! probabilities, symbols over static cumulative frequencies, raw bits, and a
 //! shortest-tail flush whose trailing zero bytes are dropped (the decoder
 //! reads zeros past the end).
 
@@ -17,7 +18,7 @@ const TOP: u32 = 1 << 24;
 /// Most raw bits coded in one step (the range stays at least `2^8`).
 pub(crate) const RAW_CHUNK: u32 = 16;
 
-/// Encodes binary decisions into bytes.
+/// Encodes decisions, symbols and raw bits into bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeEncoder {
     /// Low end of the interval; bit 32 is a pending carry.
@@ -142,7 +143,8 @@ impl RangeEncoder {
     }
 }
 
-/// Decodes binary decisions; reads zeros past the end of the input.
+/// Decodes decisions, symbols and raw bits; reads zeros past the end of
+/// the input.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeDecoder<'a> {
     input: &'a [u8],
