@@ -4,10 +4,10 @@
 
 #![forbid(unsafe_code)]
 
-use super::classes::{ClassCdf, FREQ_BITS};
+use super::classes::{leaf_of, symbol, ClassCdf, FREQ_BITS};
 use super::range::{RangeDecoder, RangeEncoder};
 use super::value::{
-    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, VALUE_SLOTS,
+    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, TOP_SLOT, VALUE_SLOTS,
 };
 use super::{ModelError, ModelTable};
 
@@ -65,9 +65,13 @@ impl Decisions for EncodeWith<'_, '_> {
         self.0.raw(v, n);
     }
     #[inline]
-    fn class(&mut self, _base: usize, leaf: u32) {
-        let (start, freq) = self.2.range(leaf);
+    fn head(&mut self, _base: usize, class: u32, second: bool) {
+        let leaf = class.min(63);
+        let (start, freq) = self.2.range(symbol(leaf, second));
         self.0.symbol(FREQ_BITS, start, freq);
+        if leaf == 63 {
+            self.0.bit(self.1[TOP_SLOT], class == 64);
+        }
     }
 }
 
@@ -90,7 +94,7 @@ impl<'t> ModelEncoder<'t> {
         }
     }
 
-    /// The probabilities and class frequencies of value context `ctx`
+    /// The probabilities and head frequencies of value context `ctx`
     /// (`None` after an error, which this records when `ctx` is outside the
     /// table).
     #[inline]
@@ -140,7 +144,7 @@ impl ModelSink for ModelEncoder<'_> {
 
 /// Decodes the tokens a [`ModelEncoder`] coded with the same table.
 ///
-/// Every call does bounded work (one class symbol, at most 3 modelled
+/// Every call does bounded work (one head symbol, at most 2 modelled
 /// decisions and 62 raw bits per value) and allocates nothing; bytes past the end read as zero,
 /// so the caller's structure (counts checked against its limits) bounds the
 /// whole decode. [`finish`](Self::finish) rejects unread bytes.
@@ -168,9 +172,11 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
         self.0.raw(n)
     }
     #[inline]
-    fn class_leaf(&mut self, _base: usize) -> Result<u32, ModelError> {
+    fn head(&mut self, _base: usize) -> Result<(u32, bool), ModelError> {
         let classes = self.2;
-        self.0.symbol(FREQ_BITS, |t| classes.find(t))
+        let (leaf, second) = leaf_of(self.0.symbol(FREQ_BITS, |t| classes.find(t))?);
+        let top = leaf == 63 && self.0.bit(self.1[TOP_SLOT]);
+        Ok((leaf + u32::from(top), second))
     }
 }
 

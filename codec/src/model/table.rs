@@ -131,7 +131,7 @@ impl ModelTable {
     }
 
     /// The table of `probs` (one per slot of `shape`, each in
-    /// `1..PROB_ONE`) with its class frequencies.
+    /// `1..PROB_ONE`) with its head frequencies.
     fn build(shape: ModelShape, probs: Vec<u16>) -> Self {
         let bits = shape.bit_contexts as usize;
         let classes = probs
@@ -173,7 +173,7 @@ impl ModelTable {
         self.probs.get(at..at + VALUE_SLOTS)?.try_into().ok()
     }
 
-    /// The probabilities and class frequencies of value context `ctx`, if
+    /// The probabilities and head frequencies of value context `ctx`, if
     /// the table has it.
     #[inline]
     pub(crate) fn value_model(&self, ctx: u32) -> Option<(&[u16; VALUE_SLOTS], &ClassCdf)> {
@@ -218,7 +218,7 @@ impl ModelTable {
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
     /// checked before anything is allocated; the table holds at most
-    /// `2 · max_slots` bytes of probabilities plus 258 bytes of class
+    /// `2 · max_slots` bytes of probabilities plus 382 bytes of head
     /// frequencies and their lookup per value context (at most
     /// `max_slots / 80` of them).
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {
