@@ -31,10 +31,10 @@ pub enum Entropy {
     /// or the dictionary's context model for the whole payload when that
     /// is smaller. With a model, the blocks are only tried when they may
     /// win: when a section spawns an entity that is not recalled (whole
-    /// records, where the dictionary's long matches pay), or when the model
-    /// stream is more than seven eighths of the payload (its rows as masks and
-    /// values: byte planes are only chosen for the blocks); otherwise the
-    /// model stream is sent.
+    /// records, where the dictionary's long matches pay) and the model
+    /// stream is more than two thirds of the payload, or when it is more
+    /// than seven eighths of it (its rows as masks and values: byte planes
+    /// are only chosen for the blocks); otherwise the model stream is sent.
     #[default]
     Best,
     /// zstd only.
@@ -45,6 +45,19 @@ pub enum Entropy {
     /// trying the blocks (faster to encode); as `Best` when the dictionary
     /// has no model table or the stream would not fit one block.
     Model,
+}
+
+/// Where the model stream of the packet being built stands.
+enum ModelStream {
+    /// No packet is being built.
+    Idle,
+    /// To be coded, by the payload's sizing walk or when the packet is
+    /// finished.
+    Due,
+    /// Coded by the sizing walk.
+    Coded(Vec<u8>),
+    /// The sizing walk could not code it (a token outside the table).
+    Failed,
 }
 
 /// A dictionary digested for this encoder's level.
@@ -129,6 +142,8 @@ pub struct Encoder {
     /// The schema's model contexts (`None`: too large for a model).
     context_map: Option<ContextMap>,
     model_out: Vec<u8>,
+    /// The packet's model stream when the payload's sizing walk coded it.
+    model_stream: ModelStream,
     codes: crate::quant::codes::CodeSpace,
     /// The two candidates' blocks of a row-mode trial, and which of them
     /// holds this packet's blocks (`Some` only when the trial ran for the
@@ -199,6 +214,7 @@ impl Encoder {
             packet: Vec::new(),
             context_map,
             model_out: Vec::new(),
+            model_stream: ModelStream::Idle,
             codes: Default::default(),
             trial: Default::default(),
             trial_payload: Vec::new(),
@@ -562,6 +578,11 @@ impl Encoder {
         self.payload.clear();
         self.payload_len = 0;
         self.payload_written = true;
+        if let ModelStream::Coded(buf) =
+            core::mem::replace(&mut self.model_stream, ModelStream::Due)
+        {
+            self.model_out = buf;
+        }
         let limit = self.limits.max_entities_per_section;
         let snapshot_bytes = sections
             .clone()
@@ -826,6 +847,12 @@ impl Encoder {
             return;
         }
         let mut len = LenSink::new();
+        if self.size_with_model(&mut len) {
+            self.payload.clear();
+            self.payload_len = len.len();
+            self.payload_written = false;
+            return;
+        }
         for (i, s) in self.scratch.iter().enumerate() {
             tokens::write_meta(&mut len, i, &s.tokens, s.tokens.planes);
         }
@@ -839,6 +866,34 @@ impl Encoder {
         self.payload.clear();
         self.payload_len = len.len();
         self.payload_written = false;
+    }
+
+    /// Counts the payload's length into `len` while coding the model
+    /// stream, in one walk, when the packet's stream is due and the walks
+    /// are the same (no section as byte planes); returns whether it did.
+    fn size_with_model(&mut self, len: &mut LenSink) -> bool {
+        let table = match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(k),
+            _ => self.dict.as_ref(),
+        }
+        .and_then(|p| p.model.as_deref());
+        let (Some(table), Some(map)) = (table, &self.context_map) else {
+            return false;
+        };
+        if !matches!(self.model_stream, ModelStream::Due)
+            || self.entropy == Entropy::Zstd
+            || self.scratch.iter().any(|s| s.tokens.planes)
+        {
+            return false;
+        }
+        let buf = core::mem::take(&mut self.model_out);
+        self.model_stream =
+            match model::encode_sections_sized(map, table, &self.scratch, &self.elements, buf, len)
+            {
+                Ok(stream) => ModelStream::Coded(stream),
+                Err(_) => ModelStream::Failed,
+            };
+        true
     }
 
     /// Writes the payload if only its length was counted.
@@ -891,13 +946,20 @@ impl Encoder {
         // the blocks; `Best` keeps it when it is smaller than they are.
         let table = prepared.and_then(|p| p.model.as_deref());
         let mut model = None;
+        let coded = core::mem::replace(&mut self.model_stream, ModelStream::Idle);
         if let (Some(table), Some(map), false) =
             (table, &self.context_map, self.entropy == Entropy::Zstd)
         {
-            let buf = core::mem::take(&mut self.model_out);
-            if let Ok(stream) =
-                model::encode_sections(map, table, &self.scratch, &self.elements, buf)
-            {
+            let stream = match coded {
+                ModelStream::Coded(stream) => Ok(stream),
+                ModelStream::Failed => Err(()),
+                ModelStream::Idle | ModelStream::Due => {
+                    let buf = core::mem::take(&mut self.model_out);
+                    model::encode_sections(map, table, &self.scratch, &self.elements, buf)
+                        .map_err(|_| ())
+                }
+            };
+            if let Ok(stream) = stream {
                 if (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len()) {
                     model = Some(stream);
                 } else {
@@ -927,22 +989,33 @@ impl Encoder {
     }
 
     /// Whether `Entropy::Best` tries the blocks against a model stream of
-    /// `model` bytes: when a section spawns an entity that is not recalled
-    /// (whole records against the default record, where a dictionary's
-    /// long matches beat the model), or when the model saved less than an
-    /// eighth of the payload (as sized by `build_coded`: with the byte-plane
-    /// choice deferred, every row as masks and values, unless that length
-    /// is over the payload limit). Elsewhere the blocks win rarely and by
-    /// little: measured with the blocks tried for every packet, this rule
-    /// costs 0.044% of the bytes on the Quake 3 demos (the blocks are
-    /// built for 2% of their packets) and nothing on the racing lobby and
-    /// the cube pile with their shipped sets, whose model streams are
-    /// 0.81-0.83 and 0.64-0.72 of the payload and always smaller than the
-    /// blocks.
+    /// `model` bytes, the payload sized as by `build_coded` (with the
+    /// byte-plane choice deferred, every row as masks and values, unless
+    /// that length is over the payload limit):
+    /// - when a section spawns an entity that is not recalled (whole
+    ///   records against the default record, where a dictionary's long
+    ///   matches can beat the model) and the model saved less than a third
+    ///   of the payload;
+    /// - when the model saved less than an eighth of the payload.
+    ///
+    /// Elsewhere the blocks win rarely and by little. Measured on the
+    /// Quake 3 demos (`q3_replay`, each trained on the other four): trying
+    /// the blocks for every packet saves 0.044% of the bytes over trying
+    /// them on spawns and over seven eighths; of those tries the blocks won
+    /// 31, and every one with a spawn had a model stream of at least 0.67
+    /// of the payload, so the two-thirds limit loses 1 byte over the five
+    /// demos while the blocks are built for 0.25-1.1% of the packets
+    /// instead of 0.9-2.8% (a limit of 11/16 would lose 537 bytes on one
+    /// demo).
+    /// On the racing lobby and the cube pile with their shipped sets the
+    /// model streams are 0.81-0.83 and 0.64-0.72 of the payload and always
+    /// smaller than the blocks.
     fn blocks_may_win(&self, model: usize) -> bool {
-        self.scratch
+        let spawns = self
+            .scratch
             .iter()
-            .any(|s| s.tokens.recalled.iter().any(|&r| !r))
+            .any(|s| s.tokens.recalled.iter().any(|&r| !r));
+        (spawns && model.saturating_mul(3) > self.payload_len.saturating_mul(2))
             || model.saturating_mul(8) > self.payload_len.saturating_mul(7)
     }
 

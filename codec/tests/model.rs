@@ -414,3 +414,49 @@ fn tables_from_probabilities_are_checked() {
         })
     );
 }
+
+/// A table of skewed node probabilities: slot `i` holds
+/// `1 + (i · 997 + 123) mod 4095`.
+fn skewed_table() -> ModelTable {
+    let shape = ModelShape {
+        bit_contexts: 1,
+        value_contexts: 1,
+    };
+    let probs = (0..81u32).map(|i| (1 + (i * 997 + 123) % 4095) as u16);
+    ModelTable::from_probabilities(shape, probs.collect()).unwrap()
+}
+
+const SKEWED_TOKENS: [Token; 8] = [
+    Token::Uint(0, 0),
+    Token::Bit(0, true),
+    Token::Uint(0, 1),
+    Token::Uint(0, 5),
+    Token::Uint(0, 300),
+    Token::Sint(0, 77),
+    Token::Uint(0, 1 << 40),
+    Token::Uint(0, u64::MAX),
+];
+
+/// Class leaf and second bit are one symbol over frequencies derived from
+/// the slots' probabilities (FORMAT.md, "Head frequencies"); this stream pins
+/// that arithmetic (a decoder written from FORMAT.md alone reads it back).
+#[test]
+fn golden_class_symbols() {
+    let table = skewed_table();
+    let bytes = encode(&table, &SKEWED_TOKENS);
+    assert_eq!(bytes, GOLDEN_SKEWED_STREAM);
+    decode_all(&table, &bytes, &SKEWED_TOKENS).unwrap();
+}
+
+const GOLDEN_SKEWED_STREAM: &[u8] = &[
+    0x00, 0x00, 0xeb, 0xe8, 0x5d, 0x19, 0xa1, 0xdf, 0x6e, 0x27, 0x14, 0x09, 0x05, 0x00, 0x00, 0x09,
+    0x13, 0xff, 0xd8, 0x8e, 0xff, 0xff, 0xff, 0xff, 0xf8,
+];
+
+#[test]
+fn symbol_targets_past_the_total_are_corrupt() {
+    // code 0xffff8000 is r · 2^15 for the initial range: no leaf holds it.
+    let table = ModelTable::uniform(SHAPE).unwrap();
+    let mut dec = ModelDecoder::new(&table, &[0xff, 0xff, 0x80, 0x00]).unwrap();
+    assert_eq!(dec.uint(0), Err(ModelError::Corrupt));
+}

@@ -4,9 +4,10 @@
 
 #![forbid(unsafe_code)]
 
+use super::classes::{leaf_of, symbol, ClassCdf, FREQ_BITS};
 use super::range::{RangeDecoder, RangeEncoder};
 use super::value::{
-    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, CLASS_BITS, VALUE_SLOTS,
+    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, TOP_SLOT, VALUE_SLOTS,
 };
 use super::{ModelError, ModelTable};
 
@@ -50,8 +51,9 @@ pub struct ModelEncoder<'t> {
     error: Option<ModelError>,
 }
 
-/// The range coder with one value context's probabilities.
-struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t [u16; VALUE_SLOTS]);
+/// The range coder with one value context's probabilities and class
+/// frequencies.
+struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t [u16; VALUE_SLOTS], &'t ClassCdf);
 
 impl Decisions for EncodeWith<'_, '_> {
     #[inline]
@@ -61,6 +63,15 @@ impl Decisions for EncodeWith<'_, '_> {
     #[inline]
     fn raw(&mut self, v: u64, n: u32) {
         self.0.raw(v, n);
+    }
+    #[inline]
+    fn head(&mut self, _base: usize, class: u32, second: bool) {
+        let leaf = class.min(63);
+        let (start, freq) = self.2.range(symbol(leaf, second));
+        self.0.symbol(FREQ_BITS, start, freq);
+        if leaf == 63 {
+            self.0.bit(self.1[TOP_SLOT], class == 64);
+        }
     }
 }
 
@@ -83,14 +94,15 @@ impl<'t> ModelEncoder<'t> {
         }
     }
 
-    /// The probabilities of value context `ctx` (`None` after an error,
-    /// which this records when `ctx` is outside the table).
+    /// The probabilities and head frequencies of value context `ctx`
+    /// (`None` after an error, which this records when `ctx` is outside the
+    /// table).
     #[inline]
-    fn value_probs(&mut self, ctx: u32) -> Option<&'t [u16; VALUE_SLOTS]> {
+    fn value_model(&mut self, ctx: u32) -> Option<(&'t [u16; VALUE_SLOTS], &'t ClassCdf)> {
         if self.error.is_some() {
             return None;
         }
-        let probs = self.table.value_probs(ctx);
+        let probs = self.table.value_model(ctx);
         if probs.is_none() {
             self.error = Some(ModelError::ValueContext {
                 ctx,
@@ -117,23 +129,23 @@ impl ModelSink for ModelEncoder<'_> {
 
     #[inline]
     fn uint(&mut self, ctx: u32, v: u64) {
-        if let Some(probs) = self.value_probs(ctx) {
-            put_uint(&mut EncodeWith(&mut self.rc, probs), 0, v);
+        if let Some((probs, classes)) = self.value_model(ctx) {
+            put_uint(&mut EncodeWith(&mut self.rc, probs, classes), 0, v);
         }
     }
 
     #[inline]
     fn sint(&mut self, ctx: u32, zigzag: u64) {
-        if let Some(probs) = self.value_probs(ctx) {
-            put_sint(&mut EncodeWith(&mut self.rc, probs), 0, zigzag);
+        if let Some((probs, classes)) = self.value_model(ctx) {
+            put_sint(&mut EncodeWith(&mut self.rc, probs, classes), 0, zigzag);
         }
     }
 }
 
 /// Decodes the tokens a [`ModelEncoder`] coded with the same table.
 ///
-/// Every call does bounded work (at most 7 modelled decisions and 62 raw
-/// bits per value) and allocates nothing; bytes past the end read as zero,
+/// Every call does bounded work (one head symbol, at most 2 modelled
+/// decisions and 62 raw bits per value) and allocates nothing; bytes past the end read as zero,
 /// so the caller's structure (counts checked against its limits) bounds the
 /// whole decode. [`finish`](Self::finish) rejects unread bytes.
 #[derive(Debug, Clone)]
@@ -142,8 +154,13 @@ pub struct ModelDecoder<'t, 'a> {
     rc: RangeDecoder<'a>,
 }
 
-/// The range decoder with one value context's probabilities.
-struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t [u16; VALUE_SLOTS]);
+/// The range decoder with one value context's probabilities and class
+/// frequencies.
+struct DecodeWith<'a, 'b, 't>(
+    &'a mut RangeDecoder<'b>,
+    &'t [u16; VALUE_SLOTS],
+    &'t ClassCdf,
+);
 
 impl DecisionSource for DecodeWith<'_, '_, '_> {
     #[inline]
@@ -154,22 +171,12 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
     fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
         self.0.raw(n)
     }
-    /// The class tree with both children's probabilities loaded before
-    /// each decision is known (the slots of nodes `2n` and `2n + 1` are
-    /// neighbours), so the load is off the chain of dependent decisions.
     #[inline]
-    fn class_leaf(&mut self, base: usize) -> u32 {
-        let probs = &self.1[base..];
-        let mut node = 1usize;
-        let mut p = probs[0];
-        for _ in 0..CLASS_BITS - 1 {
-            let (left, right) = (probs[2 * node - 1], probs[2 * node]);
-            let b = self.0.bit(p);
-            node = node * 2 + usize::from(b);
-            p = if b { right } else { left };
-        }
-        let b = self.0.bit(p);
-        (node * 2 + usize::from(b) - (1 << CLASS_BITS)) as u32
+    fn head(&mut self, _base: usize) -> Result<(u32, bool), ModelError> {
+        let classes = self.2;
+        let (leaf, second) = leaf_of(self.0.symbol(FREQ_BITS, |t| classes.find(t))?);
+        let top = leaf == 63 && self.0.bit(self.1[TOP_SLOT]);
+        Ok((leaf + u32::from(top), second))
     }
 }
 
@@ -195,15 +202,15 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     /// An unsigned value in value context `ctx`.
     #[inline]
     pub fn uint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let probs = self.value_probs(ctx)?;
-        get_uint(&mut DecodeWith(&mut self.rc, probs), 0)
+        let (probs, classes) = self.value_model(ctx)?;
+        get_uint(&mut DecodeWith(&mut self.rc, probs, classes), 0)
     }
 
     /// A signed value in value context `ctx`, returned in zigzag form.
     #[inline]
     pub fn sint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let probs = self.value_probs(ctx)?;
-        get_sint(&mut DecodeWith(&mut self.rc, probs), 0)
+        let (probs, classes) = self.value_model(ctx)?;
+        get_sint(&mut DecodeWith(&mut self.rc, probs, classes), 0)
     }
 
     /// Checks that the stream has no bytes the decoder did not need.
@@ -212,8 +219,8 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     }
 
     #[inline]
-    fn value_probs(&self, ctx: u32) -> Result<&'t [u16; VALUE_SLOTS], ModelError> {
-        self.table.value_probs(ctx).ok_or(ModelError::ValueContext {
+    fn value_model(&self, ctx: u32) -> Result<(&'t [u16; VALUE_SLOTS], &'t ClassCdf), ModelError> {
+        self.table.value_model(ctx).ok_or(ModelError::ValueContext {
             ctx,
             count: self.table.shape().value_contexts,
         })

@@ -1,6 +1,6 @@
-//! The trained static context model: a binary range coder whose every
-//! decision has a fixed probability looked up by context in a
-//! [`ModelTable`].
+//! The trained static context model: a range coder whose every binary
+//! decision has a fixed probability, and every value's bit-length class a
+//! fixed frequency, looked up by context in a [`ModelTable`].
 //!
 //! The block encoder walks its logical data (masks, kinds, values) and hands
 //! each token to a [`ModelSink`] with a context index it chooses:
@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+mod classes;
 mod coder;
 mod contexts;
 mod error;
@@ -56,4 +57,6 @@ pub use range::{PROB_BITS, PROB_ONE};
 pub use stats::ModelStats;
 pub use table::{quantise, ModelShape, ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 pub use value::{class_of, VALUE_SLOTS};
-pub(crate) use walk::{context_map, count_sections, encode_sections, WalkSource};
+pub(crate) use walk::{
+    context_map, count_sections, encode_sections, encode_sections_sized, WalkSource,
+};

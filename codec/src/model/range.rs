@@ -1,5 +1,6 @@
-//! The binary range coder: 32-bit range, carry propagation through a cached
-//! byte (the LZMA construction), 12-bit static probabilities, raw bits, and a
+//! The range coder: 32-bit range, carry propagation through a cached byte
+//! (the LZMA construction), binary decisions with 12-bit static
+//! probabilities, symbols over static cumulative frequencies, raw bits, and a
 //! shortest-tail flush whose trailing zero bytes are dropped (the decoder
 //! reads zeros past the end).
 
@@ -17,7 +18,7 @@ const TOP: u32 = 1 << 24;
 /// Most raw bits coded in one step (the range stays at least `2^8`).
 pub(crate) const RAW_CHUNK: u32 = 16;
 
-/// Encodes binary decisions into bytes.
+/// Encodes decisions, symbols and raw bits into bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeEncoder {
     /// Low end of the interval; bit 32 is a pending carry.
@@ -83,6 +84,20 @@ impl RangeEncoder {
         }
     }
 
+    /// Codes the symbol whose share of a frequency total `2^bits` is
+    /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
+    /// divided by `2^bits` and the share picks the part.
+    #[inline]
+    pub(crate) fn symbol(&mut self, bits: u32, start: u32, freq: u32) {
+        let r = self.range >> bits;
+        self.low += u64::from(r * start);
+        self.range = r * freq;
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
     fn shift_low(&mut self) {
         if self.low < 0xff00_0000 || self.low >= 1 << 32 {
             let carry = (self.low >> 32) as u8;
@@ -128,7 +143,8 @@ impl RangeEncoder {
     }
 }
 
-/// Decodes binary decisions; reads zeros past the end of the input.
+/// Decodes decisions, symbols and raw bits; reads zeros past the end of
+/// the input.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeDecoder<'a> {
     input: &'a [u8],
@@ -206,6 +222,28 @@ impl<'a> RangeDecoder<'a> {
             self.normalize();
         }
         Ok(v)
+    }
+
+    /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
+    /// `find` maps the target (below `2^bits`) to the symbol, its start and
+    /// its frequency. A target at or past the total (which no encoder
+    /// produces) is `Corrupt`.
+    #[inline]
+    pub(crate) fn symbol<F: FnOnce(u32) -> (u32, u32, u32)>(
+        &mut self,
+        bits: u32,
+        find: F,
+    ) -> Result<u32, ModelError> {
+        let r = self.range >> bits;
+        let target = self.code / r;
+        if target >> bits != 0 {
+            return Err(ModelError::Corrupt);
+        }
+        let (symbol, start, freq) = find(target);
+        self.code -= r * start;
+        self.range = r * freq;
+        self.normalize();
+        Ok(symbol)
     }
 
     /// Checks that the decoder read every byte of the input.

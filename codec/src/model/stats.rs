@@ -81,8 +81,10 @@ impl ModelStats {
     }
 
     /// Bits the counted tokens cost when coded with `table` (ideal code
-    /// lengths, raw bits included; the range coder adds at most about two
-    /// bytes per stream).
+    /// lengths, raw bits included; class leaves and second bits priced by
+    /// their decisions, which the coder's head-symbol frequencies follow to
+    /// within their quantisation to `2^15`; the range coder adds at most
+    /// about two bytes per stream).
     pub fn cost_bits(&self, table: &ModelTable) -> Result<f64, ModelError> {
         if self.shape != table.shape() {
             return Err(self.shape.mismatch(&table.shape()));

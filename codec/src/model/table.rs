@@ -18,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::classes::ClassCdf;
 use super::range::{PROB_BITS, PROB_ONE};
 use super::value::VALUE_SLOTS;
 use super::{ModelError, ModelStats};
@@ -65,6 +66,9 @@ pub struct ModelTable {
     shape: ModelShape,
     /// Chance of a 0 per slot, in `1..PROB_ONE`.
     probs: Vec<u16>,
+    /// Per value context, its class leaves' frequencies (derived from
+    /// `probs`).
+    classes: Vec<ClassCdf>,
 }
 
 impl core::fmt::Debug for ModelTable {
@@ -91,10 +95,7 @@ impl ModelTable {
     /// A table with every slot at [`PRIOR`] (each decision costs one bit).
     pub fn uniform(shape: ModelShape) -> Result<Self, ModelError> {
         check_slots(shape, DEFAULT_MAX_SLOTS)?;
-        Ok(Self {
-            shape,
-            probs: vec![PRIOR; shape.slots() as usize],
-        })
+        Ok(Self::build(shape, vec![PRIOR; shape.slots() as usize]))
     }
 
     /// A table with the given probability of a 0 for every slot (bit
@@ -114,18 +115,35 @@ impl ModelTable {
         {
             return Err(ModelError::BadProbability { slot, value });
         }
-        Ok(Self { shape, probs })
+        Ok(Self::build(shape, probs))
     }
 
     /// Quantises training counts (see [`quantise`]).
     pub fn from_stats(stats: &ModelStats) -> Self {
-        Self {
-            shape: stats.shape(),
-            probs: stats
+        Self::build(
+            stats.shape(),
+            stats
                 .counts()
                 .iter()
                 .map(|&[n0, n1]| quantise(n0, n1))
                 .collect(),
+        )
+    }
+
+    /// The table of `probs` (one per slot of `shape`, each in
+    /// `1..PROB_ONE`) with its head frequencies.
+    fn build(shape: ModelShape, probs: Vec<u16>) -> Self {
+        let bits = shape.bit_contexts as usize;
+        let classes = probs
+            .get(bits..)
+            .unwrap_or_default()
+            .chunks_exact(VALUE_SLOTS)
+            .map(ClassCdf::from_nodes)
+            .collect();
+        Self {
+            shape,
+            probs,
+            classes,
         }
     }
 
@@ -153,6 +171,13 @@ impl ModelTable {
         }
         let at = self.value_base(ctx);
         self.probs.get(at..at + VALUE_SLOTS)?.try_into().ok()
+    }
+
+    /// The probabilities and head frequencies of value context `ctx`, if
+    /// the table has it.
+    #[inline]
+    pub(crate) fn value_model(&self, ctx: u32) -> Option<(&[u16; VALUE_SLOTS], &ClassCdf)> {
+        Some((self.value_probs(ctx)?, self.classes.get(ctx as usize)?))
     }
 
     #[inline]
@@ -192,8 +217,10 @@ impl ModelTable {
     }
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
-    /// checked before anything is allocated; the allocation is at most
-    /// `2 · max_slots` bytes.
+    /// checked before anything is allocated; the table holds at most
+    /// `2 · max_slots` bytes of probabilities plus 382 bytes of head
+    /// frequencies and their lookup per value context (at most
+    /// `max_slots / 80` of them).
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {
         let min = HEADER_LEN + CHECKSUM_LEN;
         if bytes.len() < min {
@@ -262,7 +289,7 @@ impl ModelTable {
                 *p = value;
             }
         }
-        Ok(Self { shape, probs })
+        Ok(Self::build(shape, probs))
     }
 }
 

@@ -1,7 +1,9 @@
-//! How a value becomes binary decisions: its bit-length class through a
+//! How a value becomes decisions: its bit-length class as a leaf of a
 //! 6-level binary tree (classes 63 and 64 share a leaf and one more
-//! decision), the bit below the top bit with its own probability, the
-//! remaining bits raw, and for signed (zigzag) values a modelled sign.
+//! decision) and the bit below the top bit with its own probability (the
+//! head: training counts these decisions, the coder codes leaf and second
+//! bit as one symbol, see [`classes`](super::classes)), the remaining bits
+//! raw, and for signed (zigzag) values a modelled sign.
 //!
 //! The [`VALUE_SLOTS`] probabilities of one value context:
 //!
@@ -20,7 +22,7 @@ use super::ModelError;
 pub const VALUE_SLOTS: usize = 80;
 /// Levels of the class tree: leaves 0..=63.
 pub(crate) const CLASS_BITS: u32 = 6;
-const TOP_SLOT: usize = 63;
+pub(crate) const TOP_SLOT: usize = 63;
 const SECOND_SLOT: usize = 64;
 const SECOND_SLOTS: u32 = 15;
 const SIGN_SLOT: usize = 79;
@@ -31,6 +33,28 @@ pub(crate) trait Decisions {
     fn decision(&mut self, slot: usize, bit: bool);
     /// The low `n` bits of `v`, raw.
     fn raw(&mut self, v: u64, n: u32);
+    /// The class `class` (0..=64) of a value in the context starting at
+    /// `base` and, for classes from 2, the bit below its top bit: here
+    /// [`CLASS_BITS`] tree decisions from the root, each at its node's
+    /// slot, for leaf 63 the decision between classes 63 and 64, then the
+    /// second bit's decision (the coder codes leaf and second bit as one
+    /// symbol instead).
+    #[inline]
+    fn head(&mut self, base: usize, class: u32, second: bool) {
+        let leaf = class.min(63);
+        let mut node = 1usize;
+        for i in (0..CLASS_BITS).rev() {
+            let b = (leaf >> i) & 1 == 1;
+            self.decision(base + node - 1, b);
+            node = node * 2 + usize::from(b);
+        }
+        if leaf == 63 {
+            self.decision(base + TOP_SLOT, class == 64);
+        }
+        if class >= 2 {
+            self.decision(base + second_slot(class), second);
+        }
+    }
 }
 
 /// Something binary decisions come from.
@@ -39,17 +63,22 @@ pub(crate) trait DecisionSource {
     fn decision(&mut self, slot: usize) -> bool;
     /// `n` raw bits, most significant first.
     fn raw(&mut self, n: u32) -> Result<u64, ModelError>;
-    /// The leaf (0..=63) of the class tree of the context starting at
-    /// `base`: [`CLASS_BITS`] decisions from the root, each at its node's
-    /// slot.
+    /// The class and second bit [`Decisions::head`] emitted in the
+    /// context starting at `base` (the second bit is `false` below
+    /// class 2).
     #[inline]
-    fn class_leaf(&mut self, base: usize) -> u32 {
+    fn head(&mut self, base: usize) -> Result<(u32, bool), ModelError> {
         let mut node = 1usize;
         for _ in 0..CLASS_BITS {
             let b = self.decision(base + node - 1);
             node = node * 2 + usize::from(b);
         }
-        (node - (1 << CLASS_BITS)) as u32
+        let mut class = (node - (1 << CLASS_BITS)) as u32;
+        if class == 63 && self.decision(base + TOP_SLOT) {
+            class = 64;
+        }
+        let second = class >= 2 && self.decision(base + second_slot(class));
+        Ok((class, second))
     }
 }
 
@@ -60,8 +89,10 @@ pub fn class_of(v: u64) -> u32 {
     64 - v.leading_zeros()
 }
 
+/// The slot (from a context's base) of the second bit of class `class`
+/// (2..=64).
 #[inline]
-fn second_slot(class: u32) -> usize {
+pub(crate) fn second_slot(class: u32) -> usize {
     SECOND_SLOT + (class - 2).min(SECOND_SLOTS - 1) as usize
 }
 
@@ -69,18 +100,9 @@ fn second_slot(class: u32) -> usize {
 #[inline]
 pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
     let class = class_of(v);
-    let leaf = class.min(63);
-    let mut node = 1usize;
-    for i in (0..CLASS_BITS).rev() {
-        let b = (leaf >> i) & 1 == 1;
-        d.decision(base + node - 1, b);
-        node = node * 2 + usize::from(b);
-    }
-    if leaf == 63 {
-        d.decision(base + TOP_SLOT, class == 64);
-    }
+    let second = class >= 2 && (v >> (class - 2)) & 1 == 1;
+    d.head(base, class, second);
     if class >= 2 {
-        d.decision(base + second_slot(class), (v >> (class - 2)) & 1 == 1);
         d.raw(v, class - 2);
     }
 }
@@ -99,15 +121,12 @@ pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
 /// Reads an unsigned value from the context starting at `base`.
 #[inline]
 pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
-    let mut class = s.class_leaf(base);
-    if class == 63 && s.decision(base + TOP_SLOT) {
-        class = 64;
-    }
+    let (class, second) = s.head(base)?;
     match class {
         0 => Ok(0),
         1 => Ok(1),
         _ => {
-            let second = u64::from(s.decision(base + second_slot(class)));
+            let second = u64::from(second);
             let rest = s.raw(class - 2)?;
             Ok((1u64 << (class - 1)) | (second << (class - 2)) | rest)
         }

@@ -264,6 +264,48 @@ pub(crate) fn encode_sections(
     sink.finish()?.finish()
 }
 
+/// Hands every token to both sinks.
+struct Both<'a, A, B>(&'a mut A, B);
+
+impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
+    #[inline]
+    fn bit(&mut self, ctx: u32, bit: bool) {
+        self.0.bit(ctx, bit);
+        self.1.bit(ctx, bit);
+    }
+    #[inline]
+    fn uint(&mut self, ctx: u32, v: u64) {
+        self.0.uint(ctx, v);
+        self.1.uint(ctx, v);
+    }
+    #[inline]
+    fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u64) {
+        self.0.groups(section, row, first, n, bits);
+        self.1.groups(section, row, first, n, bits);
+    }
+    #[inline]
+    fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
+        self.0.group(section, row, first, n, bits);
+        self.1.group(section, row, first, n, bits);
+    }
+}
+
+/// [`encode_sections`] while `other` (sizing the payload of the same
+/// walk, every row as masks and values) receives every token too: one
+/// walk instead of two.
+pub(crate) fn encode_sections_sized<T: TokenSink>(
+    map: &ContextMap,
+    table: &ModelTable,
+    scratch: &[EncodeScratch],
+    elements: &[Vec<Element>],
+    out: Vec<u8>,
+    other: &mut T,
+) -> Result<Vec<u8>, ModelError> {
+    let mut both = Both(other, WalkSink::new(map, ModelEncoder::new(table, out)));
+    walk_sections(&mut both, scratch, elements);
+    both.1.finish()?.finish()
+}
+
 /// Counts the sections' tokens into `stats` (tokens the map does not know,
 /// or outside `stats`' shape, are recorded in `stats`' error).
 pub(crate) fn count_sections(

@@ -211,9 +211,9 @@ pub fn huffman_decode(data: &[u8]) {
     let _ = huffman_decode_inner(&mut Unstructured::new(data));
 }
 
-/// Arbitrary tokens under a trained, unrelated or uniform model table:
-/// encode then decode is the identity and the stream has no trailing
-/// bytes; arbitrary bytes under the table decode to values or typed errors
+/// Arbitrary tokens under a trained, unrelated, arbitrary or uniform model
+/// table: encode then decode is the identity and the stream has no
+/// trailing bytes; arbitrary bytes under the table decode to values or typed errors
 /// for any sequence of calls, never a panic.
 pub fn model_decode(data: &[u8]) {
     let _ = model_decode_inner(&mut Unstructured::new(data));

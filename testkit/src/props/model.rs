@@ -57,7 +57,7 @@ pub(super) fn model_decode_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         value_contexts: u.int_in_range(0..=4)?,
     };
     let tokens = arb_tokens(u, shape)?;
-    let table = match u.int_in_range(0..=2u8)? {
+    let table = match u.int_in_range(0..=3u8)? {
         // Trained on the tokens themselves: skewed probabilities.
         0 => {
             let Ok(mut stats) = ModelStats::new(shape) else {
@@ -75,6 +75,23 @@ pub(super) fn model_decode_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             };
             feed(&mut stats, &other);
             ModelTable::from_stats(&stats)
+        }
+        // Arbitrary probabilities, extremes included: the class
+        // frequencies derived from them cover every leaf.
+        2 => {
+            let slots = shape.slots() as usize;
+            let mut probs = Vec::with_capacity(slots);
+            for _ in 0..slots {
+                probs.push(match u.int_in_range(0..=2u8)? {
+                    0 => 1,
+                    1 => 4095,
+                    _ => u.int_in_range(1..=4095u16)?,
+                });
+            }
+            match ModelTable::from_probabilities(shape, probs) {
+                Ok(t) => t,
+                Err(e) => panic!("probabilities in range refused: {e}"),
+            }
         }
         _ => match ModelTable::uniform(shape) {
             Ok(t) => t,
