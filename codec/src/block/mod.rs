@@ -27,5 +27,8 @@ pub(crate) use header::{BlockHeader, BlockType};
 #[cfg(feature = "internals")]
 pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 pub use huffman::{HuffmanError, HuffmanTable};
-pub(crate) use stream::{decode_blocks, encode_blocks, max_blocks_len, Coders, ZstdBlocks};
+pub(crate) use stream::{
+    decode_blocks, encode_blocks, max_blocks_len, small_block_level, Coders, ZstdBlocks,
+    SMALL_BLOCK,
+};
 pub(crate) use zstd_raw::{CDict, DDict};

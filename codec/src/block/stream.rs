@@ -25,6 +25,22 @@ pub(crate) trait Backend {
     ) -> Result<usize, &'static str>;
 }
 
+/// Blocks up to this many bytes are compressed at [`small_block_level`].
+pub(crate) const SMALL_BLOCK: usize = 1024;
+
+/// The zstd level of a block of up to [`SMALL_BLOCK`] bytes under an
+/// encoder at `level`: one lower, not below 1. At the default level 3 that
+/// is zstd's `fast` strategy instead of `dfast`; measured on the Quake 3
+/// demos (payloads of 40-130 bytes with a 16 KiB dictionary): 8% less
+/// encode + decode time on the largest, and 0.01% fewer bytes in all.
+pub(crate) fn small_block_level(level: i32) -> i32 {
+    if level > 1 {
+        level - 1
+    } else {
+        level
+    }
+}
+
 /// The zstd raw block backend at a fixed compression level.
 pub(crate) struct ZstdBlocks {
     level: i32,
@@ -55,10 +71,15 @@ impl Backend for ZstdBlocks {
         if self.cctx.is_none() {
             self.cctx = zstd_raw::CCtx::new();
         }
+        let level = if src.len() <= SMALL_BLOCK {
+            small_block_level(self.level)
+        } else {
+            self.level
+        };
         let n = self
             .cctx
             .as_mut()?
-            .compress_block(self.level, dict, src, dst)
+            .compress_block(level, dict, src, dst)
             .ok()?;
         (n > 0).then_some(n)
     }
@@ -102,8 +123,12 @@ fn header_at(out: &[u8], at: usize) -> BlockHeader {
 pub(crate) struct Coders<'a> {
     /// Try zstd.
     pub(crate) zstd: bool,
-    /// zstd's dictionary.
+    /// zstd's dictionary, digested at the backend's level for blocks over
+    /// [`SMALL_BLOCK`] bytes.
     pub(crate) dict: Option<&'a CDict>,
+    /// The same dictionary digested at [`small_block_level`] for blocks up
+    /// to [`SMALL_BLOCK`] bytes (`dict` when `None`).
+    pub(crate) small_dict: Option<&'a CDict>,
     /// A trained Huffman table to try.
     pub(crate) huffman: Option<&'a HuffmanTable>,
 }
@@ -142,9 +167,13 @@ pub(crate) fn encode_blocks<B: Backend>(
         // zstd gets the whole scratch (it refuses tight buffers even when its
         // output would fit); only a result smaller than the rest counts.
         let best = huff.map_or(chunk.len(), |h| h.1);
+        let dict = match coders.small_dict {
+            Some(small) if chunk.len() <= SMALL_BLOCK => Some(small),
+            _ => coders.dict,
+        };
         let zstd = if coders.zstd {
             backend
-                .compress(chunk, &mut scratch[..chunk.len() - 1], coders.dict)
+                .compress(chunk, &mut scratch[..chunk.len() - 1], dict)
                 .filter(|&n| n < best)
         } else {
             None
@@ -434,6 +463,7 @@ mod tests {
             let c = Coders {
                 zstd,
                 dict: None,
+                small_dict: None,
                 huffman,
             };
             encode_blocks(&mut z, c, &payload, &mut Vec::new(), &mut o);
