@@ -265,16 +265,32 @@ pub(crate) fn settle_planes(
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
         return;
     }
-    // The planes are built to count their zero runs, and kept when they
-    // may be sent.
-    planes::split(order, &s.rows, n, rs, &mut s.planes);
-    let runs = planes::zero_runs(&s.planes);
-    s.mode = choose_planes(tokens, nonzero, runs);
-    if s.mode == RowMode::Tokens {
-        s.planes.clear();
+    if n < EARLY_STOP_ROWS {
+        // Few rows: their zero runs are counted from the rows until they
+        // settle the mode, and the planes built only when they may be sent.
+        let runs = planes::zero_runs_of_rows(order, &s.rows, n, rs, tokens - nonzero);
+        s.mode = choose_planes(tokens, nonzero, runs);
+        if s.mode != RowMode::Tokens {
+            planes::split(order, &s.rows, n, rs, &mut s.planes);
+        }
+    } else {
+        // The planes are built to count their zero runs, and kept when
+        // they may be sent.
+        planes::split(order, &s.rows, n, rs, &mut s.planes);
+        let runs = planes::zero_runs(&s.planes);
+        s.mode = choose_planes(tokens, nonzero, runs);
+        if s.mode == RowMode::Tokens {
+            s.planes.clear();
+        }
     }
     t.planes = s.mode == RowMode::Planes;
 }
+
+/// Sections with fewer rows count their planes' zero runs from the rows,
+/// stopping once the planes lose (Quake 3 packets: a few wide rows, almost
+/// always masks and values); sections with more build the planes (eight
+/// rows at a time) and count a word at a time.
+const EARLY_STOP_ROWS: usize = 16;
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
 /// (FORMAT.md, "Rows"); the kind bits of changed rows are side bits

@@ -247,6 +247,33 @@ pub(crate) fn zero_runs(bytes: &[u8]) -> usize {
     runs
 }
 
+/// The zero runs of the planes of `rows` (`n` rows of `rs` bytes) in
+/// `order`, counted byte by byte from the rows without building the
+/// planes, plane by plane until there are at least `stop` (then the count
+/// so far).
+pub(crate) fn zero_runs_of_rows(
+    order: &[u16],
+    rows: &[u8],
+    n: usize,
+    rs: usize,
+    stop: usize,
+) -> usize {
+    let mut runs = 0usize;
+    let mut prev_zero = false;
+    for &at in order {
+        let at = usize::from(at);
+        for row in rows.chunks_exact(rs).take(n) {
+            let zero = row.get(at) == Some(&0);
+            runs += usize::from(zero && !prev_zero);
+            prev_zero = zero;
+        }
+        if runs >= stop {
+            break;
+        }
+    }
+    runs
+}
+
 /// Inverse of [`split`]: replaces `rows` with the `n` rows of `rs` bytes
 /// held by `planes` in `order` (bytes no plane covers, or missing from a
 /// short `planes`, are zero). The planes are copied into their columns (in
@@ -336,6 +363,27 @@ mod tests {
             let bytes = sparse_bytes(len, len as u32);
             for at in 0..len.min(9) {
                 assert_eq!(zero_runs(&bytes[at..]), zero_runs_slow(&bytes[at..]));
+            }
+        }
+    }
+
+    #[test]
+    fn zero_runs_of_rows_count_the_planes_runs_until_they_stop() {
+        let els = [
+            el(0, 4, DeltaOp::Int),
+            el(4, 1, DeltaOp::Sub),
+            el(5, 2, DeltaOp::Xor),
+        ];
+        let order = order(&els);
+        for n in [0usize, 1, 3, 9, 17] {
+            let rows = sparse_bytes(n * 7, n as u32 + 1);
+            let mut planes = Vec::new();
+            split(&order, &rows, n, 7, &mut planes);
+            let all = zero_runs(&planes);
+            assert_eq!(zero_runs_of_rows(&order, &rows, n, 7, usize::MAX), all);
+            for stop in 0..=all {
+                let runs = zero_runs_of_rows(&order, &rows, n, 7, stop);
+                assert!(runs >= stop && runs <= all, "{n} rows, stop {stop}: {runs}");
             }
         }
     }
