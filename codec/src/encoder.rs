@@ -612,6 +612,20 @@ impl Encoder {
         let defer = self.entropy != Entropy::Zstd
             && self.context_map.is_some()
             && self.active_dict().is_some_and(|d| d.model.is_some());
+        // A delta packet that settles now and sends no recall may let a
+        // section skip its masks and values when its recent packets went as
+        // byte planes (`pipeline::encode_section`), provided no section's
+        // rows can push the payload past its limit, where every section
+        // goes back to masks and values.
+        let predict = (!defer
+            && recall.is_none()
+            && baseline.is_some()
+            && payload_bound(sections.clone(), baseline) <= self.limits.max_decoded_bytes)
+            .then_some(if self.schema.is_quantized() {
+                usize::MAX
+            } else {
+                TRIAL_MAX_PAYLOAD
+            });
         for (i, ((cur, ty), scratch)) in sections
             .clone()
             .zip(self.schema.sections())
@@ -662,6 +676,7 @@ impl Encoder {
                 &cur,
                 recalled,
                 defer,
+                predict,
                 scratch,
             )
             .map_err(EncodeError::Snapshot)?;
@@ -1064,6 +1079,30 @@ impl Encoder {
         self.packet = packet;
         r
     }
+}
+
+/// More payload bytes than a packet of `sections` against `baseline` can
+/// take in any row mode: per section its entity sets (at most five bytes
+/// per id, baseline ids included) and per entity a row of at most four
+/// bytes per record byte (byte planes take one; a varint at most two per
+/// value byte, masks and kind bits at most one more) and sixteen more.
+fn payload_bound<'s>(
+    sections: impl Iterator<Item = SectionRef<'s>>,
+    baseline: Option<Baseline<'_>>,
+) -> usize {
+    let base = |i: usize| {
+        baseline
+            .and_then(|b| b.snapshot.sections().get(i))
+            .map_or(0, |s| s.len())
+    };
+    sections
+        .enumerate()
+        .map(|(i, s)| {
+            let rows = s.len().saturating_mul(4 * s.record_size() + 16 + 5);
+            rows.saturating_add(base(i).saturating_mul(5))
+                .saturating_add(32)
+        })
+        .fold(0usize, usize::saturating_add)
 }
 
 /// The reference's recall when it has a baseline, refusing a recall that is

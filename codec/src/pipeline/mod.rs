@@ -84,7 +84,31 @@ pub(crate) struct EncodeScratch {
     /// The rows are built but the estimate has not run yet
     /// ([`settle_planes`]); until it does, the mode is `Tokens`.
     pub(crate) pending: bool,
+    /// What the section's last full estimate found ([`PlanesHint`]).
+    hint: Option<PlanesHint>,
 }
+
+/// A section's last full row-mode estimate (of at least
+/// [`EARLY_STOP_ROWS`] rows): its rows' bytes as masks and values against
+/// the planes' non-zero bytes, and the packets predicted from it since.
+/// While the ratio of the two predicts planes by [`HINT_MARGIN`], the next
+/// packets' sections with as many rows skip coding their rows as masks and
+/// values (the planes carry them); every [`HINT_LIFE`]th packet, or when
+/// the prediction is not clear, the full estimate runs again.
+#[derive(Debug, Clone, Copy)]
+struct PlanesHint {
+    tokens: usize,
+    nonzero: usize,
+    age: u8,
+}
+
+/// Packets a [`PlanesHint`] predicts before the full estimate runs again.
+const HINT_LIFE: u8 = 16;
+
+/// The share of the predicted mask-and-value bytes the planes' dearest
+/// estimate must stay under for a [`PlanesHint`] to skip the rows' masks
+/// and values: fifteen sixteenths.
+const HINT_MARGIN: (usize, usize) = (15, 16);
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
 /// The elements tile the record in order: a wide record (where a row
@@ -162,7 +186,13 @@ fn word(record: &[u8], at: usize, end: usize) -> u128 {
 /// `recalled(id, out)` writes into `out` when it returns `true`, else
 /// against the default record; a section coded against the recall always
 /// sends masks and values. `defer_planes`: build the byte-plane rows but
-/// leave the estimate to [`settle_planes`].
+/// leave the estimate to [`settle_planes`]. `predict`: `Some` when the
+/// caller sends no recall, settles now and has room for byte planes
+/// whatever the rows are; then a section whose recent packets went as
+/// byte planes may go so again without its rows coded as masks and values
+/// ([`PlanesHint`]). It holds the payload size above which the caller
+/// resolves [`RowMode::Either`] by the middle estimate (`usize::MAX` when
+/// it always compresses both).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_section<E>(
     ty: &EntityType,
@@ -172,6 +202,7 @@ pub(crate) fn encode_section<E>(
     cur: &SectionRef<'_>,
     mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     defer_planes: bool,
+    predict: Option<usize>,
     s: &mut EncodeScratch,
 ) -> Result<(), E> {
     align::align(base, cur, &mut s.align);
@@ -182,6 +213,16 @@ pub(crate) fn encode_section<E>(
     t.changed.extend_from_slice(&a.changed);
     t.spawned
         .extend(a.spawned.iter().map(|&j| cur.ids()[j as usize]));
+    s.planes.clear();
+    s.mode = RowMode::Tokens;
+    s.pending = false;
+    let n = a.changed_rows.len() + a.spawned.len();
+    if let Some(middle_above) = predict.filter(|_| !defer_planes && n >= EARLY_STOP_ROWS) {
+        if predict_planes(ty, order, base, cur, middle_above, s) {
+            return Ok(());
+        }
+    }
+    let (a, t) = (&s.align, &mut s.tokens);
     let integrators = ty.integrators();
     for &(ci, bi) in &a.changed_rows {
         let (c, b) = (cur.record(ci as usize), base.record(bi as usize));
@@ -207,18 +248,30 @@ pub(crate) fn encode_section<E>(
         };
         encode_row(elements, cur.record(j as usize), reference, t);
     }
-    // The same rows as byte planes: changed rows against their baseline
-    // record, spawned rows against the spawned record before them.
-    s.planes.clear();
-    s.mode = RowMode::Tokens;
-    s.pending = false;
-    let n = t.row_end.len();
     if n == 0 || t.recall {
+        s.hint = None;
         return Ok(());
     }
+    // A prediction that was not clear built the rows already.
+    if !s.pending {
+        row_deltas(ty, base, cur, s);
+    }
+    s.pending = true;
+    if !defer_planes {
+        settle_planes(elements.len(), order, ty.record_size(), s);
+    }
+    Ok(())
+}
+
+/// Writes into `s.rows` the section's rows as byte-plane row deltas:
+/// changed rows against their baseline record, spawned rows against the
+/// spawned record before them.
+fn row_deltas(ty: &EntityType, base: &SectionRef<'_>, cur: &SectionRef<'_>, s: &mut EncodeScratch) {
+    let a = &s.align;
     let rs = ty.record_size();
     s.rows.clear();
-    s.rows.resize(n * rs, 0);
+    s.rows
+        .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
     let mut rows = s.rows.chunks_exact_mut(rs);
     for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
         planes::row_delta(
@@ -234,11 +287,55 @@ pub(crate) fn encode_section<E>(
         planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
     }
+}
+
+/// With a live [`PlanesHint`]: builds the rows and their planes, and when
+/// the hint's ratio predicts byte planes by [`HINT_MARGIN`] settles the
+/// section as planes without masks and values (its rows stay uncoded)
+/// and returns `true`: when the predicted masks and values are over
+/// `middle_above` bytes, by the middle estimate of [`RowMode::Either`]
+/// (which the encoder takes at that size), else by the dearest one. Otherwise leaves the rows and planes built and the
+/// rows pending for the full estimate.
+fn predict_planes(
+    ty: &EntityType,
+    order: &[u16],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    middle_above: usize,
+    s: &mut EncodeScratch,
+) -> bool {
+    let Some(hint) = s.hint.filter(|h| h.age < HINT_LIFE && h.nonzero > 0) else {
+        return false;
+    };
+    row_deltas(ty, base, cur, s);
     s.pending = true;
-    if !defer_planes {
-        settle_planes(elements.len(), order, rs, s);
+    let rs = ty.record_size();
+    let n = s.rows.len() / rs;
+    let nonzero = planes::count_nonzero(&s.rows);
+    planes::split(order, &s.rows, n, rs, &mut s.planes);
+    let runs = planes::zero_runs(&s.planes);
+    let predicted = nonzero.saturating_mul(hint.tokens) / hint.nonzero;
+    let (num, den) = HINT_MARGIN;
+    let sure = predicted.saturating_mul(num);
+    let planes = if sure > middle_above.saturating_mul(den) {
+        (4 * nonzero + 5 * runs).saturating_mul(den) < sure.saturating_mul(4)
+    } else {
+        (nonzero + 3 * runs).saturating_mul(den) < sure
+    };
+    if !planes {
+        return false;
     }
-    Ok(())
+    let t = &mut s.tokens;
+    t.recalled.resize(t.spawned.len(), false);
+    t.row_end.resize(n, 0);
+    t.planes = true;
+    s.mode = RowMode::Planes;
+    s.pending = false;
+    s.hint = Some(PlanesHint {
+        age: hint.age + 1,
+        ..hint
+    });
+    true
 }
 
 /// The row mode of a section whose byte-plane rows [`encode_section`]
@@ -262,7 +359,9 @@ pub(crate) fn settle_planes(
     // masks and values, the mode is `Tokens` without a look at the planes.
     let tokens = token_row_bytes(elements, t);
     let nonzero = planes::count_nonzero(&s.rows);
+    s.hint = None;
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
+        s.planes.clear();
         return;
     }
     if n < EARLY_STOP_ROWS {
@@ -276,12 +375,19 @@ pub(crate) fn settle_planes(
     } else {
         // The planes are built to count their zero runs, and kept when
         // they may be sent.
-        planes::split(order, &s.rows, n, rs, &mut s.planes);
+        if s.planes.is_empty() {
+            planes::split(order, &s.rows, n, rs, &mut s.planes);
+        }
         let runs = planes::zero_runs(&s.planes);
         s.mode = choose_planes(tokens, nonzero, runs);
         if s.mode == RowMode::Tokens {
             s.planes.clear();
         }
+        s.hint = Some(PlanesHint {
+            tokens,
+            nonzero,
+            age: 0,
+        });
     }
     t.planes = s.mode == RowMode::Planes;
 }
