@@ -696,6 +696,17 @@ impl Encoder {
         }
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
+            // Rows that alone pass the trial size settle `Either` sections
+            // before the payload is sized, not after (`fit_planes`). Each
+            // section's count of kind-bit bytes may round up by one.
+            let rows = self
+                .scratch
+                .iter()
+                .map(|s| s.row_bytes.saturating_sub(1))
+                .fold(0usize, usize::saturating_add);
+            if rows > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
+                self.take_middle_estimate();
+            }
             self.size_payload(defer);
             if self.payload_len > self.limits.max_decoded_bytes {
                 // Byte planes may still fit.
@@ -741,22 +752,11 @@ impl Encoder {
     /// do not fit the limit, every section goes back to masks and values.
     /// Then notes whether a row-mode trial is due.
     fn fit_planes(&mut self, defer: bool) {
-        if self.payload_len > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
-            let mut flipped = false;
-            for s in &mut self.scratch {
-                if let RowMode::Either { planes } = s.mode {
-                    s.mode = if planes {
-                        RowMode::Planes
-                    } else {
-                        RowMode::Tokens
-                    };
-                    s.tokens.planes = planes;
-                    flipped |= planes;
-                }
-            }
-            if flipped {
-                self.size_payload(defer);
-            }
+        if self.payload_len > TRIAL_MAX_PAYLOAD
+            && !self.schema.is_quantized()
+            && self.take_middle_estimate()
+        {
+            self.size_payload(defer);
         }
         let planes = self.scratch.iter().any(|s| s.tokens.planes);
         if planes && self.payload_len > self.limits.max_decoded_bytes {
@@ -771,6 +771,24 @@ impl Encoder {
                 .scratch
                 .iter()
                 .any(|s| matches!(s.mode, RowMode::Either { .. }));
+    }
+
+    /// Gives every [`RowMode::Either`] section the middle estimate's
+    /// choice; returns whether any became byte planes.
+    fn take_middle_estimate(&mut self) -> bool {
+        let mut flipped = false;
+        for s in &mut self.scratch {
+            if let RowMode::Either { planes } = s.mode {
+                s.mode = if planes {
+                    RowMode::Planes
+                } else {
+                    RowMode::Tokens
+                };
+                s.tokens.planes = planes;
+                flipped |= planes;
+            }
+        }
+        flipped
     }
 
     /// Runs the row-mode trial if one is pending.

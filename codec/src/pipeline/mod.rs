@@ -84,6 +84,10 @@ pub(crate) struct EncodeScratch {
     /// The rows are built but the estimate has not run yet
     /// ([`settle_planes`]); until it does, the mode is `Tokens`.
     pub(crate) pending: bool,
+    /// The payload bytes of the section's rows as the estimate left them:
+    /// the planes when it chose them, else masks and values (0 before it
+    /// ran).
+    pub(crate) row_bytes: usize,
     /// What the section's last full estimate found ([`PlanesHint`]).
     hint: Option<PlanesHint>,
 }
@@ -216,6 +220,7 @@ pub(crate) fn encode_section<E>(
     s.planes.clear();
     s.mode = RowMode::Tokens;
     s.pending = false;
+    s.row_bytes = 0;
     let n = a.changed_rows.len() + a.spawned.len();
     if let Some(middle_above) = predict.filter(|_| !defer_planes && n >= EARLY_STOP_ROWS) {
         if predict_planes(ty, order, base, cur, middle_above, s) {
@@ -331,6 +336,7 @@ fn predict_planes(
     t.planes = true;
     s.mode = RowMode::Planes;
     s.pending = false;
+    s.row_bytes = s.planes.len();
     s.hint = Some(PlanesHint {
         age: hint.age + 1,
         ..hint
@@ -360,6 +366,7 @@ pub(crate) fn settle_planes(
     let tokens = token_row_bytes(elements, t);
     let nonzero = planes::count_nonzero(&s.rows);
     s.hint = None;
+    s.row_bytes = tokens;
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
         s.planes.clear();
         return;
@@ -390,6 +397,9 @@ pub(crate) fn settle_planes(
         });
     }
     t.planes = s.mode == RowMode::Planes;
+    if t.planes {
+        s.row_bytes = s.planes.len();
+    }
 }
 
 /// Sections with fewer rows count their planes' zero runs from the rows,
