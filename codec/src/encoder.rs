@@ -681,6 +681,9 @@ impl Encoder {
             )
             .map_err(EncodeError::Snapshot)?;
         }
+        if self.scratch.iter().any(|s| s.tentative) {
+            self.confirm_tentative(sections.clone(), baseline, prior);
+        }
         // The decoder caps the records a packet spawns at the payload limit.
         let spawned: usize = self
             .scratch
@@ -697,14 +700,8 @@ impl Encoder {
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
             // Rows that alone pass the trial size settle `Either` sections
-            // before the payload is sized, not after (`fit_planes`). Each
-            // section's count of kind-bit bytes may round up by one.
-            let rows = self
-                .scratch
-                .iter()
-                .map(|s| s.row_bytes.saturating_sub(1))
-                .fold(0usize, usize::saturating_add);
-            if rows > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
+            // before the payload is sized, not after (`fit_planes`).
+            if self.row_bytes() > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
                 self.take_middle_estimate();
             }
             self.size_payload(defer);
@@ -771,6 +768,53 @@ impl Encoder {
                 .scratch
                 .iter()
                 .any(|s| matches!(s.mode, RowMode::Either { .. }));
+    }
+
+    /// At most the payload bytes of the sections' rows in the forms their
+    /// estimates left them ([`RowMode::Either`] as masks and values): each
+    /// section's count of kind-bit bytes may round up by one.
+    fn row_bytes(&self) -> usize {
+        self.scratch
+            .iter()
+            .map(|s| s.row_bytes.saturating_sub(1))
+            .fold(0usize, usize::saturating_add)
+    }
+
+    /// Keeps the sections settled as planes tentatively (by the middle
+    /// estimate, `pipeline::encode_section`) when the rows of all sections
+    /// take the payload over [`TRIAL_MAX_PAYLOAD`], where `fit_planes`
+    /// would take that estimate; else codes them in full.
+    fn confirm_tentative<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) {
+        let sure = self.row_bytes() > TRIAL_MAX_PAYLOAD;
+        for (i, ((cur, ty), scratch)) in sections
+            .zip(self.schema.sections())
+            .zip(&mut self.scratch)
+            .enumerate()
+        {
+            if !core::mem::take(&mut scratch.tentative) || sure {
+                continue;
+            }
+            // The baseline `encode_section` was given: the predicted one
+            // (still in `self.predicted`) or the baseline's.
+            let base = match (baseline, prior) {
+                (Some(_), Some(_)) if ty.predicts() => self.predicted[i].as_ref(),
+                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
+                (None, _) => SectionRef::empty(ty.record_size()),
+            };
+            pipeline::complete_section(
+                ty,
+                &self.elements[i],
+                &self.plane_orders[i],
+                &base,
+                &cur,
+                scratch,
+            );
+        }
     }
 
     /// Gives every [`RowMode::Either`] section the middle estimate's

@@ -5,7 +5,7 @@
 //! gets the bytes the full estimate gives.
 #![allow(clippy::unwrap_used)]
 
-use tickpack::{Baseline, Decoder, Encoder, Limits, Primitive, Schema, Snapshot};
+use tickpack::{Baseline, Decoder, Encoder, Entropy, Limits, Primitive, Schema, Snapshot};
 
 /// Section 0: eight `f32` per entity, every one changing every tick;
 /// section 1: eight `u32` of which one changes in one entity.
@@ -218,4 +218,69 @@ fn a_section_that_stops_being_dense_leaves_planes_at_once() {
         0,
         "quiet section as masks and values"
     );
+}
+
+/// Tick `t` with section 0 scaled to `rows` entities of smooth motion and
+/// section 1 to `sparse` entities, one element of one changing.
+fn sized_tick(s: &Schema, t: u32, rows: u32, sparse: u32) -> Snapshot {
+    let mut snap = Snapshot::new(s);
+    for id in 0..rows {
+        let rec: Vec<u8> = (0..8u32)
+            .flat_map(|k| {
+                // Elements 2-7 step by a hashed amount too, so that the planes'
+                // estimate falls on both sides of the middle.
+                let h = (id * 8 + k).wrapping_mul(0x9e37_79b9) ^ t.wrapping_mul(0x85eb_ca6b);
+                let jitter = if k >= 2 { (h >> 12) as f32 * 1e-6 } else { 0.0 };
+                let x = (id * 8 + k) as f32 * 0.37 + t as f32 * (0.011 + k as f32 * 0.003);
+                (x + jitter).to_le_bytes()
+            })
+            .collect();
+        snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+    }
+    for id in 0..sparse {
+        let rec: Vec<u8> = (0..8u32)
+            .flat_map(|k| (id * 100 + k + u32::from(k == 3 && id == 5) * t).to_le_bytes())
+            .collect();
+        snap.section_mut(1).unwrap().insert(id * 3, &rec).unwrap();
+    }
+    snap
+}
+
+#[test]
+fn predicted_planes_of_small_and_large_sections_give_the_full_estimates_bytes() {
+    // Section 0 from 16 rows (its rows alone under the size where the
+    // encoder takes the middle estimate) to 80; section 1 from idle to a
+    // few hundred sparse rows: a steady encoder's packets are a new
+    // encoder's, and decode. `Entropy::Model` without a model table sends
+    // a section the estimate cannot settle as masks and values without
+    // trying both forms.
+    let s = schema();
+    let new = |entropy| {
+        let mut e = Encoder::new(s.clone());
+        e.set_entropy(entropy);
+        e
+    };
+    let sizes = [(16, 0), (20, 0), (24, 300), (40, 0), (80, 40)];
+    for ((rows, sparse), entropy) in sizes
+        .into_iter()
+        .flat_map(|z| [(z, Entropy::Best), (z, Entropy::Model)])
+    {
+        let ticks: Vec<Snapshot> = (0..24).map(|t| sized_tick(&s, t, rows, sparse)).collect();
+        let mut steady = new(entropy);
+        let mut dec = Decoder::new(s.clone());
+        for t in 1..ticks.len() {
+            let p = dense_packet(&mut steady, &ticks, t);
+            let fresh = dense_packet(&mut new(entropy), &ticks, t);
+            assert_eq!(
+                p, fresh,
+                "{rows} rows, {sparse} sparse, {entropy:?}, packet {t}"
+            );
+            let b = Baseline {
+                sequence: (t - 1) as u16,
+                snapshot: &ticks[t - 1],
+            };
+            let (_, got) = dec.decode(&p, b).unwrap();
+            assert_eq!(got, ticks[t]);
+        }
+    }
 }

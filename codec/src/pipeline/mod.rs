@@ -24,6 +24,7 @@
 
 pub(crate) mod align;
 mod decode;
+mod hint;
 pub(crate) mod integrate;
 pub(crate) mod layout;
 pub(crate) mod planes;
@@ -88,31 +89,13 @@ pub(crate) struct EncodeScratch {
     /// the planes when it chose them, else masks and values (0 before it
     /// ran).
     pub(crate) row_bytes: usize,
-    /// What the section's last full estimate found ([`PlanesHint`]).
-    hint: Option<PlanesHint>,
+    /// What the section's last full estimate found ([`hint::PlanesHint`]).
+    hint: Option<hint::PlanesHint>,
+    /// Settled as byte planes by the middle estimate before the payload
+    /// size that lets the encoder take it is known: the encoder confirms
+    /// it, or has the section coded in full ([`complete_section`]).
+    pub(crate) tentative: bool,
 }
-
-/// A section's last full row-mode estimate (of at least
-/// [`EARLY_STOP_ROWS`] rows): its rows' bytes as masks and values against
-/// the planes' non-zero bytes, and the packets predicted from it since.
-/// While the ratio of the two predicts planes by [`HINT_MARGIN`], the next
-/// packets' sections with as many rows skip coding their rows as masks and
-/// values (the planes carry them); every [`HINT_LIFE`]th packet, or when
-/// the prediction is not clear, the full estimate runs again.
-#[derive(Debug, Clone, Copy)]
-struct PlanesHint {
-    tokens: usize,
-    nonzero: usize,
-    age: u8,
-}
-
-/// Packets a [`PlanesHint`] predicts before the full estimate runs again.
-const HINT_LIFE: u8 = 16;
-
-/// The share of the predicted mask-and-value bytes the planes' dearest
-/// estimate must stay under for a [`PlanesHint`] to skip the rows' masks
-/// and values: fifteen sixteenths.
-const HINT_MARGIN: (usize, usize) = (15, 16);
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
 /// The elements tile the record in order: a wide record (where a row
@@ -194,7 +177,7 @@ fn word(record: &[u8], at: usize, end: usize) -> u128 {
 /// caller sends no recall, settles now and has room for byte planes
 /// whatever the rows are; then a section whose recent packets went as
 /// byte planes may go so again without its rows coded as masks and values
-/// ([`PlanesHint`]). It holds the payload size above which the caller
+/// ([`hint::PlanesHint`]). It holds the payload size above which the caller
 /// resolves [`RowMode::Either`] by the middle estimate (`usize::MAX` when
 /// it always compresses both).
 #[allow(clippy::too_many_arguments)]
@@ -204,7 +187,7 @@ pub(crate) fn encode_section<E>(
     order: &[u16],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
-    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
+    recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     defer_planes: bool,
     predict: Option<usize>,
     s: &mut EncodeScratch,
@@ -220,13 +203,68 @@ pub(crate) fn encode_section<E>(
     s.planes.clear();
     s.mode = RowMode::Tokens;
     s.pending = false;
+    s.tentative = false;
     s.row_bytes = 0;
     let n = a.changed_rows.len() + a.spawned.len();
     if let Some(middle_above) = predict.filter(|_| !defer_planes && n >= EARLY_STOP_ROWS) {
-        if predict_planes(ty, order, base, cur, middle_above, s) {
+        if hint::predict_planes(ty, order, base, cur, middle_above, s) {
             return Ok(());
         }
     }
+    code_rows(ty, elements, base, cur, recalled, s)?;
+    let t = &s.tokens;
+    if n == 0 || t.recall {
+        s.hint = None;
+        return Ok(());
+    }
+    // A prediction that was not clear built the rows already.
+    if !s.pending {
+        row_deltas(ty, base, cur, s);
+    }
+    s.pending = true;
+    if !defer_planes {
+        settle_planes(elements.len(), order, ty.record_size(), s);
+    }
+    Ok(())
+}
+
+/// Codes a [`EncodeScratch::tentative`] section's rows as masks and values
+/// after all, and runs the full estimate on them (its rows and planes are
+/// built).
+pub(crate) fn complete_section(
+    ty: &EntityType,
+    elements: &[Element],
+    order: &[u16],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    s: &mut EncodeScratch,
+) {
+    let t = &mut s.tokens;
+    t.recalled.clear();
+    t.row_end.clear();
+    t.planes = false;
+    s.tentative = false;
+    s.mode = RowMode::Tokens;
+    // A section predicted without a recall codes none.
+    let no_recall = |_: u32, _: &mut [u8]| Ok::<bool, core::convert::Infallible>(false);
+    if code_rows(ty, elements, base, cur, no_recall, s).is_ok() {
+        s.pending = true;
+        settle_planes(elements.len(), order, ty.record_size(), s);
+    }
+}
+
+/// Appends to `s.tokens` the section's rows as masks and values: changed
+/// rows against their baseline record (integrated elements against their
+/// prediction), spawned rows against their recalled record when
+/// `recalled` gives one, else the type's default record.
+fn code_rows<E>(
+    ty: &EntityType,
+    elements: &[Element],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
+    s: &mut EncodeScratch,
+) -> Result<(), E> {
     let (a, t) = (&s.align, &mut s.tokens);
     let integrators = ty.integrators();
     for &(ci, bi) in &a.changed_rows {
@@ -253,25 +291,18 @@ pub(crate) fn encode_section<E>(
         };
         encode_row(elements, cur.record(j as usize), reference, t);
     }
-    if n == 0 || t.recall {
-        s.hint = None;
-        return Ok(());
-    }
-    // A prediction that was not clear built the rows already.
-    if !s.pending {
-        row_deltas(ty, base, cur, s);
-    }
-    s.pending = true;
-    if !defer_planes {
-        settle_planes(elements.len(), order, ty.record_size(), s);
-    }
     Ok(())
 }
 
 /// Writes into `s.rows` the section's rows as byte-plane row deltas:
 /// changed rows against their baseline record, spawned rows against the
 /// spawned record before them.
-fn row_deltas(ty: &EntityType, base: &SectionRef<'_>, cur: &SectionRef<'_>, s: &mut EncodeScratch) {
+pub(super) fn row_deltas(
+    ty: &EntityType,
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    s: &mut EncodeScratch,
+) {
     let a = &s.align;
     let rs = ty.record_size();
     s.rows.clear();
@@ -292,56 +323,6 @@ fn row_deltas(ty: &EntityType, base: &SectionRef<'_>, cur: &SectionRef<'_>, s: &
         planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
     }
-}
-
-/// With a live [`PlanesHint`]: builds the rows and their planes, and when
-/// the hint's ratio predicts byte planes by [`HINT_MARGIN`] settles the
-/// section as planes without masks and values (its rows stay uncoded)
-/// and returns `true`: when the predicted masks and values are over
-/// `middle_above` bytes, by the middle estimate of [`RowMode::Either`]
-/// (which the encoder takes at that size), else by the dearest one. Otherwise leaves the rows and planes built and the
-/// rows pending for the full estimate.
-fn predict_planes(
-    ty: &EntityType,
-    order: &[u16],
-    base: &SectionRef<'_>,
-    cur: &SectionRef<'_>,
-    middle_above: usize,
-    s: &mut EncodeScratch,
-) -> bool {
-    let Some(hint) = s.hint.filter(|h| h.age < HINT_LIFE && h.nonzero > 0) else {
-        return false;
-    };
-    row_deltas(ty, base, cur, s);
-    s.pending = true;
-    let rs = ty.record_size();
-    let n = s.rows.len() / rs;
-    let nonzero = planes::count_nonzero(&s.rows);
-    planes::split(order, &s.rows, n, rs, &mut s.planes);
-    let runs = planes::zero_runs(&s.planes);
-    let predicted = nonzero.saturating_mul(hint.tokens) / hint.nonzero;
-    let (num, den) = HINT_MARGIN;
-    let sure = predicted.saturating_mul(num);
-    let planes = if sure > middle_above.saturating_mul(den) {
-        (4 * nonzero + 5 * runs).saturating_mul(den) < sure.saturating_mul(4)
-    } else {
-        (nonzero + 3 * runs).saturating_mul(den) < sure
-    };
-    if !planes {
-        return false;
-    }
-    let t = &mut s.tokens;
-    t.recalled.resize(t.spawned.len(), false);
-    t.row_end.resize(n, 0);
-    t.planes = true;
-    s.mode = RowMode::Planes;
-    s.pending = false;
-    s.row_bytes = s.planes.len();
-    s.hint = Some(PlanesHint {
-        age: hint.age + 1,
-        ..hint
-    });
-    true
 }
 
 /// The row mode of a section whose byte-plane rows [`encode_section`]
@@ -390,11 +371,7 @@ pub(crate) fn settle_planes(
         if s.mode == RowMode::Tokens {
             s.planes.clear();
         }
-        s.hint = Some(PlanesHint {
-            tokens,
-            nonzero,
-            age: 0,
-        });
+        s.hint = Some(hint::PlanesHint::new(tokens, nonzero));
     }
     t.planes = s.mode == RowMode::Planes;
     if t.planes {
@@ -406,7 +383,7 @@ pub(crate) fn settle_planes(
 /// stopping once the planes lose (Quake 3 packets: a few wide rows, almost
 /// always masks and values); sections with more build the planes (eight
 /// rows at a time) and count a word at a time.
-const EARLY_STOP_ROWS: usize = 16;
+pub(super) const EARLY_STOP_ROWS: usize = 16;
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
 /// (FORMAT.md, "Rows"); the kind bits of changed rows are side bits
