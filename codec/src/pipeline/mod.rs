@@ -305,7 +305,8 @@ pub(super) fn row_deltas(
 ) {
     let a = &s.align;
     let rs = ty.record_size();
-    s.rows.clear();
+    // The spans tile the record (records have no padding): every byte is
+    // written below, so the buffer is not cleared first.
     s.rows
         .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
     let mut rows = s.rows.chunks_exact_mut(rs);
