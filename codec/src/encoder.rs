@@ -100,7 +100,11 @@ pub const DEFAULT_LEVEL: i32 = 3;
 /// It keeps the code forms of the snapshots it coded recently
 /// ([`Encoder::set_code_cache`]), so a baseline it sent itself is not
 /// converted again; the [`Decoder`](crate::Decoder) does the same with the
-/// 32 snapshots it rebuilt last (at most 4 MiB).
+/// 32 snapshots it rebuilt last (at most 4 MiB). It also carries each
+/// section's last row-mode estimate forward, so a section of many changed
+/// rows that went as byte planes is not sized as masks and values again
+/// every packet; packets may then differ in size by a few bytes from what
+/// a new encoder would send (each decodes all the same).
 ///
 /// ```
 /// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};

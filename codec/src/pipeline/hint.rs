@@ -74,7 +74,7 @@ pub(super) fn predict_planes(
     let rs = ty.record_size();
     let n = s.rows.len() / rs;
     let nonzero = planes::count_nonzero(&s.rows);
-    planes::split(order, &s.rows, n, rs, &mut s.planes);
+    planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
     let runs = planes::zero_runs(&s.planes);
     let predicted = nonzero.saturating_mul(hint.tokens) / hint.nonzero;
     let (num, den) = HINT_MARGIN;
@@ -92,7 +92,9 @@ pub(super) fn predict_planes(
     s.mode = RowMode::Planes;
     s.pending = false;
     s.tentative = tentative && sure <= middle_above.saturating_mul(den);
-    s.row_bytes = s.planes.len();
+    // What the full estimate's payload would count for the section: the
+    // planes, or (tentatively) masks and values, at least a byte a row.
+    s.row_bytes = if s.tentative { n } else { s.planes.len() };
     s.hint = Some(PlanesHint {
         age: hint.age + 1,
         ..hint
