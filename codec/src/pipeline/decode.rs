@@ -17,6 +17,8 @@ pub(crate) struct DecodeScratch {
     changed: Vec<u32>,
     /// The rows' deltas transposed back from byte planes, one record each.
     rows: Vec<u8>,
+    /// Where each record byte's plane starts ([`planes::unsplit`]).
+    starts: Vec<usize>,
     spawn_records: Vec<u8>,
     reference: Vec<u8>,
     /// A changed row's reference with its integrated elements predicted.
@@ -207,7 +209,7 @@ pub(crate) fn decode_section(
     let n = m.changed.len() + m.spawned.len();
     let mut rows = if m.planes {
         let bytes = src.raw(section, order.len().saturating_mul(n))?;
-        planes::unsplit(order, bytes, n, rs, &mut s.rows);
+        planes::unsplit(order, bytes, n, rs, &mut s.rows, &mut s.starts);
         Rows::Planes
     } else {
         Rows::Tokens(src)

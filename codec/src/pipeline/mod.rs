@@ -30,6 +30,7 @@ pub(crate) mod layout;
 pub(crate) mod planes;
 pub(crate) mod predict;
 pub(crate) mod tokens;
+mod transpose;
 pub(crate) mod values;
 
 use crate::schema::EntityType;
@@ -80,6 +81,8 @@ pub(crate) struct EncodeScratch {
     rows: Vec<u8>,
     /// The section's rows as byte planes (when it has rows).
     pub(crate) planes: Vec<u8>,
+    /// Where each record byte's plane starts ([`planes::split`]).
+    starts: Vec<usize>,
     /// The row mode the estimate chose ([`choose_planes`]).
     pub(crate) mode: RowMode,
     /// The rows are built but the estimate has not run yet
@@ -359,13 +362,13 @@ pub(crate) fn settle_planes(
         let runs = planes::zero_runs_of_rows(order, &s.rows, n, rs, tokens - nonzero);
         s.mode = choose_planes(tokens, nonzero, runs);
         if s.mode != RowMode::Tokens {
-            planes::split(order, &s.rows, n, rs, &mut s.planes);
+            planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
         }
     } else {
         // The planes are built to count their zero runs, and kept when
         // they may be sent.
         if s.planes.is_empty() {
-            planes::split(order, &s.rows, n, rs, &mut s.planes);
+            planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
         }
         let runs = planes::zero_runs(&s.planes);
         s.mode = choose_planes(tokens, nonzero, runs);

@@ -17,6 +17,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::transpose;
 use super::values::Element;
 use crate::schema::{DeltaOp, Span};
 
@@ -133,85 +134,20 @@ pub(crate) fn row_apply(spans: &[Span], delta: &[u8], reference: &[u8], out: &mu
 }
 
 /// Transposes `rows` (`n` row deltas of `rs` bytes each) into planes in
-/// `order`, appended to `out`. The rows are first transposed whole (one
-/// column per record byte, in the space after the planes, eight by eight
-/// bytes at a time), then each plane is copied out of its column.
-pub(crate) fn split(order: &[u16], rows: &[u8], n: usize, rs: usize, out: &mut Vec<u8>) {
+/// `order`, appended to `out`, in one pass ([`transpose`]); `starts` is
+/// scratch.
+pub(crate) fn split(
+    order: &[u16],
+    rows: &[u8],
+    n: usize,
+    rs: usize,
+    out: &mut Vec<u8>,
+    starts: &mut Vec<usize>,
+) {
     let start = out.len();
-    let len = order.len() * n;
-    let cells = n * rs;
-    out.resize(start + len + cells, 0);
-    let (planes, cols) = out[start..].split_at_mut(len);
-    transpose(&rows[..cells], n, rs, cols);
-    for (&at, plane) in order.iter().zip(planes.chunks_exact_mut(n.max(1))) {
-        let at = usize::from(at) * n;
-        plane.copy_from_slice(&cols[at..at + n]);
-    }
-    out.truncate(start + len);
-}
-
-/// Writes into `dst` the transpose of `src`, a matrix of `rows` rows of
-/// `cols` bytes: `dst[c * rows + r] = src[r * cols + c]`. Blocks of eight
-/// rows by eight columns go through eight 64-bit words; the edges byte by
-/// byte.
-pub(crate) fn transpose(src: &[u8], rows: usize, cols: usize, dst: &mut [u8]) {
-    let (src, dst) = (&src[..rows * cols], &mut dst[..rows * cols]);
-    let (r8, c8) = (rows & !7, cols & !7);
-    for r in (0..r8).step_by(8) {
-        for c in (0..c8).step_by(8) {
-            let at = r * cols + c;
-            let a = transpose8(core::array::from_fn(|i| load8(src, at + i * cols)));
-            for (k, w) in a.iter().enumerate() {
-                let at = (c + k) * rows + r;
-                dst[at..at + 8].copy_from_slice(&w.to_le_bytes());
-            }
-        }
-        for c in c8..cols {
-            for i in r..r + 8 {
-                dst[c * rows + i] = src[i * cols + c];
-            }
-        }
-    }
-    for r in r8..rows {
-        for (c, &b) in src[r * cols..(r + 1) * cols].iter().enumerate() {
-            dst[c * rows + r] = b;
-        }
-    }
-}
-
-#[inline]
-fn load8(bytes: &[u8], at: usize) -> u64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&bytes[at..at + 8]);
-    u64::from_le_bytes(b)
-}
-
-/// Transposes the 8×8 byte matrix whose row `i` is the little-endian
-/// bytes of `a[i]`: swaps the off-diagonal 4×4, then 2×2, then 1×1 blocks.
-#[inline(always)]
-fn transpose8(a: [u64; 8]) -> [u64; 8] {
-    #[inline(always)]
-    fn swap(x: u64, y: u64, shift: u32, mask: u64) -> (u64, u64) {
-        let t = ((x >> shift) ^ y) & mask;
-        (x ^ (t << shift), y ^ t)
-    }
-    let [a0, a1, a2, a3, a4, a5, a6, a7] = a;
-    const M4: u64 = 0x0000_0000_ffff_ffff;
-    let (a0, a4) = swap(a0, a4, 32, M4);
-    let (a1, a5) = swap(a1, a5, 32, M4);
-    let (a2, a6) = swap(a2, a6, 32, M4);
-    let (a3, a7) = swap(a3, a7, 32, M4);
-    const M2: u64 = 0x0000_ffff_0000_ffff;
-    let (a0, a2) = swap(a0, a2, 16, M2);
-    let (a1, a3) = swap(a1, a3, 16, M2);
-    let (a4, a6) = swap(a4, a6, 16, M2);
-    let (a5, a7) = swap(a5, a7, 16, M2);
-    const M1: u64 = 0x00ff_00ff_00ff_00ff;
-    let (a0, a1) = swap(a0, a1, 8, M1);
-    let (a2, a3) = swap(a2, a3, 8, M1);
-    let (a4, a5) = swap(a4, a5, 8, M1);
-    let (a6, a7) = swap(a6, a7, 8, M1);
-    [a0, a1, a2, a3, a4, a5, a6, a7]
+    out.resize(start + order.len() * n, 0);
+    transpose::plane_starts(order, n, rs, starts);
+    transpose::rows_to_planes(rows, n, rs, starts, &mut out[start..]);
 }
 
 /// The non-zero bytes of `bytes` (counted in byte lanes, 255 at a time).
@@ -232,7 +168,7 @@ pub(crate) fn zero_runs(bytes: &[u8]) -> usize {
     let mut before = 0u64;
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {
-        let w = load8(w, 0);
+        let w = transpose::load8(w, 0);
         // High bit of every zero byte (no carry crosses a byte).
         let z = !(((w & LOW) + LOW) | w) & HIGH;
         runs += (z & !((z << 8) | before)).count_ones() as usize;
@@ -276,22 +212,34 @@ pub(crate) fn zero_runs_of_rows(
 
 /// Inverse of [`split`]: replaces `rows` with the `n` rows of `rs` bytes
 /// held by `planes` in `order` (bytes no plane covers, or missing from a
-/// short `planes`, are zero). The planes are copied into their columns (in
-/// the space after the rows), then transposed back.
-pub(crate) fn unsplit(order: &[u16], planes: &[u8], n: usize, rs: usize, rows: &mut Vec<u8>) {
-    let cells = n * rs;
+/// short `planes`, are zero), in one pass ([`transpose`]); `starts` is
+/// scratch.
+pub(crate) fn unsplit(
+    order: &[u16],
+    planes: &[u8],
+    n: usize,
+    rs: usize,
+    rows: &mut Vec<u8>,
+    starts: &mut Vec<usize>,
+) {
     rows.clear();
-    rows.resize(2 * cells, 0);
+    rows.resize(n * rs, 0);
     if n == 0 {
         return;
     }
-    let (out, cols) = rows.split_at_mut(cells);
-    for (&at, plane) in order.iter().zip(planes.chunks_exact(n)) {
-        let at = usize::from(at) * n;
-        cols[at..at + n].copy_from_slice(plane);
+    let len = order.len() * n;
+    if transpose::plane_starts(order, n, rs, starts) && planes.len() >= len {
+        transpose::planes_to_rows(planes, n, rs, starts, rows);
+        return;
     }
-    transpose(cols, rs, n, out);
-    rows.truncate(cells);
+    // Missing planes (a short last one included) and bytes read as zeros:
+    // from a copy of the whole planes with zero planes after them.
+    let mut padded = planes[..planes.len().min(len) / n * n].to_vec();
+    padded.resize(len + n, 0);
+    for s in starts.iter_mut().filter(|s| **s == transpose::NO_PLANE) {
+        *s = len;
+    }
+    transpose::planes_to_rows(&padded, n, rs, starts, rows);
 }
 
 #[cfg(test)]
@@ -378,26 +326,12 @@ mod tests {
         for n in [0usize, 1, 3, 9, 17] {
             let rows = sparse_bytes(n * 7, n as u32 + 1);
             let mut planes = Vec::new();
-            split(&order, &rows, n, 7, &mut planes);
+            split(&order, &rows, n, 7, &mut planes, &mut Vec::new());
             let all = zero_runs(&planes);
             assert_eq!(zero_runs_of_rows(&order, &rows, n, 7, usize::MAX), all);
             for stop in 0..=all {
                 let runs = zero_runs_of_rows(&order, &rows, n, 7, stop);
                 assert!(runs >= stop && runs <= all, "{n} rows, stop {stop}: {runs}");
-            }
-        }
-    }
-
-    #[test]
-    fn transpose_moves_every_byte() {
-        for (rows, cols) in [(0, 5), (1, 1), (8, 8), (7, 9), (16, 24), (19, 37), (64, 3)] {
-            let src = sparse_bytes(rows * cols, (rows * 100 + cols) as u32);
-            let mut dst = vec![0xaa; rows * cols];
-            transpose(&src, rows, cols, &mut dst);
-            for r in 0..rows {
-                for c in 0..cols {
-                    assert_eq!(dst[c * rows + r], src[r * cols + c], "{rows}x{cols}");
-                }
             }
         }
     }
@@ -416,7 +350,7 @@ mod tests {
         for n in [1, 7, 8, 9, 40] {
             let rows = sparse_bytes(n * rs, n as u32);
             let mut planes = vec![9u8; 3];
-            split(&o, &rows, n, rs, &mut planes);
+            split(&o, &rows, n, rs, &mut planes, &mut Vec::new());
             assert_eq!(planes.len(), 3 + o.len() * n);
             for (p, &at) in o.iter().enumerate() {
                 for r in 0..n {
@@ -424,10 +358,17 @@ mod tests {
                 }
             }
             let mut back = Vec::new();
-            unsplit(&o, &planes[3..], n, rs, &mut back);
+            unsplit(&o, &planes[3..], n, rs, &mut back, &mut Vec::new());
             assert_eq!(back, rows);
             // A short last plane is left out: its bytes are zero.
-            unsplit(&o, &planes[3..planes.len() - 1], n, rs, &mut back);
+            unsplit(
+                &o,
+                &planes[3..planes.len() - 1],
+                n,
+                rs,
+                &mut back,
+                &mut Vec::new(),
+            );
             let last = usize::from(o[o.len() - 1]);
             for r in 0..n {
                 assert_eq!(back[r * rs + last], 0);
@@ -499,11 +440,11 @@ mod tests {
         let rows: Vec<u8> = (0..2 * rs as u8).collect();
         let o = order(&els);
         let mut planes = Vec::new();
-        split(&o, &rows, 2, rs, &mut planes);
+        split(&o, &rows, 2, rs, &mut planes, &mut Vec::new());
         assert_eq!(planes.len(), 2 * rs);
         assert_eq!(&planes[..4], &[0, 16, 4, 20]);
         let mut back = Vec::new();
-        unsplit(&o, &planes, 2, rs, &mut back);
+        unsplit(&o, &planes, 2, rs, &mut back, &mut Vec::new());
         assert_eq!(back, rows);
     }
 }
