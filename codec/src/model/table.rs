@@ -66,9 +66,19 @@ pub struct ModelTable {
     shape: ModelShape,
     /// Chance of a 0 per slot, in `1..PROB_ONE`.
     probs: Vec<u16>,
-    /// Per value context, its class leaves' frequencies (derived from
-    /// `probs`).
-    classes: Vec<ClassCdf>,
+    /// Per value context, a copy of its probabilities with its head
+    /// frequencies (derived from them), side by side for the coder.
+    values: Vec<ValueModel>,
+}
+
+/// What the coder reads of one value context: its [`VALUE_SLOTS`]
+/// probabilities and its head symbols' cumulative frequencies.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ValueModel {
+    /// The context's slots, in `1..PROB_ONE`.
+    pub(crate) probs: [u16; VALUE_SLOTS],
+    /// The head frequencies of `probs`.
+    pub(crate) classes: ClassCdf,
 }
 
 impl core::fmt::Debug for ModelTable {
@@ -134,16 +144,23 @@ impl ModelTable {
     /// `1..PROB_ONE`) with its head frequencies.
     fn build(shape: ModelShape, probs: Vec<u16>) -> Self {
         let bits = shape.bit_contexts as usize;
-        let classes = probs
+        let values = probs
             .get(bits..)
             .unwrap_or_default()
             .chunks_exact(VALUE_SLOTS)
-            .map(ClassCdf::from_nodes)
+            .map(|chunk| {
+                let mut p = [PRIOR; VALUE_SLOTS];
+                p.copy_from_slice(chunk);
+                ValueModel {
+                    probs: p,
+                    classes: ClassCdf::from_nodes(chunk),
+                }
+            })
             .collect();
         Self {
             shape,
             probs,
-            classes,
+            values,
         }
     }
 
@@ -157,27 +174,11 @@ impl ModelTable {
         &self.probs
     }
 
-    /// First slot of value context `ctx` (unchecked: callers check `ctx`).
-    #[inline]
-    pub(crate) fn value_base(&self, ctx: u32) -> usize {
-        self.shape.bit_contexts as usize + ctx as usize * VALUE_SLOTS
-    }
-
-    /// The probabilities of value context `ctx`, if the table has it.
-    #[inline]
-    pub(crate) fn value_probs(&self, ctx: u32) -> Option<&[u16; VALUE_SLOTS]> {
-        if ctx >= self.shape.value_contexts {
-            return None;
-        }
-        let at = self.value_base(ctx);
-        self.probs.get(at..at + VALUE_SLOTS)?.try_into().ok()
-    }
-
     /// The probabilities and head frequencies of value context `ctx`, if
     /// the table has it.
     #[inline]
-    pub(crate) fn value_model(&self, ctx: u32) -> Option<(&[u16; VALUE_SLOTS], &ClassCdf)> {
-        Some((self.value_probs(ctx)?, self.classes.get(ctx as usize)?))
+    pub(crate) fn value_model(&self, ctx: u32) -> Option<&ValueModel> {
+        self.values.get(ctx as usize)
     }
 
     #[inline]
@@ -218,9 +219,9 @@ impl ModelTable {
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
     /// checked before anything is allocated; the table holds at most
-    /// `2 · max_slots` bytes of probabilities plus 382 bytes of head
-    /// frequencies and their lookup per value context (at most
-    /// `max_slots / 80` of them).
+    /// `2 · max_slots` bytes of probabilities plus, per value context (at
+    /// most `max_slots / 80` of them), a 160-byte copy of its
+    /// probabilities and 382 bytes of head frequencies and their lookup.
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {
         let min = HEADER_LEN + CHECKSUM_LEN;
         if bytes.len() < min {

@@ -5,10 +5,11 @@
 
 #![forbid(unsafe_code)]
 
-use super::contexts::MaskRun;
+use super::coder::RunSink;
+use super::runs::MaskRun;
 use super::{
-    ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelSink, ModelStats,
-    ModelTable, RowState,
+    ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
+    RowState,
 };
 use crate::error::DecodeError;
 use crate::pipeline::tokens::{self, TokenSink, TokenSource};
@@ -24,7 +25,7 @@ pub(crate) struct WalkSink<'m, S> {
     error: Option<ModelError>,
 }
 
-impl<'m, S: ModelSink> WalkSink<'m, S> {
+impl<'m, S: RunSink> WalkSink<'m, S> {
     pub(crate) fn new(map: &'m ContextMap, sink: S) -> Self {
         Self {
             map,
@@ -43,7 +44,7 @@ impl<'m, S: ModelSink> WalkSink<'m, S> {
     }
 }
 
-impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
+impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     fn bit(&mut self, ctx: u32, bit: bool) {
         if self.error.is_some() {
             return;
@@ -91,7 +92,7 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
     }
 }
 
-impl<S: ModelSink> WalkSink<'_, S> {
+impl<S: RunSink> WalkSink<'_, S> {
     /// Codes the `n` mask bits of `bits` from walk context `ctx` on, with
     /// `run`'s contexts when there is a run (else bit by bit, which
     /// records the error).
@@ -102,10 +103,9 @@ impl<S: ModelSink> WalkSink<'_, S> {
             }
             return;
         };
-        for k in 0..n as u32 {
-            let bit = (bits >> k) & 1 == 1;
-            self.sink.bit(run.context(&self.state, k), bit);
-            R::note(&mut self.state, bit);
+        self.sink.bit_run(&run.bits(&self.state), n as u32, bits);
+        if let Some(last) = n.checked_sub(1) {
+            R::note(&mut self.state, (bits >> last) & 1 == 1);
         }
     }
 }
@@ -214,13 +214,12 @@ impl WalkSource<'_, '_, '_> {
             }
             return Ok(bits);
         };
-        for k in 0..n as u32 {
-            let bit = self
-                .dec
-                .bit(run.context(&self.state, k))
-                .map_err(|e| self.err(e))?;
-            R::note(&mut self.state, bit);
-            bits |= u64::from(bit) << k;
+        let bits = self
+            .dec
+            .bit_run(&run.bits(&self.state), n as u32)
+            .map_err(|e| self.err(e))?;
+        if let Some(last) = n.checked_sub(1) {
+            R::note(&mut self.state, (bits >> last) & 1 == 1);
         }
         Ok(bits)
     }
