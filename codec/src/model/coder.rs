@@ -4,11 +4,10 @@
 
 #![forbid(unsafe_code)]
 
-use super::classes::{leaf_of, symbol, FREQ_BITS};
+use super::classes::{leaf_of, symbol, ClassCdf, FREQ_BITS};
 use super::range::{RangeDecoder, RangeEncoder};
 use super::runs::BitRun;
-use super::table::ValueModel;
-use super::value::{get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, TOP_SLOT};
+use super::value::{get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, SIGN_SLOT};
 use super::{ModelError, ModelStats, ModelTable};
 
 /// Where the tokens of a model block go: coded, counted for training, or
@@ -70,12 +69,14 @@ pub struct ModelEncoder<'t> {
 
 /// The range coder with one value context's probabilities and class
 /// frequencies.
-struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ValueModel);
+struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ClassCdf);
 
 impl Decisions for EncodeWith<'_, '_> {
     #[inline]
     fn decision(&mut self, slot: usize, bit: bool) {
-        self.0.bit(self.1.probs[slot], bit);
+        // The head (below) takes every decision but the sign's.
+        debug_assert_eq!(slot, SIGN_SLOT);
+        self.0.bit(self.1.sign, bit);
     }
     #[inline]
     fn raw(&mut self, v: u64, n: u32) {
@@ -84,10 +85,10 @@ impl Decisions for EncodeWith<'_, '_> {
     #[inline]
     fn head(&mut self, _base: usize, class: u32, second: bool) {
         let leaf = class.min(63);
-        let (start, freq) = self.1.classes.range(symbol(leaf, second));
+        let (start, freq) = self.1.range(symbol(leaf, second));
         self.0.symbol(FREQ_BITS, start, freq);
         if leaf == 63 {
-            self.0.bit(self.1.probs[TOP_SLOT], class == 64);
+            self.0.bit(self.1.top, class == 64);
         }
     }
 }
@@ -115,7 +116,7 @@ impl<'t> ModelEncoder<'t> {
     /// (`None` after an error, which this records when `ctx` is outside the
     /// table).
     #[inline]
-    fn value_model(&mut self, ctx: u32) -> Option<&'t ValueModel> {
+    fn value_model(&mut self, ctx: u32) -> Option<&'t ClassCdf> {
         if self.error.is_some() {
             return None;
         }
@@ -194,12 +195,14 @@ pub struct ModelDecoder<'t, 'a> {
 
 /// The range decoder with one value context's probabilities and class
 /// frequencies.
-struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t ValueModel);
+struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t ClassCdf);
 
 impl DecisionSource for DecodeWith<'_, '_, '_> {
     #[inline]
     fn decision(&mut self, slot: usize) -> bool {
-        self.0.bit(self.1.probs[slot])
+        // The head (below) takes every decision but the sign's.
+        debug_assert_eq!(slot, SIGN_SLOT);
+        self.0.bit(self.1.sign)
     }
     #[inline]
     fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
@@ -207,9 +210,9 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
     }
     #[inline]
     fn head(&mut self, _base: usize) -> Result<(u32, bool), ModelError> {
-        let classes = &self.1.classes;
+        let classes = self.1;
         let (leaf, second) = leaf_of(self.0.symbol(FREQ_BITS, |t| classes.find(t))?);
-        let top = leaf == 63 && self.0.bit(self.1.probs[TOP_SLOT]);
+        let top = leaf == 63 && self.0.bit(classes.top);
         Ok((leaf + u32::from(top), second))
     }
 }
@@ -276,7 +279,7 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     }
 
     #[inline]
-    fn value_model(&self, ctx: u32) -> Result<&'t ValueModel, ModelError> {
+    fn value_model(&self, ctx: u32) -> Result<&'t ClassCdf, ModelError> {
         self.table.value_model(ctx).ok_or(ModelError::ValueContext {
             ctx,
             count: self.table.shape().value_contexts,

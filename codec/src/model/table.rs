@@ -66,19 +66,9 @@ pub struct ModelTable {
     shape: ModelShape,
     /// Chance of a 0 per slot, in `1..PROB_ONE`.
     probs: Vec<u16>,
-    /// Per value context, a copy of its probabilities with its head
-    /// frequencies (derived from them), side by side for the coder.
-    values: Vec<ValueModel>,
-}
-
-/// What the coder reads of one value context: its [`VALUE_SLOTS`]
-/// probabilities and its head symbols' cumulative frequencies.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct ValueModel {
-    /// The context's slots, in `1..PROB_ONE`.
-    pub(crate) probs: [u16; VALUE_SLOTS],
-    /// The head frequencies of `probs`.
-    pub(crate) classes: ClassCdf,
+    /// Per value context, what the coder reads of it (derived from
+    /// `probs`).
+    values: Vec<ClassCdf>,
 }
 
 impl core::fmt::Debug for ModelTable {
@@ -148,14 +138,7 @@ impl ModelTable {
             .get(bits..)
             .unwrap_or_default()
             .chunks_exact(VALUE_SLOTS)
-            .map(|chunk| {
-                let mut p = [PRIOR; VALUE_SLOTS];
-                p.copy_from_slice(chunk);
-                ValueModel {
-                    probs: p,
-                    classes: ClassCdf::from_nodes(chunk),
-                }
-            })
+            .map(ClassCdf::from_nodes)
             .collect();
         Self {
             shape,
@@ -174,10 +157,9 @@ impl ModelTable {
         &self.probs
     }
 
-    /// The probabilities and head frequencies of value context `ctx`, if
-    /// the table has it.
+    /// What the coder reads of value context `ctx`, if the table has it.
     #[inline]
-    pub(crate) fn value_model(&self, ctx: u32) -> Option<&ValueModel> {
+    pub(crate) fn value_model(&self, ctx: u32) -> Option<&ClassCdf> {
         self.values.get(ctx as usize)
     }
 
@@ -219,9 +201,9 @@ impl ModelTable {
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
     /// checked before anything is allocated; the table holds at most
-    /// `2 · max_slots` bytes of probabilities plus, per value context (at
-    /// most `max_slots / 80` of them), a 160-byte copy of its
-    /// probabilities and 382 bytes of head frequencies and their lookup.
+    /// `2 · max_slots` bytes of probabilities plus 386 bytes of head
+    /// frequencies, their lookup and two probabilities per value context
+    /// (at most `max_slots / 80` of them).
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {
         let min = HEADER_LEN + CHECKSUM_LEN;
         if bytes.len() < min {
