@@ -516,23 +516,24 @@ pub(crate) fn write_rows(
                 first += n;
             }
         }
-        let mut it = row.iter().peekable();
-        for g in 0..groups {
-            let marked = groups == 1 || it.peek().is_some_and(|t| t.element as usize / GROUP == g);
-            if !marked {
-                continue;
-            }
-            let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
-            let mut bits = 0u8;
-            while let Some(t) = it.peek() {
-                let e = t.element as usize;
-                if e >= end {
-                    break;
+        if groups == 1 {
+            // One group, always sent (a spawned row may change nothing).
+            let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
+            sink.group(section, spawned, 0, elements, bits);
+        } else {
+            // The marked groups only, in order: the row's elements are
+            // ascending.
+            let mut i = 0;
+            while let Some(t) = row.get(i) {
+                let first = t.element as usize / GROUP * GROUP;
+                let end = (first + GROUP).min(elements);
+                let mut bits = 0u8;
+                while let Some(t) = row.get(i).filter(|t| (t.element as usize) < end) {
+                    bits |= 1 << (t.element as usize - first);
+                    i += 1;
                 }
-                bits |= 1 << (e - first);
-                it.next();
+                sink.group(section, spawned, first, end - first, bits);
             }
-            sink.group(section, spawned, first, end - first, bits);
         }
         for tok in row {
             let e = tok.element as usize;
@@ -558,7 +559,21 @@ pub(crate) fn read_mask(
     let groups = elements.div_ceil(GROUP);
     changed.clear();
     groups_scratch.clear();
-    if groups > 1 {
+    if groups <= 1 {
+        if read_group(src, section, row, elements, 0, changed)?.is_err() {
+            return Ok(Err(()));
+        }
+    } else if groups <= 64 {
+        // The marked groups' element bits, group by group.
+        let mut bits = src.groups(section, row, 0, groups)?;
+        while bits != 0 {
+            let g = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if read_group(src, section, row, elements, g, changed)?.is_err() {
+                return Ok(Err(()));
+            }
+        }
+    } else {
         let mut first = 0;
         while first < groups {
             let n = (groups - first).min(64);
@@ -566,28 +581,41 @@ pub(crate) fn read_mask(
             groups_scratch.extend((0..n).map(|k| (bits >> k) & 1 == 1));
             first += n;
         }
-    } else {
-        groups_scratch.push(true);
-    }
-    for (g, &marked) in groups_scratch.iter().enumerate() {
-        if !marked {
-            continue;
-        }
-        let before = changed.len();
-        let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
-        let mut bits = src.group(section, row, first, end - first)?;
-        while bits != 0 {
-            changed.push((first + bits.trailing_zeros() as usize) as u32);
-            bits &= bits - 1;
-        }
-        // A marked group changes something, except the implied single
-        // group of a spawned row (which may equal its reference).
-        if changed.len() == before && (groups > 1 || row == ctx::CHANGED) {
-            return Ok(Err(()));
+        for (g, &marked) in groups_scratch.iter().enumerate() {
+            if marked && read_group(src, section, row, elements, g, changed)?.is_err() {
+                return Ok(Err(()));
+            }
         }
     }
     // A changed row changes something.
     if changed.is_empty() && row == ctx::CHANGED {
+        return Ok(Err(()));
+    }
+    Ok(Ok(()))
+}
+
+/// Reads the element bits of mask group `g` of a row of `elements`
+/// elements into `changed`; `Err(())` when the group is marked (it is when
+/// it is read, except the single group of a row) but empty.
+fn read_group(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: u32,
+    elements: usize,
+    g: usize,
+    changed: &mut Vec<u32>,
+) -> Result<Result<(), ()>, DecodeError> {
+    let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
+    let before = changed.len();
+    let mut bits = src.group(section, row, first, end - first)?;
+    while bits != 0 {
+        changed.push((first + bits.trailing_zeros() as usize) as u32);
+        bits &= bits - 1;
+    }
+    // A marked group changes something, except the implied single group
+    // of a spawned row (which may equal its reference).
+    let single = elements.div_ceil(GROUP) <= 1;
+    if changed.len() == before && (!single || row == ctx::CHANGED) {
         return Ok(Err(()));
     }
     Ok(Ok(()))
