@@ -612,6 +612,20 @@ impl Encoder {
         let defer = self.entropy != Entropy::Zstd
             && self.context_map.is_some()
             && self.active_dict().is_some_and(|d| d.model.is_some());
+        // A delta packet that settles now and sends no recall may let a
+        // section skip its masks and values when its recent packets went as
+        // byte planes (`pipeline::encode_section`), provided no section's
+        // rows can push the payload past its limit, where every section
+        // goes back to masks and values.
+        let predict = (!defer
+            && recall.is_none()
+            && baseline.is_some()
+            && payload_bound(sections.clone(), baseline) <= self.limits.max_decoded_bytes)
+            .then_some(if self.schema.is_quantized() {
+                usize::MAX
+            } else {
+                TRIAL_MAX_PAYLOAD
+            });
         for (i, ((cur, ty), scratch)) in sections
             .clone()
             .zip(self.schema.sections())
@@ -662,9 +676,13 @@ impl Encoder {
                 &cur,
                 recalled,
                 defer,
+                predict,
                 scratch,
             )
             .map_err(EncodeError::Snapshot)?;
+        }
+        if self.scratch.iter().any(|s| s.tentative) {
+            self.confirm_tentative(sections.clone(), baseline, prior);
         }
         // The decoder caps the records a packet spawns at the payload limit.
         let spawned: usize = self
@@ -681,6 +699,11 @@ impl Encoder {
         }
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
+            // Rows that alone pass the trial size settle `Either` sections
+            // before the payload is sized, not after (`fit_planes`).
+            if self.row_bytes() > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
+                self.take_middle_estimate();
+            }
             self.size_payload(defer);
             if self.payload_len > self.limits.max_decoded_bytes {
                 // Byte planes may still fit.
@@ -726,22 +749,11 @@ impl Encoder {
     /// do not fit the limit, every section goes back to masks and values.
     /// Then notes whether a row-mode trial is due.
     fn fit_planes(&mut self, defer: bool) {
-        if self.payload_len > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
-            let mut flipped = false;
-            for s in &mut self.scratch {
-                if let RowMode::Either { planes } = s.mode {
-                    s.mode = if planes {
-                        RowMode::Planes
-                    } else {
-                        RowMode::Tokens
-                    };
-                    s.tokens.planes = planes;
-                    flipped |= planes;
-                }
-            }
-            if flipped {
-                self.size_payload(defer);
-            }
+        if self.payload_len > TRIAL_MAX_PAYLOAD
+            && !self.schema.is_quantized()
+            && self.take_middle_estimate()
+        {
+            self.size_payload(defer);
         }
         let planes = self.scratch.iter().any(|s| s.tokens.planes);
         if planes && self.payload_len > self.limits.max_decoded_bytes {
@@ -756,6 +768,71 @@ impl Encoder {
                 .scratch
                 .iter()
                 .any(|s| matches!(s.mode, RowMode::Either { .. }));
+    }
+
+    /// At most the payload bytes of the sections' rows in the forms their
+    /// estimates left them ([`RowMode::Either`] as masks and values): each
+    /// section's count of kind-bit bytes may round up by one.
+    fn row_bytes(&self) -> usize {
+        self.scratch
+            .iter()
+            .map(|s| s.row_bytes.saturating_sub(1))
+            .fold(0usize, usize::saturating_add)
+    }
+
+    /// Keeps the sections settled as planes tentatively (by the middle
+    /// estimate, `pipeline::encode_section`) when the rows of all sections
+    /// take the payload over [`TRIAL_MAX_PAYLOAD`], where `fit_planes`
+    /// would take that estimate; else codes them in full.
+    fn confirm_tentative<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) {
+        let sure = self.row_bytes() > TRIAL_MAX_PAYLOAD;
+        for (i, ((cur, ty), scratch)) in sections
+            .zip(self.schema.sections())
+            .zip(&mut self.scratch)
+            .enumerate()
+        {
+            if !core::mem::take(&mut scratch.tentative) || sure {
+                continue;
+            }
+            // The baseline `encode_section` was given: the predicted one
+            // (still in `self.predicted`) or the baseline's.
+            let base = match (baseline, prior) {
+                (Some(_), Some(_)) if ty.predicts() => self.predicted[i].as_ref(),
+                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
+                (None, _) => SectionRef::empty(ty.record_size()),
+            };
+            pipeline::complete_section(
+                ty,
+                &self.elements[i],
+                &self.plane_orders[i],
+                &base,
+                &cur,
+                scratch,
+            );
+        }
+    }
+
+    /// Gives every [`RowMode::Either`] section the middle estimate's
+    /// choice; returns whether any became byte planes.
+    fn take_middle_estimate(&mut self) -> bool {
+        let mut flipped = false;
+        for s in &mut self.scratch {
+            if let RowMode::Either { planes } = s.mode {
+                s.mode = if planes {
+                    RowMode::Planes
+                } else {
+                    RowMode::Tokens
+                };
+                s.tokens.planes = planes;
+                flipped |= planes;
+            }
+        }
+        flipped
     }
 
     /// Runs the row-mode trial if one is pending.
@@ -1064,6 +1141,30 @@ impl Encoder {
         self.packet = packet;
         r
     }
+}
+
+/// More payload bytes than a packet of `sections` against `baseline` can
+/// take in any row mode: per section its entity sets (at most five bytes
+/// per id, baseline ids included) and per entity a row of at most four
+/// bytes per record byte (byte planes take one; a varint at most two per
+/// value byte, masks and kind bits at most one more) and sixteen more.
+fn payload_bound<'s>(
+    sections: impl Iterator<Item = SectionRef<'s>>,
+    baseline: Option<Baseline<'_>>,
+) -> usize {
+    let base = |i: usize| {
+        baseline
+            .and_then(|b| b.snapshot.sections().get(i))
+            .map_or(0, |s| s.len())
+    };
+    sections
+        .enumerate()
+        .map(|(i, s)| {
+            let rows = s.len().saturating_mul(4 * s.record_size() + 16 + 5);
+            rows.saturating_add(base(i).saturating_mul(5))
+                .saturating_add(32)
+        })
+        .fold(0usize, usize::saturating_add)
 }
 
 /// The reference's recall when it has a baseline, refusing a recall that is

@@ -1,10 +1,11 @@
 //! The byte-plane row mode (FORMAT.md 4.7): which sections the encoder
 //! sends as planes, that both modes come back bit for bit in one packet,
-//! and the fallback to masks and values when planes would pass the payload
-//! limit.
+//! the fallback to masks and values when planes would pass the payload
+//! limit, and that a section predicted as planes from its previous packets
+//! gets the bytes the full estimate gives.
 #![allow(clippy::unwrap_used)]
 
-use tickpack::{Baseline, Decoder, Encoder, Limits, Primitive, Schema, Snapshot};
+use tickpack::{Baseline, Decoder, Encoder, Entropy, Limits, Primitive, Schema, Snapshot};
 
 /// Section 0: eight `f32` per entity, every one changing every tick;
 /// section 1: eight `u32` of which one changes in one entity.
@@ -126,21 +127,160 @@ fn planes_that_pass_the_payload_limit_fall_back_to_masks() {
     // 3,000 rows of mask and value (6,000 bytes).
     let mut enc = Encoder::new(s.clone());
     let mut payload = Vec::new();
-    enc.payload(&cur, 1, b, &mut payload).unwrap();
-    assert_eq!(flags(&payload), 0x12);
-    assert!(payload.len() > 48_000);
+    // Twice: the second packet predicts planes from the first.
+    for _ in 0..2 {
+        enc.payload(&cur, 1, b, &mut payload).unwrap();
+        assert_eq!(flags(&payload), 0x12);
+        assert!(payload.len() > 48_000);
+    }
     // Under a 20,000-byte payload limit: masks and values.
     let limits = Limits {
         max_decoded_bytes: 20_000,
         ..Limits::default()
     };
     enc.set_limits(limits);
-    enc.payload(&cur, 1, b, &mut payload).unwrap();
-    assert_eq!(flags(&payload), 0x02);
-    assert!(payload.len() < 7_000);
+    for _ in 0..2 {
+        enc.payload(&cur, 1, b, &mut payload).unwrap();
+        assert_eq!(flags(&payload), 0x02);
+        assert!(payload.len() < 7_000);
+    }
     let p = enc.encode(&cur, 1, b).unwrap();
     let mut dec = Decoder::new(s);
     dec.set_limits(limits);
     let (_, got) = dec.decode(&p, b).unwrap();
     assert_eq!(got, cur);
+}
+
+/// Packet `t` of a dense run: ticks `t` against `t - 1`.
+fn dense_packet(enc: &mut Encoder, ticks: &[Snapshot], t: usize) -> Vec<u8> {
+    let b = Baseline {
+        sequence: (t - 1) as u16,
+        snapshot: &ticks[t - 1],
+    };
+    enc.encode(&ticks[t], t as u16, b).unwrap()
+}
+
+#[test]
+fn predicted_planes_give_the_full_estimates_bytes() {
+    // One encoder for the whole run (it predicts section 0's planes from
+    // its previous packets) against a new encoder per packet (always the
+    // full estimate): the same packets, and they decode.
+    let s = schema();
+    let ticks: Vec<Snapshot> = (0..40).map(|t| tick(&s, t)).collect();
+    let mut steady = Encoder::new(s.clone());
+    let mut dec = Decoder::new(s.clone());
+    for t in 1..ticks.len() {
+        let p = dense_packet(&mut steady, &ticks, t);
+        let fresh = dense_packet(&mut Encoder::new(s.clone()), &ticks, t);
+        assert_eq!(p, fresh, "packet {t}");
+        let b = Baseline {
+            sequence: (t - 1) as u16,
+            snapshot: &ticks[t - 1],
+        };
+        let (_, got) = dec.decode(&p, b).unwrap();
+        assert_eq!(got, ticks[t]);
+    }
+}
+
+#[test]
+fn a_section_that_stops_being_dense_leaves_planes_at_once() {
+    // Dense packets teach the encoder to predict planes; then a packet
+    // where 20 rows change one element each (a different one row to row,
+    // three bytes of it) goes as masks and values, as it does from a new
+    // encoder.
+    let s = schema();
+    let mut ticks: Vec<Snapshot> = (0..20).map(|t| tick(&s, t)).collect();
+    let mut quiet = ticks[19].clone();
+    for id in 0..20u32 {
+        let mut rec = quiet.sections()[0].get(id).unwrap().to_vec();
+        let at = 4 * (id as usize % 8);
+        for (k, x) in [0x01u8, 0x23, 0x45].into_iter().enumerate() {
+            rec[at + k] ^= x;
+        }
+        quiet.section_mut(0).unwrap().insert(id, &rec).unwrap();
+    }
+    ticks.push(quiet);
+    let mut enc = Encoder::new(s.clone());
+    for t in 1..ticks.len() - 1 {
+        dense_packet(&mut enc, &ticks, t);
+    }
+    let t = ticks.len() - 1;
+    let p = dense_packet(&mut enc, &ticks, t);
+    assert_eq!(p, dense_packet(&mut Encoder::new(s.clone()), &ticks, t));
+    let b = Baseline {
+        sequence: (t - 1) as u16,
+        snapshot: &ticks[t - 1],
+    };
+    let mut payload = Vec::new();
+    enc.payload(&ticks[t], t as u16, b, &mut payload).unwrap();
+    assert_eq!(
+        flags(&payload) & 0x10,
+        0,
+        "quiet section as masks and values"
+    );
+}
+
+/// Tick `t` with section 0 scaled to `rows` entities of smooth motion and
+/// section 1 to `sparse` entities, one element of one changing.
+fn sized_tick(s: &Schema, t: u32, rows: u32, sparse: u32) -> Snapshot {
+    let mut snap = Snapshot::new(s);
+    for id in 0..rows {
+        let rec: Vec<u8> = (0..8u32)
+            .flat_map(|k| {
+                // Elements 2-7 step by a hashed amount too, so that the planes'
+                // estimate falls on both sides of the middle.
+                let h = (id * 8 + k).wrapping_mul(0x9e37_79b9) ^ t.wrapping_mul(0x85eb_ca6b);
+                let jitter = if k >= 2 { (h >> 12) as f32 * 1e-6 } else { 0.0 };
+                let x = (id * 8 + k) as f32 * 0.37 + t as f32 * (0.011 + k as f32 * 0.003);
+                (x + jitter).to_le_bytes()
+            })
+            .collect();
+        snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+    }
+    for id in 0..sparse {
+        let rec: Vec<u8> = (0..8u32)
+            .flat_map(|k| (id * 100 + k + u32::from(k == 3 && id == 5) * t).to_le_bytes())
+            .collect();
+        snap.section_mut(1).unwrap().insert(id * 3, &rec).unwrap();
+    }
+    snap
+}
+
+#[test]
+fn predicted_planes_of_small_and_large_sections_give_the_full_estimates_bytes() {
+    // Section 0 from 16 rows (its rows alone under the size where the
+    // encoder takes the middle estimate) to 80; section 1 from idle to a
+    // few hundred sparse rows: a steady encoder's packets are a new
+    // encoder's, and decode. `Entropy::Model` without a model table sends
+    // a section the estimate cannot settle as masks and values without
+    // trying both forms.
+    let s = schema();
+    let new = |entropy| {
+        let mut e = Encoder::new(s.clone());
+        e.set_entropy(entropy);
+        e
+    };
+    let sizes = [(16, 0), (20, 0), (24, 300), (40, 0), (80, 40)];
+    for ((rows, sparse), entropy) in sizes
+        .into_iter()
+        .flat_map(|z| [(z, Entropy::Best), (z, Entropy::Model)])
+    {
+        let ticks: Vec<Snapshot> = (0..24).map(|t| sized_tick(&s, t, rows, sparse)).collect();
+        let mut steady = new(entropy);
+        let mut dec = Decoder::new(s.clone());
+        for t in 1..ticks.len() {
+            let p = dense_packet(&mut steady, &ticks, t);
+            let fresh = dense_packet(&mut new(entropy), &ticks, t);
+            assert_eq!(
+                p, fresh,
+                "{rows} rows, {sparse} sparse, {entropy:?}, packet {t}"
+            );
+            let b = Baseline {
+                sequence: (t - 1) as u16,
+                snapshot: &ticks[t - 1],
+            };
+            let (_, got) = dec.decode(&p, b).unwrap();
+            assert_eq!(got, ticks[t]);
+        }
+    }
 }

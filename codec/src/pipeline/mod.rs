@@ -24,6 +24,7 @@
 
 pub(crate) mod align;
 mod decode;
+mod hint;
 pub(crate) mod integrate;
 pub(crate) mod layout;
 pub(crate) mod planes;
@@ -84,6 +85,16 @@ pub(crate) struct EncodeScratch {
     /// The rows are built but the estimate has not run yet
     /// ([`settle_planes`]); until it does, the mode is `Tokens`.
     pub(crate) pending: bool,
+    /// The payload bytes of the section's rows as the estimate left them:
+    /// the planes when it chose them, else masks and values (0 before it
+    /// ran).
+    pub(crate) row_bytes: usize,
+    /// What the section's last full estimate found ([`hint::PlanesHint`]).
+    hint: Option<hint::PlanesHint>,
+    /// Settled as byte planes by the middle estimate before the payload
+    /// size that lets the encoder take it is known: the encoder confirms
+    /// it, or has the section coded in full ([`complete_section`]).
+    pub(crate) tentative: bool,
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
@@ -162,7 +173,13 @@ fn word(record: &[u8], at: usize, end: usize) -> u128 {
 /// `recalled(id, out)` writes into `out` when it returns `true`, else
 /// against the default record; a section coded against the recall always
 /// sends masks and values. `defer_planes`: build the byte-plane rows but
-/// leave the estimate to [`settle_planes`].
+/// leave the estimate to [`settle_planes`]. `predict`: `Some` when the
+/// caller sends no recall, settles now and has room for byte planes
+/// whatever the rows are; then a section whose recent packets went as
+/// byte planes may go so again without its rows coded as masks and values
+/// ([`hint::PlanesHint`]). It holds the payload size above which the caller
+/// resolves [`RowMode::Either`] by the middle estimate (`usize::MAX` when
+/// it always compresses both).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_section<E>(
     ty: &EntityType,
@@ -170,8 +187,9 @@ pub(crate) fn encode_section<E>(
     order: &[u16],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
-    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
+    recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     defer_planes: bool,
+    predict: Option<usize>,
     s: &mut EncodeScratch,
 ) -> Result<(), E> {
     align::align(base, cur, &mut s.align);
@@ -182,6 +200,72 @@ pub(crate) fn encode_section<E>(
     t.changed.extend_from_slice(&a.changed);
     t.spawned
         .extend(a.spawned.iter().map(|&j| cur.ids()[j as usize]));
+    s.planes.clear();
+    s.mode = RowMode::Tokens;
+    s.pending = false;
+    s.tentative = false;
+    s.row_bytes = 0;
+    let n = a.changed_rows.len() + a.spawned.len();
+    if let Some(middle_above) = predict.filter(|_| !defer_planes && n >= EARLY_STOP_ROWS) {
+        if hint::predict_planes(ty, order, base, cur, middle_above, s) {
+            return Ok(());
+        }
+    }
+    code_rows(ty, elements, base, cur, recalled, s)?;
+    let t = &s.tokens;
+    if n == 0 || t.recall {
+        s.hint = None;
+        return Ok(());
+    }
+    // A prediction that was not clear built the rows already.
+    if !s.pending {
+        row_deltas(ty, base, cur, s);
+    }
+    s.pending = true;
+    if !defer_planes {
+        settle_planes(elements.len(), order, ty.record_size(), s);
+    }
+    Ok(())
+}
+
+/// Codes a [`EncodeScratch::tentative`] section's rows as masks and values
+/// after all, and runs the full estimate on them (its rows and planes are
+/// built).
+pub(crate) fn complete_section(
+    ty: &EntityType,
+    elements: &[Element],
+    order: &[u16],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    s: &mut EncodeScratch,
+) {
+    let t = &mut s.tokens;
+    t.recalled.clear();
+    t.row_end.clear();
+    t.planes = false;
+    s.tentative = false;
+    s.mode = RowMode::Tokens;
+    // A section predicted without a recall codes none.
+    let no_recall = |_: u32, _: &mut [u8]| Ok::<bool, core::convert::Infallible>(false);
+    if code_rows(ty, elements, base, cur, no_recall, s).is_ok() {
+        s.pending = true;
+        settle_planes(elements.len(), order, ty.record_size(), s);
+    }
+}
+
+/// Appends to `s.tokens` the section's rows as masks and values: changed
+/// rows against their baseline record (integrated elements against their
+/// prediction), spawned rows against their recalled record when
+/// `recalled` gives one, else the type's default record.
+fn code_rows<E>(
+    ty: &EntityType,
+    elements: &[Element],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
+    s: &mut EncodeScratch,
+) -> Result<(), E> {
+    let (a, t) = (&s.align, &mut s.tokens);
     let integrators = ty.integrators();
     for &(ci, bi) in &a.changed_rows {
         let (c, b) = (cur.record(ci as usize), base.record(bi as usize));
@@ -207,18 +291,24 @@ pub(crate) fn encode_section<E>(
         };
         encode_row(elements, cur.record(j as usize), reference, t);
     }
-    // The same rows as byte planes: changed rows against their baseline
-    // record, spawned rows against the spawned record before them.
-    s.planes.clear();
-    s.mode = RowMode::Tokens;
-    s.pending = false;
-    let n = t.row_end.len();
-    if n == 0 || t.recall {
-        return Ok(());
-    }
+    Ok(())
+}
+
+/// Writes into `s.rows` the section's rows as byte-plane row deltas:
+/// changed rows against their baseline record, spawned rows against the
+/// spawned record before them.
+pub(super) fn row_deltas(
+    ty: &EntityType,
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    s: &mut EncodeScratch,
+) {
+    let a = &s.align;
     let rs = ty.record_size();
-    s.rows.clear();
-    s.rows.resize(n * rs, 0);
+    // The spans tile the record (records have no padding): every byte is
+    // written below, so the buffer is not cleared first.
+    s.rows
+        .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
     let mut rows = s.rows.chunks_exact_mut(rs);
     for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
         planes::row_delta(
@@ -234,11 +324,6 @@ pub(crate) fn encode_section<E>(
         planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
     }
-    s.pending = true;
-    if !defer_planes {
-        settle_planes(elements.len(), order, rs, s);
-    }
-    Ok(())
 }
 
 /// The row mode of a section whose byte-plane rows [`encode_section`]
@@ -262,7 +347,10 @@ pub(crate) fn settle_planes(
     // masks and values, the mode is `Tokens` without a look at the planes.
     let tokens = token_row_bytes(elements, t);
     let nonzero = planes::count_nonzero(&s.rows);
+    s.hint = None;
+    s.row_bytes = tokens;
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
+        s.planes.clear();
         return;
     }
     if n < EARLY_STOP_ROWS {
@@ -276,21 +364,27 @@ pub(crate) fn settle_planes(
     } else {
         // The planes are built to count their zero runs, and kept when
         // they may be sent.
-        planes::split(order, &s.rows, n, rs, &mut s.planes);
+        if s.planes.is_empty() {
+            planes::split(order, &s.rows, n, rs, &mut s.planes);
+        }
         let runs = planes::zero_runs(&s.planes);
         s.mode = choose_planes(tokens, nonzero, runs);
         if s.mode == RowMode::Tokens {
             s.planes.clear();
         }
+        s.hint = Some(hint::PlanesHint::new(tokens, nonzero));
     }
     t.planes = s.mode == RowMode::Planes;
+    if t.planes {
+        s.row_bytes = s.planes.len();
+    }
 }
 
 /// Sections with fewer rows count their planes' zero runs from the rows,
 /// stopping once the planes lose (Quake 3 packets: a few wide rows, almost
 /// always masks and values); sections with more build the planes (eight
 /// rows at a time) and count a word at a time.
-const EARLY_STOP_ROWS: usize = 16;
+pub(super) const EARLY_STOP_ROWS: usize = 16;
 
 /// The payload bytes the rows of `t` take as masks, kind bits and values
 /// (FORMAT.md, "Rows"); the kind bits of changed rows are side bits
