@@ -141,20 +141,18 @@ struct SectionLayout {
     /// its first value context within a row kind.
     float_rank: Vec<u32>,
     value_at: Vec<u32>,
-    /// Per walk row kind (0..3) and element, at `row · elements + e`: the
-    /// element's dense contexts, what [`ContextMap::value_context`] and
-    /// [`ContextMap::bit_context`] derive for it, computed once.
+    /// Per element: its dense contexts in row kind 0, what
+    /// [`ContextMap::value_context`] and [`ContextMap::bit_context`]
+    /// derive for it, computed once (row kind `rk` adds
+    /// `rk · values_per_row_kind` and `rk · floats`).
     element_contexts: Vec<ElementContexts>,
 }
 
-/// The dense contexts of one element in one walk row kind.
+/// The dense contexts of one element in row kind 0.
 #[derive(Debug, Clone, Copy)]
 struct ElementContexts {
     /// Value context with kind and history 0.
     value: u32,
-    /// Value contexts per kind state: the value-history states when the
-    /// element is a float and values are conditioned on their kind, else 0.
-    kind_stride: u32,
     /// Bit context of the kind bit (floats only, else `u32::MAX`).
     kind_bit: u32,
 }
@@ -275,22 +273,17 @@ impl ContextMap {
             let group_bits = bits + 2;
             let element_bits = group_bits + r * u64::from(g) * p;
             let kind_bits = element_bits + r * u64::from(e) * h * p;
-            let mut element_contexts = Vec::with_capacity(3 * section.len());
-            for walk_row in 0..3 {
-                let rk = u64::from(Self::row_kind_of(config, walk_row));
-                for (i, &float) in section.iter().enumerate() {
-                    let value = values + 8 + rk * at + u64::from(value_at[i]);
-                    let kind_bit = if float {
-                        narrow(kind_bits + rk * u64::from(f) + u64::from(float_rank[i]))?
-                    } else {
-                        u32::MAX
-                    };
-                    element_contexts.push(ElementContexts {
-                        value: narrow(value)?,
-                        kind_stride: if float && config.value_kind { n.v } else { 0 },
-                        kind_bit,
-                    });
-                }
+            let mut element_contexts = Vec::with_capacity(section.len());
+            for (i, &float) in section.iter().enumerate() {
+                let kind_bit = if float {
+                    narrow(kind_bits + u64::from(float_rank[i]))?
+                } else {
+                    u32::MAX
+                };
+                element_contexts.push(ElementContexts {
+                    value: narrow(values + 8 + u64::from(value_at[i]))?,
+                    kind_bit,
+                });
             }
             sections.push(SectionLayout {
                 elements: e,
@@ -332,16 +325,23 @@ impl ContextMap {
         }
     }
 
-    /// The precomputed contexts of the element of walk context `ctx`
-    /// (any class), if its section, row kind and element exist.
+    /// The dense contexts of the element of walk context `ctx` (any
+    /// class) in its row kind, if its section, row kind and element exist.
     #[inline]
-    fn element_contexts(&self, ctx: u32) -> Option<&ElementContexts> {
+    fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
         let (_, row, sec, index) = split(ctx);
         let s = self.sections.get(sec as usize)?;
-        if index >= s.elements {
-            return None;
-        }
-        s.element_contexts.get((row * s.elements + index) as usize)
+        let x = s.element_contexts.get(index as usize)?;
+        let rk = *self.row_kinds.get(row as usize)?;
+        // Within the shape, as the layout's sums are.
+        Some(ElementContexts {
+            value: x.value + rk * s.values_per_row_kind,
+            kind_bit: if x.kind_bit == u32::MAX {
+                u32::MAX
+            } else {
+                x.kind_bit + rk * s.floats
+            },
+        })
     }
 
     fn counts(c: ContextConfig) -> Counts {
@@ -489,9 +489,20 @@ impl ContextMap {
                 } else {
                     0
                 };
-                return Ok((x.value + kind * x.kind_stride + hist, true));
+                let kind_stride = if x.kind_bit != u32::MAX && self.config.value_kind {
+                    self.n.v
+                } else {
+                    0
+                };
+                return Ok((x.value + kind * kind_stride + hist, true));
             }
         }
+        self.other_value_context(state, ctx)
+    }
+
+    /// [`ContextMap::value_context`] of the contexts it has no shortcut for.
+    #[inline(never)]
+    fn other_value_context(&self, state: &RowState, ctx: u32) -> Result<(u32, bool), ModelError> {
         let (cls, row, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
         let c = self.config;
