@@ -53,6 +53,18 @@ pub(crate) struct BitRun {
 }
 
 impl BitRun {
+    /// A run whose every bit is coded in context `c`.
+    #[inline]
+    pub(crate) fn same(c: u32) -> Self {
+        Self {
+            base: c,
+            stride: 0,
+            step: 0,
+            first: 0,
+            prev: false,
+        }
+    }
+
     /// The context of bit `k` when the bit before it is `prev`.
     #[inline]
     pub(crate) fn context(&self, k: u32, prev: bool) -> u32 {

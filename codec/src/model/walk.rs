@@ -6,7 +6,7 @@
 #![forbid(unsafe_code)]
 
 use super::coder::RunSink;
-use super::runs::MaskRun;
+use super::runs::{BitRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
     RowState,
@@ -80,6 +80,19 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         }
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, bits, run);
+    }
+
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        // One context for the whole bitmap, which leaves the row state as
+        // it is.
+        let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, which);
+        match self.map.bit_context(&mut self.state, ctx) {
+            Ok(c) => self.sink.bit_run(&BitRun::same(c), n as u32, bits),
+            Err(e) => self.error = Some(e),
+        }
     }
 
     fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
@@ -181,6 +194,19 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, run)
+    }
+
+    fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
+        // One context for the whole bitmap, which leaves the row state as
+        // it is.
+        let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, which);
+        let c = self
+            .map
+            .bit_context(&mut self.state, ctx)
+            .map_err(|e| self.err(e))?;
+        self.dec
+            .bit_run(&BitRun::same(c), n as u32)
+            .map_err(|e| self.err(e))
     }
 
     fn group(
@@ -286,6 +312,11 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
     fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
         self.0.group(section, row, first, n, bits);
         self.1.group(section, row, first, n, bits);
+    }
+    #[inline]
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        self.0.set_bits(section, which, n, bits);
+        self.1.set_bits(section, which, n, bits);
     }
 }
 

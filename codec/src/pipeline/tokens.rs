@@ -107,6 +107,18 @@ pub(crate) trait TokenSink {
             );
         }
     }
+    /// `n` (1..=64) membership bits of a bitmap-mode set (`which`: 0
+    /// removed, 1 changed), bit `k` of `bits` first to last. The same
+    /// decisions as `n` calls of [`TokenSink::bit`] in the set's
+    /// [`ctx::SET_BIT`] context.
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        for k in 0..n {
+            self.bit(
+                ctx::make(ctx::SET_BIT, section, 0, which),
+                (bits >> k) & 1 == 1,
+            );
+        }
+    }
     /// The `n` (1..=8) element bits of one mask group starting at element
     /// `first` (a multiple of 8): bit `k` of `bits` for element `first + k`.
     /// The same decisions as `n` calls of [`TokenSink::bit`].
@@ -138,6 +150,17 @@ pub(crate) trait TokenSource {
         let mut bits = 0u64;
         for k in 0..n {
             if self.bit(ctx::make(ctx::MASK_GROUP, section, row, first + k))? {
+                bits |= 1 << k;
+            }
+        }
+        Ok(bits)
+    }
+    /// Membership bits of a bitmap-mode set, as [`TokenSink::set_bits`]
+    /// gave them.
+    fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
+        let mut bits = 0u64;
+        for k in 0..n {
+            if self.bit(ctx::make(ctx::SET_BIT, section, 0, which))? {
                 bits |= 1 << k;
             }
         }
@@ -291,13 +314,18 @@ pub(crate) fn write_set(
         }
     } else {
         sink.uint(c(ctx::SET_HEAD), 0);
+        // The bitmap in chunks of 64 members.
         let mut it = members.iter().peekable();
-        for i in 0..universe as u32 {
-            let member = it.peek() == Some(&&i);
-            if member {
+        let mut first = 0;
+        while first < universe {
+            let n = (universe - first).min(64);
+            let mut bits = 0u64;
+            while let Some(&&m) = it.peek().filter(|&&&m| (m as usize) < first + n) {
+                bits |= 1u64 << (m as usize - first);
                 it.next();
             }
-            sink.bit(c(ctx::SET_BIT), member);
+            sink.set_bits(section, which, n, bits);
+            first += n;
         }
     }
 }
@@ -320,10 +348,15 @@ pub(crate) fn read_set(
     let c = |class| ctx::make(class, section, 0, which);
     let n = src.uint(c(ctx::SET_HEAD))?;
     if n == 0 {
-        for i in 0..universe as u32 {
-            if src.bit(c(ctx::SET_BIT))? {
-                out.push(i);
+        let mut first = 0;
+        while first < universe {
+            let k = (universe - first).min(64);
+            let mut bits = src.set_bits(section, which, k)?;
+            while bits != 0 {
+                out.push((first + bits.trailing_zeros() as usize) as u32);
+                bits &= bits - 1;
             }
+            first += k;
         }
         if out.is_empty() {
             return Ok(Err(()));
