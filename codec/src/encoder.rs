@@ -161,6 +161,9 @@ pub struct Encoder {
     /// the blocks are built (not at all when the model stream is sent
     /// without trying them).
     trial_pending: bool,
+    /// Every section codes its rows as masks and values, whatever its row
+    /// mode (counting model decisions, [`Encoder::model_tokens`]).
+    full_rows: bool,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -226,6 +229,7 @@ impl Encoder {
             trial_payload: Vec::new(),
             trial_winner: None,
             trial_pending: false,
+            full_rows: false,
         }
     }
 
@@ -438,7 +442,12 @@ impl Encoder {
         reference: impl Into<Reference<'r>>,
         stats: &mut ModelStats,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, reference.into())?;
+        // The model codes every row as masks and values: no section may
+        // skip them.
+        self.full_rows = true;
+        let built = self.build_snapshot(snapshot, sequence, reference.into());
+        self.full_rows = false;
+        built?;
         if let (Some(map), false) = (&self.context_map, self.payload_len == 0) {
             model::count_sections(map, stats, &self.scratch, &self.elements);
         }
@@ -618,6 +627,7 @@ impl Encoder {
         // rows can push the payload past its limit, where every section
         // goes back to masks and values.
         let predict = (!defer
+            && !self.full_rows
             && recall.is_none()
             && baseline.is_some()
             && payload_bound(sections.clone(), baseline) <= self.limits.max_decoded_bytes)

@@ -85,7 +85,7 @@ impl Blocks {
     }
 }
 
-/// Huffman block body for `data` (1..=8192 bytes) under `table`.
+/// Huffman block body for `data` (1..=32768 bytes) under `table`.
 pub fn huffman_encode(table: &crate::HuffmanTable, data: &[u8], out: &mut Vec<u8>) {
     table.encode(data, out);
 }

@@ -275,14 +275,14 @@ fn corrupt_table() {
             DecodeError::BadBlockSize { offset: 8 },
         ),
         (
-            "RLE block above 8192 bytes",
-            key_blocks(&[0x03, 0x81, 0x40, 0x00]),
+            "RLE block above 32768 bytes",
+            key_blocks(&[0x03, 0x81, 0x80, 0x02, 0x00]),
             None,
             DecodeError::BadBlockSize { offset: 8 },
         ),
         (
-            "block above 8192 bytes",
-            key_blocks(&[0x00, 0x00, 0x20, 0x00]),
+            "block above 32768 bytes",
+            key_blocks(&[0x00, 0x00, 0x80, 0x00]),
             None,
             DecodeError::BadBlockSize { offset: 8 },
         ),

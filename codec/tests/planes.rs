@@ -5,6 +5,7 @@
 //! gets the bytes the full estimate gives.
 #![allow(clippy::unwrap_used)]
 
+use tickpack::model::ModelStats;
 use tickpack::{Baseline, Decoder, Encoder, Entropy, Limits, Primitive, Schema, Snapshot};
 
 /// Section 0: eight `f32` per entity, every one changing every tick;
@@ -283,4 +284,33 @@ fn predicted_planes_of_small_and_large_sections_give_the_full_estimates_bytes() 
             assert_eq!(got, ticks[t]);
         }
     }
+}
+
+#[test]
+fn model_training_counts_every_row_of_predicted_sections() {
+    // The model codes every row as masks and values, planes or not: the
+    // counts one encoder gathers over a dense run (where it predicts
+    // planes) are the counts of a new encoder per packet.
+    let s = schema();
+    let ticks: Vec<Snapshot> = (0..24).map(|t| sized_tick(&s, t, 40, 10)).collect();
+    let mut steady = Encoder::new(s.clone());
+    let shape = steady.model_shape().unwrap();
+    let (mut one, mut fresh) = (
+        ModelStats::new(shape).unwrap(),
+        ModelStats::new(shape).unwrap(),
+    );
+    for t in 1..ticks.len() {
+        let b = Baseline {
+            sequence: (t - 1) as u16,
+            snapshot: &ticks[t - 1],
+        };
+        steady.encode(&ticks[t], t as u16, b).unwrap();
+        steady
+            .model_tokens(&ticks[t], t as u16, b, &mut one)
+            .unwrap();
+        Encoder::new(s.clone())
+            .model_tokens(&ticks[t], t as u16, b, &mut fresh)
+            .unwrap();
+    }
+    assert!(one == fresh, "counts differ");
 }

@@ -100,7 +100,7 @@ fn large_sections_span_blocks() {
         .build()
         .unwrap();
     let mut rng = SplitMix64::new(3);
-    let snap = random_snapshot(&schema, &mut rng, 600, 100_000);
+    let snap = random_snapshot(&schema, &mut rng, 2400, 100_000);
     let p = roundtrip(&schema, &snap, 0, None, None);
     assert!(p.len() > tickpack::MAX_BLOCK_CONTENT);
 }

@@ -3,9 +3,10 @@
 #![forbid(unsafe_code)]
 
 /// Most content bytes one block carries.
-pub const MAX_BLOCK_CONTENT: usize = 8192;
-/// Largest block header: the type byte and a 2-byte size.
-pub const BLOCK_HEADER_LEN: usize = 3;
+pub const MAX_BLOCK_CONTENT: usize = 32768;
+/// Largest block header: the type byte and a last RLE block's size as a
+/// varint of up to 3 bytes (other blocks: a 2-byte size or none).
+pub const BLOCK_HEADER_LEN: usize = 4;
 
 /// The `Block_Type` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +29,8 @@ pub enum BlockType {
 ///
 /// ```text
 /// byte 0   bit 0 Last_Block, bits 1-3 Block_Type (0-4), bits 4-7 zero
-/// not last: u16 LE Block_Size - 1 (1..=8192)
-/// last, RLE: varint Block_Size (1..=8192)
+/// not last: u16 LE Block_Size - 1 (1..=32768)
+/// last, RLE: varint Block_Size (1..=32768)
 /// last, other types: nothing; the body is the rest of the packet
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,12 +40,12 @@ pub struct BlockHeader {
     /// How the block is stored.
     pub block_type: BlockType,
     /// Content bytes (raw, RLE) or compressed bytes (zstd, Huffman),
-    /// 1..=8192. Not written for the last block, except an RLE block's.
+    /// 1..=32768. Not written for the last block, except an RLE block's.
     pub size: usize,
 }
 
 impl BlockHeader {
-    /// Appends the header; `size` must be 1..=8192.
+    /// Appends the header; `size` must be 1..=32768.
     pub fn write(self, out: &mut Vec<u8>) {
         debug_assert!((1..=MAX_BLOCK_CONTENT).contains(&self.size));
         out.push(u8::from(self.last) | ((self.block_type as u8) << 1));

@@ -6,7 +6,7 @@
 //! lengths (128 bytes) and attached to a [`Dictionary`](crate::Dictionary):
 //! a packet's dictionary id names the table too.
 //!
-//! Block body: a varint with the regenerated length `n` (1..=8192), then the
+//! Block body: a varint with the regenerated length `n` (1..=32768), then the
 //! codes of the `n` bytes, most significant bit first, zero-padded to a byte.
 //! Decoding goes through an 11-bit lookup table, with a canonical decode for
 //! longer codes.
@@ -42,7 +42,7 @@ pub enum HuffmanError {
     Incomplete,
     /// The bitstream ended before `n` symbols were decoded.
     Truncated,
-    /// A block claims 0 symbols, more than 8192, or more than its bits
+    /// A block claims 0 symbols, more than 32768, or more than its bits
     /// could hold (every code is at least one bit).
     BadCount {
         /// Symbols claimed.
@@ -230,7 +230,7 @@ impl HuffmanTable {
         crate::wire::varint_len(data.len() as u32) + bits.div_ceil(8)
     }
 
-    /// Appends the block body for `data` (1..=8192 bytes) to `out`.
+    /// Appends the block body for `data` (1..=32768 bytes) to `out`.
     pub(crate) fn encode(&self, data: &[u8], out: &mut Vec<u8>) {
         crate::wire::put_varint(out, data.len() as u32);
         let (mut acc, mut n) = (0u64, 0u32);

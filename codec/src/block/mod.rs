@@ -8,7 +8,7 @@
 //! bits 3-15   Block_Size   size - 1: raw/RLE = content bytes, zstd = compressed bytes
 //! ```
 //! The header is a little-endian `u16`. A block's content never exceeds
-//! 8192 bytes, so a compressed block may regenerate at most that much.
+//! 32768 bytes, so a compressed block may regenerate at most that much.
 
 // This file holds no code: `header` and `stream` open with
 // `#![forbid(unsafe_code)]`; `zstd_raw` is the crate's one unsafe module.

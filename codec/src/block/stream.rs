@@ -133,7 +133,7 @@ pub(crate) struct Coders<'a> {
     pub(crate) huffman: Option<&'a HuffmanTable>,
 }
 
-/// Appends `payload` to `out` as blocks of at most 8192 bytes each, every
+/// Appends `payload` to `out` as blocks of at most 32768 bytes each, every
 /// one stored raw, RLE, zstd or Huffman, whichever is smallest. The
 /// Huffman size is computed exactly and cheaply (a table lookup per byte);
 /// zstd runs too and wins only when strictly smaller. Compression goes through `scratch`, so the bytes chosen
@@ -337,7 +337,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn header_roundtrip(last: bool, ty in 0u8..4, size in 1usize..=8192) {
+        fn header_roundtrip(last: bool, ty in 0u8..4, size in 1usize..=MAX_BLOCK_CONTENT) {
             let block_type = [BlockType::Raw, BlockType::Rle, BlockType::Zstd, BlockType::Huffman][usize::from(ty)];
             let h = BlockHeader { last, block_type, size };
             let mut out = Vec::new();
@@ -369,8 +369,8 @@ mod tests {
         let out = roundtrip(&text);
         assert!(out.len() < 100);
         assert_eq!(header_at(&out, 0).block_type, BlockType::Zstd);
-        // 20000 bytes need 3 blocks: two of 3 + 1 bytes, the last 3 + 1.
-        let out = roundtrip(&vec![7; 20000]);
+        // 80000 bytes need 3 blocks: two of 3 + 1 bytes, the last 3 + 1.
+        let out = roundtrip(&vec![7; 80000]);
         assert_eq!(out.len(), 12);
     }
 
@@ -401,7 +401,7 @@ mod tests {
             Err(DecodeError::DecodedTooLarge { limit: 100 })
         );
         assert_eq!(
-            dec(&[0x03, 0x81, 0x40, 0x00], 100000),
+            dec(&[0x03, 0x81, 0x80, 0x02, 0x00], 100000),
             Err(DecodeError::BadBlockSize { offset: 1 })
         );
         assert_eq!(
@@ -409,7 +409,7 @@ mod tests {
             Err(DecodeError::BadBlockSize { offset: 1 })
         );
         assert_eq!(
-            dec(&[0x02, 0x00, 0x20, 0x00], 100000),
+            dec(&[0x02, 0x00, 0x80, 0x00], 100000),
             Err(DecodeError::BadBlockSize { offset: 1 })
         );
         // Type 4 is the model block, which the decoder reads before the

@@ -114,7 +114,7 @@ pub enum DecodeError {
         /// Byte offset of the block header.
         offset: usize,
     },
-    /// A Huffman block is malformed: its length is 0 or above 8192, its
+    /// A Huffman block is malformed: its length is 0 or above 32768, its
     /// stream ends early, or bytes follow the last code.
     Huffman {
         /// Byte offset of the block header.
@@ -122,7 +122,7 @@ pub enum DecodeError {
         /// What is wrong.
         error: crate::HuffmanError,
     },
-    /// A block size is 0 or above 8192 (or a last block's body is).
+    /// A block size is 0 or above 32768 (or a last block's body is).
     BadBlockSize {
         /// Byte offset of the size field.
         offset: usize,

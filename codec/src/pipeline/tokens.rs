@@ -226,8 +226,9 @@ pub(crate) struct SectionTokens {
     /// index within a row.
     pub(crate) elems: Vec<Token>,
     /// Whether the rows travel as byte planes ([`super::planes`]) instead
-    /// of masks and values (the byte layout only; `row_end` and `elems`
-    /// still describe the rows).
+    /// of masks and values (the byte layout only). `row_end` and `elems`
+    /// still describe the rows, except in a section the encoder predicted
+    /// as planes ([`super::hint`]): there every row is empty.
     pub(crate) planes: bool,
 }
 

@@ -22,7 +22,7 @@ pub(crate) use integrate::Integrator;
 pub const MAX_SECTIONS: usize = 64;
 /// Most fields one entity type may declare.
 pub const MAX_FIELDS: usize = 256;
-/// Largest record, in bytes. Keeps one record well inside one 8 KiB block.
+/// Largest record, in bytes. Keeps one record well inside one 32 KiB block.
 pub const MAX_RECORD_SIZE: usize = 4096;
 /// Largest fixed-size array length of one field.
 pub const MAX_ARRAY_LEN: usize = 1024;

@@ -205,7 +205,7 @@ pub fn chunk_receiver(data: &[u8]) {
 
 /// Arbitrary bytes as a Huffman block body under a trained or arbitrary
 /// table: decodes or gives a typed error, never panics, never regenerates
-/// more than 8192 bytes or more symbols than the stream has bits; and
+/// more than 32768 bytes or more symbols than the stream has bits; and
 /// encode then decode of arbitrary data under the table is the identity.
 pub fn huffman_decode(data: &[u8]) {
     let _ = huffman_decode_inner(&mut Unstructured::new(data));
