@@ -15,7 +15,7 @@
 #![forbid(unsafe_code)]
 
 use super::range::PROB_ONE;
-use super::value::{second_slot, CLASS_BITS};
+use super::value::{second_slot, CLASS_BITS, SIGN_SLOT, TOP_SLOT};
 
 /// Bits of the frequency total of the head alphabet.
 pub(crate) const FREQ_BITS: u32 = 15;
@@ -42,19 +42,28 @@ pub(crate) fn symbol(leaf: u32, second: bool) -> usize {
     }
 }
 
-/// Cumulative frequencies of one value context's head symbols:
-/// `cum[s]..cum[s + 1]` is symbol `s`'s share of [`FREQ_TOTAL`].
+/// What the coder reads of one value context: the cumulative frequencies
+/// of its head symbols (`cum[s]..cum[s + 1]` is symbol `s`'s share of
+/// [`FREQ_TOTAL`]) and the probabilities of the two decisions outside the
+/// head. Laid out so that the probabilities and the shares of the small
+/// classes share the first cache line.
 #[derive(Clone, PartialEq, Eq)]
+#[repr(C)]
 pub(crate) struct ClassCdf {
+    /// Chance of class 63 rather than 64 (slot [`TOP_SLOT`]).
+    pub(crate) top: u16,
+    /// Chance of a positive sign (slot [`SIGN_SLOT`]).
+    pub(crate) sign: u16,
     cum: [u16; SYMBOLS + 1],
     /// Per bucket of `2^BUCKET_SHIFT` targets, the symbol holding its first.
     first: [u8; BUCKETS],
 }
 
 impl ClassCdf {
-    /// The frequencies of the head symbols of a value context whose
-    /// probabilities are `probs` (the context's slots, each in
-    /// `1..PROB_ONE`; missing slots count as one half).
+    /// The frequencies of the head symbols, and the top and sign
+    /// probabilities, of a value context whose probabilities are `probs`
+    /// (the context's slots, each in `1..PROB_ONE`; missing slots count as
+    /// one half).
     pub(crate) fn from_nodes(probs: &[u16]) -> Self {
         let p = |slot: usize| u128::from(probs.get(slot).copied().unwrap_or(PROB_ONE / 2));
         let one = u128::from(PROB_ONE);
@@ -109,7 +118,12 @@ impl ClassCdf {
             }
             *f = s as u8;
         }
-        Self { cum, first }
+        Self {
+            top: p(TOP_SLOT) as u16,
+            sign: p(SIGN_SLOT) as u16,
+            cum,
+            first,
+        }
     }
 
     /// Symbol `s`'s start and frequency.

@@ -6,10 +6,9 @@
 
 use super::classes::{leaf_of, symbol, ClassCdf, FREQ_BITS};
 use super::range::{RangeDecoder, RangeEncoder};
-use super::value::{
-    get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, TOP_SLOT, VALUE_SLOTS,
-};
-use super::{ModelError, ModelTable};
+use super::runs::BitRun;
+use super::value::{get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, SIGN_SLOT};
+use super::{ModelError, ModelStats, ModelTable};
 
 /// Where the tokens of a model block go: coded, counted for training, or
 /// priced.
@@ -40,6 +39,23 @@ impl<T: ModelSink + ?Sized> ModelSink for &mut T {
     }
 }
 
+/// A [`ModelSink`] that takes a run of mask bits in one call (the same
+/// decisions as one [`ModelSink::bit`] per bit).
+pub(crate) trait RunSink: ModelSink {
+    /// The low `n` bits of `bits`, bit `k` in context
+    /// [`run.context(k, previous bit)`](BitRun::context).
+    fn bit_run(&mut self, run: &BitRun, n: u32, bits: u64) {
+        let mut prev = run.prev;
+        for k in 0..n {
+            let bit = (bits >> k) & 1 == 1;
+            self.bit(run.context(k, prev), bit);
+            prev = bit;
+        }
+    }
+}
+
+impl RunSink for &mut ModelStats {}
+
 /// Codes tokens with a [`ModelTable`]'s static probabilities.
 ///
 /// A context index outside the table is remembered and returned by
@@ -53,12 +69,14 @@ pub struct ModelEncoder<'t> {
 
 /// The range coder with one value context's probabilities and class
 /// frequencies.
-struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t [u16; VALUE_SLOTS], &'t ClassCdf);
+struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ClassCdf);
 
 impl Decisions for EncodeWith<'_, '_> {
     #[inline]
     fn decision(&mut self, slot: usize, bit: bool) {
-        self.0.bit(self.1[slot], bit);
+        // The head (below) takes every decision but the sign's.
+        debug_assert_eq!(slot, SIGN_SLOT);
+        self.0.bit(self.1.sign, bit);
     }
     #[inline]
     fn raw(&mut self, v: u64, n: u32) {
@@ -67,10 +85,10 @@ impl Decisions for EncodeWith<'_, '_> {
     #[inline]
     fn head(&mut self, _base: usize, class: u32, second: bool) {
         let leaf = class.min(63);
-        let (start, freq) = self.2.range(symbol(leaf, second));
+        let (start, freq) = self.1.range(symbol(leaf, second));
         self.0.symbol(FREQ_BITS, start, freq);
         if leaf == 63 {
-            self.0.bit(self.1[TOP_SLOT], class == 64);
+            self.0.bit(self.1.top, class == 64);
         }
     }
 }
@@ -98,7 +116,7 @@ impl<'t> ModelEncoder<'t> {
     /// (`None` after an error, which this records when `ctx` is outside the
     /// table).
     #[inline]
-    fn value_model(&mut self, ctx: u32) -> Option<(&'t [u16; VALUE_SLOTS], &'t ClassCdf)> {
+    fn value_model(&mut self, ctx: u32) -> Option<&'t ClassCdf> {
         if self.error.is_some() {
             return None;
         }
@@ -129,16 +147,37 @@ impl ModelSink for ModelEncoder<'_> {
 
     #[inline]
     fn uint(&mut self, ctx: u32, v: u64) {
-        if let Some((probs, classes)) = self.value_model(ctx) {
-            put_uint(&mut EncodeWith(&mut self.rc, probs, classes), 0, v);
+        if let Some(m) = self.value_model(ctx) {
+            put_uint(&mut EncodeWith(&mut self.rc, m), 0, v);
         }
     }
 
     #[inline]
     fn sint(&mut self, ctx: u32, zigzag: u64) {
-        if let Some((probs, classes)) = self.value_model(ctx) {
-            put_sint(&mut EncodeWith(&mut self.rc, probs, classes), 0, zigzag);
+        if let Some(m) = self.value_model(ctx) {
+            put_sint(&mut EncodeWith(&mut self.rc, m), 0, zigzag);
         }
+    }
+}
+
+impl RunSink for ModelEncoder<'_> {
+    #[inline]
+    fn bit_run(&mut self, run: &BitRun, n: u32, bits: u64) {
+        let count = self.table.shape().bit_contexts;
+        let probs = self.table.probabilities();
+        if self.error.is_some() || !run.fits(n, count) || probs.len() < count as usize {
+            // Bit by bit, which records the error.
+            let mut prev = run.prev;
+            for k in 0..n {
+                let bit = (bits >> k) & 1 == 1;
+                self.bit(run.context(k, prev), bit);
+                prev = bit;
+            }
+            return;
+        }
+        self.rc.bit_seq(n, bits, run.prev, |k, prev| {
+            probs[run.context(k, prev) as usize]
+        });
     }
 }
 
@@ -156,16 +195,14 @@ pub struct ModelDecoder<'t, 'a> {
 
 /// The range decoder with one value context's probabilities and class
 /// frequencies.
-struct DecodeWith<'a, 'b, 't>(
-    &'a mut RangeDecoder<'b>,
-    &'t [u16; VALUE_SLOTS],
-    &'t ClassCdf,
-);
+struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t ClassCdf);
 
 impl DecisionSource for DecodeWith<'_, '_, '_> {
     #[inline]
     fn decision(&mut self, slot: usize) -> bool {
-        self.0.bit(self.1[slot])
+        // The head (below) takes every decision but the sign's.
+        debug_assert_eq!(slot, SIGN_SLOT);
+        self.0.bit(self.1.sign)
     }
     #[inline]
     fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
@@ -173,9 +210,9 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
     }
     #[inline]
     fn head(&mut self, _base: usize) -> Result<(u32, bool), ModelError> {
-        let classes = self.2;
+        let classes = self.1;
         let (leaf, second) = leaf_of(self.0.symbol(FREQ_BITS, |t| classes.find(t))?);
-        let top = leaf == 63 && self.0.bit(self.1[TOP_SLOT]);
+        let top = leaf == 63 && self.0.bit(classes.top);
         Ok((leaf + u32::from(top), second))
     }
 }
@@ -202,15 +239,38 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     /// An unsigned value in value context `ctx`.
     #[inline]
     pub fn uint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let (probs, classes) = self.value_model(ctx)?;
-        get_uint(&mut DecodeWith(&mut self.rc, probs, classes), 0)
+        let m = self.value_model(ctx)?;
+        get_uint(&mut DecodeWith(&mut self.rc, m), 0)
     }
 
     /// A signed value in value context `ctx`, returned in zigzag form.
     #[inline]
     pub fn sint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let (probs, classes) = self.value_model(ctx)?;
-        get_sint(&mut DecodeWith(&mut self.rc, probs, classes), 0)
+        let m = self.value_model(ctx)?;
+        get_sint(&mut DecodeWith(&mut self.rc, m), 0)
+    }
+
+    /// The low `n` bits of a run coded by [`RunSink::bit_run`] (bit `k`
+    /// from context [`run.context(k, previous bit)`](BitRun::context)).
+    #[inline]
+    pub(crate) fn bit_run(&mut self, run: &BitRun, n: u32) -> Result<u64, ModelError> {
+        let count = self.table.shape().bit_contexts;
+        let probs = self.table.probabilities();
+        let mut prev = run.prev;
+        let mut bits = 0u64;
+        if !run.fits(n, count) || probs.len() < count as usize {
+            // Bit by bit, which reports the error.
+            for k in 0..n {
+                let bit = self.bit(run.context(k, prev))?;
+                bits |= u64::from(bit) << k;
+                prev = bit;
+            }
+            return Ok(bits);
+        }
+        Ok(self.rc.bit_seq(n, prev, |k| {
+            let c = run.context(k, false) as usize;
+            (probs[c], probs[c + run.step as usize])
+        }))
     }
 
     /// Checks that the stream has no bytes the decoder did not need.
@@ -219,7 +279,7 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     }
 
     #[inline]
-    fn value_model(&self, ctx: u32) -> Result<(&'t [u16; VALUE_SLOTS], &'t ClassCdf), ModelError> {
+    fn value_model(&self, ctx: u32) -> Result<&'t ClassCdf, ModelError> {
         self.table.value_model(ctx).ok_or(ModelError::ValueContext {
             ctx,
             count: self.table.shape().value_contexts,

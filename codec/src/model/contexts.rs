@@ -34,6 +34,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::runs::{ElementRun, GroupRun};
 use super::{ModelError, ModelShape};
 
 /// Context classes of the payload walk (the top 4 bits of a context
@@ -140,6 +141,20 @@ struct SectionLayout {
     /// its first value context within a row kind.
     float_rank: Vec<u32>,
     value_at: Vec<u32>,
+    /// Per element: its dense contexts in row kind 0, what
+    /// [`ContextMap::value_context`] and [`ContextMap::bit_context`]
+    /// derive for it, computed once (row kind `rk` adds
+    /// `rk · values_per_row_kind` and `rk · floats`).
+    element_contexts: Vec<ElementContexts>,
+}
+
+/// The dense contexts of one element in row kind 0.
+#[derive(Debug, Clone, Copy)]
+struct ElementContexts {
+    /// Value context with kind and history 0.
+    value: u32,
+    /// Bit context of the kind bit (floats only, else `u32::MAX`).
+    kind_bit: u32,
 }
 
 /// Dense contexts for one schema (its sections' element counts).
@@ -158,11 +173,11 @@ pub struct ContextMap {
 /// and the caller's history of the next element.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RowState {
-    prev_group: bool,
-    prev_element: bool,
+    pub(super) prev_group: bool,
+    pub(super) prev_element: bool,
     /// Element and value of the last kind bit, until its value is coded.
     kind: Option<(u32, bool)>,
-    history: u32,
+    pub(super) history: u32,
 }
 
 impl RowState {
@@ -215,81 +230,6 @@ impl RowState {
     }
 }
 
-/// The dense contexts of a run of element mask bits of one row (a mask
-/// group), from [`ContextMap::element_run`]: the per-bit work of
-/// [`ContextMap::bit_context`] done once for the run.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ElementRun {
-    /// Context of the run's first element with history and previous bit 0.
-    base: u32,
-    /// Contexts per element.
-    stride: u32,
-    /// States of the previous-bit condition (1 when off).
-    p: u32,
-    mask_history: bool,
-    mask_prev: bool,
-}
-
-impl ElementRun {
-    /// The dense context of the run's element `k`, given the row state.
-    #[inline]
-    pub(crate) fn context(&self, state: &RowState, k: u32) -> u32 {
-        let hist = if self.mask_history { state.history } else { 0 };
-        let prev = u32::from(state.prev_element && self.mask_prev);
-        self.base + k * self.stride + hist * self.p + prev
-    }
-}
-
-/// The dense contexts of a run of mask group bits of one row, from
-/// [`ContextMap::group_run`]: the per-bit work of
-/// [`ContextMap::bit_context`] done once for the run.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct GroupRun {
-    /// Context of the run's first group with previous bit 0.
-    base: u32,
-    /// Contexts per group (the states of the previous-bit condition).
-    stride: u32,
-    mask_prev: bool,
-}
-
-impl GroupRun {
-    /// The dense context of the run's group `k`, given the row state.
-    #[inline]
-    pub(crate) fn context(&self, state: &RowState, k: u32) -> u32 {
-        self.base + k * self.stride + u32::from(state.prev_group && self.mask_prev)
-    }
-}
-
-/// What [`ElementRun`] and [`GroupRun`] share, for code that walks either.
-pub(crate) trait MaskRun {
-    /// The dense context of the run's bit `k`, given the row state.
-    fn context(&self, state: &RowState, k: u32) -> u32;
-    /// Notes a bit of the run in the row state.
-    fn note(state: &mut RowState, bit: bool);
-}
-
-impl MaskRun for ElementRun {
-    #[inline]
-    fn context(&self, state: &RowState, k: u32) -> u32 {
-        ElementRun::context(self, state, k)
-    }
-    #[inline]
-    fn note(state: &mut RowState, bit: bool) {
-        state.note_element(bit);
-    }
-}
-
-impl MaskRun for GroupRun {
-    #[inline]
-    fn context(&self, state: &RowState, k: u32) -> u32 {
-        GroupRun::context(self, state, k)
-    }
-    #[inline]
-    fn note(state: &mut RowState, bit: bool) {
-        state.note_group(bit);
-    }
-}
-
 /// State counts of the conditions, for one configuration.
 #[derive(Debug, Clone, Copy)]
 struct Counts {
@@ -333,6 +273,18 @@ impl ContextMap {
             let group_bits = bits + 2;
             let element_bits = group_bits + r * u64::from(g) * p;
             let kind_bits = element_bits + r * u64::from(e) * h * p;
+            let mut element_contexts = Vec::with_capacity(section.len());
+            for (i, &float) in section.iter().enumerate() {
+                let kind_bit = if float {
+                    narrow(kind_bits + u64::from(float_rank[i]))?
+                } else {
+                    u32::MAX
+                };
+                element_contexts.push(ElementContexts {
+                    value: narrow(values + 8 + u64::from(value_at[i]))?,
+                    kind_bit,
+                });
+            }
             sections.push(SectionLayout {
                 elements: e,
                 groups: g,
@@ -345,6 +297,7 @@ impl ContextMap {
                 values_per_row_kind: narrow(at)?,
                 float_rank,
                 value_at,
+                element_contexts,
             });
             bits = kind_bits + r * u64::from(f);
             values += 8 + r * at;
@@ -353,17 +306,41 @@ impl ContextMap {
             bit_contexts: narrow(bits)?,
             value_contexts: narrow(values)?,
         };
-        let row_kinds = [0, 1, 2].map(|row| match row {
-            1 | 2 if !config.row_kind => 0,
-            2 if !config.recall_rows => 1,
-            r => r,
-        });
+        let row_kinds = [0, 1, 2].map(|row| Self::row_kind_of(config, row));
         Ok(Self {
             sections,
             shape,
             config,
             n,
             row_kinds,
+        })
+    }
+
+    /// The row-kind index of walk row kind `row` (0..3) under `config`.
+    fn row_kind_of(config: ContextConfig, row: u32) -> u32 {
+        match row {
+            1 | 2 if !config.row_kind => 0,
+            2 if !config.recall_rows => 1,
+            r => r,
+        }
+    }
+
+    /// The dense contexts of the element of walk context `ctx` (any
+    /// class) in its row kind, if its section, row kind and element exist.
+    #[inline]
+    fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
+        let (_, row, sec, index) = split(ctx);
+        let s = self.sections.get(sec as usize)?;
+        let x = s.element_contexts.get(index as usize)?;
+        let rk = *self.row_kinds.get(row as usize)?;
+        // Within the shape, as the layout's sums are.
+        Some(ElementContexts {
+            value: x.value + rk * s.values_per_row_kind,
+            kind_bit: if x.kind_bit == u32::MAX {
+                u32::MAX
+            } else {
+                x.kind_bit + rk * s.floats
+            },
         })
     }
 
@@ -396,6 +373,14 @@ impl ContextMap {
     /// bit is known.
     #[inline]
     pub fn bit_context(&self, state: &mut RowState, ctx: u32) -> Result<u32, ModelError> {
+        if ctx >> 28 == class::KIND {
+            if let Some(x) = self
+                .element_contexts(ctx)
+                .filter(|x| x.kind_bit != u32::MAX)
+            {
+                return Ok(x.kind_bit);
+            }
+        }
         let (cls, row, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
         let c = self.config;
@@ -493,6 +478,31 @@ impl ContextMap {
     /// is signed (an element value, coded as zigzag).
     #[inline]
     pub fn value_context(&self, state: &RowState, ctx: u32) -> Result<(u32, bool), ModelError> {
+        if ctx >> 28 == class::VALUE {
+            if let Some(x) = self.element_contexts(ctx) {
+                let kind = match state.kind {
+                    Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
+                    _ => 0,
+                };
+                let hist = if self.config.value_history {
+                    state.history
+                } else {
+                    0
+                };
+                let kind_stride = if x.kind_bit != u32::MAX && self.config.value_kind {
+                    self.n.v
+                } else {
+                    0
+                };
+                return Ok((x.value + kind * kind_stride + hist, true));
+            }
+        }
+        self.other_value_context(state, ctx)
+    }
+
+    /// [`ContextMap::value_context`] of the contexts it has no shortcut for.
+    #[inline(never)]
+    fn other_value_context(&self, state: &RowState, ctx: u32) -> Result<(u32, bool), ModelError> {
         let (cls, row, sec, index) = split(ctx);
         let s = self.section(sec, ctx)?;
         let c = self.config;
@@ -559,6 +569,7 @@ fn bad(ctx: u32, count: u32) -> ModelError {
 
 #[cfg(test)]
 mod tests {
+    use super::super::runs::MaskRun;
     use super::*;
 
     fn ctx(class: u32, row: u32, sec: u32, index: u32) -> u32 {
@@ -579,19 +590,25 @@ mod tests {
                         let n = (e - first).min(GROUP);
                         let c0 = ctx(class::MASK_ELEMENT, row, sec as u32, first);
                         let run = map.element_run(&mut b, c0, n).unwrap();
+                        // The caller sets the history of the run's first
+                        // element; the bits clear it.
+                        let history = Some(x & 2 == 2).filter(|_| x & 4 == 4);
+                        a.set_element_history(history);
+                        b.set_element_history(history);
+                        let bits = run.bits(&b);
+                        assert!(bits.fits(n, map.shape().bit_contexts));
+                        let mut prev = bits.prev;
                         for k in 0..n {
                             x ^= x << 13;
                             x ^= x >> 17;
                             x ^= x << 5;
                             let bit = x & 1 == 1;
-                            let history = Some(x & 2 == 2).filter(|_| x & 4 == 4);
-                            a.set_element_history(history);
-                            b.set_element_history(history);
                             let want = map.bit_context(&mut a, c0 + k).unwrap();
-                            assert_eq!(run.context(&b, k), want, "{config:?} {sec} {row} {k}");
+                            assert_eq!(bits.context(k, prev), want, "{config:?} {sec} {row} {k}");
                             map.note_bit(&mut a, c0 + k, bit);
-                            b.note_element(bit);
+                            prev = bit;
                         }
+                        ElementRun::note(&mut b, prev);
                     }
                 }
                 // Group runs give the contexts of single group bits too.
@@ -600,16 +617,20 @@ mod tests {
                     let (mut a, mut b) = (RowState::default(), RowState::default());
                     let c0 = ctx(class::MASK_GROUP, row, sec as u32, 0);
                     let run = map.group_run(&mut b, c0, g).unwrap();
+                    let bits = run.bits(&b);
+                    assert!(bits.fits(g, map.shape().bit_contexts));
+                    let mut prev = bits.prev;
                     for k in 0..g {
                         x ^= x << 13;
                         x ^= x >> 17;
                         x ^= x << 5;
                         let bit = x & 1 == 1;
                         let want = map.bit_context(&mut a, c0 + k).unwrap();
-                        assert_eq!(run.context(&b, k), want, "{config:?} {sec} {row} {k}");
+                        assert_eq!(bits.context(k, prev), want, "{config:?} {sec} {row} {k}");
                         map.note_bit(&mut a, c0 + k, bit);
-                        b.note_group(bit);
+                        prev = bit;
                     }
+                    GroupRun::note(&mut b, prev);
                     assert!(map.group_run(&mut b, c0, g + 1).is_none());
                 }
                 // Past the section's elements: no run.

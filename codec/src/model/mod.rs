@@ -45,6 +45,7 @@ mod coder;
 mod contexts;
 mod error;
 mod range;
+mod runs;
 mod stats;
 mod table;
 mod value;

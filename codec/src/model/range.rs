@@ -64,6 +64,44 @@ impl RangeEncoder {
         }
     }
 
+    /// Codes the low `n` bits of `bits` (`n <= 64`), bit `k` as
+    /// [`RangeEncoder::bit`] with the probability `p0(k, bit k - 1)` (bit
+    /// −1 being `prev`). The interval stays in registers between the bits.
+    #[inline]
+    pub(crate) fn bit_seq(
+        &mut self,
+        n: u32,
+        bits: u64,
+        prev: bool,
+        mut p0: impl FnMut(u32, bool) -> u16,
+    ) {
+        let (mut low, mut range) = (self.low, self.range);
+        let mut prev = prev;
+        for k in 0..n {
+            let bit = (bits >> k) & 1 == 1;
+            let bound = (range >> PROB_BITS) * u32::from(p0(k, prev));
+            let m = u32::from(bit).wrapping_neg();
+            low += u64::from(bound & m);
+            range = (bound & !m) | ((range - bound) & m);
+            if range < TOP {
+                (self.low, self.range) = (low, range);
+                self.normalize();
+                (low, range) = (self.low, self.range);
+            }
+            prev = bit;
+        }
+        (self.low, self.range) = (low, range);
+    }
+
+    /// Shifts bytes out until the range is at least [`TOP`].
+    #[inline(never)]
+    fn normalize(&mut self) {
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift_low();
+        }
+    }
+
     /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
     /// each with probability one half, in chunks of at most
     /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
@@ -199,6 +237,47 @@ impl<'a> RangeDecoder<'a> {
         self.range = (bound & !m) | ((self.range - bound) & m);
         self.normalize();
         bit
+    }
+
+    /// Decodes `n` bits (`n <= 64`) into the low bits of the result, bit `k`
+    /// as [`RangeDecoder::bit`] with the chance of a 0 `p0[k]` when bit
+    /// `k - 1` (bit −1 being `prev`) is 0, else `p1[k]` (both probabilities
+    /// are read before the bit they depend on is known). The interval
+    /// stays in registers between the bits.
+    #[inline]
+    pub(crate) fn bit_seq(
+        &mut self,
+        n: u32,
+        prev: bool,
+        mut probs: impl FnMut(u32) -> (u16, u16),
+    ) -> u64 {
+        let (mut code, mut range) = (self.code, self.range);
+        let mut prev = prev;
+        let mut bits = 0u64;
+        for k in 0..n {
+            let (p0, p1) = probs(k);
+            let r = range >> PROB_BITS;
+            let (b0, b1) = (r * u32::from(p0), r * u32::from(p1));
+            let bound = if prev { b1 } else { b0 };
+            let bit = code >= bound;
+            let m = u32::from(bit).wrapping_neg();
+            code -= bound & m;
+            range = (bound & !m) | ((range - bound) & m);
+            if range < TOP {
+                (self.code, self.range) = (code, range);
+                self.normalize_cold();
+                (code, range) = (self.code, self.range);
+            }
+            bits |= u64::from(bit) << k;
+            prev = bit;
+        }
+        (self.code, self.range) = (code, range);
+        bits
+    }
+
+    #[inline(never)]
+    fn normalize_cold(&mut self) {
+        self.normalize();
     }
 
     /// Decodes `n` raw bits (`n <= 64`), most significant first, in the

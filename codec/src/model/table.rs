@@ -66,9 +66,9 @@ pub struct ModelTable {
     shape: ModelShape,
     /// Chance of a 0 per slot, in `1..PROB_ONE`.
     probs: Vec<u16>,
-    /// Per value context, its class leaves' frequencies (derived from
+    /// Per value context, what the coder reads of it (derived from
     /// `probs`).
-    classes: Vec<ClassCdf>,
+    values: Vec<ClassCdf>,
 }
 
 impl core::fmt::Debug for ModelTable {
@@ -134,7 +134,7 @@ impl ModelTable {
     /// `1..PROB_ONE`) with its head frequencies.
     fn build(shape: ModelShape, probs: Vec<u16>) -> Self {
         let bits = shape.bit_contexts as usize;
-        let classes = probs
+        let values = probs
             .get(bits..)
             .unwrap_or_default()
             .chunks_exact(VALUE_SLOTS)
@@ -143,7 +143,7 @@ impl ModelTable {
         Self {
             shape,
             probs,
-            classes,
+            values,
         }
     }
 
@@ -157,27 +157,10 @@ impl ModelTable {
         &self.probs
     }
 
-    /// First slot of value context `ctx` (unchecked: callers check `ctx`).
+    /// What the coder reads of value context `ctx`, if the table has it.
     #[inline]
-    pub(crate) fn value_base(&self, ctx: u32) -> usize {
-        self.shape.bit_contexts as usize + ctx as usize * VALUE_SLOTS
-    }
-
-    /// The probabilities of value context `ctx`, if the table has it.
-    #[inline]
-    pub(crate) fn value_probs(&self, ctx: u32) -> Option<&[u16; VALUE_SLOTS]> {
-        if ctx >= self.shape.value_contexts {
-            return None;
-        }
-        let at = self.value_base(ctx);
-        self.probs.get(at..at + VALUE_SLOTS)?.try_into().ok()
-    }
-
-    /// The probabilities and head frequencies of value context `ctx`, if
-    /// the table has it.
-    #[inline]
-    pub(crate) fn value_model(&self, ctx: u32) -> Option<(&[u16; VALUE_SLOTS], &ClassCdf)> {
-        Some((self.value_probs(ctx)?, self.classes.get(ctx as usize)?))
+    pub(crate) fn value_model(&self, ctx: u32) -> Option<&ClassCdf> {
+        self.values.get(ctx as usize)
     }
 
     #[inline]
@@ -218,9 +201,9 @@ impl ModelTable {
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
     /// checked before anything is allocated; the table holds at most
-    /// `2 · max_slots` bytes of probabilities plus 382 bytes of head
-    /// frequencies and their lookup per value context (at most
-    /// `max_slots / 80` of them).
+    /// `2 · max_slots` bytes of probabilities plus 386 bytes of head
+    /// frequencies, their lookup and two probabilities per value context
+    /// (at most `max_slots / 80` of them).
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {
         let min = HEADER_LEN + CHECKSUM_LEN;
         if bytes.len() < min {

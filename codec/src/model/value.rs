@@ -25,7 +25,7 @@ pub(crate) const CLASS_BITS: u32 = 6;
 pub(crate) const TOP_SLOT: usize = 63;
 const SECOND_SLOT: usize = 64;
 const SECOND_SLOTS: u32 = 15;
-const SIGN_SLOT: usize = 79;
+pub(crate) const SIGN_SLOT: usize = 79;
 
 /// Something binary decisions go to: the range coder, counters, a cost sum.
 pub(crate) trait Decisions {

@@ -5,10 +5,11 @@
 
 #![forbid(unsafe_code)]
 
-use super::contexts::MaskRun;
+use super::coder::RunSink;
+use super::runs::{BitRun, MaskRun};
 use super::{
-    ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelSink, ModelStats,
-    ModelTable, RowState,
+    ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
+    RowState,
 };
 use crate::error::DecodeError;
 use crate::pipeline::tokens::{self, TokenSink, TokenSource};
@@ -24,7 +25,7 @@ pub(crate) struct WalkSink<'m, S> {
     error: Option<ModelError>,
 }
 
-impl<'m, S: ModelSink> WalkSink<'m, S> {
+impl<'m, S: RunSink> WalkSink<'m, S> {
     pub(crate) fn new(map: &'m ContextMap, sink: S) -> Self {
         Self {
             map,
@@ -43,7 +44,7 @@ impl<'m, S: ModelSink> WalkSink<'m, S> {
     }
 }
 
-impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
+impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     fn bit(&mut self, ctx: u32, bit: bool) {
         if self.error.is_some() {
             return;
@@ -81,6 +82,19 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
         self.mask_bits(ctx, n, bits, run);
     }
 
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        // One context for the whole bitmap, which leaves the row state as
+        // it is.
+        let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, which);
+        match self.map.bit_context(&mut self.state, ctx) {
+            Ok(c) => self.sink.bit_run(&BitRun::same(c), n as u32, bits),
+            Err(e) => self.error = Some(e),
+        }
+    }
+
     fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
         if self.error.is_some() {
@@ -91,7 +105,7 @@ impl<S: ModelSink> TokenSink for WalkSink<'_, S> {
     }
 }
 
-impl<S: ModelSink> WalkSink<'_, S> {
+impl<S: RunSink> WalkSink<'_, S> {
     /// Codes the `n` mask bits of `bits` from walk context `ctx` on, with
     /// `run`'s contexts when there is a run (else bit by bit, which
     /// records the error).
@@ -102,10 +116,9 @@ impl<S: ModelSink> WalkSink<'_, S> {
             }
             return;
         };
-        for k in 0..n as u32 {
-            let bit = (bits >> k) & 1 == 1;
-            self.sink.bit(run.context(&self.state, k), bit);
-            R::note(&mut self.state, bit);
+        self.sink.bit_run(&run.bits(&self.state), n as u32, bits);
+        if let Some(last) = n.checked_sub(1) {
+            R::note(&mut self.state, (bits >> last) & 1 == 1);
         }
     }
 }
@@ -183,6 +196,19 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         self.mask_bits(ctx, n, run)
     }
 
+    fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
+        // One context for the whole bitmap, which leaves the row state as
+        // it is.
+        let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, which);
+        let c = self
+            .map
+            .bit_context(&mut self.state, ctx)
+            .map_err(|e| self.err(e))?;
+        self.dec
+            .bit_run(&BitRun::same(c), n as u32)
+            .map_err(|e| self.err(e))
+    }
+
     fn group(
         &mut self,
         section: usize,
@@ -214,13 +240,12 @@ impl WalkSource<'_, '_, '_> {
             }
             return Ok(bits);
         };
-        for k in 0..n as u32 {
-            let bit = self
-                .dec
-                .bit(run.context(&self.state, k))
-                .map_err(|e| self.err(e))?;
-            R::note(&mut self.state, bit);
-            bits |= u64::from(bit) << k;
+        let bits = self
+            .dec
+            .bit_run(&run.bits(&self.state), n as u32)
+            .map_err(|e| self.err(e))?;
+        if let Some(last) = n.checked_sub(1) {
+            R::note(&mut self.state, (bits >> last) & 1 == 1);
         }
         Ok(bits)
     }
@@ -287,6 +312,11 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
     fn group(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u8) {
         self.0.group(section, row, first, n, bits);
         self.1.group(section, row, first, n, bits);
+    }
+    #[inline]
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        self.0.set_bits(section, which, n, bits);
+        self.1.set_bits(section, which, n, bits);
     }
 }
 

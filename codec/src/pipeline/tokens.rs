@@ -107,6 +107,18 @@ pub(crate) trait TokenSink {
             );
         }
     }
+    /// `n` (1..=64) membership bits of a bitmap-mode set (`which`: 0
+    /// removed, 1 changed), bit `k` of `bits` first to last. The same
+    /// decisions as `n` calls of [`TokenSink::bit`] in the set's
+    /// [`ctx::SET_BIT`] context.
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        for k in 0..n {
+            self.bit(
+                ctx::make(ctx::SET_BIT, section, 0, which),
+                (bits >> k) & 1 == 1,
+            );
+        }
+    }
     /// The `n` (1..=8) element bits of one mask group starting at element
     /// `first` (a multiple of 8): bit `k` of `bits` for element `first + k`.
     /// The same decisions as `n` calls of [`TokenSink::bit`].
@@ -138,6 +150,17 @@ pub(crate) trait TokenSource {
         let mut bits = 0u64;
         for k in 0..n {
             if self.bit(ctx::make(ctx::MASK_GROUP, section, row, first + k))? {
+                bits |= 1 << k;
+            }
+        }
+        Ok(bits)
+    }
+    /// Membership bits of a bitmap-mode set, as [`TokenSink::set_bits`]
+    /// gave them.
+    fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
+        let mut bits = 0u64;
+        for k in 0..n {
+            if self.bit(ctx::make(ctx::SET_BIT, section, 0, which))? {
                 bits |= 1 << k;
             }
         }
@@ -292,13 +315,18 @@ pub(crate) fn write_set(
         }
     } else {
         sink.uint(c(ctx::SET_HEAD), 0);
+        // The bitmap in chunks of 64 members.
         let mut it = members.iter().peekable();
-        for i in 0..universe as u32 {
-            let member = it.peek() == Some(&&i);
-            if member {
+        let mut first = 0;
+        while first < universe {
+            let n = (universe - first).min(64);
+            let mut bits = 0u64;
+            while let Some(&&m) = it.peek().filter(|&&&m| (m as usize) < first + n) {
+                bits |= 1u64 << (m as usize - first);
                 it.next();
             }
-            sink.bit(c(ctx::SET_BIT), member);
+            sink.set_bits(section, which, n, bits);
+            first += n;
         }
     }
 }
@@ -321,10 +349,15 @@ pub(crate) fn read_set(
     let c = |class| ctx::make(class, section, 0, which);
     let n = src.uint(c(ctx::SET_HEAD))?;
     if n == 0 {
-        for i in 0..universe as u32 {
-            if src.bit(c(ctx::SET_BIT))? {
-                out.push(i);
+        let mut first = 0;
+        while first < universe {
+            let k = (universe - first).min(64);
+            let mut bits = src.set_bits(section, which, k)?;
+            while bits != 0 {
+                out.push((first + bits.trailing_zeros() as usize) as u32);
+                bits &= bits - 1;
             }
+            first += k;
         }
         if out.is_empty() {
             return Ok(Err(()));
@@ -517,23 +550,24 @@ pub(crate) fn write_rows(
                 first += n;
             }
         }
-        let mut it = row.iter().peekable();
-        for g in 0..groups {
-            let marked = groups == 1 || it.peek().is_some_and(|t| t.element as usize / GROUP == g);
-            if !marked {
-                continue;
-            }
-            let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
-            let mut bits = 0u8;
-            while let Some(t) = it.peek() {
-                let e = t.element as usize;
-                if e >= end {
-                    break;
+        if groups == 1 {
+            // One group, always sent (a spawned row may change nothing).
+            let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
+            sink.group(section, spawned, 0, elements, bits);
+        } else {
+            // The marked groups only, in order: the row's elements are
+            // ascending.
+            let mut i = 0;
+            while let Some(t) = row.get(i) {
+                let first = t.element as usize / GROUP * GROUP;
+                let end = (first + GROUP).min(elements);
+                let mut bits = 0u8;
+                while let Some(t) = row.get(i).filter(|t| (t.element as usize) < end) {
+                    bits |= 1 << (t.element as usize - first);
+                    i += 1;
                 }
-                bits |= 1 << (e - first);
-                it.next();
+                sink.group(section, spawned, first, end - first, bits);
             }
-            sink.group(section, spawned, first, end - first, bits);
         }
         for tok in row {
             let e = tok.element as usize;
@@ -559,7 +593,21 @@ pub(crate) fn read_mask(
     let groups = elements.div_ceil(GROUP);
     changed.clear();
     groups_scratch.clear();
-    if groups > 1 {
+    if groups <= 1 {
+        if read_group(src, section, row, elements, 0, changed)?.is_err() {
+            return Ok(Err(()));
+        }
+    } else if groups <= 64 {
+        // The marked groups' element bits, group by group.
+        let mut bits = src.groups(section, row, 0, groups)?;
+        while bits != 0 {
+            let g = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if read_group(src, section, row, elements, g, changed)?.is_err() {
+                return Ok(Err(()));
+            }
+        }
+    } else {
         let mut first = 0;
         while first < groups {
             let n = (groups - first).min(64);
@@ -567,28 +615,41 @@ pub(crate) fn read_mask(
             groups_scratch.extend((0..n).map(|k| (bits >> k) & 1 == 1));
             first += n;
         }
-    } else {
-        groups_scratch.push(true);
-    }
-    for (g, &marked) in groups_scratch.iter().enumerate() {
-        if !marked {
-            continue;
-        }
-        let before = changed.len();
-        let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
-        let mut bits = src.group(section, row, first, end - first)?;
-        while bits != 0 {
-            changed.push((first + bits.trailing_zeros() as usize) as u32);
-            bits &= bits - 1;
-        }
-        // A marked group changes something, except the implied single
-        // group of a spawned row (which may equal its reference).
-        if changed.len() == before && (groups > 1 || row == ctx::CHANGED) {
-            return Ok(Err(()));
+        for (g, &marked) in groups_scratch.iter().enumerate() {
+            if marked && read_group(src, section, row, elements, g, changed)?.is_err() {
+                return Ok(Err(()));
+            }
         }
     }
     // A changed row changes something.
     if changed.is_empty() && row == ctx::CHANGED {
+        return Ok(Err(()));
+    }
+    Ok(Ok(()))
+}
+
+/// Reads the element bits of mask group `g` of a row of `elements`
+/// elements into `changed`; `Err(())` when the group is marked (it is when
+/// it is read, except the single group of a row) but empty.
+fn read_group(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: u32,
+    elements: usize,
+    g: usize,
+    changed: &mut Vec<u32>,
+) -> Result<Result<(), ()>, DecodeError> {
+    let (first, end) = (g * GROUP, ((g + 1) * GROUP).min(elements));
+    let before = changed.len();
+    let mut bits = src.group(section, row, first, end - first)?;
+    while bits != 0 {
+        changed.push((first + bits.trailing_zeros() as usize) as u32);
+        bits &= bits - 1;
+    }
+    // A marked group changes something, except the implied single group
+    // of a spawned row (which may equal its reference).
+    let single = elements.div_ceil(GROUP) <= 1;
+    if changed.len() == before && (!single || row == ctx::CHANGED) {
         return Ok(Err(()));
     }
     Ok(Ok(()))
