@@ -19,6 +19,10 @@ pub(crate) struct DecodeScratch {
     rows: Vec<u8>,
     /// Where each record byte's plane starts ([`planes::unsplit`]).
     starts: Vec<usize>,
+    /// Byte-plane rows: where each changed record lands in `records`, and
+    /// its baseline index.
+    changed_at: Vec<usize>,
+    changed_base: Vec<usize>,
     spawn_records: Vec<u8>,
     reference: Vec<u8>,
     /// A changed row's reference with its integrated elements predicted.
@@ -217,6 +221,8 @@ pub(crate) fn decode_section(
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();
     s.records.clear();
+    s.changed_at.clear();
+    s.changed_base.clear();
     let kept = m.kept();
     s.ids.reserve_exact(kept);
     s.records.reserve_exact(kept * rs);
@@ -240,45 +246,61 @@ pub(crate) fn decode_section(
         let brec = base.record(bi);
         if changed.peek() == Some(&&k) {
             changed.next();
-            s.records
-                .extend_from_slice(&base_records[run * rs..bi * rs]);
-            run = bi + 1;
-            let at = s.records.len();
-            s.records.resize(at + rs, 0);
             match &mut rows {
                 Rows::Planes => {
-                    let delta = &s.rows[row * rs..(row + 1) * rs];
-                    planes::row_apply(ty.spans(), delta, brec, &mut s.records[at..]);
-                    // A changed row changes something.
-                    if s.records[at..] == *brec {
-                        return Err(DecodeError::BadMask { section, row });
-                    }
+                    // Copied with its run; the deltas are applied below.
+                    s.changed_at.push((bi - run) * rs + s.records.len());
+                    s.changed_base.push(bi);
                 }
-                Rows::Tokens(src) => decode_row(
-                    *src,
-                    section,
-                    row,
-                    tokens::ctx::CHANGED,
-                    elements,
-                    if ty.integrators().is_empty() {
-                        RowReference::Plain(brec)
-                    } else {
-                        RowReference::Integrated {
-                            base: brec,
-                            integrators: ty.integrators(),
-                            reference: &mut s.predicted,
-                        }
-                    },
-                    &mut s.groups,
-                    &mut s.changed,
-                    &mut s.records[at..],
-                )?,
+                Rows::Tokens(src) => {
+                    s.records
+                        .extend_from_slice(&base_records[run * rs..bi * rs]);
+                    run = bi + 1;
+                    let at = s.records.len();
+                    s.records.resize(at + rs, 0);
+                    decode_row(
+                        *src,
+                        section,
+                        row,
+                        tokens::ctx::CHANGED,
+                        elements,
+                        if ty.integrators().is_empty() {
+                            RowReference::Plain(brec)
+                        } else {
+                            RowReference::Integrated {
+                                base: brec,
+                                integrators: ty.integrators(),
+                                reference: &mut s.predicted,
+                            }
+                        },
+                        &mut s.groups,
+                        &mut s.changed,
+                        &mut s.records[at..],
+                    )?;
+                }
             }
             row += 1;
         }
         k += 1;
     }
     s.records.extend_from_slice(&base_records[run * rs..]);
+    if m.planes {
+        // The changed rows' deltas, on the records copied from the baseline.
+        let changed = s.changed_at.len();
+        planes::apply_rows(
+            ty.spans(),
+            &s.rows[..changed * rs],
+            rs,
+            &s.changed_at,
+            &mut s.records,
+        );
+        // A changed row changes something.
+        for (row, (&at, &bi)) in s.changed_at.iter().zip(&s.changed_base).enumerate() {
+            if s.records[at..at + rs] == *base.record(bi) {
+                return Err(DecodeError::BadMask { section, row });
+            }
+        }
+    }
     // Spawned entities, each against its recalled record or the type's
     // default record (byte planes: against the spawned record before it).
     // Records grow as rows are read, so a truncated payload allocates

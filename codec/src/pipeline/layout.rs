@@ -99,6 +99,7 @@ impl ByteSink {
 
     /// The payload: the front stream, then the value stream reversed. Ends
     /// the payload: write nothing more before [`ByteSink::clear`].
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn bytes(&mut self) -> &[u8] {
         self.bytes.extend(self.values.iter().rev());
         self.values.clear();

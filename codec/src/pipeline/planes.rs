@@ -35,7 +35,7 @@ pub(crate) fn order(elements: &[Element]) -> Vec<u16> {
 /// Zigzag of the wrapping difference of each `N`-byte little-endian
 /// integer of `c` and `b` (and its inverse), one function per width.
 macro_rules! int_ops {
-    ($enc:ident, $dec:ident, $u:ty, $i:ty, $n:expr) => {
+    ($enc:ident, $dec:ident, $add:ident, $u:ty, $i:ty, $n:expr) => {
         #[inline]
         fn $enc(c: &[u8], b: &[u8], o: &mut [u8]) {
             for ((o, c), b) in o
@@ -69,13 +69,27 @@ macro_rules! int_ops {
                 o.copy_from_slice(&v.wrapping_add(<$u>::from_le_bytes(bv)).to_le_bytes());
             }
         }
+
+        /// `$dec` with the reference in `o`.
+        #[inline]
+        fn $add(d: &[u8], o: &mut [u8]) {
+            for (o, d) in o.chunks_exact_mut($n).zip(d.chunks_exact($n)) {
+                let mut dv = [0u8; $n];
+                dv.copy_from_slice(d);
+                let mut ov = [0u8; $n];
+                ov.copy_from_slice(o);
+                let z = <$u>::from_le_bytes(dv);
+                let v = (z >> 1) ^ (z & 1).wrapping_neg();
+                o.copy_from_slice(&v.wrapping_add(<$u>::from_le_bytes(ov)).to_le_bytes());
+            }
+        }
     };
 }
 
-int_ops!(enc1, dec1, u8, i8, 1);
-int_ops!(enc2, dec2, u16, i16, 2);
-int_ops!(enc4, dec4, u32, i32, 4);
-int_ops!(enc8, dec8, u64, i64, 8);
+int_ops!(enc1, dec1, add1, u8, i8, 1);
+int_ops!(enc2, dec2, add2, u16, i16, 2);
+int_ops!(enc4, dec4, add4, u32, i32, 4);
+int_ops!(enc8, dec8, add8, u64, i64, 8);
 
 /// Writes into `out` (a record's size) the delta of `cur` against
 /// `reference`, span by span (runs of fields of one width and operator).
@@ -129,6 +143,53 @@ pub(crate) fn row_apply(spans: &[Span], delta: &[u8], reference: &[u8], out: &mu
                 }
             }
             DeltaOp::None => o.copy_from_slice(d),
+        }
+    }
+}
+
+/// [`row_apply`] on many records in place: record `k` starts at `at[k]`
+/// in `records` and holds its reference; its delta is row `k` of `deltas`
+/// (rows of `rs` bytes). Span by span, so each span's operator is matched
+/// once for all rows.
+pub(crate) fn apply_rows(
+    spans: &[Span],
+    deltas: &[u8],
+    rs: usize,
+    at: &[usize],
+    records: &mut [u8],
+) {
+    /// `f(delta, record)` on span `s` of every row.
+    #[inline(always)]
+    fn each(
+        (s, deltas, rs, at): (&Span, &[u8], usize, &[usize]),
+        records: &mut [u8],
+        f: impl Fn(&[u8], &mut [u8]),
+    ) {
+        let r = s.offset..s.offset + s.len;
+        for (d, &a) in deltas.chunks_exact(rs).zip(at) {
+            f(&d[r.clone()], &mut records[a + r.start..a + r.end]);
+        }
+    }
+    for s in spans {
+        let args = (s, deltas, rs, at);
+        match s.op {
+            DeltaOp::Int | DeltaOp::Predict => match s.width {
+                1 => each(args, records, add1),
+                2 => each(args, records, add2),
+                4 => each(args, records, add4),
+                _ => each(args, records, add8),
+            },
+            DeltaOp::Sub => each(args, records, |d, o| {
+                for (o, &d) in o.iter_mut().zip(d) {
+                    *o = o.wrapping_add(d);
+                }
+            }),
+            DeltaOp::Xor => each(args, records, |d, o| {
+                for (o, &d) in o.iter_mut().zip(d) {
+                    *o ^= d;
+                }
+            }),
+            DeltaOp::None => each(args, records, |d, o| o.copy_from_slice(d)),
         }
     }
 }
@@ -446,5 +507,55 @@ mod tests {
         let mut back = Vec::new();
         unsplit(&o, &planes, 2, rs, &mut back, &mut Vec::new());
         assert_eq!(back, rows);
+    }
+
+    #[test]
+    fn apply_rows_is_row_apply_in_place() {
+        // Every operator and width, spans of several elements.
+        let mut spans = Vec::new();
+        let mut offset = 0;
+        for (op, width) in [
+            (DeltaOp::Int, 4),
+            (DeltaOp::Sub, 1),
+            (DeltaOp::Xor, 2),
+            (DeltaOp::Predict, 8),
+            (DeltaOp::None, 1),
+            (DeltaOp::Int, 1),
+            (DeltaOp::Int, 2),
+            (DeltaOp::Sub, 2),
+        ] {
+            let len = width * 3;
+            spans.push(Span {
+                offset,
+                len,
+                width,
+                op,
+            });
+            offset += len;
+        }
+        let rs = offset;
+        let n = 9;
+        let deltas = sparse_bytes(n * rs, 5);
+        let reference = sparse_bytes(n * rs, 6);
+        // Records at scattered places among others.
+        let at: Vec<usize> = (0..n).map(|k| (2 * k + 1) * rs).collect();
+        let mut records = sparse_bytes((2 * n + 1) * rs, 7);
+        for (k, &a) in at.iter().enumerate() {
+            records[a..a + rs].copy_from_slice(&reference[k * rs..(k + 1) * rs]);
+        }
+        let before = records.clone();
+        apply_rows(&spans, &deltas, rs, &at, &mut records);
+        for (k, &a) in at.iter().enumerate() {
+            let mut want = vec![0; rs];
+            row_apply(
+                &spans,
+                &deltas[k * rs..(k + 1) * rs],
+                &reference[k * rs..(k + 1) * rs],
+                &mut want,
+            );
+            assert_eq!(records[a..a + rs], want[..], "row {k}");
+            // The records between are untouched.
+            assert_eq!(records[a - rs..a], before[a - rs..a]);
+        }
     }
 }
