@@ -312,15 +312,16 @@ pub(super) fn row_deltas(
     // written below, so the buffer is not cleared first.
     s.rows
         .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
-    let mut rows = s.rows.chunks_exact_mut(rs);
-    for (&(ci, bi), row) in a.changed_rows.iter().zip(&mut rows) {
-        planes::row_delta(
-            ty.spans(),
-            cur.record(ci as usize),
-            base.record(bi as usize),
-            row,
-        );
-    }
+    let (changed, spawned) = s.rows.split_at_mut(a.changed_rows.len() * rs);
+    planes::delta_rows(
+        ty.spans(),
+        rs,
+        cur.records(),
+        base.records(),
+        &a.changed_rows,
+        changed,
+    );
+    let mut rows = spawned.chunks_exact_mut(rs);
     let mut prev = ty.default_record();
     for (&j, row) in a.spawned.iter().zip(&mut rows) {
         let rec = cur.record(j as usize);

@@ -147,6 +147,58 @@ pub(crate) fn row_apply(spans: &[Span], delta: &[u8], reference: &[u8], out: &mu
     }
 }
 
+/// [`row_delta`] of many rows into `out` (rows of `rs` bytes, in `pairs`
+/// order): row `k` is record `pairs[k].0` of `cur` against record
+/// `pairs[k].1` of `reference` (both records of `rs` bytes). Span by span,
+/// so each span's operator is matched once for all rows.
+pub(crate) fn delta_rows(
+    spans: &[Span],
+    rs: usize,
+    cur: &[u8],
+    reference: &[u8],
+    pairs: &[(u32, u32)],
+    out: &mut [u8],
+) {
+    #[inline(always)]
+    fn each(
+        (s, rs, cur, reference, pairs): (&Span, usize, &[u8], &[u8], &[(u32, u32)]),
+        out: &mut [u8],
+        f: impl Fn(&[u8], &[u8], &mut [u8]),
+    ) {
+        let r = s.offset..s.offset + s.len;
+        for (o, &(c, b)) in out.chunks_exact_mut(rs).zip(pairs) {
+            let (c, b) = (c as usize * rs, b as usize * rs);
+            f(
+                &cur[c + r.start..c + r.end],
+                &reference[b + r.start..b + r.end],
+                &mut o[r.clone()],
+            );
+        }
+    }
+    for s in spans {
+        let args = (s, rs, cur, reference, pairs);
+        match s.op {
+            DeltaOp::Int | DeltaOp::Predict => match s.width {
+                1 => each(args, out, enc1),
+                2 => each(args, out, enc2),
+                4 => each(args, out, enc4),
+                _ => each(args, out, enc8),
+            },
+            DeltaOp::Sub => each(args, out, |c, b, o| {
+                for ((o, &c), &b) in o.iter_mut().zip(c).zip(b) {
+                    *o = c.wrapping_sub(b);
+                }
+            }),
+            DeltaOp::Xor => each(args, out, |c, b, o| {
+                for ((o, &c), &b) in o.iter_mut().zip(c).zip(b) {
+                    *o = c ^ b;
+                }
+            }),
+            DeltaOp::None => each(args, out, |c, _, o| o.copy_from_slice(c)),
+        }
+    }
+}
+
 /// [`row_apply`] on many records in place: record `k` starts at `at[k]`
 /// in `records` and holds its reference; its delta is row `k` of `deltas`
 /// (rows of `rs` bytes). Span by span, so each span's operator is matched
@@ -510,7 +562,7 @@ mod tests {
     }
 
     #[test]
-    fn apply_rows_is_row_apply_in_place() {
+    fn delta_rows_and_apply_rows_are_row_delta_and_row_apply() {
         // Every operator and width, spans of several elements.
         let mut spans = Vec::new();
         let mut offset = 0;
@@ -542,6 +594,31 @@ mod tests {
         let mut records = sparse_bytes((2 * n + 1) * rs, 7);
         for (k, &a) in at.iter().enumerate() {
             records[a..a + rs].copy_from_slice(&reference[k * rs..(k + 1) * rs]);
+        }
+        // `delta_rows` of those records against the references gives the
+        // deltas back (records from `cur` and `reference` by index pairs).
+        let mut cur = vec![0; n * rs];
+        for k in 0..n {
+            row_apply(
+                &spans,
+                &deltas[k * rs..(k + 1) * rs],
+                &reference[k * rs..(k + 1) * rs],
+                &mut cur[k * rs..(k + 1) * rs],
+            );
+        }
+        let pairs: Vec<(u32, u32)> = (0..n as u32).rev().map(|k| (k, k)).collect();
+        let mut again = vec![0xaa; n * rs];
+        delta_rows(&spans, rs, &cur, &reference, &pairs, &mut again);
+        for (k, &(c, _)) in pairs.iter().enumerate() {
+            let c = c as usize;
+            let mut want = vec![0; rs];
+            row_delta(
+                &spans,
+                &cur[c * rs..(c + 1) * rs],
+                &reference[c * rs..(c + 1) * rs],
+                &mut want,
+            );
+            assert_eq!(again[k * rs..(k + 1) * rs], want[..], "delta row {k}");
         }
         let before = records.clone();
         apply_rows(&spans, &deltas, rs, &at, &mut records);
