@@ -159,9 +159,12 @@ pub(crate) fn delta_rows(
     pairs: &[(u32, u32)],
     out: &mut [u8],
 ) {
+    /// The rows' sources: a span, the record size, the records of both
+    /// sides and the index pairs.
+    type Rows<'a> = (&'a Span, usize, &'a [u8], &'a [u8], &'a [(u32, u32)]);
     #[inline(always)]
     fn each(
-        (s, rs, cur, reference, pairs): (&Span, usize, &[u8], &[u8], &[(u32, u32)]),
+        (s, rs, cur, reference, pairs): Rows<'_>,
         out: &mut [u8],
         f: impl Fn(&[u8], &[u8], &mut [u8]),
     ) {
