@@ -44,9 +44,9 @@ impl PlanesHint {
 const HINT_LIFE: u8 = 16;
 
 /// The share of the predicted mask-and-value bytes the planes' estimate
-/// must stay under for a [`PlanesHint`] to settle the section: fifteen
-/// sixteenths.
-const HINT_MARGIN: (usize, usize) = (15, 16);
+/// must stay under for a [`PlanesHint`] to settle the section:
+/// thirty-one thirty-seconds.
+const HINT_MARGIN: (usize, usize) = (31, 32);
 
 /// With a live [`PlanesHint`]: builds the rows and their planes, and when
 /// the hint predicts byte planes settles the section as planes without
