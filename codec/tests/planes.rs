@@ -168,12 +168,18 @@ fn predicted_planes_give_the_full_estimates_bytes() {
     // full estimate): the same packets, and they decode.
     let s = schema();
     let ticks: Vec<Snapshot> = (0..40).map(|t| tick(&s, t)).collect();
-    let mut steady = Encoder::new(s.clone());
+    steady_matches_fresh(&s, &ticks, || Encoder::new(s.clone()), "dense run");
+}
+
+/// Encodes `ticks` (each against the one before) with one encoder from
+/// `new` for the whole run and with a new one per packet: the same
+/// packets, each decoding to its tick.
+fn steady_matches_fresh(s: &Schema, ticks: &[Snapshot], new: impl Fn() -> Encoder, what: &str) {
+    let mut steady = new();
     let mut dec = Decoder::new(s.clone());
     for t in 1..ticks.len() {
-        let p = dense_packet(&mut steady, &ticks, t);
-        let fresh = dense_packet(&mut Encoder::new(s.clone()), &ticks, t);
-        assert_eq!(p, fresh, "packet {t}");
+        let p = dense_packet(&mut steady, ticks, t);
+        assert_eq!(p, dense_packet(&mut new(), ticks, t), "{what}, packet {t}");
         let b = Baseline {
             sequence: (t - 1) as u16,
             snapshot: &ticks[t - 1],
@@ -267,22 +273,8 @@ fn predicted_planes_of_small_and_large_sections_give_the_full_estimates_bytes() 
         .flat_map(|z| [(z, Entropy::Best), (z, Entropy::Model)])
     {
         let ticks: Vec<Snapshot> = (0..24).map(|t| sized_tick(&s, t, rows, sparse)).collect();
-        let mut steady = new(entropy);
-        let mut dec = Decoder::new(s.clone());
-        for t in 1..ticks.len() {
-            let p = dense_packet(&mut steady, &ticks, t);
-            let fresh = dense_packet(&mut new(entropy), &ticks, t);
-            assert_eq!(
-                p, fresh,
-                "{rows} rows, {sparse} sparse, {entropy:?}, packet {t}"
-            );
-            let b = Baseline {
-                sequence: (t - 1) as u16,
-                snapshot: &ticks[t - 1],
-            };
-            let (_, got) = dec.decode(&p, b).unwrap();
-            assert_eq!(got, ticks[t]);
-        }
+        let what = format!("{rows} rows, {sparse} sparse, {entropy:?}");
+        steady_matches_fresh(&s, &ticks, || new(entropy), &what);
     }
 }
 
