@@ -55,19 +55,8 @@ macro_rules! int_ops {
 
         #[inline]
         fn $dec(d: &[u8], b: &[u8], o: &mut [u8]) {
-            for ((o, d), b) in o
-                .chunks_exact_mut($n)
-                .zip(d.chunks_exact($n))
-                .zip(b.chunks_exact($n))
-            {
-                let mut dv = [0u8; $n];
-                dv.copy_from_slice(d);
-                let mut bv = [0u8; $n];
-                bv.copy_from_slice(b);
-                let z = <$u>::from_le_bytes(dv);
-                let v = (z >> 1) ^ (z & 1).wrapping_neg();
-                o.copy_from_slice(&v.wrapping_add(<$u>::from_le_bytes(bv)).to_le_bytes());
-            }
+            o.copy_from_slice(b);
+            $add(d, o);
         }
 
         /// `$dec` with the reference in `o`.
