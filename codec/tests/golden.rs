@@ -107,6 +107,27 @@ fn arena() -> (Schema, Snapshot, Snapshot) {
     (schema, a, b)
 }
 
+/// A crowd of 2,600 bodies whose keyframe payload is over
+/// [`tickpack::MAX_BLOCK_CONTENT`], so its packet holds two blocks.
+fn crowd() -> (Schema, Snapshot) {
+    let schema = Schema::builder()
+        .entity("body")
+        .field("pos", Primitive::F32, 3)
+        .field("team", Primitive::U32, 1)
+        .build()
+        .unwrap();
+    let mut snap = Snapshot::new(&schema);
+    for i in 0..2600u32 {
+        let mut rec: Vec<u8> = [(i % 64) as f32 * 2.0, 0.5, (i / 64) as f32]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        rec.extend_from_slice(&(i % 4).to_le_bytes());
+        snap.section_mut(0).unwrap().insert(i * 3, &rec).unwrap();
+    }
+    (schema, snap)
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter()
         .map(|x| format!("{x:02x}"))
@@ -291,6 +312,12 @@ fn vectors() -> Vec<Vector> {
             }),
         )
         .unwrap();
+    let (crowd_s, c) = crowd();
+    let mut enc = Encoder::new(crowd_s.clone());
+    let mut payload = Vec::new();
+    enc.payload(&c, 7, None, &mut payload).unwrap();
+    assert!(payload.len() > tickpack::MAX_BLOCK_CONTENT);
+    let ck = enc.encode(&c, 7, None).unwrap();
     vec![
         ("ship_keyframe", s.clone(), k, vec![], tick0()),
         ("ship_delta", s.clone(), d, vec![(0xfffe, tick0())], tick1()),
@@ -313,6 +340,7 @@ fn vectors() -> Vec<Vector> {
         ("body_integrated_delta", si, id, vec![(30, i0)], i1),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),
+        ("crowd_keyframe", crowd_s, ck, vec![], c),
     ]
 }
 
