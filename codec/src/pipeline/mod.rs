@@ -31,6 +31,8 @@ pub(crate) mod planes;
 pub(crate) mod predict;
 pub(crate) mod tokens;
 mod transpose;
+#[cfg(target_arch = "x86_64")]
+mod transpose_sse2;
 pub(crate) mod values;
 
 use crate::schema::EntityType;

@@ -327,7 +327,8 @@ pub(crate) fn unsplit(
     rows: &mut Vec<u8>,
     starts: &mut Vec<usize>,
 ) {
-    rows.clear();
+    // Every byte is written below: only bytes past the old length start
+    // as zeros.
     rows.resize(n * rs, 0);
     if n == 0 {
         return;

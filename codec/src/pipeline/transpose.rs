@@ -1,8 +1,9 @@
 //! Moving bytes between rows and byte planes in one pass: `n` rows of `rs`
 //! bytes on one side; on the other, per record byte `c` a plane of `n`
-//! bytes starting at `starts[c]` (one byte per row). Blocks of eight rows
-//! by eight record bytes go through eight 64-bit words; the edges byte by
-//! byte.
+//! bytes starting at `starts[c]` (one byte per row). On x86_64 blocks of
+//! sixteen rows by sixteen record bytes go through SSE2 registers
+//! ([`super::transpose_sse2`]); the rest in blocks of eight by eight
+//! through eight 64-bit words, the last rows byte by byte.
 
 #![forbid(unsafe_code)]
 
@@ -37,38 +38,9 @@ pub(crate) fn rows_to_planes(
     planes: &mut [u8],
 ) {
     let rows = &rows[..n * rs];
-    let (r8, c8) = (n & !7, rs & !7);
-    for r in (0..r8).step_by(8) {
-        for c in (0..c8).step_by(8) {
-            let at = r * rs + c;
-            let a = transpose8(core::array::from_fn(|i| load8(rows, at + i * rs)));
-            for (w, &s) in a.iter().zip(&starts[c..c + 8]) {
-                if s != NO_PLANE {
-                    planes[s + r..s + r + 8].copy_from_slice(&w.to_le_bytes());
-                }
-            }
-        }
-        // The last record bytes, fewer than eight, as one block read short.
-        if c8 < rs {
-            let rem = rs - c8;
-            let a = transpose8(core::array::from_fn(|i| {
-                let at = (r + i) * rs + c8;
-                load_short(&rows[at..at + rem])
-            }));
-            for (w, &s) in a.iter().zip(&starts[c8..]) {
-                if s != NO_PLANE {
-                    planes[s + r..s + r + 8].copy_from_slice(&w.to_le_bytes());
-                }
-            }
-        }
-    }
-    for r in r8..n {
-        for (&b, &s) in rows[r * rs..(r + 1) * rs].iter().zip(starts) {
-            if s != NO_PLANE {
-                planes[s + r] = b;
-            }
-        }
-    }
+    let (r0, c0) = wide_rows_to_planes(rows, n, rs, starts, planes);
+    rows_to_planes_in(rows, rs, starts, planes, 0..r0, c0);
+    rows_to_planes_in(rows, rs, starts, planes, r0..n, 0);
 }
 
 /// Inverse of [`rows_to_planes`]: writes `n` rows of `rs` bytes into
@@ -82,30 +54,118 @@ pub(crate) fn planes_to_rows(
     rows: &mut [u8],
 ) {
     let rows = &mut rows[..n * rs];
-    let (r8, c8) = (n & !7, rs & !7);
-    for r in (0..r8).step_by(8) {
-        for c in (0..c8).step_by(8) {
+    let (r0, c0) = wide_planes_to_rows(planes, n, rs, starts, rows);
+    planes_to_rows_in(planes, rs, starts, rows, 0..r0, c0);
+    planes_to_rows_in(planes, rs, starts, rows, r0..n, 0);
+}
+
+/// Sections of at least sixteen rows of at least sixteen bytes, whole:
+/// SSE2 on x86_64.
+#[cfg(target_arch = "x86_64")]
+use super::transpose_sse2::{
+    planes_to_rows as wide_planes_to_rows, rows_to_planes as wide_rows_to_planes,
+};
+
+/// Elsewhere the word-wise code does everything.
+#[cfg(not(target_arch = "x86_64"))]
+fn wide_rows_to_planes(_: &[u8], _: usize, _: usize, _: &[usize], _: &mut [u8]) -> (usize, usize) {
+    (0, 0)
+}
+
+/// As above.
+#[cfg(not(target_arch = "x86_64"))]
+fn wide_planes_to_rows(_: &[u8], _: usize, _: usize, _: &[usize], _: &mut [u8]) -> (usize, usize) {
+    (0, 0)
+}
+
+/// [`rows_to_planes`] on `rows` (a range of row indices) and the record
+/// bytes from `c0`: blocks of eight rows by eight bytes, the last rows
+/// byte by byte.
+fn rows_to_planes_in(
+    rows: &[u8],
+    rs: usize,
+    starts: &[usize],
+    planes: &mut [u8],
+    range: core::ops::Range<usize>,
+    c0: usize,
+) {
+    let mut r = range.start;
+    while r + 8 <= range.end {
+        let mut c = c0;
+        while c + 8 <= rs {
+            let at = r * rs + c;
+            let a = transpose8(core::array::from_fn(|i| load8(rows, at + i * rs)));
+            for (w, &s) in a.iter().zip(&starts[c..c + 8]) {
+                if s != NO_PLANE {
+                    planes[s + r..s + r + 8].copy_from_slice(&w.to_le_bytes());
+                }
+            }
+            c += 8;
+        }
+        // The last record bytes, fewer than eight, as one block read short.
+        if c < rs {
+            let rem = rs - c;
+            let a = transpose8(core::array::from_fn(|i| {
+                let at = (r + i) * rs + c;
+                load_short(&rows[at..at + rem])
+            }));
+            for (w, &s) in a.iter().zip(&starts[c..]) {
+                if s != NO_PLANE {
+                    planes[s + r..s + r + 8].copy_from_slice(&w.to_le_bytes());
+                }
+            }
+        }
+        r += 8;
+    }
+    for r in r..range.end {
+        for (&b, &s) in rows[r * rs + c0..(r + 1) * rs].iter().zip(&starts[c0..]) {
+            if s != NO_PLANE {
+                planes[s + r] = b;
+            }
+        }
+    }
+}
+
+/// [`planes_to_rows`] on `rows` (a range of row indices) and the record
+/// bytes from `c0`, as [`rows_to_planes_in`].
+fn planes_to_rows_in(
+    planes: &[u8],
+    rs: usize,
+    starts: &[usize],
+    rows: &mut [u8],
+    range: core::ops::Range<usize>,
+    c0: usize,
+) {
+    let mut r = range.start;
+    while r + 8 <= range.end {
+        let mut c = c0;
+        while c + 8 <= rs {
             let a = transpose8(core::array::from_fn(|k| load8(planes, starts[c + k] + r)));
             for (i, w) in a.iter().enumerate() {
                 let at = (r + i) * rs + c;
                 rows[at..at + 8].copy_from_slice(&w.to_le_bytes());
             }
+            c += 8;
         }
         // The last record bytes, fewer than eight, as one block written
         // short (the missing columns read the last one again).
-        if c8 < rs {
-            let rem = rs - c8;
+        if c < rs {
+            let rem = rs - c;
             let a = transpose8(core::array::from_fn(|k| {
-                load8(planes, starts[(c8 + k).min(rs - 1)] + r)
+                load8(planes, starts[(c + k).min(rs - 1)] + r)
             }));
             for (i, w) in a.iter().enumerate() {
-                let at = (r + i) * rs + c8;
+                let at = (r + i) * rs + c;
                 rows[at..at + rem].copy_from_slice(&w.to_le_bytes()[..rem]);
             }
         }
+        r += 8;
     }
-    for r in r8..n {
-        for (o, &s) in rows[r * rs..(r + 1) * rs].iter_mut().zip(starts) {
+    for r in r..range.end {
+        for (o, &s) in rows[r * rs + c0..(r + 1) * rs]
+            .iter_mut()
+            .zip(&starts[c0..])
+        {
             *o = planes[s + r];
         }
     }
@@ -126,8 +186,12 @@ fn load_short(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(b)
 }
 
+#[cfg(target_arch = "x86_64")]
+use super::transpose_sse2::transpose8;
+
 /// Transposes the 8×8 byte matrix whose row `i` is the little-endian
 /// bytes of `a[i]`: swaps the off-diagonal 4×4, then 2×2, then 1×1 blocks.
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn transpose8(a: [u64; 8]) -> [u64; 8] {
     #[inline(always)]
@@ -181,6 +245,10 @@ mod tests {
             (19, 37),
             (64, 3),
             (9, 16),
+            (16, 16),
+            (33, 50),
+            (64, 17),
+            (48, 200),
         ] {
             for gaps in [false, true] {
                 let o = order(rs, n + rs, gaps);

@@ -1,0 +1,206 @@
+//! The transposition's 16×16 byte blocks in SSE2 registers (x86_64, where
+//! SSE2 is always present), through `safe_arch`'s safe wrappers of the
+//! intrinsics: sixteen loads, four rounds of sixteen unpacks, sixteen
+//! stores. Covers every byte when there are at least sixteen rows of at
+//! least sixteen bytes (the last block along a side overlaps the one
+//! before it), and leaves smaller sections to the word-wise code of
+//! [`super::transpose`].
+
+#![forbid(unsafe_code)]
+
+use safe_arch::{
+    m128i, unpack_high_i16_m128i, unpack_high_i32_m128i, unpack_high_i64_m128i,
+    unpack_high_i8_m128i, unpack_low_i16_m128i, unpack_low_i32_m128i, unpack_low_i64_m128i,
+    unpack_low_i8_m128i,
+};
+
+use super::transpose::NO_PLANE;
+
+/// The starts of the blocks along a side of `len` bytes: every sixteenth
+/// byte, and when `len` is not a multiple of sixteen one more block ending
+/// at `len`, overlapping the one before (its bytes are moved twice, to
+/// the same places). None when `len` is under sixteen.
+fn block_starts(len: usize) -> impl Iterator<Item = usize> {
+    let whole = len & !15;
+    let last = (len > whole && len >= 16).then_some(len - 16);
+    (0..whole).step_by(16).chain(last)
+}
+
+/// The rows and record bytes this module covers, as `(r, c)` (rows `0..r`,
+/// record bytes `0..c`): all of them when both sides are at least sixteen,
+/// else none.
+fn covered(n: usize, rs: usize) -> (usize, usize) {
+    if n >= 16 && rs >= 16 {
+        (n, rs)
+    } else {
+        (0, 0)
+    }
+}
+
+/// [`super::transpose::rows_to_planes`] on rows `0..r` and record bytes
+/// `0..c`, returned as `(r, c)`: everything when `n` and `rs` are at
+/// least sixteen, else nothing.
+pub(super) fn rows_to_planes(
+    rows: &[u8],
+    n: usize,
+    rs: usize,
+    starts: &[usize],
+    planes: &mut [u8],
+) -> (usize, usize) {
+    let (rn, cn) = covered(n, rs);
+    for r in block_starts(rn) {
+        for c in block_starts(cn) {
+            let at = r * rs + c;
+            let t = transpose16(core::array::from_fn(|i| load(rows, at + i * rs)));
+            for (w, &s) in t.into_iter().zip(&starts[c..c + 16]) {
+                if s != NO_PLANE {
+                    store(planes, s + r, w);
+                }
+            }
+        }
+    }
+    (rn, cn)
+}
+
+/// [`super::transpose::planes_to_rows`] on rows `0..r` and record bytes
+/// `0..c`, returned as `(r, c)`, as [`rows_to_planes`].
+pub(super) fn planes_to_rows(
+    planes: &[u8],
+    n: usize,
+    rs: usize,
+    starts: &[usize],
+    rows: &mut [u8],
+) -> (usize, usize) {
+    let (rn, cn) = covered(n, rs);
+    for r in block_starts(rn) {
+        for c in block_starts(cn) {
+            let t = transpose16(core::array::from_fn(|k| load(planes, starts[c + k] + r)));
+            for (i, w) in t.into_iter().enumerate() {
+                store(rows, (r + i) * rs + c, w);
+            }
+        }
+    }
+    (rn, cn)
+}
+
+/// Transposes the 8×8 byte matrix whose row `i` is the little-endian
+/// bytes of `a[i]`, as [`transpose16`] does with half the rounds.
+#[inline(always)]
+pub(super) fn transpose8(a: [u64; 8]) -> [u64; 8] {
+    let x: [m128i; 8] = core::array::from_fn(|i| m128i::from([a[i], 0]));
+    // b[k]: the columns of rows 2k and 2k + 1, two bytes per column.
+    let b: [m128i; 4] = core::array::from_fn(|k| unpack_low_i8_m128i(x[2 * k], x[2 * k + 1]));
+    // c[2h + q]: columns 4q..4q + 4 of rows 4h..4h + 4.
+    let c: [m128i; 4] = core::array::from_fn(|i| {
+        let (h, q) = (i / 2, i % 2);
+        let (x, y) = (b[2 * h], b[2 * h + 1]);
+        if q == 0 {
+            unpack_low_i16_m128i(x, y)
+        } else {
+            unpack_high_i16_m128i(x, y)
+        }
+    });
+    // d[2q + p]: columns 4q + 2p and 4q + 2p + 1 of all eight rows.
+    let d: [m128i; 4] = core::array::from_fn(|i| {
+        let (q, p) = (i / 2, i % 2);
+        let (x, y) = (c[q], c[2 + q]);
+        if p == 0 {
+            unpack_low_i32_m128i(x, y)
+        } else {
+            unpack_high_i32_m128i(x, y)
+        }
+    });
+    core::array::from_fn(|col| <[u64; 2]>::from(d[col / 2])[col % 2])
+}
+
+#[inline(always)]
+fn load(bytes: &[u8], at: usize) -> m128i {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&bytes[at..at + 16]);
+    m128i::from(b)
+}
+
+#[inline(always)]
+fn store(bytes: &mut [u8], at: usize, w: m128i) {
+    bytes[at..at + 16].copy_from_slice(&<[u8; 16]>::from(w));
+}
+
+/// Transposes the 16×16 byte matrix whose row `i` is `a[i]`: interleaves
+/// pairs of rows byte by byte, then pairs of those 16-, 32- and 64-bit
+/// units, each round doubling the rows a column's unit spans.
+#[inline(always)]
+fn transpose16(a: [m128i; 16]) -> [m128i; 16] {
+    // b[k]: columns 0..8 of rows 2k and 2k + 1, two bytes per column;
+    // b[k + 8]: columns 8..16.
+    let b: [m128i; 16] = core::array::from_fn(|k| {
+        let (x, y) = (a[2 * (k & 7)], a[2 * (k & 7) + 1]);
+        if k < 8 {
+            unpack_low_i8_m128i(x, y)
+        } else {
+            unpack_high_i8_m128i(x, y)
+        }
+    });
+    // c[4q + j]: columns 4q..4q + 4 of rows 4j..4j + 4, four bytes each.
+    let c: [m128i; 16] = core::array::from_fn(|i| {
+        let (q, j) = (i / 4, i % 4);
+        let half = (q / 2) * 8;
+        let (x, y) = (b[half + 2 * j], b[half + 2 * j + 1]);
+        if q % 2 == 0 {
+            unpack_low_i16_m128i(x, y)
+        } else {
+            unpack_high_i16_m128i(x, y)
+        }
+    });
+    // d[4q + 2h + p]: columns 4q + 2p, 4q + 2p + 1 of rows 8h..8h + 8.
+    let d: [m128i; 16] = core::array::from_fn(|i| {
+        let (q, h, p) = (i / 4, (i / 2) % 2, i % 2);
+        let (x, y) = (c[4 * q + 2 * h], c[4 * q + 2 * h + 1]);
+        if p == 0 {
+            unpack_low_i32_m128i(x, y)
+        } else {
+            unpack_high_i32_m128i(x, y)
+        }
+    });
+    // Column 4q + 2p + s of all sixteen rows.
+    core::array::from_fn(|col| {
+        let (q, p, s) = (col / 4, (col / 2) % 2, col % 2);
+        let (x, y) = (d[4 * q + p], d[4 * q + 2 + p]);
+        if s == 0 {
+            unpack_low_i64_m128i(x, y)
+        } else {
+            unpack_high_i64_m128i(x, y)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_blocks_transpose() {
+        let a: [u64; 8] = core::array::from_fn(|i| {
+            u64::from_le_bytes(core::array::from_fn(|j| (i * 8 + j) as u8))
+        });
+        let t = transpose8(a);
+        for (col, w) in t.into_iter().enumerate() {
+            for (row, b) in w.to_le_bytes().into_iter().enumerate() {
+                assert_eq!(usize::from(b), row * 8 + col);
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_transpose() {
+        let a: [m128i; 16] = core::array::from_fn(|i| {
+            m128i::from(core::array::from_fn::<u8, 16, _>(|j| (i * 16 + j) as u8))
+        });
+        let t = transpose16(a);
+        for (col, w) in t.into_iter().enumerate() {
+            let bytes = <[u8; 16]>::from(w);
+            for (row, &b) in bytes.iter().enumerate() {
+                assert_eq!(usize::from(b), row * 16 + col);
+            }
+        }
+    }
+}
