@@ -34,6 +34,8 @@ mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod transpose_sse2;
 pub(crate) mod values;
+#[cfg(target_arch = "x86_64")]
+mod zigzag_sse2;
 
 use crate::schema::EntityType;
 use crate::snapshot::{Section, SectionRef};

@@ -35,13 +35,14 @@ pub(crate) fn order(elements: &[Element]) -> Vec<u16> {
 /// Zigzag of the wrapping difference of each `N`-byte little-endian
 /// integer of `c` and `b` (and its inverse), one function per width.
 macro_rules! int_ops {
-    ($enc:ident, $dec:ident, $add:ident, $u:ty, $i:ty, $n:expr) => {
-        #[inline]
+    ($enc:ident, $dec:ident, $add:ident, $wide_enc:path, $wide_add:path, $u:ty, $i:ty, $n:expr) => {
+        #[inline(always)]
         fn $enc(c: &[u8], b: &[u8], o: &mut [u8]) {
-            for ((o, c), b) in o
+            let done = $wide_enc(c, b, o);
+            for ((o, c), b) in o[done..]
                 .chunks_exact_mut($n)
-                .zip(c.chunks_exact($n))
-                .zip(b.chunks_exact($n))
+                .zip(c[done..].chunks_exact($n))
+                .zip(b[done..].chunks_exact($n))
             {
                 let mut cv = [0u8; $n];
                 cv.copy_from_slice(c);
@@ -53,16 +54,17 @@ macro_rules! int_ops {
             }
         }
 
-        #[inline]
+        #[inline(always)]
         fn $dec(d: &[u8], b: &[u8], o: &mut [u8]) {
             o.copy_from_slice(b);
             $add(d, o);
         }
 
         /// `$dec` with the reference in `o`.
-        #[inline]
+        #[inline(always)]
         fn $add(d: &[u8], o: &mut [u8]) {
-            for (o, d) in o.chunks_exact_mut($n).zip(d.chunks_exact($n)) {
+            let done = $wide_add(d, o);
+            for (o, d) in o[done..].chunks_exact_mut($n).zip(d[done..].chunks_exact($n)) {
                 let mut dv = [0u8; $n];
                 dv.copy_from_slice(d);
                 let mut ov = [0u8; $n];
@@ -75,10 +77,34 @@ macro_rules! int_ops {
     };
 }
 
-int_ops!(enc1, dec1, add1, u8, i8, 1);
-int_ops!(enc2, dec2, add2, u16, i16, 2);
-int_ops!(enc4, dec4, add4, u32, i32, 4);
-int_ops!(enc8, dec8, add8, u64, i64, 8);
+/// Lanes coded wide (SSE2 on x86_64) before the rest lane by lane: none.
+#[inline(always)]
+fn narrow_enc(_: &[u8], _: &[u8], _: &mut [u8]) -> usize {
+    0
+}
+
+/// As [`narrow_enc`].
+#[inline(always)]
+fn narrow_add(_: &[u8], _: &mut [u8]) -> usize {
+    0
+}
+
+#[cfg(target_arch = "x86_64")]
+use super::zigzag_sse2 as wide;
+
+/// Elsewhere every lane goes lane by lane.
+#[cfg(not(target_arch = "x86_64"))]
+mod wide {
+    pub(super) use super::{
+        narrow_add as add2, narrow_add as add4, narrow_add as add8, narrow_enc as enc2,
+        narrow_enc as enc4, narrow_enc as enc8,
+    };
+}
+
+int_ops!(enc1, dec1, add1, narrow_enc, narrow_add, u8, i8, 1);
+int_ops!(enc2, dec2, add2, wide::enc2, wide::add2, u16, i16, 2);
+int_ops!(enc4, dec4, add4, wide::enc4, wide::add4, u32, i32, 4);
+int_ops!(enc8, dec8, add8, wide::enc8, wide::add8, u64, i64, 8);
 
 /// Writes into `out` (a record's size) the delta of `cur` against
 /// `reference`, span by span (runs of fields of one width and operator).
@@ -552,6 +578,56 @@ mod tests {
         let mut back = Vec::new();
         unsplit(&o, &planes, 2, rs, &mut back, &mut Vec::new());
         assert_eq!(back, rows);
+    }
+
+    /// The integer delta of one lane, independently: the zigzag of the
+    /// wrapping difference of `w`-byte little-endian integers.
+    fn lane_zigzag(c: &[u8], b: &[u8]) -> Vec<u8> {
+        let w = c.len();
+        let bits = 8 * w as u32;
+        let mask = if w == 8 { u64::MAX } else { (1u64 << bits) - 1 };
+        let le = |x: &[u8]| x.iter().rev().fold(0u64, |v, &y| (v << 8) | u64::from(y));
+        let d = le(c).wrapping_sub(le(b)) & mask;
+        let negative = d >> (bits - 1) == 1;
+        let z = ((d << 1) & mask) ^ if negative { mask } else { 0 };
+        z.to_le_bytes()[..w].to_vec()
+    }
+
+    #[test]
+    fn int_deltas_match_the_lane_model_at_every_length() {
+        // Spans long enough for the wide (16-byte) path and its remainder,
+        // with extreme lanes among hashed ones.
+        for width in [1usize, 2, 4, 8] {
+            for lanes in 0..=(80 / width) {
+                let len = lanes * width;
+                let span = [Span {
+                    offset: 0,
+                    len,
+                    width,
+                    op: DeltaOp::Int,
+                }];
+                let mut c = sparse_bytes(len, width as u32 + 11);
+                let b = sparse_bytes(len, width as u32 + 29);
+                for (k, lane) in c.chunks_exact_mut(width).enumerate() {
+                    match k % 5 {
+                        0 => lane.fill(0xff),
+                        1 => lane.fill(0),
+                        _ => {}
+                    }
+                }
+                let mut delta = vec![0xaa; len];
+                row_delta(&span, &c, &b, &mut delta);
+                let want: Vec<u8> = c
+                    .chunks_exact(width)
+                    .zip(b.chunks_exact(width))
+                    .flat_map(|(c, b)| lane_zigzag(c, b))
+                    .collect();
+                assert_eq!(delta, want, "width {width}, {lanes} lanes");
+                let mut back = vec![0x55; len];
+                row_apply(&span, &delta, &b, &mut back);
+                assert_eq!(back, c, "width {width}, {lanes} lanes");
+            }
+        }
     }
 
     #[test]
