@@ -29,6 +29,8 @@ pub(crate) mod integrate;
 pub(crate) mod layout;
 pub(crate) mod planes;
 pub(crate) mod predict;
+#[cfg(target_arch = "x86_64")]
+mod sse2;
 pub(crate) mod tokens;
 mod transpose;
 #[cfg(target_arch = "x86_64")]

@@ -14,6 +14,7 @@ use safe_arch::{
     unpack_low_i8_m128i,
 };
 
+use super::sse2::{load, store};
 use super::transpose::NO_PLANE;
 
 /// The starts of the blocks along a side of `len` bytes: every sixteenth
@@ -111,18 +112,6 @@ pub(super) fn transpose8(a: [u64; 8]) -> [u64; 8] {
         }
     });
     core::array::from_fn(|col| <[u64; 2]>::from(d[col / 2])[col % 2])
-}
-
-#[inline(always)]
-fn load(bytes: &[u8], at: usize) -> m128i {
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&bytes[at..at + 16]);
-    m128i::from(b)
-}
-
-#[inline(always)]
-fn store(bytes: &mut [u8], at: usize, w: m128i) {
-    bytes[at..at + 16].copy_from_slice(&<[u8; 16]>::from(w));
 }
 
 /// Transposes the 16×16 byte matrix whose row `i` is `a[i]`: interleaves

@@ -8,10 +8,12 @@
 #![forbid(unsafe_code)]
 
 use safe_arch::{
-    add_i16_m128i, add_i32_m128i, add_i64_m128i, bitxor_m128i, m128i, shl_imm_u16_m128i,
+    add_i16_m128i, add_i32_m128i, add_i64_m128i, bitxor_m128i, shl_imm_u16_m128i,
     shl_imm_u32_m128i, shl_imm_u64_m128i, shr_imm_u16_m128i, shr_imm_u32_m128i, shr_imm_u64_m128i,
     sub_i16_m128i, sub_i32_m128i, sub_i64_m128i, zeroed_m128i,
 };
+
+use super::sse2::{load, store};
 
 macro_rules! lanes {
     ($enc:ident, $add:ident, $addl:ident, $subl:ident, $shl:ident, $shr:ident, $bits:literal) => {
@@ -76,15 +78,3 @@ lanes!(
     shr_imm_u64_m128i,
     64
 );
-
-#[inline(always)]
-fn load(bytes: &[u8], at: usize) -> m128i {
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&bytes[at..at + 16]);
-    m128i::from(b)
-}
-
-#[inline(always)]
-fn store(bytes: &mut [u8], at: usize, w: m128i) {
-    bytes[at..at + 16].copy_from_slice(&<[u8; 16]>::from(w));
-}
