@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::float::{Float, F32, F64};
 use super::{quat, scalar};
 use crate::schema::Primitive;
 
@@ -100,19 +101,6 @@ fn write_f(rec: &mut [u8], at: usize, ty: Primitive, v: f64) {
         Primitive::F32 => put(rec, at, ty, u64::from((v as f32).to_bits())),
         _ => put(rec, at, ty, v.to_bits()),
     }
-}
-
-/// A code in the slot of a float element: `i32` for `f32`, `i64` for `f64`.
-fn read_code(rec: &[u8], at: usize, ty: Primitive) -> i64 {
-    match ty {
-        Primitive::F32 => i64::from(i32::from_le_bytes(bytes(rec, at))),
-        _ => i64::from_le_bytes(bytes(rec, at)),
-    }
-}
-
-/// Writes a code that fits the slot (checked by the callers' limits).
-fn write_code(rec: &mut [u8], at: usize, ty: Primitive, q: i64) {
-    put(rec, at, ty, q as u64);
 }
 
 fn read_int(rec: &[u8], at: usize, ty: Primitive) -> i128 {
@@ -244,46 +232,62 @@ fn int_in_range(s: &Slot, min: i64, max: i64, rec: &[u8]) -> Result<(), (usize, 
 /// element))` names a value that is not exactly a representable value.
 pub(crate) fn to_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
     for s in slots {
-        let w = s.ty.size();
         match s.kind {
-            Kind::Fixed { step, lo, hi, .. } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let x = read_f(rec, at, s.ty);
-                    let q = scalar::fixed_code(x, step);
-                    // NaN fails the range test.
-                    if !(q >= lo as f64 && q <= hi as f64)
-                        || scalar::value(q as i64, step, s.ty).to_bits() != x.to_bits()
-                    {
-                        return Err((s.field, e));
-                    }
-                    write_code(rec, at, s.ty, q as i64);
-                }
-            }
             Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
-            Kind::Angle { bits, step, turn } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let x = read_f(rec, at, s.ty);
-                    if !x.is_finite() {
-                        return Err((s.field, e));
-                    }
-                    let q = scalar::angle_code(x, bits, turn);
-                    if scalar::value(q, step, s.ty).to_bits() != x.to_bits() {
-                        return Err((s.field, e));
-                    }
-                    write_code(rec, at, s.ty, q);
+            _ if s.ty == Primitive::F32 => slot_to_codes::<F32>(s, rec)?,
+            _ => slot_to_codes::<F64>(s, rec)?,
+        }
+    }
+    Ok(())
+}
+
+/// [`to_codes`] for the float slot `s`, of element type `T`.
+#[inline]
+fn slot_to_codes<T: Float>(s: &Slot, rec: &mut [u8]) -> Result<(), (usize, usize)> {
+    let field = &mut rec[s.offset..s.offset + s.len * T::WIDTH];
+    match s.kind {
+        Kind::Fixed { step, lo, hi, .. } => {
+            let (lo, hi) = (lo as f64, hi as f64);
+            for (e, b) in field.chunks_exact_mut(T::WIDTH).enumerate() {
+                let x = T::read(b);
+                let q = scalar::fixed_code(x, step);
+                // NaN fails the range test. The value is rebuilt from the
+                // integer code, so that -0.0 (code 0, value +0.0) fails.
+                if !(q >= lo && q <= hi) {
+                    return Err((s.field, e));
                 }
-            }
-            Kind::Quat { m, s: st } => {
-                let x = quat_read(rec, s.offset, s.ty);
-                let (k, q) = quat::code_of(&x, m, st, s.ty).ok_or((s.field, 0))?;
-                write_code(rec, s.offset, s.ty, k as i64);
-                for (j, c) in q.iter().enumerate() {
-                    write_code(rec, s.offset + (j + 1) * w, s.ty, *c);
+                let q = q as i64;
+                if T::round(q as f64 * step).to_bits() != x.to_bits() {
+                    return Err((s.field, e));
                 }
+                T::write_code(b, q);
             }
         }
+        Kind::Angle { bits, step, turn } => {
+            for (e, b) in field.chunks_exact_mut(T::WIDTH).enumerate() {
+                let x = T::read(b);
+                if !x.is_finite() {
+                    return Err((s.field, e));
+                }
+                let q = scalar::angle_code(x, bits, turn);
+                if T::round(q as f64 * step).to_bits() != x.to_bits() {
+                    return Err((s.field, e));
+                }
+                T::write_code(b, q);
+            }
+        }
+        Kind::Quat { m, s: st } => {
+            let x = quat_read(rec, s.offset, s.ty);
+            let (k, q) = quat::code_of(&x, m, st, s.ty).ok_or((s.field, 0))?;
+            let field = &mut rec[s.offset..s.offset + 4 * T::WIDTH];
+            for (b, v) in field
+                .chunks_exact_mut(T::WIDTH)
+                .zip([k as i64, q[0], q[1], q[2]])
+            {
+                T::write_code(b, v);
+            }
+        }
+        Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
     }
     Ok(())
 }
@@ -292,47 +296,58 @@ pub(crate) fn to_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usi
 /// a code outside its limits (or non-canonical quaternion codes).
 pub(crate) fn from_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
     for s in slots {
-        let w = s.ty.size();
         match s.kind {
-            Kind::Fixed { step, lo, hi, .. } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let q = read_code(rec, at, s.ty);
-                    if q < lo || q > hi {
-                        return Err((s.field, e));
-                    }
-                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
-                }
-            }
             Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
-            Kind::Angle { bits, step, .. } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let q = read_code(rec, at, s.ty);
-                    if !scalar::angle_code_ok(q, bits) {
-                        return Err((s.field, e));
-                    }
-                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
+            _ if s.ty == Primitive::F32 => slot_from_codes::<F32>(s, rec)?,
+            _ => slot_from_codes::<F64>(s, rec)?,
+        }
+    }
+    Ok(())
+}
+
+/// [`from_codes`] for the float slot `s`, of element type `T`.
+#[inline]
+fn slot_from_codes<T: Float>(s: &Slot, rec: &mut [u8]) -> Result<(), (usize, usize)> {
+    match s.kind {
+        Kind::Fixed { step, lo, hi, .. } => {
+            let field = &mut rec[s.offset..s.offset + s.len * T::WIDTH];
+            for (e, b) in field.chunks_exact_mut(T::WIDTH).enumerate() {
+                let q = T::read_code(b);
+                if q < lo || q > hi {
+                    return Err((s.field, e));
                 }
-            }
-            Kind::Quat { m, s: st } => {
-                let k = read_code(rec, s.offset, s.ty);
-                let q = [1, 2, 3].map(|j| read_code(rec, s.offset + j * w, s.ty));
-                if !(0..4).contains(&k) {
-                    return Err((s.field, 0));
-                }
-                if let Some(j) = q.iter().position(|c| c.abs() > m) {
-                    return Err((s.field, j + 1));
-                }
-                if !quat::canonical(k as usize, q, m, st, s.ty) {
-                    return Err((s.field, 0));
-                }
-                let v = quat::value(k as usize, q, st, s.ty);
-                for (i, c) in v.iter().enumerate() {
-                    write_f(rec, s.offset + i * w, s.ty, *c);
-                }
+                T::write(b, q as f64 * step);
             }
         }
+        Kind::Angle { bits, step, .. } => {
+            let field = &mut rec[s.offset..s.offset + s.len * T::WIDTH];
+            for (e, b) in field.chunks_exact_mut(T::WIDTH).enumerate() {
+                let q = T::read_code(b);
+                if !scalar::angle_code_ok(q, bits) {
+                    return Err((s.field, e));
+                }
+                T::write(b, q as f64 * step);
+            }
+        }
+        Kind::Quat { m, s: st } => {
+            let field = &mut rec[s.offset..s.offset + 4 * T::WIDTH];
+            let mut c = [0i64; 4];
+            for (v, b) in c.iter_mut().zip(field.chunks_exact(T::WIDTH)) {
+                *v = T::read_code(b);
+            }
+            let [k, q @ ..] = c;
+            if !(0..4).contains(&k) {
+                return Err((s.field, 0));
+            }
+            if let Some(j) = q.iter().position(|c| c.abs() > m) {
+                return Err((s.field, j + 1));
+            }
+            let v = quat::canonical_value(k as usize, q, m, st, s.ty).ok_or((s.field, 0))?;
+            for (b, c) in field.chunks_exact_mut(T::WIDTH).zip(v) {
+                T::write(b, c);
+            }
+        }
+        Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
     }
     Ok(())
 }

@@ -84,11 +84,20 @@ pub(crate) fn code_of(x: &[f64; 4], m: i64, s: f64, ty: Primitive) -> Option<(us
     (0..4).find_map(|k| codes_at(x, k, m, s, ty).map(|q| (k, q)))
 }
 
-/// Whether `(k, q)` are canonical codes: no smaller index reproduces their
-/// value. Only canonical codes are sent; their value codes back to them.
-pub(crate) fn canonical(k: usize, q: [i64; 3], m: i64, s: f64, ty: Primitive) -> bool {
+/// The value of `(k, q)` if they are canonical codes: no smaller index
+/// reproduces their value. Only canonical codes are sent; their value
+/// codes back to them.
+pub(crate) fn canonical_value(
+    k: usize,
+    q: [i64; 3],
+    m: i64,
+    s: f64,
+    ty: Primitive,
+) -> Option<[f64; 4]> {
     let v = value(k, q, s, ty);
-    (0..k).all(|k2| codes_at(&v, k2, m, s, ty).is_none())
+    (0..k)
+        .all(|k2| codes_at(&v, k2, m, s, ty).is_none())
+        .then_some(v)
 }
 
 /// The index of the largest magnitude, the lowest index on ties.
@@ -187,7 +196,10 @@ mod tests {
         for x in [[h, -h, 0.0, 0.0], [0.0, h, 0.0, h], [0.5, -0.5, 0.5, -0.5]] {
             let v = quantize(&x, m, s, f).unwrap_or([9.0; 4]);
             let (k, q) = code_of(&v, m, s, f).unwrap_or((9, [0; 3]));
-            assert!(k < 4 && canonical(k, q, m, s, f), "{x:?} {v:?}");
+            assert!(
+                k < 4 && canonical_value(k, q, m, s, f) == Some(v),
+                "{x:?} {v:?}"
+            );
             assert_eq!(value(k, q, s, f), v);
         }
         assert_eq!(quantize(&[0.0; 4], m, s, f), None);
