@@ -81,7 +81,17 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
 /// The canonical codes of a quaternion value: the smallest `k` whose codes
 /// reproduce it (see [`codes_at`]), or `None` if it is not a quantised value.
 pub(crate) fn code_of(x: &[f64; 4], m: i64, s: f64, ty: Primitive) -> Option<(usize, [i64; 3])> {
-    (0..4).find_map(|k| codes_at(x, k, m, s, ty).map(|q| (k, q)))
+    match x.iter().position(|&c| beyond_codes(c, m, s)) {
+        Some(k) => codes_at(x, k, m, s, ty).map(|q| (k, q)),
+        None => (0..4).find_map(|k| codes_at(x, k, m, s, ty).map(|q| (k, q))),
+    }
+}
+
+/// Whether component `c` is too large to be one of the three sent:
+/// `|c / s| > m + 1/2`, so that its nearest code is beyond `m` and
+/// [`codes_at`] refuses every index but its own.
+fn beyond_codes(c: f64, m: i64, s: f64) -> bool {
+    (c / s).abs() > m as f64 + 0.5
 }
 
 /// The value of `(k, q)` if they are canonical codes: no smaller index
@@ -95,9 +105,7 @@ pub(crate) fn canonical_value(
     ty: Primitive,
 ) -> Option<[f64; 4]> {
     let v = value(k, q, s, ty);
-    (0..k)
-        .all(|k2| codes_at(&v, k2, m, s, ty).is_none())
-        .then_some(v)
+    (beyond_codes(v[k], m, s) || (0..k).all(|k2| codes_at(&v, k2, m, s, ty).is_none())).then_some(v)
 }
 
 /// The index of the largest magnitude, the lowest index on ties.
@@ -203,5 +211,49 @@ mod tests {
             assert_eq!(value(k, q, s, f), v);
         }
         assert_eq!(quantize(&[0.0; 4], m, s, f), None);
+    }
+
+    #[test]
+    fn shortcuts_agree_with_every_index_tried() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        for (bits, ty) in [
+            (4, Primitive::F32),
+            (10, Primitive::F32),
+            (20, Primitive::F64),
+        ] {
+            let m = (1i64 << (bits - 1)) - 1;
+            let s = scale(m);
+            for i in 0..20_000 {
+                let mut r = [next(), next(), next(), next()];
+                // Near-ties between components, where several indices may
+                // rebuild the value.
+                if i % 4 == 0 {
+                    r[1] = r[0].abs().copysign(r[1]);
+                }
+                let Some(v) = quantize(&r, m, s, ty) else {
+                    continue;
+                };
+                for x in [v, r] {
+                    let full = (0..4).find_map(|k| codes_at(&x, k, m, s, ty).map(|q| (k, q)));
+                    assert_eq!(code_of(&x, m, s, ty), full, "{x:?}");
+                }
+                let q = [next(), next(), next()].map(|c| (c * m as f64) as i64);
+                for k in 0..4 {
+                    let v = value(k, q, s, ty);
+                    let full = (0..k).all(|k2| codes_at(&v, k2, m, s, ty).is_none());
+                    assert_eq!(
+                        canonical_value(k, q, m, s, ty),
+                        full.then_some(v),
+                        "{k} {q:?}"
+                    );
+                }
+            }
+        }
     }
 }
