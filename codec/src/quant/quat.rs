@@ -27,25 +27,23 @@ fn scale(m: i64) -> f64 {
     core::f64::consts::FRAC_1_SQRT_2 / m as f64
 }
 
+/// The indices of the three sent components around each index `k`.
+const OTHERS: [[usize; 3]; 4] = [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]];
+
 /// The quaternion of codes `(k, q)`: the three sent components
 /// `q_j · s` rounded to the field type, in index order around `k`, and
 /// `v_k = √max(0, 1 − Σ v_j²)` (the sum in index order, in binary64)
-/// rounded to the field type.
+/// rounded to the field type. `k` is below 4.
 pub(crate) fn value(k: usize, q: [i64; 3], s: f64, ty: Primitive) -> [f64; 4] {
-    let mut v = [0f64; 4];
-    let mut sum = 0f64;
-    let mut j = 0;
-    for (i, slot) in v.iter_mut().enumerate() {
-        if i == k {
-            continue;
-        }
-        let c = to_ty(q[j] as f64 * s, ty);
-        *slot = c;
-        sum += c * c;
-        j += 1;
+    let c = q.map(|q| to_ty(q as f64 * s, ty));
+    let sum = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+    let l = to_ty((1.0 - sum).max(0.0).sqrt(), ty);
+    match k {
+        0 => [l, c[0], c[1], c[2]],
+        1 => [c[0], l, c[1], c[2]],
+        2 => [c[0], c[1], l, c[2]],
+        _ => [c[0], c[1], c[2], l],
     }
-    v[k] = to_ty((1.0 - sum).max(0.0).sqrt(), ty);
-    v
 }
 
 /// The codes with largest index `k` that reproduce `x` bit for bit, if any:
@@ -56,11 +54,8 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
         return None;
     }
     let mut q = [0i64; 3];
-    let mut j = 0;
-    for (i, &c) in x.iter().enumerate() {
-        if i == k {
-            continue;
-        }
+    for (qj, &i) in q.iter_mut().zip(OTHERS.get(k)?) {
+        let c = x[i];
         let r = rne(c / s);
         // Each of the three must come back as `value` rebuilds it (the
         // same product: `r` is a whole number within `m`), which most
@@ -68,8 +63,7 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
         if r.is_nan() || r.abs() > m as f64 || to_ty(r * s, ty).to_bits() != c.to_bits() {
             return None;
         }
-        q[j] = r as i64;
-        j += 1;
+        *qj = r as i64;
     }
     let v = value(k, q, s, ty);
     v.iter()
