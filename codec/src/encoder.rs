@@ -22,6 +22,7 @@ use crate::quant::codes;
 use crate::recall::Recall;
 use crate::schema::Schema;
 use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
+use crate::verdict::Verdict;
 
 /// Which entropy coders the encoder may use for each block. Raw and RLE
 /// blocks are always available.
@@ -168,6 +169,8 @@ pub struct Encoder {
     /// Every section codes its rows as masks and values, whatever its row
     /// mode (counting model decisions, [`Encoder::model_tokens`]).
     full_rows: bool,
+    /// A clear row-mode trial outcome carried over (quantised schemas).
+    verdict: Verdict,
 }
 
 impl core::fmt::Debug for Encoder {
@@ -234,6 +237,7 @@ impl Encoder {
             trial_winner: None,
             trial_pending: false,
             full_rows: false,
+            verdict: Verdict::default(),
         }
     }
 
@@ -258,6 +262,7 @@ impl Encoder {
     /// the encoder's level. `None` goes back to no dictionary.
     pub fn set_dictionary(&mut self, dict: Option<&Dictionary>) -> Result<(), DictionaryError> {
         self.dict = self.prepare(dict)?;
+        self.verdict.clear();
         Ok(())
     }
 
@@ -270,6 +275,7 @@ impl Encoder {
         dict: Option<&Dictionary>,
     ) -> Result<(), DictionaryError> {
         self.keyframe_dict = self.prepare(dict)?;
+        self.verdict.clear();
         Ok(())
     }
 
@@ -299,6 +305,7 @@ impl Encoder {
     /// Which entropy coders blocks may use (default [`Entropy::Best`]).
     pub fn set_entropy(&mut self, entropy: Entropy) {
         self.entropy = entropy;
+        self.verdict.clear();
     }
 
     /// The dictionary for the packet being built.
@@ -859,21 +866,27 @@ impl Encoder {
     /// Sections whose row mode is [`RowMode::Either`] (now as masks and
     /// values in the payload): compresses the payload as it is and with
     /// those sections as byte planes, and keeps the smaller (ties: masks
-    /// and values), with its blocks for `finish`.
+    /// and values), with its blocks for `finish`. A quantised schema takes
+    /// a clear outcome of a recent trial instead ([`Verdict`]).
     fn row_mode_trial(&mut self) {
         self.ensure_payload();
+        let either = |s: &EncodeScratch| matches!(s.mode, RowMode::Either { .. });
+        let quantized = self.schema.is_quantized();
+        if quantized {
+            if let Some(w) = self
+                .verdict
+                .take(self.keyframe, self.scratch.iter().map(either))
+            {
+                if w == 1 {
+                    self.write_planes();
+                }
+                return;
+            }
+        }
         let [mut tokens_blocks, mut planes_blocks] = core::mem::take(&mut self.trial);
         tokens_blocks.clear();
         self.append_blocks(&mut tokens_blocks);
-        let flip = |scratch: &mut [EncodeScratch], on: bool| {
-            for s in scratch
-                .iter_mut()
-                .filter(|s| matches!(s.mode, RowMode::Either { .. }))
-            {
-                s.tokens.planes = on;
-            }
-        };
-        flip(&mut self.scratch, true);
+        either_planes(&mut self.scratch, true);
         // The payload with masks and values is kept aside, to be put back
         // if it wins.
         let mut tokens_payload = core::mem::take(&mut self.trial_payload);
@@ -881,7 +894,8 @@ impl Encoder {
         let tokens_len = self.payload_len;
         self.write_payload();
         let mut winner = 0;
-        if self.payload_len <= self.limits.max_decoded_bytes {
+        let planes_fit = self.payload_len <= self.limits.max_decoded_bytes;
+        if planes_fit {
             planes_blocks.clear();
             self.append_blocks(&mut planes_blocks);
             if planes_blocks.len() < tokens_blocks.len() {
@@ -889,13 +903,39 @@ impl Encoder {
             }
         }
         if winner == 0 {
-            flip(&mut self.scratch, false);
+            either_planes(&mut self.scratch, false);
             core::mem::swap(&mut self.payload, &mut tokens_payload);
             self.payload_len = tokens_len;
         }
         self.trial_payload = tokens_payload;
+        if quantized {
+            let planes = planes_fit.then_some(planes_blocks.len());
+            self.verdict.note(
+                self.keyframe,
+                self.scratch.iter().map(either),
+                tokens_blocks.len(),
+                planes,
+            );
+        }
         self.trial = [tokens_blocks, planes_blocks];
         self.trial_winner = Some(winner);
+    }
+
+    /// Writes the payload with the [`RowMode::Either`] sections as byte
+    /// planes, unless that takes it over the payload limit (then it stays
+    /// with masks and values).
+    fn write_planes(&mut self) {
+        either_planes(&mut self.scratch, true);
+        let mut tokens_payload = core::mem::take(&mut self.trial_payload);
+        core::mem::swap(&mut self.payload, &mut tokens_payload);
+        let tokens_len = self.payload_len;
+        self.write_payload();
+        if self.payload_len > self.limits.max_decoded_bytes {
+            either_planes(&mut self.scratch, false);
+            core::mem::swap(&mut self.payload, &mut tokens_payload);
+            self.payload_len = tokens_len;
+        }
+        self.trial_payload = tokens_payload;
     }
 
     /// Appends the payload's blocks (zstd, Huffman, raw or RLE per block,
@@ -1154,6 +1194,17 @@ impl Encoder {
         };
         self.packet = packet;
         r
+    }
+}
+
+/// Puts the [`RowMode::Either`] sections' rows as byte planes (`on`) or as
+/// masks and values.
+fn either_planes(scratch: &mut [EncodeScratch], on: bool) {
+    for s in scratch
+        .iter_mut()
+        .filter(|s| matches!(s.mode, RowMode::Either { .. }))
+    {
+        s.tokens.planes = on;
     }
 }
 

@@ -95,6 +95,7 @@ mod recall;
 pub mod schema;
 pub mod session;
 mod snapshot;
+mod verdict;
 mod wire;
 
 pub mod format {

@@ -496,6 +496,74 @@ fn declared_errors() {
 }
 
 #[test]
+fn many_records_name_their_first_bad_value_in_record_order() {
+    // Record 1 has a bad value in a later field than record 2 (converted
+    // field by field, record 2's fails first): record 1's is named, as
+    // converting record by record names it.
+    let schema = car_schema();
+    let ty = &schema.sections()[0];
+    let good = Car {
+        pos: [1.0, 2.0, 3.0],
+        vel: [0.5; 3],
+        rot: [0.0, 0.0, 0.0, 1.0],
+        heading: 0.0,
+        steer: 0.0,
+        gear: 2,
+        raw: 1.5,
+    };
+    let mut late = good.clone();
+    late.gear = 9;
+    let mut early = good.clone();
+    early.vel[2] = 0.123;
+    let records = |cars: &[&Car]| cars.iter().flat_map(|c| c.bytes()).collect::<Vec<u8>>();
+    let mut recs = records(&[&good, &late, &early]);
+    assert_eq!(
+        ty.to_codes(&mut recs),
+        Err(QuantizeError::NotQuantized {
+            entity: 1,
+            field: 5,
+            element: 0
+        })
+    );
+    let mut recs = records(&[&good, &good, &early]);
+    assert_eq!(
+        ty.to_codes(&mut recs),
+        Err(QuantizeError::NotQuantized {
+            entity: 2,
+            field: 1,
+            element: 2
+        })
+    );
+    // Codes: record 1's gear code is out of range, record 2's velocity
+    // code too.
+    let mut codes = records(&[&good, &good, &good]);
+    ty.to_codes(&mut codes).unwrap();
+    let gear_at = 12 + 12 + 16 + 4 + 8;
+    codes[CAR_SIZE + gear_at] = 9;
+    codes[2 * CAR_SIZE + 12..2 * CAR_SIZE + 16].copy_from_slice(&i32::MAX.to_le_bytes());
+    assert_eq!(
+        ty.from_codes(&mut codes),
+        Err(QuantizeError::BadCode {
+            entity: 1,
+            field: 5,
+            element: 0
+        })
+    );
+    // Each alone.
+    let mut codes = records(&[&good, &good, &good]);
+    ty.to_codes(&mut codes).unwrap();
+    codes[2 * CAR_SIZE + 12..2 * CAR_SIZE + 16].copy_from_slice(&i32::MAX.to_le_bytes());
+    assert_eq!(
+        ty.from_codes(&mut codes),
+        Err(QuantizeError::BadCode {
+            entity: 2,
+            field: 1,
+            element: 0
+        })
+    );
+}
+
+#[test]
 fn decoder_refuses_codes_outside_the_declaration() {
     // The same record layout with a wider range: its packets carry codes
     // the narrow schema must refuse. Both schemas differ only in the range,

@@ -48,17 +48,14 @@ pub(crate) fn section_to_codes(
     if ty.slots().is_empty() {
         return Ok(());
     }
-    for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(rs)) {
-        plan::to_codes(ty.slots(), rec).map_err(|(field, element)| {
-            SnapshotError::NotQuantized {
-                section: index,
-                id,
-                field,
-                element,
-            }
-        })?;
-    }
-    Ok(())
+    plan::records_to_codes(ty.slots(), records, rs).map_err(|(i, field, element)| {
+        SnapshotError::NotQuantized {
+            section: index,
+            id: ids.get(i).copied().unwrap_or_default(),
+            field,
+            element,
+        }
+    })
 }
 
 /// Replaces every quantised value of one record (entity `id` of section
@@ -103,16 +100,14 @@ pub(crate) fn snapshot_from_codes(schema: &Schema, s: &mut Snapshot) -> Result<(
         }
         let rs = ty.record_size();
         let (ids, records) = sec.parts_mut();
-        for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(rs)) {
-            plan::from_codes(ty.slots(), rec).map_err(|(field, element)| {
-                DecodeError::BadQuantCode {
-                    section: i,
-                    id,
-                    field,
-                    element,
-                }
-            })?;
-        }
+        plan::records_from_codes(ty.slots(), records, rs).map_err(|(r, field, element)| {
+            DecodeError::BadQuantCode {
+                section: i,
+                id: ids.get(r).copied().unwrap_or_default(),
+                field,
+                element,
+            }
+        })?;
     }
     Ok(())
 }

@@ -43,6 +43,7 @@
 pub(crate) mod cache;
 pub(crate) mod codes;
 mod error;
+mod float;
 mod measure;
 pub(crate) mod plan;
 mod quat;

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::float::{Float, F32, F64};
 use super::{quat, scalar};
 use crate::schema::Primitive;
 
@@ -100,19 +101,6 @@ fn write_f(rec: &mut [u8], at: usize, ty: Primitive, v: f64) {
         Primitive::F32 => put(rec, at, ty, u64::from((v as f32).to_bits())),
         _ => put(rec, at, ty, v.to_bits()),
     }
-}
-
-/// A code in the slot of a float element: `i32` for `f32`, `i64` for `f64`.
-fn read_code(rec: &[u8], at: usize, ty: Primitive) -> i64 {
-    match ty {
-        Primitive::F32 => i64::from(i32::from_le_bytes(bytes(rec, at))),
-        _ => i64::from_le_bytes(bytes(rec, at)),
-    }
-}
-
-/// Writes a code that fits the slot (checked by the callers' limits).
-fn write_code(rec: &mut [u8], at: usize, ty: Primitive, q: i64) {
-    put(rec, at, ty, q as u64);
 }
 
 fn read_int(rec: &[u8], at: usize, ty: Primitive) -> i128 {
@@ -229,13 +217,79 @@ pub(crate) fn quantize(slots: &[Slot], rec: &mut [u8]) -> Result<(), Fault> {
 }
 
 /// Checks that every element of the bounded-integer slot `s` lies in
-/// `min..=max`; `Err((field, element))` names the first that does not.
-fn int_in_range(s: &Slot, min: i64, max: i64, rec: &[u8]) -> Result<(), (usize, usize)> {
+/// `min..=max`; `Err(element)` names the first that does not.
+fn int_in_range(s: &Slot, min: i64, max: i64, rec: &[u8]) -> Result<(), usize> {
     for e in 0..s.len {
         let v = read_int(rec, s.offset + e * s.ty.size(), s.ty);
         if v < i128::from(min) || v > i128::from(max) {
-            return Err((s.field, e));
+            return Err(e);
         }
+    }
+    Ok(())
+}
+
+/// Runs `f` on each record of `records` (`rs` bytes each) in order;
+/// `Err((record, element))` names the first it refuses and the element.
+#[inline(always)]
+fn each(
+    records: &mut [u8],
+    rs: usize,
+    mut f: impl FnMut(&mut [u8]) -> Result<(), usize>,
+) -> Result<(), (usize, usize)> {
+    for (i, rec) in records.chunks_exact_mut(rs.max(1)).enumerate() {
+        f(rec).map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+/// Which transform [`slot_each`] applies.
+#[derive(Clone, Copy)]
+enum Way {
+    ToCodes,
+    FromCodes,
+}
+
+/// Applies `way` to slot `s` of every record of `records` (`rs` bytes
+/// each), one loop per kind and element type. `Err((record, element))`
+/// names the first refused value.
+fn slot_each(s: &Slot, way: Way, records: &mut [u8], rs: usize) -> Result<(), (usize, usize)> {
+    match (s.kind, way) {
+        (Kind::Int { min, max, .. }, _) => each(records, rs, |rec| int_in_range(s, min, max, rec)),
+        (_, Way::ToCodes) if s.ty == Primitive::F32 => slot_to_codes::<F32>(s, records, rs),
+        (_, Way::ToCodes) => slot_to_codes::<F64>(s, records, rs),
+        (_, Way::FromCodes) if s.ty == Primitive::F32 => slot_from_codes::<F32>(s, records, rs),
+        (_, Way::FromCodes) => slot_from_codes::<F64>(s, records, rs),
+    }
+}
+
+/// Applies `way` to every record of `records` (`rs` bytes each), slot by
+/// slot. `Err((record, field, element))` names the first refused value in
+/// record order (within a record, slot order), as converting record by
+/// record would.
+fn records_each(
+    slots: &[Slot],
+    way: Way,
+    records: &mut [u8],
+    rs: usize,
+) -> Result<(), (usize, usize, usize)> {
+    for (j, s) in slots.iter().enumerate() {
+        let Err((i, element)) = slot_each(s, way, records, rs) else {
+            continue;
+        };
+        // An earlier record may hold a refused value in a later slot (those
+        // slots are still untouched): the first such wins.
+        let later = slots.get(j + 1..).unwrap_or_default();
+        let mut copy = Vec::new();
+        for (r, rec) in records.chunks_exact(rs.max(1)).take(i).enumerate() {
+            copy.clear();
+            copy.extend_from_slice(rec);
+            for t in later {
+                if let Err((_, e)) = slot_each(t, way, &mut copy, rs) {
+                    return Err((r, t.field, e));
+                }
+            }
+        }
+        return Err((i, s.field, element));
     }
     Ok(())
 }
@@ -243,98 +297,139 @@ fn int_in_range(s: &Slot, min: i64, max: i64, rec: &[u8]) -> Result<(), (usize, 
 /// Replaces every quantised value of `rec` by its code. `Err((field,
 /// element))` names a value that is not exactly a representable value.
 pub(crate) fn to_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
-    for s in slots {
-        let w = s.ty.size();
-        match s.kind {
-            Kind::Fixed { step, lo, hi, .. } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let x = read_f(rec, at, s.ty);
-                    let q = scalar::fixed_code(x, step);
-                    // NaN fails the range test.
-                    if !(q >= lo as f64 && q <= hi as f64)
-                        || scalar::value(q as i64, step, s.ty).to_bits() != x.to_bits()
-                    {
-                        return Err((s.field, e));
-                    }
-                    write_code(rec, at, s.ty, q as i64);
-                }
-            }
-            Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
-            Kind::Angle { bits, step, turn } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let x = read_f(rec, at, s.ty);
-                    if !x.is_finite() {
-                        return Err((s.field, e));
-                    }
-                    let q = scalar::angle_code(x, bits, turn);
-                    if scalar::value(q, step, s.ty).to_bits() != x.to_bits() {
-                        return Err((s.field, e));
-                    }
-                    write_code(rec, at, s.ty, q);
-                }
-            }
-            Kind::Quat { m, s: st } => {
-                let x = quat_read(rec, s.offset, s.ty);
-                let (k, q) = quat::code_of(&x, m, st, s.ty).ok_or((s.field, 0))?;
-                write_code(rec, s.offset, s.ty, k as i64);
-                for (j, c) in q.iter().enumerate() {
-                    write_code(rec, s.offset + (j + 1) * w, s.ty, *c);
-                }
-            }
-        }
-    }
-    Ok(())
+    let rs = rec.len();
+    records_each(slots, Way::ToCodes, rec, rs).map_err(|(_, field, element)| (field, element))
 }
 
-/// Replaces every code of `rec` by its value. `Err((field, element))` names
-/// a code outside its limits (or non-canonical quaternion codes).
-pub(crate) fn from_codes(slots: &[Slot], rec: &mut [u8]) -> Result<(), (usize, usize)> {
-    for s in slots {
-        let w = s.ty.size();
-        match s.kind {
-            Kind::Fixed { step, lo, hi, .. } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let q = read_code(rec, at, s.ty);
-                    if q < lo || q > hi {
-                        return Err((s.field, e));
+/// [`to_codes`] for every record of `records` (`rs` bytes each).
+/// `Err((record, field, element))` names the first refused value.
+pub(crate) fn records_to_codes(
+    slots: &[Slot],
+    records: &mut [u8],
+    rs: usize,
+) -> Result<(), (usize, usize, usize)> {
+    records_each(slots, Way::ToCodes, records, rs)
+}
+
+/// [`to_codes`] for the float slot `s` of each record, of element type `T`.
+fn slot_to_codes<T: Float>(s: &Slot, records: &mut [u8], rs: usize) -> Result<(), (usize, usize)> {
+    let at = s.offset..s.offset + s.len * T::WIDTH;
+    match s.kind {
+        Kind::Fixed { step, lo, hi, .. } => {
+            let (lo, hi) = (lo as f64, hi as f64);
+            each(records, rs, |rec| {
+                for (e, b) in rec[at.clone()].chunks_exact_mut(T::WIDTH).enumerate() {
+                    let x = T::read(b);
+                    let q = scalar::fixed_code(x, step);
+                    // NaN fails the range test. The value is rebuilt from
+                    // the integer code, so that -0.0 (code 0, value +0.0)
+                    // fails.
+                    if !(q >= lo && q <= hi) {
+                        return Err(e);
                     }
-                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
-                }
-            }
-            Kind::Int { min, max, .. } => int_in_range(s, min, max, rec)?,
-            Kind::Angle { bits, step, .. } => {
-                for e in 0..s.len {
-                    let at = s.offset + e * w;
-                    let q = read_code(rec, at, s.ty);
-                    if !scalar::angle_code_ok(q, bits) {
-                        return Err((s.field, e));
+                    let q = q as i64;
+                    if T::round(q as f64 * step).to_bits() != x.to_bits() {
+                        return Err(e);
                     }
-                    write_f(rec, at, s.ty, scalar::value(q, step, s.ty));
+                    T::write_code(b, q);
                 }
-            }
-            Kind::Quat { m, s: st } => {
-                let k = read_code(rec, s.offset, s.ty);
-                let q = [1, 2, 3].map(|j| read_code(rec, s.offset + j * w, s.ty));
-                if !(0..4).contains(&k) {
-                    return Err((s.field, 0));
-                }
-                if let Some(j) = q.iter().position(|c| c.abs() > m) {
-                    return Err((s.field, j + 1));
-                }
-                if !quat::canonical(k as usize, q, m, st, s.ty) {
-                    return Err((s.field, 0));
-                }
-                let v = quat::value(k as usize, q, st, s.ty);
-                for (i, c) in v.iter().enumerate() {
-                    write_f(rec, s.offset + i * w, s.ty, *c);
-                }
-            }
+                Ok(())
+            })
         }
+        Kind::Angle { bits, step, turn } => each(records, rs, |rec| {
+            for (e, b) in rec[at.clone()].chunks_exact_mut(T::WIDTH).enumerate() {
+                let x = T::read(b);
+                if !x.is_finite() {
+                    return Err(e);
+                }
+                let q = scalar::angle_code(x, bits, turn);
+                if T::round(q as f64 * step).to_bits() != x.to_bits() {
+                    return Err(e);
+                }
+                T::write_code(b, q);
+            }
+            Ok(())
+        }),
+        Kind::Quat { m, s: st } => each(records, rs, |rec| {
+            let field = &mut rec[s.offset..s.offset + 4 * T::WIDTH];
+            let mut x = [0f64; 4];
+            for (v, b) in x.iter_mut().zip(field.chunks_exact(T::WIDTH)) {
+                *v = T::read(b);
+            }
+            let (k, q) = quat::code_of(&x, m, st, s.ty).ok_or(0usize)?;
+            for (b, v) in field
+                .chunks_exact_mut(T::WIDTH)
+                .zip([k as i64, q[0], q[1], q[2]])
+            {
+                T::write_code(b, v);
+            }
+            Ok(())
+        }),
+        Kind::Int { min, max, .. } => each(records, rs, |rec| int_in_range(s, min, max, rec)),
     }
-    Ok(())
+}
+
+/// Replaces every code of the records of `records` (`rs` bytes each) by
+/// its value. `Err((record, field, element))` names the first code outside
+/// its limits (or non-canonical quaternion codes).
+pub(crate) fn records_from_codes(
+    slots: &[Slot],
+    records: &mut [u8],
+    rs: usize,
+) -> Result<(), (usize, usize, usize)> {
+    records_each(slots, Way::FromCodes, records, rs)
+}
+
+/// [`records_from_codes`] for the float slot `s` of each record, of
+/// element type `T`.
+fn slot_from_codes<T: Float>(
+    s: &Slot,
+    records: &mut [u8],
+    rs: usize,
+) -> Result<(), (usize, usize)> {
+    let at = s.offset..s.offset + s.len * T::WIDTH;
+    match s.kind {
+        Kind::Fixed { step, lo, hi, .. } => each(records, rs, |rec| {
+            for (e, b) in rec[at.clone()].chunks_exact_mut(T::WIDTH).enumerate() {
+                let q = T::read_code(b);
+                if q < lo || q > hi {
+                    return Err(e);
+                }
+                T::write(b, q as f64 * step);
+            }
+            Ok(())
+        }),
+        Kind::Angle { bits, step, .. } => each(records, rs, |rec| {
+            for (e, b) in rec[at.clone()].chunks_exact_mut(T::WIDTH).enumerate() {
+                let q = T::read_code(b);
+                if !scalar::angle_code_ok(q, bits) {
+                    return Err(e);
+                }
+                T::write(b, q as f64 * step);
+            }
+            Ok(())
+        }),
+        Kind::Quat { m, s: st } => each(records, rs, |rec| {
+            let field = &mut rec[s.offset..s.offset + 4 * T::WIDTH];
+            let mut c = [0i64; 4];
+            for (v, b) in c.iter_mut().zip(field.chunks_exact(T::WIDTH)) {
+                *v = T::read_code(b);
+            }
+            let [k, q @ ..] = c;
+            if !(0..4).contains(&k) {
+                return Err(0);
+            }
+            if let Some(j) = q.iter().position(|c| c.abs() > m) {
+                return Err(j + 1);
+            }
+            let v = quat::canonical_value(k as usize, q, m, st, s.ty).ok_or(0usize)?;
+            for (b, c) in field.chunks_exact_mut(T::WIDTH).zip(v) {
+                T::write(b, c);
+            }
+            Ok(())
+        }),
+        Kind::Int { min, max, .. } => each(records, rs, |rec| int_in_range(s, min, max, rec)),
+    }
 }
 
 /// Reads element `e` of a float field as `f64` (for error measurement).

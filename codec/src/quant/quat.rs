@@ -27,25 +27,23 @@ fn scale(m: i64) -> f64 {
     core::f64::consts::FRAC_1_SQRT_2 / m as f64
 }
 
+/// The indices of the three sent components around each index `k`.
+const OTHERS: [[usize; 3]; 4] = [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]];
+
 /// The quaternion of codes `(k, q)`: the three sent components
 /// `q_j · s` rounded to the field type, in index order around `k`, and
 /// `v_k = √max(0, 1 − Σ v_j²)` (the sum in index order, in binary64)
-/// rounded to the field type.
+/// rounded to the field type. `k` is below 4.
 pub(crate) fn value(k: usize, q: [i64; 3], s: f64, ty: Primitive) -> [f64; 4] {
-    let mut v = [0f64; 4];
-    let mut sum = 0f64;
-    let mut j = 0;
-    for (i, slot) in v.iter_mut().enumerate() {
-        if i == k {
-            continue;
-        }
-        let c = to_ty(q[j] as f64 * s, ty);
-        *slot = c;
-        sum += c * c;
-        j += 1;
+    let c = q.map(|q| to_ty(q as f64 * s, ty));
+    let sum = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+    let l = to_ty((1.0 - sum).max(0.0).sqrt(), ty);
+    match k {
+        0 => [l, c[0], c[1], c[2]],
+        1 => [c[0], l, c[1], c[2]],
+        2 => [c[0], c[1], l, c[2]],
+        _ => [c[0], c[1], c[2], l],
     }
-    v[k] = to_ty((1.0 - sum).max(0.0).sqrt(), ty);
-    v
 }
 
 /// The codes with largest index `k` that reproduce `x` bit for bit, if any:
@@ -56,11 +54,8 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
         return None;
     }
     let mut q = [0i64; 3];
-    let mut j = 0;
-    for (i, &c) in x.iter().enumerate() {
-        if i == k {
-            continue;
-        }
+    for (qj, &i) in q.iter_mut().zip(OTHERS.get(k)?) {
+        let c = x[i];
         let r = rne(c / s);
         // Each of the three must come back as `value` rebuilds it (the
         // same product: `r` is a whole number within `m`), which most
@@ -68,8 +63,7 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
         if r.is_nan() || r.abs() > m as f64 || to_ty(r * s, ty).to_bits() != c.to_bits() {
             return None;
         }
-        q[j] = r as i64;
-        j += 1;
+        *qj = r as i64;
     }
     let v = value(k, q, s, ty);
     v.iter()
@@ -81,14 +75,31 @@ fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i6
 /// The canonical codes of a quaternion value: the smallest `k` whose codes
 /// reproduce it (see [`codes_at`]), or `None` if it is not a quantised value.
 pub(crate) fn code_of(x: &[f64; 4], m: i64, s: f64, ty: Primitive) -> Option<(usize, [i64; 3])> {
-    (0..4).find_map(|k| codes_at(x, k, m, s, ty).map(|q| (k, q)))
+    match x.iter().position(|&c| beyond_codes(c, m, s)) {
+        Some(k) => codes_at(x, k, m, s, ty).map(|q| (k, q)),
+        None => (0..4).find_map(|k| codes_at(x, k, m, s, ty).map(|q| (k, q))),
+    }
 }
 
-/// Whether `(k, q)` are canonical codes: no smaller index reproduces their
-/// value. Only canonical codes are sent; their value codes back to them.
-pub(crate) fn canonical(k: usize, q: [i64; 3], m: i64, s: f64, ty: Primitive) -> bool {
+/// Whether component `c` is too large to be one of the three sent:
+/// `|c / s| > m + 1/2`, so that its nearest code is beyond `m` and
+/// [`codes_at`] refuses every index but its own.
+fn beyond_codes(c: f64, m: i64, s: f64) -> bool {
+    (c / s).abs() > m as f64 + 0.5
+}
+
+/// The value of `(k, q)` if they are canonical codes: no smaller index
+/// reproduces their value. Only canonical codes are sent; their value
+/// codes back to them.
+pub(crate) fn canonical_value(
+    k: usize,
+    q: [i64; 3],
+    m: i64,
+    s: f64,
+    ty: Primitive,
+) -> Option<[f64; 4]> {
     let v = value(k, q, s, ty);
-    (0..k).all(|k2| codes_at(&v, k2, m, s, ty).is_none())
+    (beyond_codes(v[k], m, s) || (0..k).all(|k2| codes_at(&v, k2, m, s, ty).is_none())).then_some(v)
 }
 
 /// The index of the largest magnitude, the lowest index on ties.
@@ -187,9 +198,56 @@ mod tests {
         for x in [[h, -h, 0.0, 0.0], [0.0, h, 0.0, h], [0.5, -0.5, 0.5, -0.5]] {
             let v = quantize(&x, m, s, f).unwrap_or([9.0; 4]);
             let (k, q) = code_of(&v, m, s, f).unwrap_or((9, [0; 3]));
-            assert!(k < 4 && canonical(k, q, m, s, f), "{x:?} {v:?}");
+            assert!(
+                k < 4 && canonical_value(k, q, m, s, f) == Some(v),
+                "{x:?} {v:?}"
+            );
             assert_eq!(value(k, q, s, f), v);
         }
         assert_eq!(quantize(&[0.0; 4], m, s, f), None);
+    }
+
+    #[test]
+    fn shortcuts_agree_with_every_index_tried() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        for (bits, ty) in [
+            (4, Primitive::F32),
+            (10, Primitive::F32),
+            (20, Primitive::F64),
+        ] {
+            let m = (1i64 << (bits - 1)) - 1;
+            let s = scale(m);
+            for i in 0..20_000 {
+                let mut r = [next(), next(), next(), next()];
+                // Near-ties between components, where several indices may
+                // rebuild the value.
+                if i % 4 == 0 {
+                    r[1] = r[0].abs().copysign(r[1]);
+                }
+                let Some(v) = quantize(&r, m, s, ty) else {
+                    continue;
+                };
+                for x in [v, r] {
+                    let full = (0..4).find_map(|k| codes_at(&x, k, m, s, ty).map(|q| (k, q)));
+                    assert_eq!(code_of(&x, m, s, ty), full, "{x:?}");
+                }
+                let q = [next(), next(), next()].map(|c| (c * m as f64) as i64);
+                for k in 0..4 {
+                    let v = value(k, q, s, ty);
+                    let full = (0..k).all(|k2| codes_at(&v, k2, m, s, ty).is_none());
+                    assert_eq!(
+                        canonical_value(k, q, m, s, ty),
+                        full.then_some(v),
+                        "{k} {q:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -39,32 +39,26 @@ impl EntityType {
     /// its integer code, in place: the form the encoder codes (FORMAT.md,
     /// "Quantised fields"). Each value must be exactly a quantised value.
     pub fn to_codes(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
-        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
-            plan::to_codes(&self.slots, rec).map_err(|(field, element)| {
-                QuantizeError::NotQuantized {
-                    entity: i as u32,
-                    field,
-                    element,
-                }
-            })?;
-        }
-        Ok(())
+        plan::records_to_codes(&self.slots, records, self.record_size).map_err(
+            |(i, field, element)| QuantizeError::NotQuantized {
+                entity: i as u32,
+                field,
+                element,
+            },
+        )
     }
 
     /// The inverse of [`EntityType::to_codes`]: codes back to values,
     /// refusing codes outside their limits (and non-canonical quaternion
     /// codes) as a decoder does.
     pub fn from_codes(&self, records: &mut [u8]) -> Result<(), QuantizeError> {
-        for (i, rec) in records.chunks_exact_mut(self.record_size).enumerate() {
-            plan::from_codes(&self.slots, rec).map_err(|(field, element)| {
-                QuantizeError::BadCode {
-                    entity: i as u32,
-                    field,
-                    element,
-                }
-            })?;
-        }
-        Ok(())
+        plan::records_from_codes(&self.slots, records, self.record_size).map_err(
+            |(i, field, element)| QuantizeError::BadCode {
+                entity: i as u32,
+                field,
+                element,
+            },
+        )
     }
 
     /// The quantised fields.
