@@ -23,7 +23,7 @@ use super::transpose::NO_PLANE;
 /// the same places). None when `len` is under sixteen.
 fn block_starts(len: usize) -> impl Iterator<Item = usize> {
     let whole = len & !15;
-    let last = (len > whole && len >= 16).then_some(len - 16);
+    let last = len.checked_sub(16).filter(|_| len > whole);
     (0..whole).step_by(16).chain(last)
 }
 
