@@ -302,7 +302,10 @@ pub(crate) fn zero_runs(bytes: &[u8]) -> usize {
         let w = transpose::load8(w, 0);
         // High bit of every zero byte (no carry crosses a byte).
         let z = !(((w & LOW) + LOW) | w) & HIGH;
-        runs += (z & !((z << 8) | before)).count_ones() as usize;
+        // One high bit per run start; their count is the top byte of the
+        // sum of the word's bytes (each 0 or 1), without a popcount.
+        let starts = (z & !((z << 8) | before)) >> 7;
+        runs += (starts.wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize;
         before = z >> 56;
     }
     let mut prev_zero = before != 0;
@@ -433,6 +436,15 @@ mod tests {
         assert_eq!(zero_runs(&[]), 0);
         assert_eq!(zero_runs(&[7, 7]), 0);
         assert_eq!(zero_runs(&[0; 17]), 1);
+        // Runs across words and the tail, against a byte-by-byte count.
+        for len in 0..70 {
+            let bytes = sparse_bytes(len, len as u32 + 3);
+            let mut want = 0;
+            for (i, &b) in bytes.iter().enumerate() {
+                want += usize::from(b == 0 && (i == 0 || bytes[i - 1] != 0));
+            }
+            assert_eq!(zero_runs(&bytes), want, "{len} bytes");
+        }
         assert_eq!(count_nonzero(&planes), 4);
         let ones = vec![1u8; 1000];
         assert_eq!(count_nonzero(&ones), 1000);
