@@ -49,11 +49,12 @@ pub(super) fn rows_to_planes(
     planes: &mut [u8],
 ) -> (usize, usize) {
     let (rn, cn) = covered(n, rs);
-    for r in block_starts(rn) {
-        for c in block_starts(cn) {
+    for c in block_starts(cn) {
+        let cols = &starts[c..c + 16];
+        for r in block_starts(rn) {
             let at = r * rs + c;
             let t = transpose16(core::array::from_fn(|i| load(rows, at + i * rs)));
-            for (w, &s) in t.into_iter().zip(&starts[c..c + 16]) {
+            for (w, &s) in t.into_iter().zip(cols) {
                 if s != NO_PLANE {
                     store(planes, s + r, w);
                 }
@@ -73,9 +74,11 @@ pub(super) fn planes_to_rows(
     rows: &mut [u8],
 ) -> (usize, usize) {
     let (rn, cn) = covered(n, rs);
-    for r in block_starts(rn) {
-        for c in block_starts(cn) {
-            let t = transpose16(core::array::from_fn(|k| load(planes, starts[c + k] + r)));
+    for c in block_starts(cn) {
+        // The sixteen planes of this block column, each `n` bytes long.
+        let cols: [&[u8]; 16] = core::array::from_fn(|k| &planes[starts[c + k]..][..n]);
+        for r in block_starts(rn) {
+            let t = transpose16(core::array::from_fn(|k| load(cols[k], r)));
             for (i, w) in t.into_iter().enumerate() {
                 store(rows, (r + i) * rs + c, w);
             }
