@@ -5,7 +5,8 @@
 //! decode µs per packet, each the fastest of `reps` passes by the wall
 //! clock (passes slowed by other work on a shared machine do not count).
 //! Every packet is decoded and checked once. A harness for `perf record`
-//! and for comparing two builds byte for byte.
+//! and for comparing two builds byte for byte: the last column is a digest
+//! of every packet written.
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example scene_replay -- \
@@ -181,7 +182,7 @@ fn measure(
     ticks: &[Snapshot],
     measured: &[usize],
     reps: usize,
-) -> Res<(f64, f64, f64)> {
+) -> Res<(f64, f64, f64, u64)> {
     let mut packets = vec![Vec::new(); measured.len()];
     let mut out = Snapshot::default();
     let (mut enc, mut dec) = (f64::INFINITY, f64::INFINITY);
@@ -207,7 +208,19 @@ fn measure(
     }
     let k = measured.len().max(1) as f64;
     let bytes = packets.iter().map(Vec::len).sum::<usize>() as f64 / k;
-    Ok((bytes, enc * 1e6 / k, dec * 1e6 / k))
+    Ok((bytes, enc * 1e6 / k, dec * 1e6 / k, digest(&packets)))
+}
+
+/// FNV-1a over every packet's length and bytes: equal digests mean two
+/// builds wrote the same packets.
+fn digest(packets: &[Vec<u8>]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325_u64;
+    for p in packets {
+        for &b in (p.len() as u32).to_le_bytes().iter().chain(p) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
 }
 
 fn main() -> Res<()> {
@@ -277,15 +290,16 @@ fn main() -> Res<()> {
                 }),
                 other => return Err(format!("unknown configuration {other}").into()),
             };
-            let (b, e, d) = measure(codec.as_mut(), &sc.ticks, &measured, reps)?;
+            let (b, e, d, h) = measure(codec.as_mut(), &sc.ticks, &measured, reps)?;
             println!(
-                "{:8} {:9} {:8.1} B  enc {:7.2} µs  dec {:7.2} µs  sum {:7.2} µs",
+                "{:8} {:9} {:8.1} B  enc {:7.2} µs  dec {:7.2} µs  sum {:7.2} µs  packets {:016x}",
                 name,
                 label,
                 b,
                 e,
                 d,
-                e + d
+                e + d,
+                h
             );
         }
     }
