@@ -1,0 +1,353 @@
+//! Building a packet: checking the snapshot and its references, coding
+//! each section against its baseline (or prediction), sizing the payload
+//! and writing the packet header.
+#![forbid(unsafe_code)]
+
+use super::{Encoder, Entropy, ModelStream, TRIAL_MAX_PAYLOAD};
+use crate::error::EncodeError;
+use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE};
+use crate::pipeline;
+use crate::quant::codes;
+use crate::recall::Recall;
+use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
+
+impl Encoder {
+    pub(super) fn build_snapshot(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: Reference<'_>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        self.build(
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            reference,
+        )
+    }
+
+    /// Builds header and payload into the scratch buffers. A quantised
+    /// schema codes the integer codes of its quantised fields: the
+    /// snapshot, baseline and prior are converted first (refusing values
+    /// that were not quantised), and the checksum covers the values.
+    pub(super) fn build<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>> + Clone,
+        sequence: u16,
+        reference: Reference<'_>,
+    ) -> Result<(), EncodeError> {
+        let (baseline, prior) = (reference.baseline, reference.prior);
+        let recall = recall_of(&reference)?;
+        if !self.schema.is_quantized() {
+            return self.build_coded(
+                sections.clone(),
+                sections,
+                sequence,
+                baseline,
+                prior,
+                recall,
+            );
+        }
+        let mut c = core::mem::take(&mut self.codes);
+        let r = (|| {
+            c.cur.reset(&self.schema);
+            for (i, (s, d)) in sections.clone().zip(c.cur.sections_mut()).enumerate() {
+                codes::section_to_codes(&self.schema, i, &s, d)?;
+            }
+            let base = match baseline {
+                Some(b) => Some(c.cache.code_form(&self.schema, b.sequence, b.snapshot)?),
+                None => None,
+            };
+            let prior_codes = match prior.filter(|_| baseline.is_some() && self.schema.predicts()) {
+                Some(p) => Some(c.cache.code_form(&self.schema, p.sequence, p.snapshot)?),
+                None => None,
+            };
+            let coded = |b: Baseline<'_>, i: Option<usize>| {
+                i.map(|i| Baseline {
+                    sequence: b.sequence,
+                    snapshot: c.cache.codes(i),
+                })
+            };
+            self.build_coded(
+                c.cur.sections().iter().map(|s| s.as_ref()),
+                sections.clone(),
+                sequence,
+                baseline.and_then(|b| coded(b, base)),
+                prior.and_then(|p| coded(p, prior_codes)),
+                recall,
+            )?;
+            c.cache.insert(sequence, sections, &mut c.cur);
+            Ok(())
+        })();
+        self.codes = c;
+        r
+    }
+
+    /// [`Encoder::encode_to_vec`] for a quantised schema when the caller
+    /// has every snapshot in code form already (the session server converts
+    /// each tick's world once for all its clients): `codes` is `snapshot`
+    /// in code form, and the baseline and prior of `coded` are in code
+    /// form; its recall holds values, as always. Converting `snapshot` must
+    /// give exactly `codes`.
+    pub(crate) fn encode_coded_to_vec(
+        &mut self,
+        snapshot: &Snapshot,
+        codes: &Snapshot,
+        sequence: u16,
+        coded: Reference<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        snapshot.check(&self.schema)?;
+        codes.check(&self.schema)?;
+        let recall = recall_of(&coded)?;
+        self.build_coded(
+            codes.sections().iter().map(|s| s.as_ref()),
+            snapshot.sections().iter().map(|s| s.as_ref()),
+            sequence,
+            coded.baseline,
+            coded.prior,
+            recall,
+        )?;
+        self.finish_vec(out);
+        Ok(())
+    }
+
+    /// [`Encoder::build`] on sections in code form; `values` are the same
+    /// sections as the caller holds them, for the checksum. The recall
+    /// holds values: recalled records are converted as they are used.
+    fn build_coded<'s, 'v>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>> + Clone,
+        values: impl Iterator<Item = SectionRef<'v>>,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+        recall: Option<&Recall>,
+    ) -> Result<(), EncodeError> {
+        if let Some(b) = baseline {
+            b.snapshot.check(&self.schema)?;
+            let d = sequence.wrapping_sub(b.sequence);
+            if d == 0 || d > MAX_BASELINE_DISTANCE {
+                return Err(EncodeError::BaselineDistance {
+                    sequence,
+                    baseline: b.sequence,
+                });
+            }
+        }
+        // A prior only matters to schemas that predict, and needs a baseline.
+        let prior = prior.filter(|_| baseline.is_some() && self.schema.predicts());
+        if let (Some(b), Some(p)) = (baseline, prior) {
+            p.snapshot.check(&self.schema)?;
+            let d = b.sequence.wrapping_sub(p.sequence);
+            let total = u32::from(sequence.wrapping_sub(b.sequence)) + u32::from(d);
+            if d == 0 || total > u32::from(MAX_BASELINE_DISTANCE) {
+                return Err(EncodeError::BaselineDistance {
+                    sequence,
+                    baseline: p.sequence,
+                });
+            }
+        }
+        self.keyframe = baseline.is_none();
+        self.trial_winner = None;
+        self.trial_pending = false;
+        self.payload.clear();
+        self.payload_len = 0;
+        self.payload_written = true;
+        if let ModelStream::Coded(buf) =
+            core::mem::replace(&mut self.model_stream, ModelStream::Due)
+        {
+            self.model_out = buf;
+        }
+        let limit = self.limits.max_entities_per_section;
+        let snapshot_bytes = sections
+            .clone()
+            .map(|s| s.len().saturating_mul(s.record_size() + 4))
+            .fold(0usize, usize::saturating_add);
+        if snapshot_bytes > self.limits.max_snapshot_bytes {
+            return Err(EncodeError::SnapshotTooLarge {
+                bytes: snapshot_bytes,
+                limit: self.limits.max_snapshot_bytes,
+            });
+        }
+        // With a model stream to try first, the payload's bytes and the
+        // byte-plane estimate wait until blocks are built: until then the
+        // payload is sized with every section as masks and values.
+        let defer = self.entropy != Entropy::Zstd
+            && self.context_map.is_some()
+            && self.active_dict().is_some_and(|d| d.model.is_some());
+        // A delta packet that settles now and sends no recall may let a
+        // section skip its masks and values when its recent packets went as
+        // byte planes (`pipeline::encode_section`), provided no section's
+        // rows can push the payload past its limit, where every section
+        // goes back to masks and values.
+        let predict = (!defer
+            && !self.full_rows
+            && recall.is_none()
+            && baseline.is_some()
+            && payload_bound(sections.clone(), baseline) <= self.limits.max_decoded_bytes)
+            .then_some(if self.schema.is_quantized() {
+                usize::MAX
+            } else {
+                TRIAL_MAX_PAYLOAD
+            });
+        for (i, ((cur, ty), scratch)) in sections
+            .clone()
+            .zip(self.schema.sections())
+            .zip(&mut self.scratch)
+            .enumerate()
+        {
+            if cur.record_size() != ty.record_size() {
+                return Err(EncodeError::RecordSize {
+                    section: i,
+                    expected: ty.record_size(),
+                    actual: cur.record_size(),
+                });
+            }
+            if cur.len() > limit {
+                return Err(EncodeError::TooManyEntities {
+                    section: i,
+                    count: cur.len(),
+                    limit,
+                });
+            }
+            let base = match (baseline, prior) {
+                (Some(b), Some(p)) if ty.predicts() => {
+                    let predicted = &mut self.predicted[i];
+                    pipeline::predict_section(
+                        ty,
+                        &b.snapshot.sections()[i].as_ref(),
+                        &p.snapshot.sections()[i].as_ref(),
+                        predicted,
+                    );
+                    predicted.as_ref()
+                }
+                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
+                (None, _) => SectionRef::empty(ty.record_size()),
+            };
+            let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {
+                Some(r) if r.len() == out.len() => {
+                    out.copy_from_slice(r);
+                    codes::record_to_codes(ty, i, id, out)?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            };
+            pipeline::encode_section(
+                ty,
+                &self.elements[i],
+                &self.plane_orders[i],
+                &base,
+                &cur,
+                recalled,
+                defer,
+                predict,
+                scratch,
+            )
+            .map_err(EncodeError::Snapshot)?;
+        }
+        if self.scratch.iter().any(|s| s.tentative) {
+            self.confirm_tentative(sections.clone(), baseline, prior);
+        }
+        // The decoder caps the records a packet spawns at the payload limit.
+        let spawned: usize = self
+            .scratch
+            .iter()
+            .zip(self.schema.sections())
+            .map(|(s, ty)| s.tokens.spawned.len() * ty.record_size())
+            .sum();
+        if spawned > self.limits.max_decoded_bytes {
+            return Err(EncodeError::PayloadTooLarge {
+                size: spawned,
+                limit: self.limits.max_decoded_bytes,
+            });
+        }
+        // An empty payload stands for "every section idle".
+        if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
+            // Rows that alone pass the trial size settle `Either` sections
+            // before the payload is sized, not after (`fit_planes`).
+            if self.row_bytes() > TRIAL_MAX_PAYLOAD && !self.schema.is_quantized() {
+                self.take_middle_estimate();
+            }
+            self.size_payload(defer);
+            if self.payload_len > self.limits.max_decoded_bytes {
+                // Byte planes may still fit.
+                self.settle_planes(defer);
+            }
+            self.fit_planes(defer);
+        }
+        if self.payload_len > self.limits.max_decoded_bytes {
+            return Err(EncodeError::PayloadTooLarge {
+                size: self.payload_len,
+                limit: self.limits.max_decoded_bytes,
+            });
+        }
+        self.write_header(values, sequence, baseline, prior);
+        Ok(())
+    }
+
+    fn write_header<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        sequence: u16,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) {
+        let dictionary_id = self.active_dict().map(|d| d.id);
+        let mut h = PacketHeader {
+            sequence,
+            baseline: baseline.map(|b| b.sequence),
+            prior: prior.map(|p| p.sequence),
+            dictionary: dictionary_id.is_some(),
+            ids: baseline.is_none().then_some(PacketIds {
+                schema_id: self.schema.id(),
+                dictionary_id,
+            }),
+            checksum: Checksum::None,
+        };
+        if self.checksum_len > 0 {
+            let full = crate::snapshot::digest_sections(sections, h.checksum_seed(dictionary_id));
+            h.checksum = Checksum::of_len(self.checksum_len, full);
+        }
+        self.header.clear();
+        h.write(&mut self.header);
+    }
+}
+
+/// More payload bytes than a packet of `sections` against `baseline` can
+/// take in any row mode: per section its entity sets (at most five bytes
+/// per id, baseline ids included) and per entity a row of at most four
+/// bytes per record byte (byte planes take one; a varint at most two per
+/// value byte, masks and kind bits at most one more) and sixteen more.
+fn payload_bound<'s>(
+    sections: impl Iterator<Item = SectionRef<'s>>,
+    baseline: Option<Baseline<'_>>,
+) -> usize {
+    let base = |i: usize| {
+        baseline
+            .and_then(|b| b.snapshot.sections().get(i))
+            .map_or(0, |s| s.len())
+    };
+    sections
+        .enumerate()
+        .map(|(i, s)| {
+            let rows = s.len().saturating_mul(4 * s.record_size() + 16 + 5);
+            rows.saturating_add(base(i).saturating_mul(5))
+                .saturating_add(32)
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
+/// The reference's recall when it has a baseline, refusing a recall that is
+/// not the baseline's.
+fn recall_of<'r>(reference: &Reference<'r>) -> Result<Option<&'r Recall>, EncodeError> {
+    let recall = reference.recall.filter(|_| reference.baseline.is_some());
+    if let (Some(b), Some(r)) = (reference.baseline, recall) {
+        if r.sequence() != b.sequence {
+            return Err(EncodeError::RecallMismatch {
+                baseline: b.sequence,
+                recall: r.sequence(),
+            });
+        }
+    }
+    Ok(recall)
+}

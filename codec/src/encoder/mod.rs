@@ -1,0 +1,472 @@
+//! The reusable [`Encoder`]: its configuration and entry points. The
+//! packet is built in `build` (sections, payload size, header), each
+//! section's row mode is settled in `rows`, and `payload` writes the
+//! payload and chooses its blocks or the model stream.
+
+#![forbid(unsafe_code)]
+
+mod build;
+mod payload;
+mod rows;
+
+use std::sync::Arc;
+
+use crate::block::{self, CDict, HuffmanTable, ZstdBlocks};
+use crate::dict::Dictionary;
+use crate::error::{DictionaryError, EncodeError};
+use crate::limits::Limits;
+use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
+use crate::packet::MAX_HEADER_LEN;
+use crate::pipeline::layout::ByteSink;
+use crate::pipeline::values::{self, Element};
+use crate::pipeline::{self, EncodeScratch};
+use crate::quant::cache::CodeCache;
+use crate::schema::Schema;
+use crate::snapshot::{Reference, SectionRef, Snapshot};
+use crate::verdict::Verdict;
+
+/// Which entropy coders the encoder may use for each block. Raw and RLE
+/// blocks are always available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Entropy {
+    /// The smallest of zstd and the dictionary's Huffman table, per block,
+    /// or the dictionary's context model for the whole payload when that
+    /// is smaller. With a model, the blocks are only tried when they may
+    /// win: when a section spawns an entity that is not recalled (whole
+    /// records, where the dictionary's long matches pay) and the model
+    /// stream is more than two thirds of the payload, or when it is more
+    /// than seven eighths of it (its rows as masks and values: byte planes
+    /// are only chosen for the blocks); otherwise the model stream is sent.
+    #[default]
+    Best,
+    /// zstd only.
+    Zstd,
+    /// The Huffman table only (zstd if the dictionary has none).
+    Huffman,
+    /// The dictionary's context model for every non-empty payload, without
+    /// trying the blocks (faster to encode); as `Best` when the dictionary
+    /// has no model table or the stream would not fit one block.
+    Model,
+}
+
+/// Where the model stream of the packet being built stands.
+enum ModelStream {
+    /// No packet is being built.
+    Idle,
+    /// To be coded, by the payload's sizing walk or when the packet is
+    /// finished.
+    Due,
+    /// Coded by the sizing walk.
+    Coded(Vec<u8>),
+    /// The sizing walk could not code it (a token outside the table).
+    Failed,
+}
+
+/// A dictionary digested for this encoder's level.
+struct Prepared {
+    id: u32,
+    cdict: CDict,
+    /// The dictionary digested for blocks up to [`block::SMALL_BLOCK`]
+    /// bytes, at [`block::small_block_level`].
+    small_cdict: CDict,
+    huffman: Option<Arc<HuffmanTable>>,
+    /// The dictionary's model table, when it fits the schema's context map.
+    model: Option<Arc<ModelTable>>,
+}
+
+/// Payloads up to this many bytes settle an undecided row mode
+/// ([`RowMode::Either`]) by compressing both forms; larger ones take the
+/// estimate's choice, which costs one compression instead of two (measured
+/// on the comparison report's arena: 0.02% more bytes, a third less
+/// encoding time). Quake 3 delta packets and the golden vectors stay below
+/// it. Schemas with quantisation always compress both forms: their masks
+/// and small integer values compress better than the estimate assumes
+/// (the quantised arena without a dictionary: 1.0% more bytes with the
+/// estimate).
+const TRIAL_MAX_PAYLOAD: usize = 1024;
+
+/// The default zstd level: 3, zstd's own default. Blocks of up to 1 KiB
+/// are compressed one level lower (2: zstd's `fast` strategy), which on
+/// small packets is faster at the same size.
+pub const DEFAULT_LEVEL: i32 = 3;
+
+/// Encodes snapshots into packets. Keeps a zstd context, the prepared
+/// dictionary and scratch buffers, so after the first packets the hot path
+/// does not allocate.
+///
+/// With a schema that declares quantisation ([`crate::quant`]), every
+/// snapshot, baseline and prior must hold quantised values (pass the world
+/// through [`Schema::quantize`] once per tick); the encoder codes their
+/// integer codes and refuses anything else with
+/// [`SnapshotError::NotQuantized`](crate::SnapshotError::NotQuantized).
+/// It keeps the code forms of the snapshots it coded recently
+/// ([`Encoder::set_code_cache`]), so a baseline it sent itself is not
+/// converted again; the [`Decoder`](crate::Decoder) does the same with the
+/// 32 snapshots it rebuilt last (at most 4 MiB). It also carries each
+/// section's last row-mode estimate forward, so a section of many changed
+/// rows that went as byte planes is not sized as masks and values again
+/// every packet; packets may then differ in size by a few bytes from what
+/// a new encoder would send (each decodes all the same).
+///
+/// ```
+/// use tickpack::{Baseline, Decoder, Encoder, Primitive, Reference, Schema, Snapshot};
+/// let schema = Schema::builder().entity("car").field("pos", Primitive::F32, 3).build()?;
+/// let mut tick0 = Snapshot::new(&schema);
+/// tick0.section_mut(0).unwrap().insert(7, &[0; 12])?;
+/// let mut tick1 = tick0.clone();
+/// tick1.section_mut(0).unwrap().insert(7, &1.5f32.to_le_bytes().repeat(3))?;
+///
+/// let (mut enc, mut dec) = (Encoder::new(schema.clone()), Decoder::new(schema));
+/// let key = enc.encode(&tick0, 0, Reference::KEYFRAME)?;
+/// let (_, got0) = dec.decode(&key, Reference::KEYFRAME)?;
+/// let base = Baseline { sequence: 0, snapshot: &got0 };
+/// let delta = enc.encode(&tick1, 1, base)?;
+/// let (header, got1) = dec.decode(&delta, base)?;
+/// assert_eq!((header.baseline, got1), (Some(0), tick1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Encoder {
+    schema: Schema,
+    limits: Limits,
+    blocks: ZstdBlocks,
+    dict: Option<Prepared>,
+    keyframe_dict: Option<Prepared>,
+    entropy: Entropy,
+    /// Whether the packet being built is a keyframe (no baseline).
+    keyframe: bool,
+    checksum_len: usize,
+    elements: Vec<Vec<Element>>,
+    /// Each section's byte-plane order.
+    plane_orders: Vec<Vec<u16>>,
+    sink: ByteSink,
+    scratch: Vec<EncodeScratch>,
+    predicted: Vec<crate::snapshot::Section>,
+    header: Vec<u8>,
+    /// The payload, when `payload_written`; its length either way. With a
+    /// model stream to try first, the payload's bytes are only written
+    /// when blocks are built or the payload is asked for.
+    payload: Vec<u8>,
+    payload_len: usize,
+    payload_written: bool,
+    block_scratch: Vec<u8>,
+    packet: Vec<u8>,
+    /// The schema's model contexts (`None`: too large for a model).
+    context_map: Option<ContextMap>,
+    model_out: Vec<u8>,
+    /// The packet's model stream when the payload's sizing walk coded it.
+    model_stream: ModelStream,
+    codes: crate::quant::codes::CodeSpace,
+    /// The two candidates' blocks of a row-mode trial, and which of them
+    /// holds this packet's blocks (`Some` only when the trial ran for the
+    /// packet being built).
+    trial: [Vec<u8>; 2],
+    /// The payload form a row-mode trial set aside.
+    trial_payload: Vec<u8>,
+    trial_winner: Option<usize>,
+    /// A section's row mode is [`RowMode::Either`]: the trial runs when
+    /// the blocks are built (not at all when the model stream is sent
+    /// without trying them).
+    trial_pending: bool,
+    /// Every section codes its rows as masks and values, whatever its row
+    /// mode (counting model decisions, [`Encoder::model_tokens`]).
+    full_rows: bool,
+    /// A clear row-mode trial outcome carried over (quantised schemas).
+    verdict: Verdict,
+}
+
+impl core::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("schema_id", &self.schema.id())
+            .field("level", &self.blocks.level())
+            .field("dictionary", &self.dict.as_ref().map(|d| d.id))
+            .finish()
+    }
+}
+
+impl Encoder {
+    /// An encoder at the default level and limits, without dictionary.
+    pub fn new(schema: Schema) -> Self {
+        Self::with_level(schema, DEFAULT_LEVEL)
+    }
+
+    /// An encoder at zstd level `level` (1..=22; negative levels are
+    /// faster). Blocks of up to 1 KiB use `level - 1` (not below 1).
+    pub fn with_level(schema: Schema, level: i32) -> Self {
+        let scratch = schema
+            .sections()
+            .iter()
+            .map(|_| EncodeScratch::default())
+            .collect();
+        let predicted = schema
+            .sections()
+            .iter()
+            .map(|_| Default::default())
+            .collect();
+        let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
+        let context_map = model::context_map(&elements);
+        let plane_orders = elements
+            .iter()
+            .map(|e| pipeline::planes::order(e))
+            .collect();
+        Self {
+            schema,
+            limits: Limits::default(),
+            blocks: ZstdBlocks::new(level),
+            dict: None,
+            keyframe_dict: None,
+            entropy: Entropy::Best,
+            keyframe: false,
+            checksum_len: 0,
+            elements,
+            plane_orders,
+            sink: ByteSink::default(),
+            scratch,
+            predicted,
+            header: Vec::with_capacity(MAX_HEADER_LEN),
+            payload: Vec::new(),
+            payload_len: 0,
+            payload_written: true,
+            block_scratch: Vec::new(),
+            packet: Vec::new(),
+            context_map,
+            model_out: Vec::new(),
+            model_stream: ModelStream::Idle,
+            codes: Default::default(),
+            trial: Default::default(),
+            trial_payload: Vec::new(),
+            trial_winner: None,
+            trial_pending: false,
+            full_rows: false,
+            verdict: Verdict::default(),
+        }
+    }
+
+    /// With a quantised schema: keeps the code forms of at most `entries`
+    /// recently coded snapshots, baselines and priors, and at most `bytes`
+    /// of them (values and codes together), but always the 3 one packet
+    /// needs; the least recently used goes first. The default, 32 and
+    /// 4 MiB, covers one client's baselines; an encoder shared by many
+    /// clients (as the session [`Server`](crate::session::Server)'s) needs
+    /// room for every client's recent snapshots. Without quantisation this
+    /// does nothing.
+    pub fn set_code_cache(&mut self, entries: usize, bytes: usize) {
+        self.codes.cache = CodeCache::new(entries, bytes);
+    }
+
+    /// Sets the limits (use the decoder's, so every packet is accepted).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Compresses every following packet with `dict`, digested once here at
+    /// the encoder's level. `None` goes back to no dictionary.
+    pub fn set_dictionary(&mut self, dict: Option<&Dictionary>) -> Result<(), DictionaryError> {
+        self.dict = self.prepare(dict)?;
+        self.verdict.clear();
+        Ok(())
+    }
+
+    /// Compresses keyframes (packets without baseline) with `dict` instead
+    /// of the [`set_dictionary`](Encoder::set_dictionary) one: keyframes and
+    /// deltas have different statistics, and the trainer makes one
+    /// dictionary for each. `None`: keyframes use the main dictionary.
+    pub fn set_keyframe_dictionary(
+        &mut self,
+        dict: Option<&Dictionary>,
+    ) -> Result<(), DictionaryError> {
+        self.keyframe_dict = self.prepare(dict)?;
+        self.verdict.clear();
+        Ok(())
+    }
+
+    fn prepare(&self, dict: Option<&Dictionary>) -> Result<Option<Prepared>, DictionaryError> {
+        Ok(match dict {
+            None => None,
+            Some(d) => Some(Prepared {
+                id: d.id(),
+                cdict: CDict::new(d.bytes(), self.blocks.level(), block::MAX_BLOCK_CONTENT)
+                    .ok_or(DictionaryError::Rejected { id: d.id() })?,
+                small_cdict: CDict::new(
+                    d.bytes(),
+                    block::small_block_level(self.blocks.level()),
+                    block::SMALL_BLOCK,
+                )
+                .ok_or(DictionaryError::Rejected { id: d.id() })?,
+                huffman: d.huffman_arc(),
+                model: d.model_arc().filter(|t| {
+                    self.context_map
+                        .as_ref()
+                        .is_some_and(|m| m.shape() == t.shape())
+                }),
+            }),
+        })
+    }
+
+    /// Which entropy coders blocks may use (default [`Entropy::Best`]).
+    pub fn set_entropy(&mut self, entropy: Entropy) {
+        self.entropy = entropy;
+        self.verdict.clear();
+    }
+
+    /// The dictionary for the packet being built.
+    fn active_dict(&self) -> Option<&Prepared> {
+        match (&self.keyframe_dict, self.keyframe) {
+            (Some(k), true) => Some(k),
+            _ => self.dict.as_ref(),
+        }
+    }
+
+    /// Sends a 16-bit checksum of the snapshot in every packet (3 bytes
+    /// with the header's extension byte), so a receiver that reconstructs
+    /// anything else gets
+    /// [`DecodeError::ChecksumMismatch`](crate::DecodeError::ChecksumMismatch)
+    /// instead of a silently wrong state. Off by default. Same as
+    /// `set_checksum_len(if on { 2 } else { 0 })`.
+    pub fn set_checksum(&mut self, on: bool) {
+        self.set_checksum_len(if on { 2 } else { 0 });
+    }
+
+    /// Sends the low `len` bytes (0, 1 or 2; more counts as 2) of the
+    /// snapshot's checksum in every packet. One byte misses one wrong
+    /// state in 256, two bytes one in 65,536.
+    pub fn set_checksum_len(&mut self, len: usize) {
+        self.checksum_len = len.min(2);
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// An upper bound on the packet size for `snapshot` against `baseline`.
+    pub fn max_encoded_len(&self, snapshot: &Snapshot, baseline: Option<&Snapshot>) -> usize {
+        let mut payload = 0usize;
+        for (i, s) in snapshot.sections().iter().enumerate() {
+            let b = baseline
+                .and_then(|b| b.sections().get(i))
+                .map_or(0, |b| b.len());
+            // Flags; two entity sets (head and bitmap, never larger than
+            // that as a list); spawn count and ids; every row at its largest.
+            let rows = s.len() * values::max_row_len(&self.elements[i]);
+            payload += 1 + 2 * (10 + 1 + b.div_ceil(8)) + 10 + 5 * s.len() + rows;
+        }
+        MAX_HEADER_LEN + block::max_blocks_len(payload)
+    }
+
+    /// Encodes `snapshot` as packet `sequence` against `reference` (a
+    /// [`Reference`], or `None` / `Some(baseline)` / a [`Baseline`](crate::Baseline)), into a
+    /// new vector.
+    pub fn encode<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+    ) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Vec::new();
+        self.encode_to_vec(snapshot, sequence, reference, &mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`Encoder::encode`], replacing the contents of `out` (its
+    /// capacity is reused).
+    pub fn encode_to_vec<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        self.build_snapshot(snapshot, sequence, reference.into())?;
+        self.finish_vec(out);
+        Ok(())
+    }
+
+    /// Like [`Encoder::encode`], writing into `out` and returning the packet
+    /// length; [`EncodeError::OutputTooSmall`] names the size needed
+    /// ([`Encoder::max_encoded_len`] is always enough).
+    pub fn encode_into<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        self.build_snapshot(snapshot, sequence, reference.into())?;
+        self.finish(out)
+    }
+
+    /// Encodes borrowed sections (for example [`SectionRef::from_pod`] over
+    /// your own arrays) without building a [`Snapshot`]; `sections` has one
+    /// entry per entity type.
+    pub fn encode_sections<'r>(
+        &mut self,
+        sections: &[SectionRef<'_>],
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        let expected = self.schema.sections().len();
+        if sections.len() != expected {
+            return Err(EncodeError::Snapshot(crate::SnapshotError::SectionCount {
+                expected,
+                actual: sections.len(),
+            }));
+        }
+        self.build(sections.iter().copied(), sequence, reference.into())?;
+        self.finish_vec(out);
+        Ok(())
+    }
+
+    /// The uncompressed payload `encode` would cut into blocks (the
+    /// sections' entity sets, masks and values, without header): exactly
+    /// the bytes zstd and its dictionaries see, so dictionary training
+    /// samples come from here.
+    pub fn payload<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        self.build_snapshot(snapshot, sequence, reference.into())?;
+        self.settle_planes(false);
+        self.run_trial();
+        self.ensure_payload();
+        out.clear();
+        out.extend_from_slice(&self.payload);
+        Ok(())
+    }
+
+    /// The shape a model table must have to code this schema's packets
+    /// (`None`: the schema is too large for a context model).
+    pub fn model_shape(&self) -> Option<ModelShape> {
+        self.context_map.as_ref().map(ContextMap::shape)
+    }
+
+    /// Counts into `stats` the model tokens of the packet `encode` would
+    /// build against `reference`: training data for a [`ModelTable`].
+    /// `stats` must have [`Encoder::model_shape`]'s shape.
+    pub fn model_tokens<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+        stats: &mut ModelStats,
+    ) -> Result<(), EncodeError> {
+        // The model codes every row as masks and values: no section may
+        // skip them.
+        self.full_rows = true;
+        let built = self.build_snapshot(snapshot, sequence, reference.into());
+        self.full_rows = false;
+        built?;
+        if let (Some(map), false) = (&self.context_map, self.payload_len == 0) {
+            model::count_sections(map, stats, &self.scratch, &self.elements);
+        }
+        Ok(())
+    }
+
+    fn bound(&self) -> usize {
+        self.header.len() + block::max_blocks_len(self.payload_len)
+    }
+}
