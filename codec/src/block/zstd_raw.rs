@@ -51,6 +51,20 @@ fn cparams(level: i32, max_src: usize, dict_len: usize) -> sys::ZSTD_compression
     unsafe { sys::ZSTD_getCParams(level, max_src as u64, dict_len) }
 }
 
+/// The most entries, as a power of two, of each match-finder table for a
+/// block compressed without a dictionary: two tables of 4 KiB, which stay
+/// in the first-level data cache beside the block.
+const BLOCK_TABLE_LOG: u32 = 10;
+
+/// [`cparams`] for a block of `len` bytes without a dictionary, its hash
+/// and chain tables capped at [`BLOCK_TABLE_LOG`].
+fn block_cparams(level: i32, len: usize) -> sys::ZSTD_compressionParameters {
+    let mut c = cparams(level, len, 0);
+    c.hashLog = c.hashLog.min(BLOCK_TABLE_LOG);
+    c.chainLog = c.chainLog.min(BLOCK_TABLE_LOG);
+    c
+}
+
 /// A compression dictionary digested for one level.
 pub(crate) struct CDict(NonNull<sys::ZSTD_CDict>);
 
@@ -154,7 +168,7 @@ impl CCtx {
                 )
             })?,
             None => {
-                let c = cparams(level, src.len().max(1), 0);
+                let c = block_cparams(level, src.len().max(1));
                 let params = sys::ZSTD_parameters {
                     cParams: c,
                     fParams: sys::ZSTD_frameParameters {
