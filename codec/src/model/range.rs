@@ -183,7 +183,7 @@ impl RangeEncoder {
 
 /// Decodes decisions, symbols and raw bits; reads zeros past the end of
 /// the input.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RangeDecoder<'a> {
     input: &'a [u8],
     /// Bytes consumed, counting those read past the end.
@@ -211,14 +211,14 @@ impl<'a> RangeDecoder<'a> {
         Ok(d)
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_byte(&mut self) -> u8 {
         let b = self.input.get(self.pos).copied().unwrap_or(0);
         self.pos = self.pos.saturating_add(1);
         b
     }
 
-    #[inline]
+    #[inline(always)]
     fn normalize(&mut self) {
         while self.range < TOP {
             self.range <<= 8;
@@ -227,7 +227,7 @@ impl<'a> RangeDecoder<'a> {
     }
 
     /// Decodes one decision where `p0` is the chance of a 0.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bit(&mut self, p0: u16) -> bool {
         let bound = (self.range >> PROB_BITS) * u32::from(p0);
         // Without a branch on the decoded bit: `m` is all ones for a 1.
@@ -281,33 +281,41 @@ impl<'a> RangeDecoder<'a> {
     }
 
     /// Decodes `n` raw bits (`n <= 64`), most significant first, in the
-    /// encoder's chunks.
-    #[inline]
+    /// encoder's chunks: full chunks of [`RAW_CHUNK`] bits, then the rest.
+    #[inline(always)]
     pub(crate) fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
         let mut v = 0u64;
         let mut left = n;
-        while left > 0 {
-            let k = left.min(RAW_CHUNK);
-            left -= k;
-            self.range >>= k;
-            let digit = self.code / self.range;
-            // `range` shrank by truncation: values past `2^k` parts are
-            // unused by any encoder.
-            if digit >> k != 0 {
-                return Err(ModelError::Corrupt);
-            }
-            self.code -= digit * self.range;
-            v = (v << k) | u64::from(digit);
-            self.normalize();
+        while left > RAW_CHUNK {
+            left -= RAW_CHUNK;
+            v = (v << RAW_CHUNK) | u64::from(self.raw_chunk(RAW_CHUNK)?);
+        }
+        if left > 0 {
+            v = (v << left) | u64::from(self.raw_chunk(left)?);
         }
         Ok(v)
+    }
+
+    /// Decodes one chunk of `k` raw bits (`1..=RAW_CHUNK`).
+    #[inline(always)]
+    fn raw_chunk(&mut self, k: u32) -> Result<u32, ModelError> {
+        self.range >>= k;
+        let digit = self.code / self.range;
+        // `range` shrank by truncation: values past `2^k` parts are unused
+        // by any encoder.
+        if digit >> k != 0 {
+            return Err(ModelError::Corrupt);
+        }
+        self.code -= digit * self.range;
+        self.normalize();
+        Ok(digit)
     }
 
     /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
     /// `find` maps the target (below `2^bits`) to the symbol, its start and
     /// its frequency. A target at or past the total (which no encoder
     /// produces) is `Corrupt`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn symbol<F: FnOnce(u32) -> (u32, u32, u32)>(
         &mut self,
         bits: u32,
