@@ -1,5 +1,5 @@
-//! The range coder: 32-bit range, carry propagation through a cached byte
-//! (the LZMA construction), binary decisions with 12-bit static
+//! The range coder: 32-bit range, carries added to the bytes already
+//! written (the bytes of LZMA's construction), binary decisions with 12-bit static
 //! probabilities, symbols over static cumulative frequencies, raw bits, and a
 //! shortest-tail flush whose trailing zero bytes are dropped (the decoder
 //! reads zeros past the end).
