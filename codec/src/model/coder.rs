@@ -72,17 +72,17 @@ pub struct ModelEncoder<'t> {
 struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ClassCdf);
 
 impl Decisions for EncodeWith<'_, '_> {
-    #[inline]
+    #[inline(always)]
     fn decision(&mut self, slot: usize, bit: bool) {
         // The head (below) takes every decision but the sign's.
         debug_assert_eq!(slot, SIGN_SLOT);
         self.0.bit(self.1.sign, bit);
     }
-    #[inline]
+    #[inline(always)]
     fn raw(&mut self, v: u64, n: u32) {
         self.0.raw(v, n);
     }
-    #[inline]
+    #[inline(always)]
     fn head(&mut self, _base: usize, class: u32, second: bool) {
         let leaf = class.min(63);
         let (start, freq) = self.1.range(symbol(leaf, second));

@@ -42,7 +42,7 @@ impl RangeEncoder {
     }
 
     /// Codes `bit` where `p0` (in `1..PROB_ONE`) is the chance of a 0.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bit(&mut self, p0: u16, bit: bool) {
         let bound = (self.range >> PROB_BITS) * u32::from(p0);
         // Without a branch on `bit` (which the processor cannot predict):
@@ -98,7 +98,7 @@ impl RangeEncoder {
     /// each with probability one half, in chunks of at most
     /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
     /// value picks the part.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn raw(&mut self, v: u64, n: u32) {
         let mut left = n;
         while left > 0 {
@@ -117,7 +117,7 @@ impl RangeEncoder {
     /// Codes the symbol whose share of a frequency total `2^bits` is
     /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
     /// divided by `2^bits` and the share picks the part.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn symbol(&mut self, bits: u32, start: u32, freq: u32) {
         let r = self.range >> bits;
         self.low += u64::from(r * start);

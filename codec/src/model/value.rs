@@ -98,7 +98,7 @@ pub(crate) fn second_slot(class: u32) -> usize {
 }
 
 /// Emits the decisions of unsigned `v` into the context starting at `base`.
-#[inline]
+#[inline(always)]
 pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
     let class = class_of(v);
     let second = class >= 2 && (v >> (class - 2)) & 1 == 1;
@@ -110,7 +110,7 @@ pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
 
 /// Emits the decisions of zigzag value `zz`: the magnitude as unsigned,
 /// then the sign when the magnitude is not zero.
-#[inline]
+#[inline(always)]
 pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
     let magnitude = (zz >> 1) + (zz & 1);
     put_uint(d, base, magnitude);
