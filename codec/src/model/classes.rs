@@ -26,10 +26,13 @@ const LEAVES: usize = 1 << CLASS_BITS;
 /// Symbols of the head alphabet.
 const SYMBOLS: usize = 2 + 2 * (LEAVES - 2);
 /// The decoder's lookup has `2^BUCKET_BITS` buckets.
-const BUCKET_BITS: u32 = 7;
+const BUCKET_BITS: u32 = 9;
 const BUCKETS: usize = 1 << BUCKET_BITS;
 /// Targets per bucket, as a shift.
 const BUCKET_SHIFT: u32 = FREQ_BITS - BUCKET_BITS;
+/// The flag of a bucket shared by more than one symbol (symbols fit in
+/// the low 7 bits).
+const SPLIT: u8 = 0x80;
 
 /// The head symbol of leaf `leaf` (0..=63) and second bit `second`
 /// (`false` below leaf 2).
@@ -55,7 +58,8 @@ pub(crate) struct ClassCdf {
     /// Chance of a positive sign (slot [`SIGN_SLOT`]).
     pub(crate) sign: u16,
     cum: [u16; SYMBOLS + 1],
-    /// Per bucket of `2^BUCKET_SHIFT` targets, the symbol holding its first.
+    /// Per bucket of `2^BUCKET_SHIFT` targets, the symbol holding its
+    /// first, plus [`SPLIT`] when another symbol holds one of the others.
     first: [u8; BUCKETS],
 }
 
@@ -116,7 +120,8 @@ impl ClassCdf {
             while u32::from(cum[s + 1]) <= (b as u32) << BUCKET_SHIFT {
                 s += 1;
             }
-            *f = s as u8;
+            let whole = u32::from(cum[s + 1]) >= (b as u32 + 1) << BUCKET_SHIFT;
+            *f = s as u8 | if whole { 0 } else { SPLIT };
         }
         Self {
             top: p(TOP_SLOT) as u16,
@@ -127,7 +132,7 @@ impl ClassCdf {
     }
 
     /// Symbol `s`'s start and frequency.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn range(&self, s: usize) -> (u32, u32) {
         let s = s.min(SYMBOLS - 1);
         let start = u32::from(self.cum[s]);
@@ -135,23 +140,56 @@ impl ClassCdf {
     }
 
     /// The symbol whose share holds `target` (below the total), with its
-    /// start and frequency: from the symbol of the target's bucket, the
-    /// first symbol whose end is above `target` (measured against counting
-    /// the symbol ends at or below `target`, vectorised: Quake 3 encode +
-    /// decode 1-3% faster, racing decode 5%).
-    #[inline]
+    /// start and frequency: the symbol of the target's bucket when it holds
+    /// the whole bucket, else from that symbol on the first whose end is
+    /// above `target` (measured against counting the symbol ends at or
+    /// below `target`, vectorised: Quake 3 encode + decode 1-3% faster,
+    /// racing decode 5%).
+    #[inline(always)]
     pub(crate) fn find(&self, target: u32) -> (u32, u32, u32) {
-        let mut s = usize::from(self.first[(target >> BUCKET_SHIFT) as usize & (BUCKETS - 1)]);
-        while s < SYMBOLS - 1 && u32::from(self.cum[s + 1]) <= target {
-            s += 1;
+        let entry = self.first[(target >> BUCKET_SHIFT) as usize & (BUCKETS - 1)];
+        let mut s = usize::from(entry & !SPLIT);
+        if entry & SPLIT != 0 {
+            while s < SYMBOLS - 1 && u32::from(self.cum[s + 1]) <= target {
+                s += 1;
+            }
         }
         let (start, freq) = self.range(s);
         (s as u32, start, freq)
     }
 }
 
+/// Head symbols below this are leaves 0..=62, whose value needs no
+/// decision after the head; leaf 63 (symbols 124 and 125) takes one more.
+const PLAIN_SYMBOLS: usize = 2 * 63 - 2;
+
+/// Per head symbol below [`PLAIN_SYMBOLS`]: the bits of its values above
+/// their raw bits (the top bit and the bit below it), and how many raw
+/// bits follow.
+static PLAIN: [(u64, u32); PLAIN_SYMBOLS] = plain_table();
+
+const fn plain_table() -> [(u64, u32); PLAIN_SYMBOLS] {
+    let mut t = [(0u64, 0u32); PLAIN_SYMBOLS];
+    t[1] = (1, 0);
+    let mut s = 2;
+    while s < PLAIN_SYMBOLS {
+        // Leaf (= class) s / 2 + 1, second bit s & 1.
+        let raw = s as u32 / 2 - 1;
+        t[s] = ((2 | (s as u64 & 1)) << raw, raw);
+        s += 1;
+    }
+    t
+}
+
+/// For head symbols of leaves 0..=62: the bits of the value above its raw
+/// bits, and the count of raw bits (`None` for leaf 63).
+#[inline(always)]
+pub(crate) fn plain(s: u32) -> Option<(u64, u32)> {
+    PLAIN.get(s as usize).copied()
+}
+
 /// The leaf and second bit of head symbol `s`.
-#[inline]
+#[inline(always)]
 pub(crate) fn leaf_of(s: u32) -> (u32, bool) {
     if s < 2 {
         (s, false)
@@ -185,6 +223,41 @@ mod tests {
     }
 
     #[test]
+    fn lookup_finds_the_symbol_of_every_target() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut tables = vec![[2048u16; 80], [1; 80], [4095; 80]];
+        for _ in 0..100 {
+            let mut probs = [0u16; 80];
+            for p in probs.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Skewed towards near-certain decisions, as trained tables are.
+                *p = match x % 4 {
+                    0 => 1 + (x >> 8) as u16 % 4095,
+                    1 => 4095 - (x >> 8) as u16 % 64,
+                    2 => 1 + (x >> 8) as u16 % 64,
+                    _ => 2048,
+                };
+            }
+            tables.push(probs);
+        }
+        for probs in tables {
+            let cdf = ClassCdf::from_nodes(&probs);
+            // Every target of every share.
+            for s in 0..SYMBOLS {
+                let (start, freq) = (
+                    u32::from(cdf.cum[s]),
+                    u32::from(cdf.cum[s + 1] - cdf.cum[s]),
+                );
+                for t in start..start + freq {
+                    assert_eq!(cdf.find(t), (s as u32, start, freq), "target {t}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn symbols_name_leaves_and_second_bits() {
         for leaf in 0..64 {
             for second in [false, true] {
@@ -192,8 +265,22 @@ mod tests {
                 let s = symbol(leaf, second);
                 assert!(s < SYMBOLS);
                 assert_eq!(leaf_of(s as u32), (leaf, second));
+                // The value bits above the raw bits, as `get_uint` builds
+                // them from the class and second bit.
+                let want = match leaf {
+                    63 => None,
+                    0 | 1 => Some((u64::from(leaf), 0)),
+                    c => Some(((1 << (c - 1)) | (u64::from(second) << (c - 2)), c - 2)),
+                };
+                assert_eq!(plain(s as u32), want, "leaf {leaf} second {second}");
             }
         }
+    }
+
+    #[test]
+    fn a_value_context_takes_770_bytes() {
+        // As `ModelTable::from_bytes_limited` documents.
+        assert_eq!(core::mem::size_of::<ClassCdf>(), 770);
     }
 
     #[test]

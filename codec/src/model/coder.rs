@@ -4,10 +4,10 @@
 
 #![forbid(unsafe_code)]
 
-use super::classes::{leaf_of, symbol, ClassCdf, FREQ_BITS};
+use super::classes::{leaf_of, plain, symbol, ClassCdf, FREQ_BITS};
 use super::range::{RangeDecoder, RangeEncoder};
 use super::runs::BitRun;
-use super::value::{get_sint, get_uint, put_sint, put_uint, DecisionSource, Decisions, SIGN_SLOT};
+use super::value::{get_rest, get_sign, put_sint, put_uint, DecisionSource, Decisions, SIGN_SLOT};
 use super::{ModelError, ModelStats, ModelTable};
 
 /// Where the tokens of a model block go: coded, counted for training, or
@@ -72,17 +72,17 @@ pub struct ModelEncoder<'t> {
 struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ClassCdf);
 
 impl Decisions for EncodeWith<'_, '_> {
-    #[inline]
+    #[inline(always)]
     fn decision(&mut self, slot: usize, bit: bool) {
         // The head (below) takes every decision but the sign's.
         debug_assert_eq!(slot, SIGN_SLOT);
         self.0.bit(self.1.sign, bit);
     }
-    #[inline]
+    #[inline(always)]
     fn raw(&mut self, v: u64, n: u32) {
         self.0.raw(v, n);
     }
-    #[inline]
+    #[inline(always)]
     fn head(&mut self, _base: usize, class: u32, second: bool) {
         let leaf = class.min(63);
         let (start, freq) = self.1.range(symbol(leaf, second));
@@ -198,22 +198,44 @@ pub struct ModelDecoder<'t, 'a> {
 struct DecodeWith<'a, 'b, 't>(&'a mut RangeDecoder<'b>, &'t ClassCdf);
 
 impl DecisionSource for DecodeWith<'_, '_, '_> {
-    #[inline]
+    #[inline(always)]
     fn decision(&mut self, slot: usize) -> bool {
         // The head (below) takes every decision but the sign's.
         debug_assert_eq!(slot, SIGN_SLOT);
         self.0.bit(self.1.sign)
     }
-    #[inline]
+    #[inline(always)]
     fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
         self.0.raw(n)
     }
-    #[inline]
+    #[cfg(test)]
     fn head(&mut self, _base: usize) -> Result<(u32, bool), ModelError> {
         let classes = self.1;
         let (leaf, second) = leaf_of(self.0.symbol(FREQ_BITS, |t| classes.find(t))?);
         let top = leaf == 63 && self.0.bit(classes.top);
         Ok((leaf + u32::from(top), second))
+    }
+}
+
+/// A value (zigzag when `signed`) coded with `d`'s value context: the
+/// decisions of `value::get_uint` (and `value::get_sint`), with the value
+/// bits above the raw bits of leaves 0..=62 taken from their head symbol.
+#[inline(always)]
+fn decode_value(d: &mut DecodeWith<'_, '_, '_>, signed: bool) -> Result<u64, ModelError> {
+    let classes = d.1;
+    let s = d.0.symbol(FREQ_BITS, |t| classes.find(t))?;
+    let magnitude = match plain(s) {
+        Some((top, raw)) => top | d.0.raw(raw)?,
+        None => {
+            let (leaf, second) = leaf_of(s);
+            let top = d.0.bit(classes.top);
+            get_rest(d, leaf + u32::from(top), second)?
+        }
+    };
+    if signed {
+        get_sign(d, 0, magnitude)
+    } else {
+        Ok(magnitude)
     }
 }
 
@@ -239,15 +261,25 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     /// An unsigned value in value context `ctx`.
     #[inline]
     pub fn uint(&mut self, ctx: u32) -> Result<u64, ModelError> {
-        let m = self.value_model(ctx)?;
-        get_uint(&mut DecodeWith(&mut self.rc, m), 0)
+        self.value(ctx, false)
     }
 
     /// A signed value in value context `ctx`, returned in zigzag form.
     #[inline]
     pub fn sint(&mut self, ctx: u32) -> Result<u64, ModelError> {
+        self.value(ctx, true)
+    }
+
+    /// A value in value context `ctx`, signed (zigzag) or not. The decoder
+    /// state is copied into a local for the value's steps, which keeps it
+    /// in registers.
+    #[inline]
+    pub(crate) fn value(&mut self, ctx: u32, signed: bool) -> Result<u64, ModelError> {
         let m = self.value_model(ctx)?;
-        get_sint(&mut DecodeWith(&mut self.rc, m), 0)
+        let mut rc = self.rc.clone();
+        let v = decode_value(&mut DecodeWith(&mut rc, m), signed)?;
+        self.rc = rc;
+        Ok(v)
     }
 
     /// The low `n` bits of a run coded by [`RunSink::bit_run`] (bit `k`
@@ -284,5 +316,85 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
             ctx,
             count: self.table.shape().value_contexts,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::value::{get_sint, get_uint};
+    use super::super::{ModelShape, VALUE_SLOTS};
+    use super::*;
+
+    /// Decodes the same bytes with [`decode_value`] and with the reference
+    /// `get_uint` / `get_sint`, value by value, until both fail.
+    fn compare(cdf: &ClassCdf, bytes: &[u8], signs: u64) {
+        let (Ok(mut fast), Ok(mut reference)) =
+            (RangeDecoder::new(bytes), RangeDecoder::new(bytes))
+        else {
+            return;
+        };
+        for i in 0..64 {
+            let signed = (signs >> i) & 1 == 1;
+            let got = decode_value(&mut DecodeWith(&mut fast, cdf), signed);
+            let mut d = DecodeWith(&mut reference, cdf);
+            let want = if signed {
+                get_sint(&mut d, 0)
+            } else {
+                get_uint(&mut d, 0)
+            };
+            assert_eq!(got, want, "value {i}");
+            if got.is_err() {
+                return;
+            }
+            assert_eq!(fast, reference, "value {i}");
+        }
+    }
+
+    #[test]
+    fn value_decoder_matches_the_reference() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for t in 0..300 {
+            let mut probs = [2048u16; VALUE_SLOTS];
+            if t > 0 {
+                for p in probs.iter_mut() {
+                    let r = next();
+                    *p = match r % 3 {
+                        0 => 1 + (r >> 8) as u16 % 4095,
+                        1 => 4095 - (r >> 8) as u16 % 32,
+                        _ => 1 + (r >> 8) as u16 % 32,
+                    };
+                }
+            }
+            let cdf = ClassCdf::from_nodes(&probs);
+            // Arbitrary bytes: every class, corrupt targets and raw digits.
+            for _ in 0..20 {
+                let len = (next() % 48) as usize;
+                let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                compare(&cdf, &bytes, next());
+            }
+            // Values the encoder coded, classes 0..=64.
+            let shape = ModelShape {
+                bit_contexts: 0,
+                value_contexts: 1,
+            };
+            let table = ModelTable::from_probabilities(shape, probs.to_vec()).unwrap();
+            let signs = next();
+            let mut enc = ModelEncoder::new(&table, Vec::new());
+            for i in 0..64 {
+                let v = next() >> (next() % 65).min(63) >> u32::from(i % 3 == 0);
+                if (signs >> i) & 1 == 1 {
+                    enc.sint(0, v);
+                } else {
+                    enc.uint(0, v);
+                }
+            }
+            compare(&cdf, &enc.finish().unwrap(), signs);
+        }
     }
 }

@@ -155,6 +155,9 @@ struct ElementContexts {
     value: u32,
     /// Bit context of the kind bit (floats only, else `u32::MAX`).
     kind_bit: u32,
+    /// Value contexts per kind of the element's value (0 when the value
+    /// is not conditioned on a kind).
+    kind_stride: u32,
 }
 
 /// Dense contexts for one schema (its sections' element counts).
@@ -167,6 +170,8 @@ pub struct ContextMap {
     n: Counts,
     /// The row-kind index of walk row kinds 0, 1 and 2.
     row_kinds: [u32; 3],
+    /// All ones when values are conditioned on their history, else 0.
+    value_history_mask: u32,
 }
 
 /// What the map remembers of the tokens coded so far in the current row,
@@ -283,6 +288,7 @@ impl ContextMap {
                 element_contexts.push(ElementContexts {
                     value: narrow(values + 8 + u64::from(value_at[i]))?,
                     kind_bit,
+                    kind_stride: if float && config.value_kind { n.v } else { 0 },
                 });
             }
             sections.push(SectionLayout {
@@ -313,6 +319,7 @@ impl ContextMap {
             config,
             n,
             row_kinds,
+            value_history_mask: if config.value_history { u32::MAX } else { 0 },
         })
     }
 
@@ -341,6 +348,7 @@ impl ContextMap {
             } else {
                 x.kind_bit + rk * s.floats
             },
+            kind_stride: x.kind_stride,
         })
     }
 
@@ -484,17 +492,8 @@ impl ContextMap {
                     Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
                     _ => 0,
                 };
-                let hist = if self.config.value_history {
-                    state.history
-                } else {
-                    0
-                };
-                let kind_stride = if x.kind_bit != u32::MAX && self.config.value_kind {
-                    self.n.v
-                } else {
-                    0
-                };
-                return Ok((x.value + kind * kind_stride + hist, true));
+                let hist = state.history & self.value_history_mask;
+                return Ok((x.value + kind * x.kind_stride + hist, true));
             }
         }
         self.other_value_context(state, ctx)

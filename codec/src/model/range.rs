@@ -1,5 +1,5 @@
-//! The range coder: 32-bit range, carry propagation through a cached byte
-//! (the LZMA construction), binary decisions with 12-bit static
+//! The range coder: 32-bit range, carries added to the bytes already
+//! written (the bytes of LZMA's construction), binary decisions with 12-bit static
 //! probabilities, symbols over static cumulative frequencies, raw bits, and a
 //! shortest-tail flush whose trailing zero bytes are dropped (the decoder
 //! reads zeros past the end).
@@ -21,17 +21,12 @@ pub(crate) const RAW_CHUNK: u32 = 16;
 /// Encodes decisions, symbols and raw bits into bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeEncoder {
-    /// Low end of the interval; bit 32 is a pending carry.
+    /// Low end of the interval; bit 32 is a carry into the bytes written.
     low: u64,
     range: u32,
-    /// The last byte shifted out of `low` and not yet written, because a
-    /// carry may still change it.
-    cache: u8,
-    /// Bytes pending: `cache` plus `pending - 1` bytes of `0xff`.
-    pending: u64,
-    /// The first byte out of `low` is always 0 (the interval starts below
-    /// `1 << 32`); it is never written.
-    skip_first: bool,
+    /// The bytes shifted out of `low`, as one big-endian number that a
+    /// carry adds one to. The number's byte above them is always 0 (the
+    /// interval starts below `1 << 32`); it is not written.
     out: Vec<u8>,
 }
 
@@ -42,15 +37,12 @@ impl RangeEncoder {
         Self {
             low: 0,
             range: u32::MAX,
-            cache: 0,
-            pending: 1,
-            skip_first: true,
             out,
         }
     }
 
     /// Codes `bit` where `p0` (in `1..PROB_ONE`) is the chance of a 0.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bit(&mut self, p0: u16, bit: bool) {
         let bound = (self.range >> PROB_BITS) * u32::from(p0);
         // Without a branch on `bit` (which the processor cannot predict):
@@ -106,7 +98,7 @@ impl RangeEncoder {
     /// each with probability one half, in chunks of at most
     /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
     /// value picks the part.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn raw(&mut self, v: u64, n: u32) {
         let mut left = n;
         while left > 0 {
@@ -125,7 +117,7 @@ impl RangeEncoder {
     /// Codes the symbol whose share of a frequency total `2^bits` is
     /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
     /// divided by `2^bits` and the share picks the part.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn symbol(&mut self, bits: u32, start: u32, freq: u32) {
         let r = self.range >> bits;
         self.low += u64::from(r * start);
@@ -136,25 +128,14 @@ impl RangeEncoder {
         }
     }
 
+    /// Moves the top byte of `low` (bits 24..32) to the output, after
+    /// adding its carry (bit 32) to the bytes already written.
+    #[inline(always)]
     fn shift_low(&mut self) {
-        if self.low < 0xff00_0000 || self.low >= 1 << 32 {
-            let carry = (self.low >> 32) as u8;
-            let mut byte = self.cache;
-            loop {
-                if self.skip_first {
-                    self.skip_first = false;
-                } else {
-                    self.out.push(byte.wrapping_add(carry));
-                }
-                byte = 0xff;
-                self.pending -= 1;
-                if self.pending == 0 {
-                    break;
-                }
-            }
-            self.cache = (self.low >> 24) as u8;
+        if self.low >= 1 << 32 {
+            carry(&mut self.out);
         }
-        self.pending += 1;
+        self.out.push((self.low >> 24) as u8);
         self.low = (self.low & 0x00ff_ffff) << 8;
     }
 
@@ -181,9 +162,24 @@ impl RangeEncoder {
     }
 }
 
+/// Adds one to `out` read as a big-endian number: trailing `0xff` bytes
+/// become 0 and the byte before them grows by one (past the first byte,
+/// the carry goes to the unwritten byte above).
+#[cold]
+#[inline(never)]
+fn carry(out: &mut [u8]) {
+    for b in out.iter_mut().rev() {
+        let (sum, over) = b.overflowing_add(1);
+        *b = sum;
+        if !over {
+            return;
+        }
+    }
+}
+
 /// Decodes decisions, symbols and raw bits; reads zeros past the end of
 /// the input.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RangeDecoder<'a> {
     input: &'a [u8],
     /// Bytes consumed, counting those read past the end.
@@ -211,14 +207,14 @@ impl<'a> RangeDecoder<'a> {
         Ok(d)
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_byte(&mut self) -> u8 {
         let b = self.input.get(self.pos).copied().unwrap_or(0);
         self.pos = self.pos.saturating_add(1);
         b
     }
 
-    #[inline]
+    #[inline(always)]
     fn normalize(&mut self) {
         while self.range < TOP {
             self.range <<= 8;
@@ -227,7 +223,7 @@ impl<'a> RangeDecoder<'a> {
     }
 
     /// Decodes one decision where `p0` is the chance of a 0.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn bit(&mut self, p0: u16) -> bool {
         let bound = (self.range >> PROB_BITS) * u32::from(p0);
         // Without a branch on the decoded bit: `m` is all ones for a 1.
@@ -281,33 +277,41 @@ impl<'a> RangeDecoder<'a> {
     }
 
     /// Decodes `n` raw bits (`n <= 64`), most significant first, in the
-    /// encoder's chunks.
-    #[inline]
+    /// encoder's chunks: full chunks of [`RAW_CHUNK`] bits, then the rest.
+    #[inline(always)]
     pub(crate) fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
         let mut v = 0u64;
         let mut left = n;
-        while left > 0 {
-            let k = left.min(RAW_CHUNK);
-            left -= k;
-            self.range >>= k;
-            let digit = self.code / self.range;
-            // `range` shrank by truncation: values past `2^k` parts are
-            // unused by any encoder.
-            if digit >> k != 0 {
-                return Err(ModelError::Corrupt);
-            }
-            self.code -= digit * self.range;
-            v = (v << k) | u64::from(digit);
-            self.normalize();
+        while left > RAW_CHUNK {
+            left -= RAW_CHUNK;
+            v = (v << RAW_CHUNK) | u64::from(self.raw_chunk(RAW_CHUNK)?);
+        }
+        if left > 0 {
+            v = (v << left) | u64::from(self.raw_chunk(left)?);
         }
         Ok(v)
+    }
+
+    /// Decodes one chunk of `k` raw bits (`1..=RAW_CHUNK`).
+    #[inline(always)]
+    fn raw_chunk(&mut self, k: u32) -> Result<u32, ModelError> {
+        self.range >>= k;
+        let digit = self.code / self.range;
+        // `range` shrank by truncation: values past `2^k` parts are unused
+        // by any encoder.
+        if digit >> k != 0 {
+            return Err(ModelError::Corrupt);
+        }
+        self.code -= digit * self.range;
+        self.normalize();
+        Ok(digit)
     }
 
     /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
     /// `find` maps the target (below `2^bits`) to the symbol, its start and
     /// its frequency. A target at or past the total (which no encoder
     /// produces) is `Corrupt`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn symbol<F: FnOnce(u32) -> (u32, u32, u32)>(
         &mut self,
         bits: u32,
@@ -334,5 +338,188 @@ impl<'a> RangeDecoder<'a> {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The encoder with LZMA's carry handling (the last byte out of `low`
+    /// kept back with a count of `0xff` bytes after it), the reference of
+    /// [`RangeEncoder`]'s bytes.
+    /// Encodes decisions, symbols and raw bits into bytes.
+    struct CacheEncoder {
+        /// Low end of the interval; bit 32 is a pending carry.
+        low: u64,
+        range: u32,
+        /// The last byte shifted out of `low` and not yet written, because a
+        /// carry may still change it.
+        cache: u8,
+        /// Bytes pending: `cache` plus `pending - 1` bytes of `0xff`.
+        pending: u64,
+        /// The first byte out of `low` is always 0 (the interval starts below
+        /// `1 << 32`); it is never written.
+        skip_first: bool,
+        out: Vec<u8>,
+    }
+
+    impl CacheEncoder {
+        /// An encoder that appends to `out` (cleared first).
+        fn new(mut out: Vec<u8>) -> Self {
+            out.clear();
+            Self {
+                low: 0,
+                range: u32::MAX,
+                cache: 0,
+                pending: 1,
+                skip_first: true,
+                out,
+            }
+        }
+
+        /// Codes `bit` where `p0` (in `1..PROB_ONE`) is the chance of a 0.
+        #[inline]
+        fn bit(&mut self, p0: u16, bit: bool) {
+            let bound = (self.range >> PROB_BITS) * u32::from(p0);
+            // Without a branch on `bit` (which the processor cannot predict):
+            // `m` is all ones for a 1.
+            let m = u32::from(bit).wrapping_neg();
+            self.low += u64::from(bound & m);
+            self.range = (bound & !m) | ((self.range - bound) & m);
+            while self.range < TOP {
+                self.range <<= 8;
+                self.shift_low();
+            }
+        }
+
+        /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
+        /// each with probability one half, in chunks of at most
+        /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
+        /// value picks the part.
+        #[inline]
+        fn raw(&mut self, v: u64, n: u32) {
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(RAW_CHUNK);
+                left -= k;
+                let digit = ((v >> left) & ((1u64 << k) - 1)) as u32;
+                self.range >>= k;
+                self.low += u64::from(digit) * u64::from(self.range);
+                while self.range < TOP {
+                    self.range <<= 8;
+                    self.shift_low();
+                }
+            }
+        }
+
+        /// Codes the symbol whose share of a frequency total `2^bits` is
+        /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
+        /// divided by `2^bits` and the share picks the part.
+        #[inline]
+        fn symbol(&mut self, bits: u32, start: u32, freq: u32) {
+            let r = self.range >> bits;
+            self.low += u64::from(r * start);
+            self.range = r * freq;
+            while self.range < TOP {
+                self.range <<= 8;
+                self.shift_low();
+            }
+        }
+
+        fn shift_low(&mut self) {
+            if self.low < 0xff00_0000 || self.low >= 1 << 32 {
+                let carry = (self.low >> 32) as u8;
+                let mut byte = self.cache;
+                loop {
+                    if self.skip_first {
+                        self.skip_first = false;
+                    } else {
+                        self.out.push(byte.wrapping_add(carry));
+                    }
+                    byte = 0xff;
+                    self.pending -= 1;
+                    if self.pending == 0 {
+                        break;
+                    }
+                }
+                self.cache = (self.low >> 24) as u8;
+            }
+            self.pending += 1;
+            self.low = (self.low & 0x00ff_ffff) << 8;
+        }
+
+        /// Ends the stream and returns the bytes. The final value is the one in
+        /// the interval with the most trailing zero bits; zero bytes at the end
+        /// are then dropped.
+        fn finish(mut self) -> Vec<u8> {
+            let end = self.low + u64::from(self.range);
+            for k in (0..=32u32).rev() {
+                let mask = (1u64 << k) - 1;
+                let v = (self.low + mask) & !mask;
+                if v < end {
+                    self.low = v;
+                    break;
+                }
+            }
+            for _ in 0..5 {
+                self.shift_low();
+            }
+            while self.out.last() == Some(&0) {
+                self.out.pop();
+            }
+            self.out
+        }
+    }
+
+    #[test]
+    fn encoder_bytes_match_the_carry_cache_reference() {
+        let mut x = 0x0123_4567_89ab_cdef_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut carried = 0;
+        for _ in 0..3000 {
+            let (mut enc, mut reference) =
+                (RangeEncoder::new(Vec::new()), CacheEncoder::new(Vec::new()));
+            // Runs of near-certain decisions and all-ones raw bits make long
+            // runs of 0xff bytes and carries through them.
+            let skew = next();
+            for _ in 0..next() % 200 {
+                let r = next();
+                match r % 4 {
+                    0 | 1 => {
+                        let p0 = match skew % 3 {
+                            0 => 1 + (r >> 8) as u16 % 4095,
+                            1 => 1 + (r >> 8) as u16 % 8,
+                            _ => 4095 - (r >> 8) as u16 % 8,
+                        };
+                        let bit = (r >> 32) & 1 == 1;
+                        enc.bit(p0, bit);
+                        reference.bit(p0, bit);
+                    }
+                    2 => {
+                        let n = (r >> 8) as u32 % 65;
+                        let v = if skew & 8 == 0 { next() } else { u64::MAX };
+                        enc.raw(v, n);
+                        reference.raw(v, n);
+                    }
+                    _ => {
+                        let bits = 1 + (r >> 8) as u32 % 16;
+                        let start = (r >> 16) as u32 % (1 << bits);
+                        let freq = 1 + (r >> 40) as u32 % ((1 << bits) - start);
+                        enc.symbol(bits, start, freq);
+                        reference.symbol(bits, start, freq);
+                    }
+                }
+            }
+            let (got, want) = (enc.finish(), reference.finish());
+            carried += usize::from(got.contains(&0xff));
+            assert_eq!(got, want);
+        }
+        assert!(carried > 100);
     }
 }

@@ -201,7 +201,7 @@ impl ModelTable {
 
     /// Loads a serialized table of at most `max_slots` slots. Every field is
     /// checked before anything is allocated; the table holds at most
-    /// `2 · max_slots` bytes of probabilities plus 386 bytes of head
+    /// `2 · max_slots` bytes of probabilities plus 770 bytes of head
     /// frequencies, their lookup and two probabilities per value context
     /// (at most `max_slots / 80` of them).
     pub fn from_bytes_limited(bytes: &[u8], max_slots: usize) -> Result<Self, ModelError> {

@@ -65,8 +65,9 @@ pub(crate) trait DecisionSource {
     fn raw(&mut self, n: u32) -> Result<u64, ModelError>;
     /// The class and second bit [`Decisions::head`] emitted in the
     /// context starting at `base` (the second bit is `false` below
-    /// class 2).
-    #[inline]
+    /// class 2). The coder reads the head as one symbol, in its own
+    /// value decoder; this is the reference its tests compare with.
+    #[cfg(test)]
     fn head(&mut self, base: usize) -> Result<(u32, bool), ModelError> {
         let mut node = 1usize;
         for _ in 0..CLASS_BITS {
@@ -97,7 +98,7 @@ pub(crate) fn second_slot(class: u32) -> usize {
 }
 
 /// Emits the decisions of unsigned `v` into the context starting at `base`.
-#[inline]
+#[inline(always)]
 pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
     let class = class_of(v);
     let second = class >= 2 && (v >> (class - 2)) & 1 == 1;
@@ -109,7 +110,7 @@ pub(crate) fn put_uint<D: Decisions>(d: &mut D, base: usize, v: u64) {
 
 /// Emits the decisions of zigzag value `zz`: the magnitude as unsigned,
 /// then the sign when the magnitude is not zero.
-#[inline]
+#[inline(always)]
 pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
     let magnitude = (zz >> 1) + (zz & 1);
     put_uint(d, base, magnitude);
@@ -118,10 +119,23 @@ pub(crate) fn put_sint<D: Decisions>(d: &mut D, base: usize, zz: u64) {
     }
 }
 
-/// Reads an unsigned value from the context starting at `base`.
-#[inline]
+/// Reads an unsigned value from the context starting at `base` (the
+/// reference of the coder's value decoder, which takes the value bits
+/// above the raw bits from the head symbol).
+#[cfg(test)]
 pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
     let (class, second) = s.head(base)?;
+    get_rest(s, class, second)
+}
+
+/// Reads the raw bits of an unsigned value whose head is `class` and
+/// `second`, and returns the value.
+#[inline(always)]
+pub(crate) fn get_rest<S: DecisionSource>(
+    s: &mut S,
+    class: u32,
+    second: bool,
+) -> Result<u64, ModelError> {
     match class {
         0 => Ok(0),
         1 => Ok(1),
@@ -133,10 +147,22 @@ pub(crate) fn get_uint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64,
     }
 }
 
-/// Reads a zigzag value from the context starting at `base`.
-#[inline]
+/// Reads a zigzag value from the context starting at `base` (the
+/// reference of the coder's value decoder).
+#[cfg(test)]
 pub(crate) fn get_sint<S: DecisionSource>(s: &mut S, base: usize) -> Result<u64, ModelError> {
     let magnitude = get_uint(s, base)?;
+    get_sign(s, base, magnitude)
+}
+
+/// Reads the sign of a zigzag value of magnitude `magnitude` from the
+/// context starting at `base`, and returns the zigzag value.
+#[inline(always)]
+pub(crate) fn get_sign<S: DecisionSource>(
+    s: &mut S,
+    base: usize,
+    magnitude: u64,
+) -> Result<u64, ModelError> {
     if magnitude == 0 {
         return Ok(0);
     }

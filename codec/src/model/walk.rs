@@ -169,17 +169,13 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         Ok(bit)
     }
 
+    #[inline]
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError> {
         let (c, signed) = self
             .map
             .value_context(&self.state, ctx)
             .map_err(|e| self.err(e))?;
-        let v = if signed {
-            self.dec.sint(c)
-        } else {
-            self.dec.uint(c)
-        }
-        .map_err(|e| self.err(e))?;
+        let v = self.dec.value(c, signed).map_err(|e| self.err(e))?;
         self.map.note_value(&mut self.state, ctx);
         Ok(v)
     }
