@@ -11,7 +11,7 @@
 //!    in wire order into a [`TokenSink`] (and read back from a
 //!    [`TokenSource`] by [`decode_section`]).
 //! 4. [`layout`]: the zstd path's sink and source, which write the walk as
-//!    bytes.
+//!    bytes (the source in [`byte_source`]).
 //! 5. [`planes`]: the byte layout's other row mode, chosen per section per
 //!    packet ([`choose_planes`]): whole-record deltas as byte planes.
 //! 6. [`integrate`]: the prediction of integrated fields, which a changed
@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod align;
+mod byte_source;
 mod decode;
 mod hint;
 pub(crate) mod integrate;
