@@ -128,6 +128,33 @@ impl<'a> ByteSource<'a> {
         Ok(v)
     }
 
+    /// A meta integer of context `c` (section flags included).
+    #[inline(never)]
+    fn meta_uint(&mut self, c: u32) -> Result<u64, DecodeError> {
+        self.meta_since = true;
+        if ctx::class(c) != ctx::SECTION {
+            return read_varint64(self.front, || self.front_u8());
+        }
+        let mut v = 0u64;
+        for k in 0..3 {
+            v |= u64::from(self.side_bit()?) << k;
+        }
+        if v & 4 != 0 {
+            v |= u64::from(self.side_bit()?) << 3;
+        }
+        if v & 6 != 0 && v & 8 == 0 {
+            v |= u64::from(self.side_bit()?) << 4;
+        }
+        Ok(v)
+    }
+
+    /// A value of the value stream that does not take one byte (or is
+    /// missing).
+    #[inline(never)]
+    fn long_value(&mut self) -> Result<u64, DecodeError> {
+        read_varint64(self.back, || self.back_u8())
+    }
+
     /// One side bit.
     #[inline]
     fn side_bit(&mut self) -> Result<bool, DecodeError> {
@@ -173,26 +200,18 @@ impl TokenSource for ByteSource<'_> {
         Ok(self.run.take())
     }
 
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self, c: u32) -> Result<u64, DecodeError> {
-        if ctx::class(c) == ctx::SECTION {
-            self.meta_since = true;
-            let mut v = 0u64;
-            for k in 0..3 {
-                v |= u64::from(self.side_bit()?) << k;
+        if is_meta(c) {
+            return self.meta_uint(c);
+        }
+        // Most values take one byte.
+        match self.back.checked_sub(1).filter(|&at| at >= self.front) {
+            Some(at) if self.data[at] < 0x80 => {
+                self.back = at;
+                Ok(u64::from(self.data[at]))
             }
-            if v & 4 != 0 {
-                v |= u64::from(self.side_bit()?) << 3;
-            }
-            if v & 6 != 0 && v & 8 == 0 {
-                v |= u64::from(self.side_bit()?) << 4;
-            }
-            Ok(v)
-        } else if is_meta(c) {
-            self.meta_since = true;
-            read_varint64(self.front, || self.front_u8())
-        } else {
-            read_varint64(self.back, || self.back_u8())
+            _ => self.long_value(),
         }
     }
 
@@ -204,6 +223,15 @@ impl TokenSource for ByteSource<'_> {
         first: usize,
         n: usize,
     ) -> Result<u64, DecodeError> {
+        if first == 0 && n <= 8 {
+            // Group bit 0 starts a fresh byte, which holds them all.
+            self.run.close()?;
+            self.prev_class = Some(ctx::MASK_GROUP);
+            self.meta_since = false;
+            self.run = self.front_bits()?;
+            self.run.pos = n as u8;
+            return Ok(u64::from(low_bits(u64::from(self.run.byte), n)));
+        }
         self.run_bits(ctx::make(ctx::MASK_GROUP, section, row, first), n)
     }
 

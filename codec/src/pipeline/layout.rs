@@ -193,6 +193,15 @@ impl TokenSink for ByteSink {
 
     #[inline]
     fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u64) {
+        if first == 0 && n <= 8 {
+            // Group bit 0 starts a fresh byte, which holds them all.
+            self.prev_class = Some(ctx::MASK_GROUP);
+            self.meta_since = false;
+            self.bit_byte = self.bytes.len();
+            self.bytes.push(low_bits(bits, n));
+            self.bit_pos = n as u8;
+            return;
+        }
         self.run_bits(ctx::make(ctx::MASK_GROUP, section, row, first), n, bits);
     }
 

@@ -30,6 +30,7 @@ pub(crate) mod integrate;
 pub(crate) mod layout;
 pub(crate) mod planes;
 pub(crate) mod predict;
+mod sets;
 #[cfg(target_arch = "x86_64")]
 mod sse2;
 pub(crate) mod tokens;

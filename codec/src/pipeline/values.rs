@@ -160,13 +160,10 @@ fn store(v: u64, out: &mut [u8]) {
     }
 }
 
+/// The low `width` (1 to 8) bytes of a `u64` set.
 #[inline]
 fn mask(width: u8) -> u64 {
-    if width == 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * u32::from(width))) - 1
-    }
+    u64::MAX >> ((64 - 8 * u32::from(width)) & 63)
 }
 
 /// Zigzag of the `width`-byte wrapping difference `c - r`.
@@ -403,6 +400,53 @@ pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option
     })
 }
 
+/// [`decode`] of a value of element `e` that is not a float (so of
+/// [`Kind::Int`]), refusing, besides what `decode` refuses, a value that
+/// leaves the element as `reference` has it (a changed element must
+/// change): `reference` and `out` are whole records, each side loaded and
+/// stored once.
+#[inline(always)]
+pub(crate) fn decode_changed(
+    e: Element,
+    v: u64,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    if v & !mask(e.width) != 0 {
+        return Err(BadValue);
+    }
+    let r = element_wide(e, reference);
+    let c = match e.op {
+        DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
+        DeltaOp::Sub => {
+            // Byte by byte, each wrapping on its own.
+            let mut c = 0u64;
+            for i in 0..usize::from(e.width) {
+                let (vb, rb) = ((v >> (8 * i)) as u8, (r >> (8 * i)) as u8);
+                c |= u64::from(vb.wrapping_add(rb)) << (8 * i);
+            }
+            c
+        }
+        DeltaOp::Xor => v ^ r,
+        DeltaOp::None => v,
+    };
+    if c == r {
+        return Err(BadValue);
+    }
+    let at = usize::from(e.offset);
+    match out.get_mut(at..at + 8) {
+        // Eight bytes at once, the element's replaced.
+        Some(w) => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            let m = mask(e.width);
+            w.copy_from_slice(&((u64::from_le_bytes(b) & !m) | c).to_le_bytes());
+        }
+        None => store(c, &mut out[at..at + usize::from(e.width)]),
+    }
+    Ok(())
+}
+
 /// Whether elements `e` of `a` and `b` differ.
 #[inline]
 pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
@@ -458,6 +502,30 @@ mod tests {
                     (x.to_bits(), y.to_bits())
                 };
                 prop_assert_eq!(rt(el(w, op, true), yb, xb), (Kind::Integral, 6));
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn decode_changed_matches_decode(w in prop_oneof![Just(1u8), Just(2), Just(4), Just(8)], op in 0usize..5, v: u64, b: u64, at in 0usize..12, small in 0u64..4) {
+            // An element at `at` of a 20-byte record: near the end the
+            // reference is loaded at its width, elsewhere eight bytes at once.
+            let op = [DeltaOp::Sub, DeltaOp::Xor, DeltaOp::Int, DeltaOp::None, DeltaOp::Predict][op];
+            let at = at.min(20 - usize::from(w));
+            let e = Element { offset: at as u16, ..el(w, op, false) };
+            let reference: Vec<u8> = (0..20u64).map(|i| (b >> (i % 8 * 8)) as u8 ^ i as u8).collect();
+            // Small values (0 among them), values of the element's width,
+            // and values too wide for it.
+            for v in [small, v & mask(w), v] {
+                let (mut want, mut got) = (vec![0x5a; 20], vec![0x5a; 20]);
+                let expected = decode(e, Kind::Int, v, &reference, &mut want)
+                    .and_then(|()| if differs(e, &want, &reference) { Ok(()) } else { Err(BadValue) });
+                let result = decode_changed(e, v, &reference, &mut got);
+                prop_assert_eq!(result, expected);
+                if result.is_ok() {
+                    prop_assert_eq!(&got, &want);
+                }
             }
         }
     }
