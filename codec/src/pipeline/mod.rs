@@ -41,7 +41,7 @@ pub(crate) mod values;
 #[cfg(target_arch = "x86_64")]
 mod zigzag_sse2;
 
-use crate::schema::EntityType;
+use crate::schema::{DeltaOp, EntityType};
 use crate::snapshot::{Section, SectionRef};
 pub(crate) use decode::{decode_section, DecodeScratch};
 pub(crate) use tokens::{SectionTokens, Token, TokenSource};
@@ -66,13 +66,25 @@ pub(crate) fn predict_section(
     let (ids, records) = out.parts_mut();
     ids.extend_from_slice(b0.ids());
     records.extend_from_slice(b0.records());
+    // A type with one predicted span (adjacent predicted fields of one
+    // width form one) predicts it directly.
+    let mut predicted = ty.spans().iter().filter(|s| s.op == DeltaOp::Predict);
+    let single = match (predicted.next(), predicted.next()) {
+        (Some(s), None) => Some(s),
+        _ => None,
+    };
+    let (b1_ids, b1_records) = (b1.ids(), b1.records());
     let mut j = 0;
     for (&id, rec) in b0.ids().iter().zip(records.chunks_exact_mut(rs)) {
-        while j < b1.len() && b1.ids()[j] < id {
+        while b1_ids.get(j).is_some_and(|&b| b < id) {
             j += 1;
         }
-        if j < b1.len() && b1.ids()[j] == id {
-            predict::predict(ty.spans(), b1.record(j), rec);
+        if b1_ids.get(j) == Some(&id) {
+            let b1_rec = &b1_records[j * rs..(j + 1) * rs];
+            match single {
+                Some(s) => predict::predict_span(s, b1_rec, rec),
+                None => predict::predict(ty.spans(), b1_rec, rec),
+            }
         }
     }
 }

@@ -10,23 +10,29 @@ use crate::schema::{DeltaOp, Span};
 /// [`DeltaOp::Predict`] spans, `b0` elsewhere.
 pub(crate) fn predict(spans: &[Span], b1: &[u8], rec: &mut [u8]) {
     for s in spans.iter().filter(|s| s.op == DeltaOp::Predict) {
-        let r = s.offset..s.offset + s.len;
-        let (b1, o) = (&b1[r.clone()], &mut rec[r]);
-        match s.width {
-            1 => predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
-            2 => predict_n::<2>(b1, o, |a, b| {
-                let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
-                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            }),
-            4 => predict_n::<4>(b1, o, |a, b| {
-                let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
-                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            }),
-            _ => predict_n::<8>(b1, o, |a, b| {
-                let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
-                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            }),
-        }
+        predict_span(s, b1, rec);
+    }
+}
+
+/// [`predict`] of the one span `s`, whatever its operator.
+#[inline]
+pub(crate) fn predict_span(s: &Span, b1: &[u8], rec: &mut [u8]) {
+    let r = s.offset..s.offset + s.len;
+    let (b1, o) = (&b1[r.clone()], &mut rec[r]);
+    match s.width {
+        1 => predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
+        2 => predict_n::<2>(b1, o, |a, b| {
+            let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
+            a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+        }),
+        4 => predict_n::<4>(b1, o, |a, b| {
+            let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
+            a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+        }),
+        _ => predict_n::<8>(b1, o, |a, b| {
+            let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
+            a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+        }),
     }
 }
 
