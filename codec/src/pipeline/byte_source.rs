@@ -148,8 +148,8 @@ impl<'a> ByteSource<'a> {
         Ok(v)
     }
 
-    /// A value of the value stream that does not take one byte (or is
-    /// missing).
+    /// A value of the value stream that [`TokenSource::uint`] does not take
+    /// directly.
     #[inline(never)]
     fn long_value(&mut self) -> Result<u64, DecodeError> {
         read_varint64(self.back, || self.back_u8())
@@ -205,14 +205,20 @@ impl TokenSource for ByteSource<'_> {
         if is_meta(c) {
             return self.meta_uint(c);
         }
-        // Most values take one byte.
-        match self.back.checked_sub(1).filter(|&at| at >= self.front) {
-            Some(at) if self.data[at] < 0x80 => {
-                self.back = at;
-                Ok(u64::from(self.data[at]))
+        // Most values take one or two bytes: taken here when two bytes are
+        // left (the last byte of a longer varint is not zero).
+        if let Some(at) = self.back.checked_sub(2).filter(|&at| at >= self.front) {
+            let (low, high) = (self.data[at + 1], self.data[at]);
+            if low < 0x80 {
+                self.back = at + 1;
+                return Ok(u64::from(low));
             }
-            _ => self.long_value(),
+            if high < 0x80 && high != 0 {
+                self.back = at;
+                return Ok(u64::from(low & 0x7f) | u64::from(high) << 7);
+            }
         }
+        self.long_value()
     }
 
     #[inline]
@@ -349,6 +355,48 @@ mod tests {
             }
         }
         (got, None)
+    }
+
+    #[test]
+    fn values_match_the_general_varint_reader() {
+        let mut x = 0x9e37_79b9_u32;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let c = ctx::make(ctx::VALUE, 0, 0, 0);
+        for _ in 0..20_000 {
+            // Bytes that end varints (zero among them) and that continue them.
+            let data: Vec<u8> = (0..next() % 14)
+                .map(|_| match next() % 4 {
+                    0 => 0,
+                    1 => 0x80 | next() as u8,
+                    _ => next() as u8,
+                })
+                .collect();
+            let mut src = ByteSource::new(&data);
+            let mut back = data.len();
+            loop {
+                let want = read_varint64(back, || match back.checked_sub(1) {
+                    Some(b) => {
+                        back = b;
+                        Ok(data[b])
+                    }
+                    None => Err(DecodeError::Truncated {
+                        offset: 0,
+                        needed: 1,
+                    }),
+                });
+                let got = src.uint(c);
+                assert_eq!(got, want, "{data:x?}");
+                if got.is_err() {
+                    break;
+                }
+                assert_eq!(src.back, back, "{data:x?}");
+            }
+        }
     }
 
     #[test]
