@@ -131,19 +131,54 @@ fn element(e: Element, record: &[u8]) -> u64 {
     load(&record[at..at + usize::from(e.width)])
 }
 
-/// [`element`] as one eight-byte load, masked to the element's width,
-/// where the record has eight bytes from its offset.
+/// [`element`] as one eight-byte load: of the eight bytes from its
+/// offset, masked to its width, or near the record's end of the eight
+/// bytes that end with it, shifted down.
 #[inline]
 fn element_wide(e: Element, record: &[u8]) -> u64 {
     let at = usize::from(e.offset);
-    match record.get(at..at + 8) {
-        Some(w) => {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            u64::from_le_bytes(b) & mask(e.width)
-        }
+    let end = at + usize::from(e.width);
+    if let Some(w) = record.get(at..at + 8) {
+        return u64::from_le_bytes(eight(w)) & mask(e.width);
+    }
+    match end.checked_sub(8).and_then(|start| record.get(start..end)) {
+        Some(w) => u64::from_le_bytes(eight(w)) >> (8 * (8 - u32::from(e.width))),
         None => element(e, record),
     }
+}
+
+/// Writes `v` (of the element's width) as element `e` of `record` with one
+/// eight-byte store where the record has the eight bytes [`element_wide`]
+/// loads.
+#[inline]
+fn put_element(e: Element, v: u64, record: &mut [u8]) {
+    let at = usize::from(e.offset);
+    let end = at + usize::from(e.width);
+    let m = mask(e.width);
+    if let Some(w) = record.get_mut(at..at + 8) {
+        let old = u64::from_le_bytes(eight(w));
+        w.copy_from_slice(&((old & !m) | v).to_le_bytes());
+        return;
+    }
+    match end
+        .checked_sub(8)
+        .and_then(|start| record.get_mut(start..end))
+    {
+        Some(w) => {
+            let shift = 8 * (8 - u32::from(e.width));
+            let old = u64::from_le_bytes(eight(w));
+            w.copy_from_slice(&((old & !(m << shift)) | v << shift).to_le_bytes());
+        }
+        None => store(v, &mut record[at..end]),
+    }
+}
+
+/// Eight bytes as an array.
+#[inline(always)]
+fn eight(w: &[u8]) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w);
+    b
 }
 
 #[inline]
@@ -433,17 +468,7 @@ pub(crate) fn decode_changed(
     if c == r {
         return Err(BadValue);
     }
-    let at = usize::from(e.offset);
-    match out.get_mut(at..at + 8) {
-        // Eight bytes at once, the element's replaced.
-        Some(w) => {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            let m = mask(e.width);
-            w.copy_from_slice(&((u64::from_le_bytes(b) & !m) | c).to_le_bytes());
-        }
-        None => store(c, &mut out[at..at + usize::from(e.width)]),
-    }
+    put_element(e, c, out);
     Ok(())
 }
 
@@ -508,17 +533,19 @@ mod tests {
 
     proptest! {
         #[test]
-        fn decode_changed_matches_decode(w in prop_oneof![Just(1u8), Just(2), Just(4), Just(8)], op in 0usize..5, v: u64, b: u64, at in 0usize..12, small in 0u64..4) {
-            // An element at `at` of a 20-byte record: near the end the
-            // reference is loaded at its width, elsewhere eight bytes at once.
+        fn decode_changed_matches_decode(w in prop_oneof![Just(1u8), Just(2), Just(4), Just(8)], op in 0usize..5, v: u64, b: u64, at in 0usize..20, extra in 0usize..13, small in 0u64..4) {
+            // An element anywhere in a record of `w` to `w + 12` bytes: with
+            // eight bytes from its offset, with eight bytes before its end,
+            // or in a record shorter than eight bytes.
             let op = [DeltaOp::Sub, DeltaOp::Xor, DeltaOp::Int, DeltaOp::None, DeltaOp::Predict][op];
-            let at = at.min(20 - usize::from(w));
+            let len = usize::from(w) + extra;
+            let at = at % (extra + 1);
             let e = Element { offset: at as u16, ..el(w, op, false) };
-            let reference: Vec<u8> = (0..20u64).map(|i| (b >> (i % 8 * 8)) as u8 ^ i as u8).collect();
+            let reference: Vec<u8> = (0..len as u64).map(|i| (b >> (i % 8 * 8)) as u8 ^ i as u8).collect();
             // Small values (0 among them), values of the element's width,
             // and values too wide for it.
             for v in [small, v & mask(w), v] {
-                let (mut want, mut got) = (vec![0x5a; 20], vec![0x5a; 20]);
+                let (mut want, mut got) = (vec![0x5a; len], vec![0x5a; len]);
                 let expected = decode(e, Kind::Int, v, &reference, &mut want)
                     .and_then(|()| if differs(e, &want, &reference) { Ok(()) } else { Err(BadValue) });
                 let result = decode_changed(e, v, &reference, &mut got);
