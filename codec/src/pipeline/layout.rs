@@ -144,6 +144,19 @@ impl ByteSink {
         }
     }
 
+    /// A meta integer of context `c` (section flags included).
+    #[inline(never)]
+    fn meta_uint(&mut self, c: u32, v: u64) {
+        self.meta_since = true;
+        if ctx::class(c) == ctx::SECTION {
+            for k in flag_bits(v) {
+                self.side((v >> k) & 1 == 1);
+            }
+        } else {
+            put_varint64(&mut self.bytes, v);
+        }
+    }
+
     /// One side bit.
     #[inline]
     fn side(&mut self, b: bool) {
@@ -176,16 +189,12 @@ impl TokenSink for ByteSink {
         self.bit_pos += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self, c: u32, v: u64) {
-        if ctx::class(c) == ctx::SECTION {
-            self.meta_since = true;
-            for k in flag_bits(v) {
-                self.side((v >> k) & 1 == 1);
-            }
-        } else if is_meta(c) {
-            self.meta_since = true;
-            put_varint64(&mut self.bytes, v);
+        if is_meta(c) {
+            self.meta_uint(c, v);
+        } else if v < 0x80 {
+            self.values.push(v as u8);
         } else {
             put_varint64(&mut self.values, v);
         }

@@ -28,6 +28,8 @@ mod decode;
 mod hint;
 pub(crate) mod integrate;
 pub(crate) mod layout;
+#[cfg(test)]
+mod mask_tests;
 pub(crate) mod planes;
 pub(crate) mod predict;
 mod sets;

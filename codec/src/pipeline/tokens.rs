@@ -427,43 +427,36 @@ pub(crate) fn write_rows(
     for r in 0..t.row_end.len() {
         let spawned = t.row_kind(r);
         let row = t.row(r);
-        // Group bits (not sent when the type has one group).
-        if groups > 1 {
-            let mut it = row.iter().peekable();
-            let mut first = 0;
-            while first < groups {
-                let n = (groups - first).min(64);
-                let mut bits = 0u64;
-                while let Some(tok) = it.peek() {
-                    let g = tok.element as usize / GROUP;
-                    if g >= first + n {
-                        break;
-                    }
-                    bits |= 1 << (g - first);
-                    it.next();
-                }
-                sink.groups(section, spawned, first, n, bits);
-                first += n;
-            }
-        }
         if groups == 1 {
             // One group, always sent (a spawned row may change nothing).
             let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
             sink.group(section, spawned, 0, elements, bits);
-        } else {
-            // The marked groups only, in order: the row's elements are
-            // ascending.
-            let mut i = 0;
-            while let Some(t) = row.get(i) {
-                let first = t.element as usize / GROUP * GROUP;
-                let end = (first + GROUP).min(elements);
-                let mut bits = 0u8;
-                while let Some(t) = row.get(i).filter(|t| (t.element as usize) < end) {
-                    bits |= 1 << (t.element as usize - first);
-                    i += 1;
+        } else if groups <= 64 {
+            // One pass over the row: the marked groups and their element
+            // bits; then the group bits and the marked groups in order.
+            let (mut marked, mut element_bits) = (0u64, [0u8; 64]);
+            for tok in row {
+                let e = tok.element as usize;
+                if let Some(b) = element_bits.get_mut(e / GROUP) {
+                    *b |= 1 << (e % GROUP);
+                    marked |= 1 << (e / GROUP);
                 }
-                sink.group(section, spawned, first, end - first, bits);
             }
+            sink.groups(section, spawned, 0, groups, marked);
+            while marked != 0 {
+                let g = marked.trailing_zeros() as usize;
+                marked &= marked - 1;
+                let first = g * GROUP;
+                sink.group(
+                    section,
+                    spawned,
+                    first,
+                    (elements - first).min(GROUP),
+                    element_bits[g],
+                );
+            }
+        } else {
+            write_mask(sink, section, spawned, elements, row);
         }
         for tok in row {
             let e = tok.element as usize;
@@ -472,6 +465,47 @@ pub(crate) fn write_rows(
             }
             sink.uint(ctx::make(ctx::VALUE, section, spawned, e), tok.value);
         }
+    }
+}
+
+/// Writes the element mask of one row of a type with more than 64 mask
+/// groups: its group bits 64 at a time, then the marked groups' element
+/// bits in order.
+pub(super) fn write_mask(
+    sink: &mut impl TokenSink,
+    section: usize,
+    spawned: u32,
+    elements: usize,
+    row: &[Token],
+) {
+    let groups = elements.div_ceil(GROUP);
+    let mut it = row.iter().peekable();
+    let mut first = 0;
+    while first < groups {
+        let n = (groups - first).min(64);
+        let mut bits = 0u64;
+        while let Some(tok) = it.peek() {
+            let g = tok.element as usize / GROUP;
+            if g >= first + n {
+                break;
+            }
+            bits |= 1 << (g - first);
+            it.next();
+        }
+        sink.groups(section, spawned, first, n, bits);
+        first += n;
+    }
+    // The row's elements are ascending.
+    let mut i = 0;
+    while let Some(t) = row.get(i) {
+        let first = t.element as usize / GROUP * GROUP;
+        let end = (first + GROUP).min(elements);
+        let mut bits = 0u8;
+        while let Some(t) = row.get(i).filter(|t| (t.element as usize) < end) {
+            bits |= 1 << (t.element as usize - first);
+            i += 1;
+        }
+        sink.group(section, spawned, first, end - first, bits);
     }
 }
 
