@@ -32,6 +32,8 @@ pub(crate) mod layout;
 mod mask_tests;
 pub(crate) mod planes;
 pub(crate) mod predict;
+#[cfg(target_arch = "x86_64")]
+mod predict_sse2;
 mod sets;
 #[cfg(target_arch = "x86_64")]
 mod sse2;
