@@ -45,8 +45,9 @@ enum RowReference<'a> {
     },
 }
 
-/// Reads one row from `src`: writes the reference with the row's changes
-/// applied into `out`.
+/// Reads one row from `src` into `out`, which holds the row's reference
+/// (for a changed row of a type with integrated elements: the baseline
+/// record): applies the row's changes to it.
 #[allow(clippy::too_many_arguments)]
 fn decode_row(
     src: &mut impl TokenSource,
@@ -69,16 +70,12 @@ fn decode_row(
     )?
     .map_err(|()| DecodeError::BadMask { section, row })?;
     let (reference, integrated) = match reference {
-        RowReference::Plain(r) => {
-            out.copy_from_slice(r);
-            (r, None)
-        }
+        RowReference::Plain(r) => (r, None),
         RowReference::Integrated {
             base,
             integrators,
             reference,
         } => {
-            out.copy_from_slice(base);
             reference.clear();
             reference.extend_from_slice(base);
             (base, Some((integrators, reference)))
@@ -140,12 +137,21 @@ fn decode_values(
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
     for &e in changed {
-        let el = elements[e as usize];
         let bad = DecodeError::BadValue {
             section,
             row,
             element: e as usize,
         };
+        let Some(&el) = elements.get(e as usize) else {
+            return Err(bad);
+        };
+        let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
+        if !el.float {
+            // No kind bit: one value, checked as it is applied.
+            let v = src.uint(value)?;
+            values::decode_changed(el, v, reference, out).map_err(|_| bad)?;
+            continue;
+        }
         let mut kind = values::kind_before_bit(el, reference);
         if kind == Kind::Bits
             && src.bit(tokens::ctx::make(
@@ -157,12 +163,7 @@ fn decode_values(
         {
             kind = Kind::Integral;
         }
-        let v = src.uint(tokens::ctx::make(
-            tokens::ctx::VALUE,
-            section,
-            kind_of_row,
-            e as usize,
-        ))?;
+        let v = src.uint(value)?;
         values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
         if !values::differs(el, out, reference) {
             return Err(bad);
@@ -253,11 +254,11 @@ pub(crate) fn decode_section(
                     s.changed_base.push(bi);
                 }
                 Rows::Tokens(src) => {
+                    // Copied with its run, and decoded in place.
+                    let at = s.records.len() + (bi - run) * rs;
                     s.records
-                        .extend_from_slice(&base_records[run * rs..bi * rs]);
+                        .extend_from_slice(&base_records[run * rs..(bi + 1) * rs]);
                     run = bi + 1;
-                    let at = s.records.len();
-                    s.records.resize(at + rs, 0);
                     decode_row(
                         *src,
                         section,
@@ -310,9 +311,9 @@ pub(crate) fn decode_section(
     let mut any_recalled = false;
     for (t, &id) in m.spawned.iter().enumerate() {
         let at = s.spawn_records.len();
-        s.spawn_records.resize(at + rs, 0);
         match &mut rows {
             Rows::Planes => {
+                s.spawn_records.resize(at + rs, 0);
                 let delta = &s.rows[(row + t) * rs..(row + t + 1) * rs];
                 let (done, rec) = s.spawn_records.split_at_mut(at);
                 let prev = if t == 0 {
@@ -330,6 +331,7 @@ pub(crate) fn decode_section(
                 } else {
                     (tokens::ctx::SPAWNED, ty.default_record())
                 };
+                s.spawn_records.extend_from_slice(reference);
                 decode_row(
                     *src,
                     section,

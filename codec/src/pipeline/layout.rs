@@ -29,14 +29,14 @@
 
 #![forbid(unsafe_code)]
 
-use super::tokens::{ctx, TokenSink, TokenSource};
-use crate::error::DecodeError;
-use crate::wire::{put_varint64, read_varint64};
+pub(crate) use super::byte_source::ByteSource;
+use super::tokens::{ctx, TokenSink};
+use crate::wire::put_varint64;
 
 /// Whether the run bit starts a new byte, given the previous run bit's
 /// class and whether a meta integer came between.
 #[inline]
-fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
+pub(super) fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
     let class = ctx::class(c);
     meta_since
         || prev_class != Some(class)
@@ -48,14 +48,14 @@ fn starts_run(c: u32, prev_class: Option<u32>, meta_since: bool) -> bool {
 /// rows. (A spawned row's kind bits stay a run of their own, next to its
 /// mask: keyframes, all spawned rows, compress better that way.)
 #[inline]
-fn is_side_bit(c: u32) -> bool {
+pub(super) fn is_side_bit(c: u32) -> bool {
     ctx::class(c) == ctx::KIND && ctx::row(c) == ctx::CHANGED
 }
 
 /// Whether an integer of context `c` goes to the front stream (a meta
 /// integer) rather than the value stream.
 #[inline]
-fn is_meta(c: u32) -> bool {
+pub(super) fn is_meta(c: u32) -> bool {
     ctx::class(c) <= ctx::SPAWN_GAP
 }
 
@@ -122,6 +122,41 @@ impl ByteSink {
         self.bytes.extend_from_slice(planes);
     }
 
+    /// `n` (1..=64) run bits of context `c`, bit `k` of `bits` the `k`-th,
+    /// where no bit after the first starts a run (the same class, nothing
+    /// written between them, none the first bit of a mask group): the
+    /// first placed as [`TokenSink::bit`] places it, the others filling
+    /// its byte and then fresh bytes, up to eight at a time.
+    #[inline]
+    fn run_bits(&mut self, c: u32, n: usize, bits: u64) {
+        self.bit(c, bits & 1 == 1);
+        let mut k = 1;
+        while k < n {
+            if self.bit_pos == 8 {
+                self.bit_byte = self.bytes.len();
+                self.bytes.push(0);
+                self.bit_pos = 0;
+            }
+            let take = (n - k).min(8 - usize::from(self.bit_pos));
+            self.bytes[self.bit_byte] |= low_bits(bits >> k, take) << self.bit_pos;
+            self.bit_pos += take as u8;
+            k += take;
+        }
+    }
+
+    /// A meta integer of context `c` (section flags included).
+    #[inline(never)]
+    fn meta_uint(&mut self, c: u32, v: u64) {
+        self.meta_since = true;
+        if ctx::class(c) == ctx::SECTION {
+            for k in flag_bits(v) {
+                self.side((v >> k) & 1 == 1);
+            }
+        } else {
+            put_varint64(&mut self.bytes, v);
+        }
+    }
+
     /// One side bit.
     #[inline]
     fn side(&mut self, b: bool) {
@@ -154,19 +189,34 @@ impl TokenSink for ByteSink {
         self.bit_pos += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     fn uint(&mut self, c: u32, v: u64) {
-        if ctx::class(c) == ctx::SECTION {
-            self.meta_since = true;
-            for k in flag_bits(v) {
-                self.side((v >> k) & 1 == 1);
-            }
-        } else if is_meta(c) {
-            self.meta_since = true;
-            put_varint64(&mut self.bytes, v);
+        if is_meta(c) {
+            self.meta_uint(c, v);
+        } else if v < 0x80 {
+            self.values.push(v as u8);
         } else {
             put_varint64(&mut self.values, v);
         }
+    }
+
+    #[inline]
+    fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u64) {
+        if first == 0 && n <= 8 {
+            // Group bit 0 starts a fresh byte, which holds them all.
+            self.prev_class = Some(ctx::MASK_GROUP);
+            self.meta_since = false;
+            self.bit_byte = self.bytes.len();
+            self.bytes.push(low_bits(bits, n));
+            self.bit_pos = n as u8;
+            return;
+        }
+        self.run_bits(ctx::make(ctx::MASK_GROUP, section, row, first), n, bits);
+    }
+
+    #[inline]
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
+        self.run_bits(ctx::make(ctx::SET_BIT, section, 0, which), n, bits);
     }
 
     #[inline]
@@ -215,6 +265,23 @@ impl LenSink {
         self.front += n;
     }
 
+    /// Counts `n` run bits of context `c` as [`ByteSink::run_bits`] writes
+    /// them.
+    #[inline]
+    fn run_bits(&mut self, c: u32, n: usize) {
+        self.bit(c, false);
+        let mut k = 1;
+        while k < n {
+            if self.bit_pos == 8 {
+                self.front += 1;
+                self.bit_pos = 0;
+            }
+            let take = (n - k).min(8 - usize::from(self.bit_pos));
+            self.bit_pos += take as u8;
+            k += take;
+        }
+    }
+
     #[inline]
     fn side(&mut self) {
         if self.side_pos == 8 {
@@ -223,6 +290,12 @@ impl LenSink {
         }
         self.side_pos += 1;
     }
+}
+
+/// The low `n` (1..=8) bits of `v`.
+#[inline]
+pub(super) fn low_bits(v: u64, n: usize) -> u8 {
+    (v & ((1u64 << n) - 1)) as u8
 }
 
 /// The bytes of `v` as a minimal LEB128 varint: one per started seven
@@ -267,6 +340,16 @@ impl TokenSink for LenSink {
     }
 
     #[inline]
+    fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, _bits: u64) {
+        self.run_bits(ctx::make(ctx::MASK_GROUP, section, row, first), n);
+    }
+
+    #[inline]
+    fn set_bits(&mut self, section: usize, which: usize, n: usize, _bits: u64) {
+        self.run_bits(ctx::make(ctx::SET_BIT, section, 0, which), n);
+    }
+
+    #[inline]
     fn group(&mut self, _section: usize, _row: u32, _first: usize, n: usize, _bits: u8) {
         self.prev_class = Some(ctx::MASK_ELEMENT);
         self.meta_since = false;
@@ -275,215 +358,11 @@ impl TokenSink for LenSink {
     }
 }
 
-/// A bit byte being read: its offset, value and next bit (8: none left).
-#[derive(Debug, Clone, Copy)]
-struct BitByte {
-    at: usize,
-    byte: u8,
-    pos: u8,
-}
-
-impl BitByte {
-    const EMPTY: Self = Self {
-        at: 0,
-        byte: 0,
-        pos: 8,
-    };
-
-    /// Ends the byte: its unused bits must be zero.
-    fn close(&mut self) -> Result<(), DecodeError> {
-        if self.pos < 8 && self.byte >> self.pos != 0 {
-            return Err(DecodeError::NonZeroPadding { offset: self.at });
-        }
-        self.pos = 8;
-        Ok(())
-    }
-
-    /// The next bit (the byte must have one left).
-    #[inline]
-    fn take(&mut self) -> bool {
-        let b = (self.byte >> self.pos) & 1 == 1;
-        self.pos += 1;
-        b
-    }
-}
-
-/// Reads the token walk back from payload bytes.
-#[derive(Debug)]
-pub(crate) struct ByteSource<'a> {
-    data: &'a [u8],
-    /// Next byte of the front stream.
-    front: usize,
-    /// End of the unread bytes: the value stream is read from here down.
-    back: usize,
-    run: BitByte,
-    side: BitByte,
-    prev_class: Option<u32>,
-    meta_since: bool,
-}
-
-impl<'a> ByteSource<'a> {
-    /// Reads `payload`.
-    pub(crate) fn new(payload: &'a [u8]) -> Self {
-        Self {
-            data: payload,
-            front: 0,
-            back: payload.len(),
-            run: BitByte::EMPTY,
-            side: BitByte::EMPTY,
-            prev_class: None,
-            meta_since: false,
-        }
-    }
-
-    /// The next byte of the front stream, as a bit byte.
-    #[inline]
-    fn front_bits(&mut self) -> Result<BitByte, DecodeError> {
-        let at = self.front;
-        Ok(BitByte {
-            at,
-            byte: self.front_u8()?,
-            pos: 0,
-        })
-    }
-
-    /// The next byte of the front stream.
-    #[inline]
-    fn front_u8(&mut self) -> Result<u8, DecodeError> {
-        if self.front >= self.back {
-            return Err(DecodeError::Truncated {
-                offset: self.front,
-                needed: 1,
-            });
-        }
-        let b = self.data[self.front];
-        self.front += 1;
-        Ok(b)
-    }
-
-    /// The next byte of the value stream (read from the end down).
-    #[inline]
-    fn back_u8(&mut self) -> Result<u8, DecodeError> {
-        if self.back <= self.front {
-            return Err(DecodeError::Truncated {
-                offset: self.back,
-                needed: 1,
-            });
-        }
-        self.back -= 1;
-        Ok(self.data[self.back])
-    }
-
-    /// One side bit.
-    #[inline]
-    fn side_bit(&mut self) -> Result<bool, DecodeError> {
-        if self.side.pos == 8 {
-            self.side = self.front_bits()?;
-        }
-        Ok(self.side.take())
-    }
-
-    /// Ends the bits read so far (their padding must be zero) and returns
-    /// the front bytes used.
-    #[cfg(feature = "internals")]
-    pub(crate) fn consumed(&mut self) -> Result<usize, DecodeError> {
-        self.run.close()?;
-        self.side.close()?;
-        Ok(self.front)
-    }
-
-    /// Checks that every byte was used and every padding bit is zero.
-    pub(crate) fn finish(&mut self) -> Result<(), DecodeError> {
-        self.run.close()?;
-        self.side.close()?;
-        match self.back - self.front {
-            0 => Ok(()),
-            count => Err(DecodeError::PayloadTrailing { count }),
-        }
-    }
-}
-
-impl TokenSource for ByteSource<'_> {
-    #[inline]
-    fn bit(&mut self, c: u32) -> Result<bool, DecodeError> {
-        if is_side_bit(c) {
-            return self.side_bit();
-        }
-        let fresh = starts_run(c, self.prev_class, self.meta_since);
-        self.prev_class = Some(ctx::class(c));
-        self.meta_since = false;
-        if fresh || self.run.pos == 8 {
-            self.run.close()?;
-            self.run = self.front_bits()?;
-        }
-        Ok(self.run.take())
-    }
-
-    #[inline]
-    fn uint(&mut self, c: u32) -> Result<u64, DecodeError> {
-        if ctx::class(c) == ctx::SECTION {
-            self.meta_since = true;
-            let mut v = 0u64;
-            for k in 0..3 {
-                v |= u64::from(self.side_bit()?) << k;
-            }
-            if v & 4 != 0 {
-                v |= u64::from(self.side_bit()?) << 3;
-            }
-            if v & 6 != 0 && v & 8 == 0 {
-                v |= u64::from(self.side_bit()?) << 4;
-            }
-            Ok(v)
-        } else if is_meta(c) {
-            self.meta_since = true;
-            read_varint64(self.front, || self.front_u8())
-        } else {
-            read_varint64(self.back, || self.back_u8())
-        }
-    }
-
-    #[inline]
-    fn group(
-        &mut self,
-        _section: usize,
-        _row: u32,
-        _first: usize,
-        n: usize,
-    ) -> Result<u8, DecodeError> {
-        // Element bits at a multiple of 8 always start a fresh byte; its
-        // unused bits are checked when the next run starts.
-        self.run.close()?;
-        self.prev_class = Some(ctx::MASK_ELEMENT);
-        self.meta_since = false;
-        self.run = self.front_bits()?;
-        self.run.pos = n as u8;
-        Ok(if n >= 8 {
-            self.run.byte
-        } else {
-            self.run.byte & ((1u8 << n) - 1)
-        })
-    }
-
-    #[inline]
-    fn raw(&mut self, _section: usize, n: usize) -> Result<&[u8], DecodeError> {
-        self.meta_since = true;
-        let start = self.front;
-        match start.checked_add(n).filter(|&e| e <= self.back) {
-            Some(end) => {
-                self.front = end;
-                Ok(&self.data[start..end])
-            }
-            None => Err(DecodeError::Truncated {
-                offset: start,
-                needed: n - (self.back - start),
-            }),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::DecodeError;
+    use crate::pipeline::tokens::TokenSource;
 
     #[test]
     fn streams_roundtrip() {

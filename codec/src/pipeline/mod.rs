@@ -11,7 +11,7 @@
 //!    in wire order into a [`TokenSink`] (and read back from a
 //!    [`TokenSource`] by [`decode_section`]).
 //! 4. [`layout`]: the zstd path's sink and source, which write the walk as
-//!    bytes.
+//!    bytes (the source in [`byte_source`]).
 //! 5. [`planes`]: the byte layout's other row mode, chosen per section per
 //!    packet ([`choose_planes`]): whole-record deltas as byte planes.
 //! 6. [`integrate`]: the prediction of integrated fields, which a changed
@@ -23,12 +23,18 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod align;
+mod byte_source;
 mod decode;
 mod hint;
 pub(crate) mod integrate;
 pub(crate) mod layout;
+#[cfg(test)]
+mod mask_tests;
 pub(crate) mod planes;
 pub(crate) mod predict;
+#[cfg(target_arch = "x86_64")]
+mod predict_sse2;
+mod sets;
 #[cfg(target_arch = "x86_64")]
 mod sse2;
 pub(crate) mod tokens;
@@ -39,7 +45,7 @@ pub(crate) mod values;
 #[cfg(target_arch = "x86_64")]
 mod zigzag_sse2;
 
-use crate::schema::EntityType;
+use crate::schema::{DeltaOp, EntityType};
 use crate::snapshot::{Section, SectionRef};
 pub(crate) use decode::{decode_section, DecodeScratch};
 pub(crate) use tokens::{SectionTokens, Token, TokenSource};
@@ -64,13 +70,25 @@ pub(crate) fn predict_section(
     let (ids, records) = out.parts_mut();
     ids.extend_from_slice(b0.ids());
     records.extend_from_slice(b0.records());
+    // A type with one predicted span (adjacent predicted fields of one
+    // width form one) predicts it directly.
+    let mut predicted = ty.spans().iter().filter(|s| s.op == DeltaOp::Predict);
+    let single = match (predicted.next(), predicted.next()) {
+        (Some(s), None) => Some(s),
+        _ => None,
+    };
+    let (b1_ids, b1_records) = (b1.ids(), b1.records());
     let mut j = 0;
     for (&id, rec) in b0.ids().iter().zip(records.chunks_exact_mut(rs)) {
-        while j < b1.len() && b1.ids()[j] < id {
+        while b1_ids.get(j).is_some_and(|&b| b < id) {
             j += 1;
         }
-        if j < b1.len() && b1.ids()[j] == id {
-            predict::predict(ty.spans(), b1.record(j), rec);
+        if b1_ids.get(j) == Some(&id) {
+            let b1_rec = &b1_records[j * rs..(j + 1) * rs];
+            match single {
+                Some(s) => predict::predict_span(s, b1_rec, rec),
+                None => predict::predict(ty.spans(), b1_rec, rec),
+            }
         }
     }
 }

@@ -10,22 +10,40 @@ use crate::schema::{DeltaOp, Span};
 /// [`DeltaOp::Predict`] spans, `b0` elsewhere.
 pub(crate) fn predict(spans: &[Span], b1: &[u8], rec: &mut [u8]) {
     for s in spans.iter().filter(|s| s.op == DeltaOp::Predict) {
-        let r = s.offset..s.offset + s.len;
-        let (b1, o) = (&b1[r.clone()], &mut rec[r]);
-        match s.width {
-            1 => predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
-            2 => predict_n::<2>(b1, o, |a, b| {
-                let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
-                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            }),
-            4 => predict_n::<4>(b1, o, |a, b| {
+        predict_span(s, b1, rec);
+    }
+}
+
+/// [`predict`] of the one span `s`, whatever its operator.
+#[inline]
+pub(crate) fn predict_span(s: &Span, b1: &[u8], rec: &mut [u8]) {
+    let r = s.offset..s.offset + s.len;
+    let (b1, o) = (&b1[r.clone()], &mut rec[r]);
+    match s.width {
+        1 => predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
+        2 => predict_n::<2>(b1, o, |a, b| {
+            let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
+            a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+        }),
+        4 => {
+            #[cfg(target_arch = "x86_64")]
+            let done = super::predict_sse2::predict_u32(b1, o);
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
+            predict_n::<4>(&b1[done..], &mut o[done..], |a, b| {
                 let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
                 a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            }),
-            _ => predict_n::<8>(b1, o, |a, b| {
+            });
+        }
+        _ => {
+            #[cfg(target_arch = "x86_64")]
+            let done = super::predict_sse2::predict_u64(b1, o);
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
+            predict_n::<8>(&b1[done..], &mut o[done..], |a, b| {
                 let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
                 a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            }),
+            });
         }
     }
 }
@@ -44,6 +62,48 @@ fn predict_n<const N: usize>(b1: &[u8], out: &mut [u8], f: impl Fn([u8; N], [u8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_match_lane_by_lane() {
+        // Spans of every width, whole 16-byte chunks or not, against the
+        // prediction computed one little-endian lane at a time.
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for width in [1usize, 2, 4, 8] {
+            for lanes in 1..24 {
+                let len = width * lanes;
+                let b0: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                let b1: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                let span = Span {
+                    offset: 0,
+                    len,
+                    width,
+                    op: DeltaOp::Predict,
+                };
+                let mut got = b0.clone();
+                predict_span(&span, &b1, &mut got);
+                let mask = u64::MAX >> (64 - 8 * width);
+                let lane = |v: &[u8], i: usize| {
+                    let mut b = [0u8; 8];
+                    b[..width].copy_from_slice(&v[i * width..(i + 1) * width]);
+                    u64::from_le_bytes(b)
+                };
+                for i in 0..lanes {
+                    let want = lane(&b0, i).wrapping_mul(2).wrapping_sub(lane(&b1, i)) & mask;
+                    assert_eq!(
+                        lane(&got, i),
+                        want,
+                        "width {width}, {lanes} lanes, lane {i}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn prediction_is_linear_and_wraps() {

@@ -23,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+pub(crate) use super::sets::{read_set, write_set};
 use super::values::Kind;
 use crate::error::DecodeError;
 
@@ -276,111 +277,6 @@ impl SectionTokens {
     }
 }
 
-fn varint_cost(v: u64) -> usize {
-    (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
-}
-
-/// Writes a non-empty subset of `0..universe`: nothing when `universe` is
-/// 1; else a head: `universe` alone for the whole universe, else 0 for a
-/// bitmap of `universe` bits or the member count of a list of gaps,
-/// whichever is smaller in bytes (ties: list).
-pub(crate) fn write_set(
-    sink: &mut impl TokenSink,
-    section: usize,
-    which: usize,
-    universe: usize,
-    members: &[u32],
-) {
-    if universe == 1 {
-        return;
-    }
-    if members.len() == universe {
-        sink.uint(ctx::make(ctx::SET_HEAD, section, 0, which), universe as u64);
-        return;
-    }
-    let mut list = varint_cost(members.len() as u64);
-    let mut next = 0u32;
-    for &m in members {
-        list += varint_cost(u64::from(m - next));
-        next = m + 1;
-    }
-    let bitmap = 1 + universe.div_ceil(8);
-    let c = |class| ctx::make(class, section, 0, which);
-    if list <= bitmap {
-        sink.uint(c(ctx::SET_HEAD), members.len() as u64);
-        let mut next = 0u32;
-        for &m in members {
-            sink.uint(c(ctx::SET_GAP), u64::from(m - next));
-            next = m + 1;
-        }
-    } else {
-        sink.uint(c(ctx::SET_HEAD), 0);
-        // The bitmap in chunks of 64 members.
-        let mut it = members.iter().peekable();
-        let mut first = 0;
-        while first < universe {
-            let n = (universe - first).min(64);
-            let mut bits = 0u64;
-            while let Some(&&m) = it.peek().filter(|&&&m| (m as usize) < first + n) {
-                bits |= 1u64 << (m as usize - first);
-                it.next();
-            }
-            sink.set_bits(section, which, n, bits);
-            first += n;
-        }
-    }
-}
-
-/// Reads a non-empty subset of `0..universe` into `out`; `Err(())` if
-/// malformed (a member out of range, a count above `universe`, an empty
-/// bitmap).
-pub(crate) fn read_set(
-    src: &mut impl TokenSource,
-    section: usize,
-    which: usize,
-    universe: usize,
-    out: &mut Vec<u32>,
-) -> Result<Result<(), ()>, DecodeError> {
-    out.clear();
-    if universe == 1 {
-        out.push(0);
-        return Ok(Ok(()));
-    }
-    let c = |class| ctx::make(class, section, 0, which);
-    let n = src.uint(c(ctx::SET_HEAD))?;
-    if n == 0 {
-        let mut first = 0;
-        while first < universe {
-            let k = (universe - first).min(64);
-            let mut bits = src.set_bits(section, which, k)?;
-            while bits != 0 {
-                out.push((first + bits.trailing_zeros() as usize) as u32);
-                bits &= bits - 1;
-            }
-            first += k;
-        }
-        if out.is_empty() {
-            return Ok(Err(()));
-        }
-    } else if n == universe as u64 {
-        out.extend(0..universe as u32);
-    } else {
-        if n > universe as u64 {
-            return Ok(Err(()));
-        }
-        let mut next = 0u64;
-        for _ in 0..n {
-            let m = next + src.uint(c(ctx::SET_GAP))?.min(u64::from(u32::MAX));
-            if m >= universe as u64 {
-                return Ok(Err(()));
-            }
-            out.push(m as u32);
-            next = m + 1;
-        }
-    }
-    Ok(Ok(()))
-}
-
 /// Section flag bit 4: the section's rows are byte planes.
 pub(crate) const FLAG_PLANES: u64 = 16;
 
@@ -531,43 +427,36 @@ pub(crate) fn write_rows(
     for r in 0..t.row_end.len() {
         let spawned = t.row_kind(r);
         let row = t.row(r);
-        // Group bits (not sent when the type has one group).
-        if groups > 1 {
-            let mut it = row.iter().peekable();
-            let mut first = 0;
-            while first < groups {
-                let n = (groups - first).min(64);
-                let mut bits = 0u64;
-                while let Some(tok) = it.peek() {
-                    let g = tok.element as usize / GROUP;
-                    if g >= first + n {
-                        break;
-                    }
-                    bits |= 1 << (g - first);
-                    it.next();
-                }
-                sink.groups(section, spawned, first, n, bits);
-                first += n;
-            }
-        }
         if groups == 1 {
             // One group, always sent (a spawned row may change nothing).
             let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
             sink.group(section, spawned, 0, elements, bits);
-        } else {
-            // The marked groups only, in order: the row's elements are
-            // ascending.
-            let mut i = 0;
-            while let Some(t) = row.get(i) {
-                let first = t.element as usize / GROUP * GROUP;
-                let end = (first + GROUP).min(elements);
-                let mut bits = 0u8;
-                while let Some(t) = row.get(i).filter(|t| (t.element as usize) < end) {
-                    bits |= 1 << (t.element as usize - first);
-                    i += 1;
+        } else if groups <= 64 {
+            // One pass over the row: the marked groups and their element
+            // bits; then the group bits and the marked groups in order.
+            let (mut marked, mut element_bits) = (0u64, [0u8; 64]);
+            for tok in row {
+                let e = tok.element as usize;
+                if let Some(b) = element_bits.get_mut(e / GROUP) {
+                    *b |= 1 << (e % GROUP);
+                    marked |= 1 << (e / GROUP);
                 }
-                sink.group(section, spawned, first, end - first, bits);
             }
+            sink.groups(section, spawned, 0, groups, marked);
+            while marked != 0 {
+                let g = marked.trailing_zeros() as usize;
+                marked &= marked - 1;
+                let first = g * GROUP;
+                sink.group(
+                    section,
+                    spawned,
+                    first,
+                    (elements - first).min(GROUP),
+                    element_bits[g],
+                );
+            }
+        } else {
+            write_mask(sink, section, spawned, elements, row);
         }
         for tok in row {
             let e = tok.element as usize;
@@ -576,6 +465,47 @@ pub(crate) fn write_rows(
             }
             sink.uint(ctx::make(ctx::VALUE, section, spawned, e), tok.value);
         }
+    }
+}
+
+/// Writes the element mask of one row of a type with more than 64 mask
+/// groups: its group bits 64 at a time, then the marked groups' element
+/// bits in order.
+pub(super) fn write_mask(
+    sink: &mut impl TokenSink,
+    section: usize,
+    spawned: u32,
+    elements: usize,
+    row: &[Token],
+) {
+    let groups = elements.div_ceil(GROUP);
+    let mut it = row.iter().peekable();
+    let mut first = 0;
+    while first < groups {
+        let n = (groups - first).min(64);
+        let mut bits = 0u64;
+        while let Some(tok) = it.peek() {
+            let g = tok.element as usize / GROUP;
+            if g >= first + n {
+                break;
+            }
+            bits |= 1 << (g - first);
+            it.next();
+        }
+        sink.groups(section, spawned, first, n, bits);
+        first += n;
+    }
+    // The row's elements are ascending.
+    let mut i = 0;
+    while let Some(t) = row.get(i) {
+        let first = t.element as usize / GROUP * GROUP;
+        let end = (first + GROUP).min(elements);
+        let mut bits = 0u8;
+        while let Some(t) = row.get(i).filter(|t| (t.element as usize) < end) {
+            bits |= 1 << (t.element as usize - first);
+            i += 1;
+        }
+        sink.group(section, spawned, first, end - first, bits);
     }
 }
 
@@ -598,13 +528,19 @@ pub(crate) fn read_mask(
             return Ok(Err(()));
         }
     } else if groups <= 64 {
-        // The marked groups' element bits, group by group.
-        let mut bits = src.groups(section, row, 0, groups)?;
-        while bits != 0 {
-            let g = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            if read_group(src, section, row, elements, g, changed)?.is_err() {
+        // The marked groups' element bits, group by group: each marked
+        // group changes something.
+        let mut marked = src.groups(section, row, 0, groups)?;
+        while marked != 0 {
+            let first = marked.trailing_zeros() as usize * GROUP;
+            marked &= marked - 1;
+            let mut bits = src.group(section, row, first, (elements - first).min(GROUP))?;
+            if bits == 0 {
                 return Ok(Err(()));
+            }
+            while bits != 0 {
+                changed.push((first + bits.trailing_zeros() as usize) as u32);
+                bits &= bits - 1;
             }
         }
     } else {

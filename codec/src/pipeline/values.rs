@@ -131,19 +131,54 @@ fn element(e: Element, record: &[u8]) -> u64 {
     load(&record[at..at + usize::from(e.width)])
 }
 
-/// [`element`] as one eight-byte load, masked to the element's width,
-/// where the record has eight bytes from its offset.
+/// [`element`] as one eight-byte load: of the eight bytes from its
+/// offset, masked to its width, or near the record's end of the eight
+/// bytes that end with it, shifted down.
 #[inline]
 fn element_wide(e: Element, record: &[u8]) -> u64 {
     let at = usize::from(e.offset);
-    match record.get(at..at + 8) {
-        Some(w) => {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            u64::from_le_bytes(b) & mask(e.width)
-        }
+    let end = at + usize::from(e.width);
+    if let Some(w) = record.get(at..at + 8) {
+        return u64::from_le_bytes(eight(w)) & mask(e.width);
+    }
+    match end.checked_sub(8).and_then(|start| record.get(start..end)) {
+        Some(w) => u64::from_le_bytes(eight(w)) >> (8 * (8 - u32::from(e.width))),
         None => element(e, record),
     }
+}
+
+/// Writes `v` (of the element's width) as element `e` of `record` with one
+/// eight-byte store where the record has the eight bytes [`element_wide`]
+/// loads.
+#[inline]
+fn put_element(e: Element, v: u64, record: &mut [u8]) {
+    let at = usize::from(e.offset);
+    let end = at + usize::from(e.width);
+    let m = mask(e.width);
+    if let Some(w) = record.get_mut(at..at + 8) {
+        let old = u64::from_le_bytes(eight(w));
+        w.copy_from_slice(&((old & !m) | v).to_le_bytes());
+        return;
+    }
+    match end
+        .checked_sub(8)
+        .and_then(|start| record.get_mut(start..end))
+    {
+        Some(w) => {
+            let shift = 8 * (8 - u32::from(e.width));
+            let old = u64::from_le_bytes(eight(w));
+            w.copy_from_slice(&((old & !(m << shift)) | v << shift).to_le_bytes());
+        }
+        None => store(v, &mut record[at..end]),
+    }
+}
+
+/// Eight bytes as an array.
+#[inline(always)]
+fn eight(w: &[u8]) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w);
+    b
 }
 
 #[inline]
@@ -160,13 +195,10 @@ fn store(v: u64, out: &mut [u8]) {
     }
 }
 
+/// The low `width` (1 to 8) bytes of a `u64` set.
 #[inline]
 fn mask(width: u8) -> u64 {
-    if width == 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * u32::from(width))) - 1
-    }
+    u64::MAX >> ((64 - 8 * u32::from(width)) & 63)
 }
 
 /// Zigzag of the `width`-byte wrapping difference `c - r`.
@@ -403,6 +435,43 @@ pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option
     })
 }
 
+/// [`decode`] of a value of element `e` that is not a float (so of
+/// [`Kind::Int`]), refusing, besides what `decode` refuses, a value that
+/// leaves the element as `reference` has it (a changed element must
+/// change): `reference` and `out` are whole records, each side loaded and
+/// stored once.
+#[inline(always)]
+pub(crate) fn decode_changed(
+    e: Element,
+    v: u64,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    if v & !mask(e.width) != 0 {
+        return Err(BadValue);
+    }
+    let r = element_wide(e, reference);
+    let c = match e.op {
+        DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
+        DeltaOp::Sub => {
+            // Byte by byte, each wrapping on its own.
+            let mut c = 0u64;
+            for i in 0..usize::from(e.width) {
+                let (vb, rb) = ((v >> (8 * i)) as u8, (r >> (8 * i)) as u8);
+                c |= u64::from(vb.wrapping_add(rb)) << (8 * i);
+            }
+            c
+        }
+        DeltaOp::Xor => v ^ r,
+        DeltaOp::None => v,
+    };
+    if c == r {
+        return Err(BadValue);
+    }
+    put_element(e, c, out);
+    Ok(())
+}
+
 /// Whether elements `e` of `a` and `b` differ.
 #[inline]
 pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
@@ -410,181 +479,5 @@ pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn el(width: u8, op: DeltaOp, float: bool) -> Element {
-        Element {
-            offset: 0,
-            width,
-            op,
-            float,
-            grid: None,
-        }
-    }
-
-    fn rt(e: Element, c: u64, b: u64) -> (Kind, u64) {
-        let w = usize::from(e.width);
-        let (cb, bb) = (&c.to_le_bytes()[..w], &b.to_le_bytes()[..w]);
-        let (k, v) = encode(e, cb, bb);
-        // The encoder's one-load form agrees.
-        let changed = differs(e, cb, bb).then_some((k, v));
-        assert_eq!(encode_changed(e, cb, bb), changed);
-        // The decoder knows from the reference whether a kind bit follows.
-        assert_eq!(kind_before_bit(e, bb).bit().is_some(), k.bit().is_some());
-        if k.bit().is_none() {
-            assert_eq!(kind_before_bit(e, bb), k);
-        }
-        let mut out = vec![0xaa; w];
-        decode(e, k, v, bb, &mut out).unwrap();
-        assert_eq!(out, cb);
-        (k, v)
-    }
-
-    proptest! {
-        #[test]
-        fn inverse(w in prop_oneof![Just(1u8), Just(2), Just(4), Just(8)], op in 0usize..5, c: u64, b: u64, small: i16) {
-            let op = [DeltaOp::Sub, DeltaOp::Xor, DeltaOp::Int, DeltaOp::None, DeltaOp::Predict][op];
-            let m = mask(w);
-            rt(el(w, op, false), c & m, b & m);
-            if w >= 4 && matches!(op, DeltaOp::Int | DeltaOp::Predict) {
-                rt(el(w, op, true), c & m, b & m);
-                // Whole numbers near each other.
-                let (x, y) = (f64::from(small), f64::from(small) + 3.0);
-                let (xb, yb) = if w == 4 {
-                    (u64::from((x as f32).to_bits()), u64::from((y as f32).to_bits()))
-                } else {
-                    (x.to_bits(), y.to_bits())
-                };
-                prop_assert_eq!(rt(el(w, op, true), yb, xb), (Kind::Integral, 6));
-            }
-        }
-    }
-
-    #[test]
-    fn float_kinds() {
-        let e = el(4, DeltaOp::Int, true);
-        let f = |x: f32| u64::from(x.to_bits());
-        assert_eq!(rt(e, f(1010.0), f(1000.0)), (Kind::Integral, 20));
-        assert_eq!(rt(e, f(-3.0), f(2.0)), (Kind::Integral, 9));
-        assert_eq!(rt(e, f(0.5), f(1000.0)).0, Kind::Bits);
-        assert_eq!(rt(e, f(-0.0), f(0.0)).0, Kind::Bits);
-        assert_eq!(rt(e, f(0.0), f(-0.0)).0, Kind::BitsOnly);
-        assert_eq!(rt(e, f(f32::NAN), f(1.0)).0, Kind::Bits);
-        assert_eq!(rt(e, f(2.0), f(33_554_432.0)).0, Kind::BitsOnly);
-        assert_eq!(rt(e, f(16_777_216.0), f(0.0)), (Kind::Integral, 1 << 25));
-        let mut o = [0; 4];
-        let b = 16_777_216f32.to_bits().to_le_bytes();
-        assert_eq!(decode(e, Kind::Integral, 2, &b, &mut o), Err(BadValue));
-        assert_eq!(
-            decode(e, Kind::Integral, 0, &[0, 0, 0xc0, 0x7f], &mut o),
-            Err(BadValue)
-        );
-        assert_eq!(decode(e, Kind::Bits, 1 << 32, &b, &mut o), Err(BadValue));
-    }
-
-    proptest! {
-        #[test]
-        fn integral_matches_float_arithmetic(x: f32, y: f64, k in -20_000_000i64..20_000_000) {
-            let reference32 = |x: f32| (x.is_finite() && x.trunc() == x && x.abs() <= 16_777_216.0
-                && x.to_bits() != 0x8000_0000).then_some(x as i64);
-            let reference64 = |x: f64| (x.is_finite() && x.trunc() == x && x.abs() <= 9_007_199_254_740_992.0
-                && x.to_bits() != 0x8000_0000_0000_0000).then_some(x as i64);
-            for v in [x, k as f32, (k as f32) + 0.5, -0.0, 0.0, f32::INFINITY, f32::NAN] {
-                prop_assert_eq!(integral(u64::from(v.to_bits()), 4), reference32(v), "{}", v);
-            }
-            for v in [y, k as f64, (k as f64) * 1e9, (k as f64) + 0.25, -0.0] {
-                prop_assert_eq!(integral(v.to_bits(), 8), reference64(v), "{}", v);
-            }
-        }
-    }
-
-    #[test]
-    fn integer_zigzag() {
-        assert_eq!(
-            rt(el(4, DeltaOp::Int, false), (-3i32) as u32 as u64, 0),
-            (Kind::Int, 5)
-        );
-        assert_eq!(rt(el(1, DeltaOp::Int, false), 0, 255), (Kind::Int, 2));
-        assert_eq!(rt(el(8, DeltaOp::Int, false), 0, 1), (Kind::Int, 1));
-        assert_eq!(
-            rt(el(2, DeltaOp::Sub, false), 0x0100, 0x00ff),
-            (Kind::Int, 0x0101)
-        );
-    }
-
-    fn grid(width: u8, step: f64) -> Element {
-        Element {
-            grid: Some(step.to_bits()),
-            ..el(width, DeltaOp::Int, true)
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn grid_values_round_trip_bit_exactly(ka in -70_000i64..70_000, kb in -70_000i64..70_000, noise: u32, step_at in 0usize..3) {
-            let step = [360.0 / 65536.0, 0.1, 0.125][step_at];
-            let e = grid(4, step);
-            let on = |k: i64| u64::from(((k as f64 * step) as f32).to_bits());
-            // Both on the grid: whole steps, the difference of the counts.
-            let (k, v) = rt(e, on(ka), on(kb));
-            if on(ka) != on(kb) && whole(e, on(ka)) == Some(ka) && whole(e, on(kb)) == Some(kb) {
-                prop_assert_eq!(k, Kind::Integral);
-                prop_assert_eq!(v, zigzag64(ka - kb));
-            }
-            // Off the grid (any bits, NaN included): bit-exact as without one.
-            rt(e, u64::from(noise), on(kb));
-            rt(e, on(ka), u64::from(noise));
-            let e64 = grid(8, step);
-            rt(e64, (ka as f64 * step).to_bits(), (kb as f64 * step).to_bits());
-            rt(e64, u64::from(noise) << 20, (kb as f64 * step).to_bits());
-        }
-    }
-
-    #[test]
-    fn angle_steps_cost_a_few_bits() {
-        // 90.0 and 90.0 + 3 steps of 360/65536 degrees.
-        let e = grid(4, 360.0 / 65536.0);
-        let a = u64::from(90.0f32.to_bits());
-        let b = u64::from((((16384 + 3) as f64 * (360.0 / 65536.0)) as f32).to_bits());
-        assert_eq!(rt(e, b, a), (Kind::Integral, zigzag64(3)));
-        // Without the grid, 90.0 is integral and the other is not: bits.
-        assert_eq!(rt(el(4, DeltaOp::Int, true), b, a).0, Kind::Bits);
-        // -0.0 is never on a grid.
-        let neg_zero = u64::from((-0.0f32).to_bits());
-        assert_eq!(whole(e, neg_zero), None);
-        assert_eq!(rt(e, neg_zero, a).0, Kind::Bits);
-    }
-
-    #[test]
-    fn non_canonical_step_counts_are_rejected() {
-        // With a step below f32 precision near 2^24 · step, neighbouring
-        // counts round to one float; only the count `whole` finds decodes.
-        let e = grid(4, 1e-3);
-        let mut out = [0u8; 4];
-        let mut rejected = 0;
-        for k in (1i64 << 24) - 200..1 << 24 {
-            let Some(r) = from_whole(e, k).filter(|&r| whole(e, r) == Some(k)) else {
-                continue;
-            };
-            let Some(bits) = from_whole(e, k + 1) else {
-                continue;
-            };
-            let got = decode(
-                e,
-                Kind::Integral,
-                zigzag64(1),
-                &r.to_le_bytes()[..4],
-                &mut out,
-            );
-            if whole(e, bits) == Some(k + 1) {
-                assert_eq!(got, Ok(()));
-            } else {
-                assert_eq!(got, Err(BadValue));
-                rejected += 1;
-            }
-        }
-        assert!(rejected > 0);
-    }
-}
+#[path = "values_tests.rs"]
+mod tests;
