@@ -722,3 +722,30 @@ fields = [
         Err(SchemaError::Parse { .. })
     ));
 }
+
+/// An `f64` quaternion's codes are whole `i64`s: the most negative one is
+/// refused like any other out-of-range code (its magnitude does not fit an
+/// `i64`), in debug builds too.
+#[test]
+fn most_negative_f64_quaternion_code_is_refused() {
+    let schema = Schema::builder()
+        .entity("body")
+        .field("rot", Primitive::F64, 4)
+        .quantize(Quantize::smallest_three(12))
+        .build()
+        .unwrap();
+    let ty = &schema.sections()[0];
+    for element in 1..4 {
+        let mut codes = [0i64; 4];
+        codes[element] = i64::MIN;
+        let mut rec: Vec<u8> = codes.iter().flat_map(|c| c.to_le_bytes()).collect();
+        assert_eq!(
+            ty.from_codes(&mut rec),
+            Err(QuantizeError::BadCode {
+                entity: 0,
+                field: 0,
+                element,
+            })
+        );
+    }
+}

@@ -419,7 +419,7 @@ fn slot_from_codes<T: Float>(
             if !(0..4).contains(&k) {
                 return Err(0);
             }
-            if let Some(j) = q.iter().position(|c| c.abs() > m) {
+            if let Some(j) = q.iter().position(|c| c.unsigned_abs() > m.unsigned_abs()) {
                 return Err(j + 1);
             }
             let v = quat::canonical_value(k as usize, q, m, st, s.ty).ok_or(0usize)?;
