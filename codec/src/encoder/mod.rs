@@ -311,10 +311,7 @@ impl Encoder {
 
     /// The dictionary for the packet being built.
     fn active_dict(&self) -> Option<&Prepared> {
-        match (&self.keyframe_dict, self.keyframe) {
-            (Some(k), true) => Some(k),
-            _ => self.dict.as_ref(),
-        }
+        active(&self.dict, &self.keyframe_dict, self.keyframe)
     }
 
     /// Sends a 16-bit checksum of the snapshot in every packet (3 bytes
@@ -468,5 +465,19 @@ impl Encoder {
 
     fn bound(&self) -> usize {
         self.header.len() + block::max_blocks_len(self.payload_len)
+    }
+}
+
+/// The dictionary a packet uses: the keyframe dictionary for a keyframe
+/// when there is one, else the main one. Takes the fields rather than the
+/// encoder, so callers may borrow its other fields mutably meanwhile.
+fn active<'a>(
+    dict: &'a Option<Prepared>,
+    keyframe_dict: &'a Option<Prepared>,
+    keyframe: bool,
+) -> Option<&'a Prepared> {
+    match (keyframe_dict, keyframe) {
+        (Some(k), true) => Some(k),
+        _ => dict.as_ref(),
     }
 }

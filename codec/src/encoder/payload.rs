@@ -3,7 +3,7 @@
 //! entropy setting allows and is smaller.
 #![forbid(unsafe_code)]
 
-use super::{Encoder, Entropy, ModelStream};
+use super::{active, Encoder, Entropy, ModelStream};
 use crate::block::{self, BlockHeader, BlockType, Coders};
 use crate::error::EncodeError;
 use crate::model;
@@ -14,10 +14,7 @@ impl Encoder {
     /// Appends the payload's blocks (zstd, Huffman, raw or RLE per block,
     /// as the entropy setting allows) to `out`.
     pub(super) fn append_blocks(&mut self, out: &mut Vec<u8>) {
-        let prepared = match (&self.keyframe_dict, self.keyframe) {
-            (Some(k), true) => Some(k),
-            _ => self.dict.as_ref(),
-        };
+        let prepared = active(&self.dict, &self.keyframe_dict, self.keyframe);
         let huffman = prepared.and_then(|p| p.huffman.as_deref());
         let coders = Coders {
             zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
@@ -89,11 +86,8 @@ impl Encoder {
     /// stream, in one walk, when the packet's stream is due and the walks
     /// are the same (no section as byte planes); returns whether it did.
     fn size_with_model(&mut self, len: &mut LenSink) -> bool {
-        let table = match (&self.keyframe_dict, self.keyframe) {
-            (Some(k), true) => Some(k),
-            _ => self.dict.as_ref(),
-        }
-        .and_then(|p| p.model.as_deref());
+        let table =
+            active(&self.dict, &self.keyframe_dict, self.keyframe).and_then(|p| p.model.as_deref());
         let (Some(table), Some(map)) = (table, &self.context_map) else {
             return false;
         };
@@ -125,10 +119,7 @@ impl Encoder {
         out.clear();
         out.reserve(self.bound());
         out.extend_from_slice(&self.header);
-        let prepared = match (&self.keyframe_dict, self.keyframe) {
-            (Some(k), true) => Some(k),
-            _ => self.dict.as_ref(),
-        };
+        let prepared = active(&self.dict, &self.keyframe_dict, self.keyframe);
         if self.payload_len == 0 {
             return;
         }
