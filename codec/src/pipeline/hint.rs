@@ -84,6 +84,7 @@ pub(super) fn predict_planes(
     let middle = (4 * nonzero + 5 * runs).saturating_mul(den) < sure.saturating_mul(4);
     let tentative = !dearest && middle && middle_above != usize::MAX;
     if !(dearest || middle && sure > middle_above.saturating_mul(den) || tentative) {
+        s.counted = Some((nonzero, runs));
         return false;
     }
     let t = &mut s.tokens;
@@ -171,6 +172,51 @@ mod tests {
             assert_eq!(s.planes, full.planes);
             assert_eq!(s.row_bytes, full.row_bytes);
             assert!(!s.tentative && !s.pending);
+        }
+    }
+
+    #[test]
+    fn a_prediction_left_to_the_full_estimate_settles_as_it() {
+        let schema = Schema::builder()
+            .entity("e")
+            .field("v", Primitive::F32, 8)
+            .build()
+            .unwrap();
+        let ty = &schema.sections()[0];
+        let elements = values::elements(ty);
+        let order = planes::order(&elements);
+        let no_recall = |_: u32, _: &mut [u8]| Ok::<bool, ()>(false);
+        for rows in [16, 40, 200] {
+            let (base, cur) = (section(rows, 0), section(rows, 1));
+            let (base, cur) = (base.as_ref(), cur.as_ref());
+            let mut full = EncodeScratch::default();
+            encode_section(
+                ty, &elements, &order, &base, &cur, no_recall, false, None, &mut full,
+            )
+            .unwrap();
+            // A hint that predicts masks and values whatever the rows: the
+            // full estimate runs on what the prediction counted.
+            let mut s = EncodeScratch {
+                hint: Some(PlanesHint::new(1, 1 << 20)),
+                ..EncodeScratch::default()
+            };
+            encode_section(
+                ty,
+                &elements,
+                &order,
+                &base,
+                &cur,
+                no_recall,
+                false,
+                Some(usize::MAX),
+                &mut s,
+            )
+            .unwrap();
+            assert_eq!(s.mode, full.mode, "{rows} rows");
+            assert_eq!(s.planes, full.planes);
+            assert_eq!(s.row_bytes, full.row_bytes);
+            assert_eq!(s.tokens.planes, full.tokens.planes);
+            assert!(s.counted.is_none() && !s.pending);
         }
     }
 }

@@ -122,6 +122,9 @@ pub(crate) struct EncodeScratch {
     /// size that lets the encoder take it is known: the encoder confirms
     /// it, or has the section coded in full ([`complete_section`]).
     pub(crate) tentative: bool,
+    /// The non-zero bytes of `rows` and the zero runs of `planes`, when a
+    /// prediction counted them and left the section to the full estimate.
+    counted: Option<(usize, usize)>,
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
@@ -232,6 +235,7 @@ pub(crate) fn encode_section<E>(
     s.pending = false;
     s.tentative = false;
     s.row_bytes = 0;
+    s.counted = None;
     let n = a.changed_rows.len() + a.spawned.len();
     if let Some(middle_above) = predict.filter(|_| !defer_planes && n >= EARLY_STOP_ROWS) {
         if hint::predict_planes(ty, order, base, cur, middle_above, s) {
@@ -374,7 +378,8 @@ pub(crate) fn settle_planes(
     // when there are zeros): when that already reaches the rows' cost as
     // masks and values, the mode is `Tokens` without a look at the planes.
     let tokens = token_row_bytes(elements, t);
-    let nonzero = planes::count_nonzero(&s.rows);
+    let counted = s.counted.take();
+    let nonzero = counted.map_or_else(|| planes::count_nonzero(&s.rows), |c| c.0);
     s.hint = None;
     s.row_bytes = tokens;
     if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
@@ -395,7 +400,7 @@ pub(crate) fn settle_planes(
         if s.planes.is_empty() {
             planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
         }
-        let runs = planes::zero_runs(&s.planes);
+        let runs = counted.map_or_else(|| planes::zero_runs(&s.planes), |c| c.1);
         s.mode = choose_planes(tokens, nonzero, runs);
         if s.mode == RowMode::Tokens {
             s.planes.clear();
