@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use super::values::{self, Element, Kind};
-use super::{decode_planes, integrate, planes, tokens, SectionTokens, TokenSource};
+use super::{decode_planes, integrate, tokens, SectionTokens, TokenSource};
 use crate::error::DecodeError;
 use crate::schema::EntityType;
 use crate::snapshot::{Section, SectionRef};
@@ -15,12 +15,8 @@ use crate::snapshot::{Section, SectionRef};
 pub(crate) struct DecodeScratch {
     groups: Vec<bool>,
     changed: Vec<u32>,
-    /// The rows' deltas transposed back from byte planes, one record each.
-    rows: Vec<u8>,
-    /// Where each record byte's plane starts ([`planes::unsplit`]).
-    starts: Vec<usize>,
-    /// Each section's plan for rebuilding records from byte-plane rows.
-    plans: decode_planes::Plans,
+    /// Byte-plane rows.
+    planes: decode_planes::Scratch,
     spawn_records: Vec<u8>,
     reference: Vec<u8>,
     /// A changed row's reference with its integrated elements predicted.
@@ -200,24 +196,20 @@ pub(crate) fn decode_section(
     }
     let kept = m.kept();
     if m.planes {
-        // The section's byte planes, read whole, then transposed back into
-        // one delta per row (as many bytes as the planes, which the payload
-        // held): changed rows, then spawned rows.
+        // The section's byte planes, read whole (one byte per row in
+        // each: changed rows, then spawned rows).
         let n = m.changed.len() + m.spawned.len();
         let bytes = src.raw(section, order.len().saturating_mul(n))?;
-        let deltas = planes::unsplit(order, bytes, n, rs, &mut s.rows, &mut s.starts);
-        let (changed, spawned) = deltas.split_at(m.changed.len() * rs);
-        let apply = decode_planes::Apply {
-            plan: s.plans.get(section, ty.spans(), rs),
-            spans: ty.spans(),
-        };
-        decode_planes::kept(section, apply, base, m, changed, &mut s.ids, &mut s.records)?;
-        decode_planes::spawned(
+        decode_planes::decode(
             section,
-            apply,
-            ty.default_record(),
-            m.spawned.len(),
-            spawned,
+            ty,
+            order,
+            bytes,
+            base,
+            m,
+            &mut s.planes,
+            &mut s.ids,
+            &mut s.records,
             &mut s.spawn_records,
         )?;
         return merge(section, rs, kept, m, s, out);

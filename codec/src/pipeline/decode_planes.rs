@@ -5,12 +5,132 @@
 
 #![forbid(unsafe_code)]
 
-use super::planes;
 use super::record_apply::ApplyPlan;
-use super::SectionTokens;
+use super::{planes, transpose, SectionTokens};
 use crate::error::DecodeError;
-use crate::schema::Span;
+use crate::schema::{EntityType, Span};
 use crate::snapshot::SectionRef;
+
+/// Scratch of the byte-plane rows, reused between sections and packets.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    /// The rows' deltas transposed back from the planes, one record each.
+    rows: Vec<u8>,
+    /// Where each record byte's plane starts ([`planes::unsplit`]).
+    starts: Vec<usize>,
+    plans: Plans,
+    /// Per changed row: where its reference starts in the baseline's
+    /// records, and its record in the kept ones.
+    refs: Vec<usize>,
+    outs: Vec<usize>,
+    /// Per changed row: whether its record differs from its reference.
+    differs: Vec<bool>,
+}
+
+/// Rebuilds a section of records of `ty` from `base`, its entity sets `m`
+/// and its byte planes `planes` in `order`: the kept entities into `ids`
+/// and `records`, the spawned records into `spawn_records`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn decode(
+    section: usize,
+    ty: &EntityType,
+    order: &[u16],
+    planes: &[u8],
+    base: &SectionRef<'_>,
+    m: &SectionTokens,
+    s: &mut Scratch,
+    ids: &mut Vec<u32>,
+    records: &mut Vec<u8>,
+    spawn_records: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    let rs = ty.record_size();
+    let changed = m.changed.len();
+    let n = changed + m.spawned.len();
+    kept(section, base, m, ids, records, &mut s.refs, &mut s.outs)?;
+    let plan = s.plans.get(section, ty.spans(), rs);
+    let apply = Apply {
+        plan,
+        spans: ty.spans(),
+    };
+    // The changed rows straight from the planes when they are whole and
+    // the layout has a plan, else through the rows' deltas.
+    let whole = transpose::plane_starts(order, n, rs, &mut s.starts)
+        && planes.len() >= order.len().saturating_mul(n);
+    let fused = whole
+        && plan.is_some_and(|p| {
+            wide::changed_rows(
+                p,
+                planes,
+                &s.starts,
+                changed,
+                Places {
+                    reference: base.records(),
+                    refs: &s.refs,
+                    out: records,
+                    outs: &s.outs,
+                },
+                &mut s.differs,
+            )
+        });
+    let spawned_rows = if fused {
+        // A changed row changes something.
+        if let Some(row) = s.differs.iter().position(|&d| !d) {
+            return Err(DecodeError::BadMask { section, row });
+        }
+        planes::unsplit(order, planes, n, changed, rs, &mut s.rows, &mut s.starts)
+    } else {
+        let deltas = planes::unsplit(order, planes, n, 0, rs, &mut s.rows, &mut s.starts);
+        let (deltas, spawned_rows) = deltas.split_at(changed * rs);
+        changed_records(
+            section,
+            apply,
+            rs,
+            deltas,
+            Places {
+                reference: base.records(),
+                refs: &s.refs,
+                out: records,
+                outs: &s.outs,
+            },
+        )?;
+        spawned_rows
+    };
+    spawned(
+        section,
+        apply,
+        ty.default_record(),
+        m.spawned.len(),
+        spawned_rows,
+        spawn_records,
+    )
+}
+
+/// Where the changed rows' records are: row `k`'s reference at `refs[k]`
+/// in `reference`, and its record at `outs[k]` in `out`.
+pub(super) struct Places<'a> {
+    pub(super) reference: &'a [u8],
+    pub(super) refs: &'a [usize],
+    pub(super) out: &'a mut [u8],
+    pub(super) outs: &'a [usize],
+}
+
+#[cfg(target_arch = "x86_64")]
+use super::planes_apply_sse2 as wide;
+
+/// Elsewhere the changed rows go through the rows' deltas.
+#[cfg(not(target_arch = "x86_64"))]
+mod wide {
+    pub(super) fn changed_rows(
+        _: &super::ApplyPlan,
+        _: &[u8],
+        _: &[usize],
+        _: usize,
+        _: super::Places<'_>,
+        _: &mut Vec<bool>,
+    ) -> bool {
+        false
+    }
+}
 
 /// Each section's [`ApplyPlan`], built the first time the section is
 /// seen with its spans.
@@ -61,19 +181,19 @@ impl Apply<'_> {
 }
 
 /// Fills `ids` and `records` with the kept entities of `base` (minus
-/// `m.removed`, in order), the changed ones (`m.changed`) rebuilt from row
-/// `k` of `deltas` (rows of a record's size) for the `k`-th of them.
-pub(super) fn kept(
+/// `m.removed`, in order), copied a run at a time, and `refs` and `outs`
+/// with where each changed row's (`m.changed`) reference starts in the
+/// baseline's records and its record in `records`.
+fn kept(
     section: usize,
-    apply: Apply<'_>,
     base: &SectionRef<'_>,
     m: &SectionTokens,
-    deltas: &[u8],
     ids: &mut Vec<u32>,
     records: &mut Vec<u8>,
+    refs: &mut Vec<usize>,
+    outs: &mut Vec<usize>,
 ) -> Result<(), DecodeError> {
     let rs = base.record_size();
-    let bad = || DecodeError::BadEntitySet { section };
     let (base_ids, base_records) = (base.ids(), base.records());
     // The baseline's entities a run at a time between the removed ones.
     ids.clear();
@@ -89,28 +209,48 @@ pub(super) fn kept(
     {
         let (Some(i), Some(rec)) = (base_ids.get(from..r), base_records.get(from * rs..r * rs))
         else {
-            return Err(bad());
+            return Err(DecodeError::BadEntitySet { section });
         };
         ids.extend_from_slice(i);
         records.extend_from_slice(rec);
         from = r + 1;
     }
-    // The changed records, each from its baseline record: kept entity `k`
-    // is baseline entity `k` plus the removed ones before it.
+    // Kept entity `k` is baseline entity `k` plus the removed ones before
+    // it.
+    refs.clear();
+    outs.clear();
     let mut removed = m.removed.iter().map(|&r| r as usize).peekable();
     let mut skipped = 0usize;
-    for (row, &k) in m.changed.iter().enumerate() {
+    for &k in &m.changed {
         let k = k as usize;
         while removed.next_if(|&r| r <= k + skipped).is_some() {
             skipped += 1;
         }
-        let bi = k + skipped;
+        if k >= ids.len() || k + skipped >= base_ids.len() {
+            return Err(DecodeError::BadEntitySet { section });
+        }
+        refs.push((k + skipped) * rs);
+        outs.push(k * rs);
+    }
+    Ok(())
+}
+
+/// Rebuilds the changed records at `at` from `deltas` (row `k` for the
+/// `k`-th changed row, rows of `rs` bytes).
+fn changed_records(
+    section: usize,
+    apply: Apply<'_>,
+    rs: usize,
+    deltas: &[u8],
+    at: Places<'_>,
+) -> Result<(), DecodeError> {
+    for (row, (&ra, &oa)) in at.refs.iter().zip(at.outs).enumerate() {
         let (Some(delta), Some(reference), Some(out)) = (
             deltas.get(row * rs..(row + 1) * rs),
-            base_records.get(bi * rs..(bi + 1) * rs),
-            records.get_mut(k * rs..(k + 1) * rs),
+            at.reference.get(ra..ra + rs),
+            at.out.get_mut(oa..oa + rs),
         ) else {
-            return Err(bad());
+            return Err(DecodeError::BadEntitySet { section });
         };
         // A changed row changes something.
         if !apply.record(delta, reference, out) {

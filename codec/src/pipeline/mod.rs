@@ -32,6 +32,8 @@ pub(crate) mod layout;
 #[cfg(test)]
 mod mask_tests;
 pub(crate) mod planes;
+#[cfg(target_arch = "x86_64")]
+mod planes_apply_sse2;
 pub(crate) mod predict;
 #[cfg(target_arch = "x86_64")]
 mod predict_sse2;

@@ -297,40 +297,50 @@ pub(crate) fn zero_runs_of_rows(
     runs
 }
 
-/// Inverse of [`split`]: returns the `n` rows of `rs` bytes held by
-/// `planes` in `order` (bytes no plane covers, or missing from a short
-/// `planes`, are zero), written into the front of `rows` in one pass
-/// ([`transpose`]); `starts` is scratch.
+/// Inverse of [`split`]: returns rows `skip..n` of the `n` rows of `rs`
+/// bytes held by `planes` in `order` (bytes no plane covers, or missing
+/// from a short `planes`, are zero), written into the front of `rows` in
+/// one pass ([`transpose`]); `starts` is scratch.
 pub(crate) fn unsplit<'a>(
     order: &[u16],
     planes: &[u8],
     n: usize,
+    skip: usize,
     rs: usize,
     rows: &'a mut Vec<u8>,
     starts: &mut Vec<usize>,
 ) -> &'a [u8] {
+    let skip = skip.min(n);
+    let count = n - skip;
     // Every byte is written below: the buffer only grows (by zeros) and
     // keeps its length from one section to the next.
-    if rows.len() < n * rs {
-        rows.resize(n * rs, 0);
+    if rows.len() < count * rs {
+        rows.resize(count * rs, 0);
     }
-    let rows = &mut rows[..n * rs];
-    if n == 0 {
+    let rows = &mut rows[..count * rs];
+    if count == 0 {
         return rows;
     }
     let len = order.len() * n;
-    if transpose::plane_starts(order, n, rs, starts) && planes.len() >= len {
-        transpose::planes_to_rows(planes, n, rs, starts, rows);
+    let whole = transpose::plane_starts(order, n, rs, starts) && planes.len() >= len;
+    if whole {
+        for s in starts.iter_mut() {
+            *s += skip;
+        }
+        transpose::planes_to_rows(planes, count, rs, starts, rows);
         return rows;
     }
     // Missing planes (a short last one included) and bytes read as zeros:
     // from a copy of the whole planes with zero planes after them.
     let mut padded = planes[..planes.len().min(len) / n * n].to_vec();
     padded.resize(len + n, 0);
-    for s in starts.iter_mut().filter(|s| **s == transpose::NO_PLANE) {
-        *s = len;
+    for s in starts.iter_mut() {
+        if *s == transpose::NO_PLANE {
+            *s = len;
+        }
+        *s += skip;
     }
-    transpose::planes_to_rows(&padded, n, rs, starts, rows);
+    transpose::planes_to_rows(&padded, count, rs, starts, rows);
     rows
 }
 
@@ -459,24 +469,42 @@ mod tests {
                 }
             }
             let mut buf = vec![7u8; 5 * rs];
-            let back = unsplit(&o, &planes[3..], n, rs, &mut buf, &mut Vec::new());
+            let back = unsplit(&o, &planes[3..], n, 0, rs, &mut buf, &mut Vec::new());
             assert_eq!(back, rows);
+            // The rows from `skip` on.
+            for skip in [1, n / 2, n] {
+                let back = unsplit(&o, &planes[3..], n, skip, rs, &mut buf, &mut Vec::new());
+                assert_eq!(back, &rows[skip * rs..]);
+            }
             // A short last plane is left out: its bytes are zero.
             let mut back = unsplit(
                 &o,
                 &planes[3..planes.len() - 1],
                 n,
+                0,
                 rs,
                 &mut buf,
                 &mut Vec::new(),
             )
             .to_vec();
+            let short = back.clone();
             let last = usize::from(o[o.len() - 1]);
             for r in 0..n {
                 assert_eq!(back[r * rs + last], 0);
                 back[r * rs + last] = rows[r * rs + last];
             }
             assert_eq!(back, rows);
+            let skip = n / 3;
+            let tail = unsplit(
+                &o,
+                &planes[3..planes.len() - 1],
+                n,
+                skip,
+                rs,
+                &mut buf,
+                &mut Vec::new(),
+            );
+            assert_eq!(tail, &short[skip * rs..]);
         }
     }
 
@@ -547,7 +575,7 @@ mod tests {
         assert_eq!(&planes[..4], &[0, 16, 4, 20]);
         let mut back = Vec::new();
         assert_eq!(
-            unsplit(&o, &planes, 2, rs, &mut back, &mut Vec::new()),
+            unsplit(&o, &planes, 2, 0, rs, &mut back, &mut Vec::new()),
             rows
         );
     }

@@ -134,6 +134,13 @@ impl ApplyPlan {
         Some(Self { rs, chunks })
     }
 
+    /// The chunks, in order (a partial one after the chunks it keeps
+    /// bytes of).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+
     /// Writes into `out` the record whose delta against `reference` is
     /// `delta` (each at least a record long; [`super::planes::row_apply`]),
     /// and returns whether it differs from `reference`.
@@ -190,11 +197,12 @@ mod wide {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::pipeline::planes::row_apply;
 
-    fn bytes(len: usize, seed: u32) -> Vec<u8> {
+    /// Hashed bytes with many zeros, ones and `0xff`s.
+    pub(crate) fn bytes(len: usize, seed: u32) -> Vec<u8> {
         let mut x = seed | 1;
         (0..len)
             .map(|_| {
@@ -221,7 +229,7 @@ mod tests {
     }
 
     /// Layouts of every operator and width, records of odd sizes.
-    fn layouts() -> Vec<(Vec<Span>, usize)> {
+    pub(crate) fn layouts() -> Vec<(Vec<Span>, usize)> {
         let mut out = Vec::new();
         let ops = [
             DeltaOp::Int,

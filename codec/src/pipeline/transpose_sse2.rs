@@ -21,7 +21,7 @@ use super::transpose::NO_PLANE;
 /// byte, and when `len` is not a multiple of sixteen one more block ending
 /// at `len`, overlapping the one before (its bytes are moved twice, to
 /// the same places). None when `len` is under sixteen.
-fn block_starts(len: usize) -> impl Iterator<Item = usize> {
+pub(super) fn block_starts(len: usize) -> impl Iterator<Item = usize> {
     let whole = len & !15;
     let last = len.checked_sub(16).filter(|_| len > whole);
     (0..whole).step_by(16).chain(last)
@@ -130,7 +130,7 @@ macro_rules! zip {
 /// units, each round doubling the rows a column's unit spans. Written out
 /// in full, so that it stays in registers however it is inlined.
 #[inline(always)]
-fn transpose16(a: [m128i; 16]) -> [m128i; 16] {
+pub(super) fn transpose16(a: [m128i; 16]) -> [m128i; 16] {
     // b[k]: columns 0..8 of rows 2k and 2k + 1, two bytes per column;
     // b[k + 8]: columns 8..16.
     let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15] = a;
