@@ -219,18 +219,22 @@ fn kept(
     // it.
     refs.clear();
     outs.clear();
-    let mut removed = m.removed.iter().map(|&r| r as usize).peekable();
+    refs.resize(m.changed.len(), 0);
+    outs.resize(m.changed.len(), 0);
+    let mut removed = m.removed.iter().map(|&r| r as usize);
+    let mut next_removed = removed.next();
     let mut skipped = 0usize;
-    for &k in &m.changed {
+    for ((&k, r), o) in m.changed.iter().zip(refs.iter_mut()).zip(outs.iter_mut()) {
         let k = k as usize;
-        while removed.next_if(|&r| r <= k + skipped).is_some() {
+        while next_removed.is_some_and(|r| r <= k + skipped) {
             skipped += 1;
+            next_removed = removed.next();
         }
         if k >= ids.len() || k + skipped >= base_ids.len() {
             return Err(DecodeError::BadEntitySet { section });
         }
-        refs.push((k + skipped) * rs);
-        outs.push(k * rs);
+        *r = (k + skipped) * rs;
+        *o = k * rs;
     }
     Ok(())
 }
