@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use super::values::{self, Element, Kind};
-use super::{integrate, planes, tokens, SectionTokens, TokenSource};
+use super::{decode_planes, integrate, tokens, SectionTokens, TokenSource};
 use crate::error::DecodeError;
 use crate::schema::EntityType;
 use crate::snapshot::{Section, SectionRef};
@@ -15,14 +15,8 @@ use crate::snapshot::{Section, SectionRef};
 pub(crate) struct DecodeScratch {
     groups: Vec<bool>,
     changed: Vec<u32>,
-    /// The rows' deltas transposed back from byte planes, one record each.
-    rows: Vec<u8>,
-    /// Where each record byte's plane starts ([`planes::unsplit`]).
-    starts: Vec<usize>,
-    /// Byte-plane rows: where each changed record lands in `records`, and
-    /// its baseline index.
-    changed_at: Vec<usize>,
-    changed_base: Vec<usize>,
+    /// Byte-plane rows.
+    planes: decode_planes::Scratch,
     spawn_records: Vec<u8>,
     reference: Vec<u8>,
     /// A changed row's reference with its integrated elements predicted.
@@ -172,14 +166,6 @@ fn decode_values(
     Ok(())
 }
 
-/// Where a section's rows are read from.
-enum Rows<'a, S> {
-    /// The token walk: masks and values.
-    Tokens(&'a mut S),
-    /// The section's byte planes, transposed into `DecodeScratch::rows`.
-    Planes,
-}
-
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
 /// [`tokens::read_meta`] left them), reading its rows from `src` (as byte
 /// planes in `order` when `m.planes`), into `out`. Spawned records may
@@ -208,23 +194,29 @@ pub(crate) fn decode_section(
             limit: max_spawn_bytes,
         });
     }
-    // Where the rows come from: the token walk, or the section's byte
-    // planes (read whole, then transposed back into one delta per row: as
-    // many bytes as the planes, which the payload held).
-    let n = m.changed.len() + m.spawned.len();
-    let mut rows = if m.planes {
+    let kept = m.kept();
+    if m.planes {
+        // The section's byte planes, read whole (one byte per row in
+        // each: changed rows, then spawned rows).
+        let n = m.changed.len() + m.spawned.len();
         let bytes = src.raw(section, order.len().saturating_mul(n))?;
-        planes::unsplit(order, bytes, n, rs, &mut s.rows, &mut s.starts);
-        Rows::Planes
-    } else {
-        Rows::Tokens(src)
-    };
+        decode_planes::decode(
+            section,
+            ty,
+            order,
+            bytes,
+            base,
+            m,
+            &mut s.planes,
+            &mut s.ids,
+            &mut s.records,
+            &mut s.spawn_records,
+        )?;
+        return merge(section, rs, kept, m, s, out);
+    }
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();
     s.records.clear();
-    s.changed_at.clear();
-    s.changed_base.clear();
-    let kept = m.kept();
     s.ids.reserve_exact(kept);
     s.records.reserve_exact(kept * rs);
     let mut removed = m.removed.iter().peekable();
@@ -247,108 +239,81 @@ pub(crate) fn decode_section(
         let brec = base.record(bi);
         if changed.peek() == Some(&&k) {
             changed.next();
-            match &mut rows {
-                Rows::Planes => {
-                    // Copied with its run; the deltas are applied below.
-                    s.changed_at.push((bi - run) * rs + s.records.len());
-                    s.changed_base.push(bi);
-                }
-                Rows::Tokens(src) => {
-                    // Copied with its run, and decoded in place.
-                    let at = s.records.len() + (bi - run) * rs;
-                    s.records
-                        .extend_from_slice(&base_records[run * rs..(bi + 1) * rs]);
-                    run = bi + 1;
-                    decode_row(
-                        *src,
-                        section,
-                        row,
-                        tokens::ctx::CHANGED,
-                        elements,
-                        if ty.integrators().is_empty() {
-                            RowReference::Plain(brec)
-                        } else {
-                            RowReference::Integrated {
-                                base: brec,
-                                integrators: ty.integrators(),
-                                reference: &mut s.predicted,
-                            }
-                        },
-                        &mut s.groups,
-                        &mut s.changed,
-                        &mut s.records[at..],
-                    )?;
-                }
-            }
+            // Copied with its run, and decoded in place.
+            let at = s.records.len() + (bi - run) * rs;
+            s.records
+                .extend_from_slice(&base_records[run * rs..(bi + 1) * rs]);
+            run = bi + 1;
+            decode_row(
+                src,
+                section,
+                row,
+                tokens::ctx::CHANGED,
+                elements,
+                if ty.integrators().is_empty() {
+                    RowReference::Plain(brec)
+                } else {
+                    RowReference::Integrated {
+                        base: brec,
+                        integrators: ty.integrators(),
+                        reference: &mut s.predicted,
+                    }
+                },
+                &mut s.groups,
+                &mut s.changed,
+                &mut s.records[at..],
+            )?;
             row += 1;
         }
         k += 1;
     }
     s.records.extend_from_slice(&base_records[run * rs..]);
-    if m.planes {
-        // The changed rows' deltas, on the records copied from the baseline.
-        let changed = s.changed_at.len();
-        planes::apply_rows(
-            ty.spans(),
-            &s.rows[..changed * rs],
-            rs,
-            &s.changed_at,
-            &mut s.records,
-        );
-        // A changed row changes something.
-        for (row, (&at, &bi)) in s.changed_at.iter().zip(&s.changed_base).enumerate() {
-            if s.records[at..at + rs] == *base.record(bi) {
-                return Err(DecodeError::BadMask { section, row });
-            }
-        }
-    }
     // Spawned entities, each against its recalled record or the type's
-    // default record (byte planes: against the spawned record before it).
-    // Records grow as rows are read, so a truncated payload allocates
-    // little.
+    // default record. Records grow as rows are read, so a truncated
+    // payload allocates little.
     s.spawn_records.clear();
     s.reference.resize(rs, 0);
     let mut any_recalled = false;
     for (t, &id) in m.spawned.iter().enumerate() {
         let at = s.spawn_records.len();
-        match &mut rows {
-            Rows::Planes => {
-                s.spawn_records.resize(at + rs, 0);
-                let delta = &s.rows[(row + t) * rs..(row + t + 1) * rs];
-                let (done, rec) = s.spawn_records.split_at_mut(at);
-                let prev = if t == 0 {
-                    ty.default_record()
-                } else {
-                    &done[at - rs..]
-                };
-                planes::row_apply(ty.spans(), delta, prev, rec);
-            }
-            Rows::Tokens(src) => {
-                let recall = m.recall && recalled(id, &mut s.reference)?;
-                any_recalled |= recall;
-                let (kind_of_row, reference) = if recall {
-                    (tokens::ctx::RECALLED, &s.reference[..])
-                } else {
-                    (tokens::ctx::SPAWNED, ty.default_record())
-                };
-                s.spawn_records.extend_from_slice(reference);
-                decode_row(
-                    *src,
-                    section,
-                    row + t,
-                    kind_of_row,
-                    elements,
-                    RowReference::Plain(reference),
-                    &mut s.groups,
-                    &mut s.changed,
-                    &mut s.spawn_records[at..],
-                )?;
-            }
-        }
+        let recall = m.recall && recalled(id, &mut s.reference)?;
+        any_recalled |= recall;
+        let (kind_of_row, reference) = if recall {
+            (tokens::ctx::RECALLED, &s.reference[..])
+        } else {
+            (tokens::ctx::SPAWNED, ty.default_record())
+        };
+        s.spawn_records.extend_from_slice(reference);
+        decode_row(
+            src,
+            section,
+            row + t,
+            kind_of_row,
+            elements,
+            RowReference::Plain(reference),
+            &mut s.groups,
+            &mut s.changed,
+            &mut s.spawn_records[at..],
+        )?;
     }
     if m.recall && !any_recalled {
         return Err(DecodeError::BadEntitySet { section });
     }
+    merge(section, rs, kept, m, s, out)
+}
+
+/// Writes into `out` the section's `kept` entities (`s.ids`, `s.records`)
+/// and spawned ones (`m.spawned`, `s.spawn_records`), records of `rs`
+/// bytes, in id order.
+fn merge(
+    section: usize,
+    rs: usize,
+    kept: usize,
+    m: &SectionTokens,
+    s: &mut DecodeScratch,
+    out: &mut Section,
+) -> Result<(), DecodeError> {
+    let spawn_bytes = s.spawn_records.len();
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();
     if m.spawned.is_empty() {
@@ -358,28 +323,23 @@ pub(crate) fn decode_section(
         core::mem::swap(records, &mut s.records);
         return Ok(());
     }
-    // Merge the two id-ordered lists.
+    // Merge the two id-ordered lists: before each spawned entity, the kept
+    // ones with lower ids, a run at a time.
     ids.reserve_exact(kept + m.spawned.len());
     records.reserve_exact(s.records.len() + spawn_bytes);
-    let (mut i, mut j) = (0usize, 0usize);
-    while i < s.ids.len() || j < m.spawned.len() {
-        let take_kept = match (s.ids.get(i), m.spawned.get(j)) {
-            (Some(&a), Some(&b)) if a == b => {
-                return Err(DecodeError::DuplicateEntity { section, id: b })
-            }
-            (Some(&a), Some(&b)) => a < b,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if take_kept {
-            ids.push(s.ids[i]);
-            records.extend_from_slice(&s.records[i * rs..(i + 1) * rs]);
-            i += 1;
-        } else {
-            ids.push(m.spawned[j]);
-            records.extend_from_slice(&s.spawn_records[j * rs..(j + 1) * rs]);
-            j += 1;
+    let mut i = 0usize;
+    for (j, &b) in m.spawned.iter().enumerate() {
+        let run = s.ids[i..].iter().take_while(|&&a| a < b).count();
+        if s.ids.get(i + run) == Some(&b) {
+            return Err(DecodeError::DuplicateEntity { section, id: b });
         }
+        ids.extend_from_slice(&s.ids[i..i + run]);
+        records.extend_from_slice(&s.records[i * rs..(i + run) * rs]);
+        ids.push(b);
+        records.extend_from_slice(&s.spawn_records[j * rs..(j + 1) * rs]);
+        i += run;
     }
+    ids.extend_from_slice(&s.ids[i..]);
+    records.extend_from_slice(&s.records[i * rs..]);
     Ok(())
 }

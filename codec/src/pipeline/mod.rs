@@ -25,15 +25,21 @@
 pub(crate) mod align;
 mod byte_source;
 mod decode;
+mod decode_planes;
 mod hint;
 pub(crate) mod integrate;
 pub(crate) mod layout;
 #[cfg(test)]
 mod mask_tests;
 pub(crate) mod planes;
+#[cfg(target_arch = "x86_64")]
+mod planes_apply_sse2;
 pub(crate) mod predict;
 #[cfg(target_arch = "x86_64")]
 mod predict_sse2;
+mod record_apply;
+#[cfg(target_arch = "x86_64")]
+mod record_apply_sse2;
 mod sets;
 #[cfg(target_arch = "x86_64")]
 mod sse2;

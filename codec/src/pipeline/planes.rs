@@ -217,53 +217,6 @@ pub(crate) fn delta_rows(
     }
 }
 
-/// [`row_apply`] on many records in place: record `k` starts at `at[k]`
-/// in `records` and holds its reference; its delta is row `k` of `deltas`
-/// (rows of `rs` bytes). Span by span, so each span's operator is matched
-/// once for all rows.
-pub(crate) fn apply_rows(
-    spans: &[Span],
-    deltas: &[u8],
-    rs: usize,
-    at: &[usize],
-    records: &mut [u8],
-) {
-    /// `f(delta, record)` on span `s` of every row.
-    #[inline(always)]
-    fn each(
-        (s, deltas, rs, at): (&Span, &[u8], usize, &[usize]),
-        records: &mut [u8],
-        f: impl Fn(&[u8], &mut [u8]),
-    ) {
-        let r = s.offset..s.offset + s.len;
-        for (d, &a) in deltas.chunks_exact(rs).zip(at) {
-            f(&d[r.clone()], &mut records[a + r.start..a + r.end]);
-        }
-    }
-    for s in spans {
-        let args = (s, deltas, rs, at);
-        match s.op {
-            DeltaOp::Int | DeltaOp::Predict => match s.width {
-                1 => each(args, records, add1),
-                2 => each(args, records, add2),
-                4 => each(args, records, add4),
-                _ => each(args, records, add8),
-            },
-            DeltaOp::Sub => each(args, records, |d, o| {
-                for (o, &d) in o.iter_mut().zip(d) {
-                    *o = o.wrapping_add(d);
-                }
-            }),
-            DeltaOp::Xor => each(args, records, |d, o| {
-                for (o, &d) in o.iter_mut().zip(d) {
-                    *o ^= d;
-                }
-            }),
-            DeltaOp::None => each(args, records, |d, o| o.copy_from_slice(d)),
-        }
-    }
-}
-
 /// Transposes `rows` (`n` row deltas of `rs` bytes each) into planes in
 /// `order`, appended to `out`, in one pass ([`transpose`]); `starts` is
 /// scratch.
@@ -344,37 +297,51 @@ pub(crate) fn zero_runs_of_rows(
     runs
 }
 
-/// Inverse of [`split`]: replaces `rows` with the `n` rows of `rs` bytes
-/// held by `planes` in `order` (bytes no plane covers, or missing from a
-/// short `planes`, are zero), in one pass ([`transpose`]); `starts` is
-/// scratch.
-pub(crate) fn unsplit(
+/// Inverse of [`split`]: returns rows `skip..n` of the `n` rows of `rs`
+/// bytes held by `planes` in `order` (bytes no plane covers, or missing
+/// from a short `planes`, are zero), written into the front of `rows` in
+/// one pass ([`transpose`]); `starts` is scratch.
+pub(crate) fn unsplit<'a>(
     order: &[u16],
     planes: &[u8],
     n: usize,
+    skip: usize,
     rs: usize,
-    rows: &mut Vec<u8>,
+    rows: &'a mut Vec<u8>,
     starts: &mut Vec<usize>,
-) {
-    // Every byte is written below: only bytes past the old length start
-    // as zeros.
-    rows.resize(n * rs, 0);
-    if n == 0 {
-        return;
+) -> &'a [u8] {
+    let skip = skip.min(n);
+    let count = n - skip;
+    // Every byte is written below: the buffer only grows (by zeros) and
+    // keeps its length from one section to the next.
+    if rows.len() < count * rs {
+        rows.resize(count * rs, 0);
+    }
+    let rows = &mut rows[..count * rs];
+    if count == 0 {
+        return rows;
     }
     let len = order.len() * n;
-    if transpose::plane_starts(order, n, rs, starts) && planes.len() >= len {
-        transpose::planes_to_rows(planes, n, rs, starts, rows);
-        return;
+    let whole = transpose::plane_starts(order, n, rs, starts) && planes.len() >= len;
+    if whole {
+        for s in starts.iter_mut() {
+            *s += skip;
+        }
+        transpose::planes_to_rows(planes, count, rs, starts, rows);
+        return rows;
     }
     // Missing planes (a short last one included) and bytes read as zeros:
     // from a copy of the whole planes with zero planes after them.
     let mut padded = planes[..planes.len().min(len) / n * n].to_vec();
     padded.resize(len + n, 0);
-    for s in starts.iter_mut().filter(|s| **s == transpose::NO_PLANE) {
-        *s = len;
+    for s in starts.iter_mut() {
+        if *s == transpose::NO_PLANE {
+            *s = len;
+        }
+        *s += skip;
     }
-    transpose::planes_to_rows(&padded, n, rs, starts, rows);
+    transpose::planes_to_rows(&padded, count, rs, starts, rows);
+    rows
 }
 
 #[cfg(test)]
@@ -501,24 +468,43 @@ mod tests {
                     assert_eq!(planes[3 + p * n + r], rows[r * rs + usize::from(at)]);
                 }
             }
-            let mut back = Vec::new();
-            unsplit(&o, &planes[3..], n, rs, &mut back, &mut Vec::new());
+            let mut buf = vec![7u8; 5 * rs];
+            let back = unsplit(&o, &planes[3..], n, 0, rs, &mut buf, &mut Vec::new());
             assert_eq!(back, rows);
+            // The rows from `skip` on.
+            for skip in [1, n / 2, n] {
+                let back = unsplit(&o, &planes[3..], n, skip, rs, &mut buf, &mut Vec::new());
+                assert_eq!(back, &rows[skip * rs..]);
+            }
             // A short last plane is left out: its bytes are zero.
-            unsplit(
+            let mut back = unsplit(
                 &o,
                 &planes[3..planes.len() - 1],
                 n,
+                0,
                 rs,
-                &mut back,
+                &mut buf,
                 &mut Vec::new(),
-            );
+            )
+            .to_vec();
+            let short = back.clone();
             let last = usize::from(o[o.len() - 1]);
             for r in 0..n {
                 assert_eq!(back[r * rs + last], 0);
                 back[r * rs + last] = rows[r * rs + last];
             }
             assert_eq!(back, rows);
+            let skip = n / 3;
+            let tail = unsplit(
+                &o,
+                &planes[3..planes.len() - 1],
+                n,
+                skip,
+                rs,
+                &mut buf,
+                &mut Vec::new(),
+            );
+            assert_eq!(tail, &short[skip * rs..]);
         }
     }
 
@@ -588,8 +574,10 @@ mod tests {
         assert_eq!(planes.len(), 2 * rs);
         assert_eq!(&planes[..4], &[0, 16, 4, 20]);
         let mut back = Vec::new();
-        unsplit(&o, &planes, 2, rs, &mut back, &mut Vec::new());
-        assert_eq!(back, rows);
+        assert_eq!(
+            unsplit(&o, &planes, 2, 0, rs, &mut back, &mut Vec::new()),
+            rows
+        );
     }
 
     /// The integer delta of one lane, independently: the zigzag of the
@@ -643,7 +631,7 @@ mod tests {
     }
 
     #[test]
-    fn delta_rows_and_apply_rows_are_row_delta_and_row_apply() {
+    fn delta_rows_is_row_delta() {
         // Every operator and width, spans of several elements.
         let mut spans = Vec::new();
         let mut offset = 0;
@@ -700,20 +688,6 @@ mod tests {
                 &mut want,
             );
             assert_eq!(again[k * rs..(k + 1) * rs], want[..], "delta row {k}");
-        }
-        let before = records.clone();
-        apply_rows(&spans, &deltas, rs, &at, &mut records);
-        for (k, &a) in at.iter().enumerate() {
-            let mut want = vec![0; rs];
-            row_apply(
-                &spans,
-                &deltas[k * rs..(k + 1) * rs],
-                &reference[k * rs..(k + 1) * rs],
-                &mut want,
-            );
-            assert_eq!(records[a..a + rs], want[..], "row {k}");
-            // The records between are untouched.
-            assert_eq!(records[a - rs..a], before[a - rs..a]);
         }
     }
 }

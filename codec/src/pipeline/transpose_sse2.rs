@@ -21,7 +21,7 @@ use super::transpose::NO_PLANE;
 /// byte, and when `len` is not a multiple of sixteen one more block ending
 /// at `len`, overlapping the one before (its bytes are moved twice, to
 /// the same places). None when `len` is under sixteen.
-fn block_starts(len: usize) -> impl Iterator<Item = usize> {
+pub(super) fn block_starts(len: usize) -> impl Iterator<Item = usize> {
     let whole = len & !15;
     let last = len.checked_sub(16).filter(|_| len > whole);
     (0..whole).step_by(16).chain(last)
@@ -117,52 +117,61 @@ pub(super) fn transpose8(a: [u64; 8]) -> [u64; 8] {
     core::array::from_fn(|col| <[u64; 2]>::from(d[col / 2])[col % 2])
 }
 
+/// Both halves of interleaving `x` and `y` in units of one width: the low
+/// units, then the high ones.
+macro_rules! zip {
+    ($lo:ident, $hi:ident, $x:expr, $y:expr) => {
+        ($lo($x, $y), $hi($x, $y))
+    };
+}
+
 /// Transposes the 16×16 byte matrix whose row `i` is `a[i]`: interleaves
 /// pairs of rows byte by byte, then pairs of those 16-, 32- and 64-bit
-/// units, each round doubling the rows a column's unit spans.
+/// units, each round doubling the rows a column's unit spans. Written out
+/// in full, so that it stays in registers however it is inlined.
 #[inline(always)]
-fn transpose16(a: [m128i; 16]) -> [m128i; 16] {
+pub(super) fn transpose16(a: [m128i; 16]) -> [m128i; 16] {
     // b[k]: columns 0..8 of rows 2k and 2k + 1, two bytes per column;
     // b[k + 8]: columns 8..16.
-    let b: [m128i; 16] = core::array::from_fn(|k| {
-        let (x, y) = (a[2 * (k & 7)], a[2 * (k & 7) + 1]);
-        if k < 8 {
-            unpack_low_i8_m128i(x, y)
-        } else {
-            unpack_high_i8_m128i(x, y)
-        }
-    });
+    let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15] = a;
+    let (b0, b8) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a0, a1);
+    let (b1, b9) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a2, a3);
+    let (b2, b10) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a4, a5);
+    let (b3, b11) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a6, a7);
+    let (b4, b12) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a8, a9);
+    let (b5, b13) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a10, a11);
+    let (b6, b14) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a12, a13);
+    let (b7, b15) = zip!(unpack_low_i8_m128i, unpack_high_i8_m128i, a14, a15);
     // c[4q + j]: columns 4q..4q + 4 of rows 4j..4j + 4, four bytes each.
-    let c: [m128i; 16] = core::array::from_fn(|i| {
-        let (q, j) = (i / 4, i % 4);
-        let half = (q / 2) * 8;
-        let (x, y) = (b[half + 2 * j], b[half + 2 * j + 1]);
-        if q % 2 == 0 {
-            unpack_low_i16_m128i(x, y)
-        } else {
-            unpack_high_i16_m128i(x, y)
-        }
-    });
+    let (c0, c4) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b0, b1);
+    let (c1, c5) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b2, b3);
+    let (c2, c6) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b4, b5);
+    let (c3, c7) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b6, b7);
+    let (c8, c12) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b8, b9);
+    let (c9, c13) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b10, b11);
+    let (c10, c14) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b12, b13);
+    let (c11, c15) = zip!(unpack_low_i16_m128i, unpack_high_i16_m128i, b14, b15);
     // d[4q + 2h + p]: columns 4q + 2p, 4q + 2p + 1 of rows 8h..8h + 8.
-    let d: [m128i; 16] = core::array::from_fn(|i| {
-        let (q, h, p) = (i / 4, (i / 2) % 2, i % 2);
-        let (x, y) = (c[4 * q + 2 * h], c[4 * q + 2 * h + 1]);
-        if p == 0 {
-            unpack_low_i32_m128i(x, y)
-        } else {
-            unpack_high_i32_m128i(x, y)
-        }
-    });
+    let (d0, d1) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c0, c1);
+    let (d2, d3) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c2, c3);
+    let (d4, d5) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c4, c5);
+    let (d6, d7) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c6, c7);
+    let (d8, d9) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c8, c9);
+    let (d10, d11) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c10, c11);
+    let (d12, d13) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c12, c13);
+    let (d14, d15) = zip!(unpack_low_i32_m128i, unpack_high_i32_m128i, c14, c15);
     // Column 4q + 2p + s of all sixteen rows.
-    core::array::from_fn(|col| {
-        let (q, p, s) = (col / 4, (col / 2) % 2, col % 2);
-        let (x, y) = (d[4 * q + p], d[4 * q + 2 + p]);
-        if s == 0 {
-            unpack_low_i64_m128i(x, y)
-        } else {
-            unpack_high_i64_m128i(x, y)
-        }
-    })
+    let (e0, e1) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d0, d2);
+    let (e2, e3) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d1, d3);
+    let (e4, e5) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d4, d6);
+    let (e6, e7) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d5, d7);
+    let (e8, e9) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d8, d10);
+    let (e10, e11) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d9, d11);
+    let (e12, e13) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d12, d14);
+    let (e14, e15) = zip!(unpack_low_i64_m128i, unpack_high_i64_m128i, d13, d15);
+    [
+        e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11, e12, e13, e14, e15,
+    ]
 }
 
 #[cfg(test)]

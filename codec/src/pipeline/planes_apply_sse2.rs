@@ -1,0 +1,220 @@
+//! The changed rows of a byte-plane section rebuilt straight from the
+//! planes (x86_64): blocks of sixteen rows by sixteen record bytes
+//! transposed in SSE2 registers ([`super::transpose_sse2`]) and decoded
+//! against their references there ([`super::record_apply_sse2`]), chunk
+//! by chunk of the section's [`ApplyPlan`], without the rows' deltas
+//! going through memory.
+
+#![forbid(unsafe_code)]
+
+use safe_arch::{m128i, zeroed_m128i};
+
+use super::decode_planes::Places;
+use super::record_apply::ApplyPlan;
+use super::record_apply_sse2::Masks;
+use super::sse2::{load, store};
+use super::transpose_sse2::{block_starts, transpose16};
+
+/// Rebuilds the records of rows `0..rows` whose deltas are held by
+/// `planes` (record byte `c` of row `k` at `planes[starts[c] + k]`, every
+/// plane at least `rows` bytes), and sets `differs[k]` to whether row
+/// `k`'s record differs from its reference. Returns `false` if `at` names
+/// fewer rows (the records are then to be rebuilt another way).
+pub(super) fn changed_rows(
+    plan: &ApplyPlan,
+    planes: &[u8],
+    starts: &[usize],
+    rows: usize,
+    at: Places<'_>,
+    differs: &mut Vec<bool>,
+) -> bool {
+    differs.clear();
+    differs.resize(rows, false);
+    let Places {
+        reference,
+        refs,
+        out,
+        outs,
+    } = at;
+    let (Some(refs), Some(outs)) = (refs.get(..rows), outs.get(..rows)) else {
+        return false;
+    };
+    for chunk in plan.chunks() {
+        let c = chunk.at;
+        let masks = Masks::new(chunk);
+        // Row `i` of a block at column `c`: its record from delta `d`.
+        let mut row = |d, ra: usize, oa: usize| {
+            let (ra, oa) = (ra + c, oa + c);
+            let (o, changed) = masks.decode(d, load(reference, ra), || load(out, oa));
+            store(out, oa, o);
+            changed
+        };
+        let Some(starts) = starts.get(c..c + 16) else {
+            return false;
+        };
+        let mut a = [zeroed_m128i(); 16];
+        if rows < 16 {
+            // One block, its rows from `rows` on ignored.
+            for (a, &s) in a.iter_mut().zip(starts) {
+                *a = load_short(planes, s, rows);
+            }
+            let t = transpose16(a);
+            for (i, ((&ra, &oa), d)) in refs.iter().zip(outs).zip(&mut *differs).enumerate() {
+                *d |= row(t[i & 15], ra, oa);
+            }
+            continue;
+        }
+        // The sixteen planes of this chunk's record bytes.
+        let mut cols: [&[u8]; 16] = [&[]; 16];
+        for (col, &s) in cols.iter_mut().zip(starts) {
+            let Some(p) = planes.get(s..).and_then(|p| p.get(..rows)) else {
+                return false;
+            };
+            *col = p;
+        }
+        for r in block_starts(rows) {
+            for (a, col) in a.iter_mut().zip(&cols) {
+                *a = load(col, r);
+            }
+            let t = transpose16(a);
+            let block = r..r + 16;
+            let (Ok(refs), Ok(outs), Ok(differs)) = (
+                <&[usize; 16]>::try_from(&refs[block.clone()]),
+                <&[usize; 16]>::try_from(&outs[block.clone()]),
+                <&mut [bool; 16]>::try_from(&mut differs[block]),
+            ) else {
+                return false;
+            };
+            for i in 0..16 {
+                differs[i] |= row(t[i], refs[i], outs[i]);
+            }
+        }
+    }
+    true
+}
+
+/// The first `rows` bytes (under sixteen) of the plane at `at` in
+/// `planes`, and bytes after them: the plane's own when `planes` has
+/// sixteen from `at`, else zeros.
+#[inline(always)]
+fn load_short(planes: &[u8], at: usize, rows: usize) -> m128i {
+    if let Some(b) = planes.get(at..at + 16) {
+        return load(b, 0);
+    }
+    let mut b = [0u8; 16];
+    if let Some(p) = planes.get(at..at + rows) {
+        b[..rows].copy_from_slice(p);
+    }
+    m128i::from(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::planes::{order, row_apply};
+    use crate::pipeline::record_apply::tests::{bytes, layouts};
+    use crate::pipeline::transpose::plane_starts;
+    use crate::pipeline::values::Element;
+
+    #[test]
+    fn changed_rows_match_row_apply() {
+        let mut tried = 0;
+        for (li, (spans, rs)) in layouts().into_iter().enumerate() {
+            let Some(plan) = ApplyPlan::new(&spans, rs) else {
+                continue;
+            };
+            // One element per lane, for the plane order.
+            let els: Vec<Element> = spans
+                .iter()
+                .flat_map(|s| {
+                    let w = if matches!(
+                        s.op,
+                        crate::schema::DeltaOp::Int | crate::schema::DeltaOp::Predict
+                    ) {
+                        s.width
+                    } else {
+                        1
+                    };
+                    (s.offset..s.offset + s.len)
+                        .step_by(w)
+                        .map(move |o| Element {
+                            offset: o as u16,
+                            width: w as u8,
+                            op: s.op,
+                            float: false,
+                            grid: None,
+                        })
+                })
+                .collect();
+            let o = order(&els);
+            for (rows, n) in [
+                (1, 1),
+                (5, 9),
+                (15, 15),
+                (15, 20),
+                (16, 16),
+                (17, 23),
+                (33, 33),
+                (40, 47),
+            ] {
+                tried += 1;
+                let seed = (li * 100 + rows) as u32;
+                let planes = bytes(o.len() * n, seed);
+                let mut starts = Vec::new();
+                assert!(plane_starts(&o, n, rs, &mut starts));
+                // References and records at scattered places.
+                let reference = bytes((2 * rows + 3) * rs, seed + 1);
+                let refs: Vec<usize> = (0..rows).map(|k| (2 * k + 1) * rs).collect();
+                let outs: Vec<usize> = (0..rows).map(|k| (rows + 1 - k) * rs).collect();
+                let mut out = bytes((rows + 3) * rs, seed + 2);
+                let mut differs = Vec::new();
+                let done = changed_rows(
+                    &plan,
+                    &planes,
+                    &starts,
+                    rows,
+                    Places {
+                        reference: &reference,
+                        refs: &refs,
+                        out: &mut out,
+                        outs: &outs,
+                    },
+                    &mut differs,
+                );
+                assert!(done);
+                for k in 0..rows {
+                    let delta: Vec<u8> = (0..rs).map(|c| planes[starts[c] + k]).collect();
+                    let r = &reference[refs[k]..refs[k] + rs];
+                    let mut want = vec![0; rs];
+                    row_apply(&spans, &delta, r, &mut want);
+                    assert_eq!(out[outs[k]..outs[k] + rs], want[..], "layout {li}, row {k}");
+                    assert_eq!(differs[k], want != r, "layout {li}, row {k}");
+                }
+                // A row whose delta is zero does not differ (no `None` span).
+                if spans.iter().all(|s| s.op != crate::schema::DeltaOp::None) {
+                    let mut zero = planes.clone();
+                    let z = rows / 2;
+                    for &s in &starts {
+                        zero[s + z] = 0;
+                    }
+                    changed_rows(
+                        &plan,
+                        &zero,
+                        &starts,
+                        rows,
+                        Places {
+                            reference: &reference,
+                            refs: &refs,
+                            out: &mut out,
+                            outs: &outs,
+                        },
+                        &mut differs,
+                    );
+                    assert!(!differs[z]);
+                    assert_eq!(out[outs[z]..outs[z] + rs], reference[refs[z]..refs[z] + rs]);
+                }
+            }
+        }
+        assert!(tried > 40, "{tried}");
+    }
+}
