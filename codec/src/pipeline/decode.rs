@@ -49,6 +49,7 @@ enum RowReference<'a> {
 /// (for a changed row of a type with integrated elements: the baseline
 /// record): applies the row's changes to it.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn decode_row(
     src: &mut impl TokenSource,
     section: usize,
@@ -60,6 +61,22 @@ fn decode_row(
     s_changed: &mut Vec<u32>,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
+    let bad_mask = |()| DecodeError::BadMask { section, row };
+    if elements.len() <= 64 {
+        // The mask as bits, without a list.
+        let bits =
+            tokens::read_mask_bits(src, section, kind_of_row, elements.len())?.map_err(bad_mask)?;
+        return apply_row(
+            src,
+            section,
+            row,
+            kind_of_row,
+            elements,
+            reference,
+            Bits(bits),
+            out,
+        );
+    }
     tokens::read_mask(
         src,
         section,
@@ -68,43 +85,81 @@ fn decode_row(
         s_groups,
         s_changed,
     )?
-    .map_err(|()| DecodeError::BadMask { section, row })?;
-    let (reference, integrated) = match reference {
-        RowReference::Plain(r) => (r, None),
-        RowReference::Integrated {
-            base,
-            integrators,
-            reference,
-        } => {
-            reference.clear();
-            reference.extend_from_slice(base);
-            (base, Some((integrators, reference)))
+    .map_err(bad_mask)?;
+    apply_row(
+        src,
+        section,
+        row,
+        kind_of_row,
+        elements,
+        reference,
+        s_changed.iter().copied(),
+        out,
+    )
+}
+
+/// The set bits of a mask, lowest first.
+#[derive(Clone, Copy)]
+struct Bits(u64);
+
+impl Iterator for Bits {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.0 == 0 {
+            return None;
         }
-    };
-    match integrated {
-        None => decode_values(
+        let e = self.0.trailing_zeros();
+        self.0 &= self.0 - 1;
+        Some(e)
+    }
+}
+
+/// Reads the values of a row whose mask gave the changed elements
+/// `changed` (ascending) and applies them to `out` (see [`decode_row`]).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn apply_row(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    elements: &[Element],
+    reference: RowReference<'_>,
+    changed: impl Iterator<Item = u32>,
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    match reference {
+        RowReference::Plain(reference) => decode_values(
             src,
             section,
             row,
             kind_of_row,
             elements,
             reference,
-            s_changed,
+            changed,
             out,
         ),
-        Some((integrators, predicted)) => {
+        RowReference::Integrated {
+            base,
+            integrators,
+            reference: predicted,
+        } => {
+            predicted.clear();
+            predicted.extend_from_slice(base);
             // Each integrated element is predicted once every element
             // before it is final, and the prediction is its value unless
             // the row changes it.
             let mut next = 0usize;
             let mut predict_to = |end: u32, predicted: &mut Vec<u8>, out: &mut [u8]| {
                 while let Some(i) = integrators.get(next).filter(|i| i.element <= end) {
-                    integrate::apply(i, reference, out, predicted);
+                    integrate::apply(i, base, out, predicted);
                     integrate::copy(i, predicted, out);
                     next += 1;
                 }
             };
-            for (k, &e) in s_changed.iter().enumerate() {
+            for e in changed {
                 predict_to(e, predicted, out);
                 decode_values(
                     src,
@@ -113,7 +168,7 @@ fn decode_row(
                     kind_of_row,
                     elements,
                     predicted,
-                    &s_changed[k..=k],
+                    core::iter::once(e),
                     out,
                 )?;
             }
@@ -126,6 +181,7 @@ fn decode_row(
 /// Reads the values of the changed elements `changed` of one row, each
 /// against `reference`, into `out`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn decode_values(
     src: &mut impl TokenSource,
     section: usize,
@@ -133,23 +189,23 @@ fn decode_values(
     kind_of_row: u32,
     elements: &[Element],
     reference: &[u8],
-    changed: &[u32],
+    changed: impl Iterator<Item = u32>,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
-    for &e in changed {
-        let bad = DecodeError::BadValue {
-            section,
-            row,
-            element: e as usize,
-        };
+    let bad = |e: u32| DecodeError::BadValue {
+        section,
+        row,
+        element: e as usize,
+    };
+    for e in changed {
         let Some(&el) = elements.get(e as usize) else {
-            return Err(bad);
+            return Err(bad(e));
         };
         let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
         if !el.float {
             // No kind bit: one value, checked as it is applied.
             let v = src.uint(value)?;
-            values::decode_changed(el, v, reference, out).map_err(|_| bad)?;
+            values::decode_changed(el, v, reference, out).map_err(|_| bad(e))?;
             continue;
         }
         let mut kind = values::kind_before_bit(el, reference);
@@ -164,9 +220,9 @@ fn decode_values(
             kind = Kind::Integral;
         }
         let v = src.uint(value)?;
-        values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
+        values::decode(el, kind, v, reference, out).map_err(|_| bad(e))?;
         if !values::differs(el, out, reference) {
-            return Err(bad);
+            return Err(bad(e));
         }
     }
     Ok(())
