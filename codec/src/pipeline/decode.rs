@@ -414,28 +414,25 @@ pub(crate) fn decode_section(
         core::mem::swap(records, &mut s.records);
         return Ok(());
     }
-    // Merge the two id-ordered lists.
+    // Merge the two id-ordered lists: the kept entities before each spawned
+    // one are copied as one run.
     ids.reserve_exact(kept + m.spawned.len());
     records.reserve_exact(s.records.len() + spawn_bytes);
-    let (mut i, mut j) = (0usize, 0usize);
-    while i < s.ids.len() || j < m.spawned.len() {
-        let take_kept = match (s.ids.get(i), m.spawned.get(j)) {
-            (Some(&a), Some(&b)) if a == b => {
-                return Err(DecodeError::DuplicateEntity { section, id: b })
-            }
-            (Some(&a), Some(&b)) => a < b,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        if take_kept {
-            ids.push(s.ids[i]);
-            records.extend_from_slice(&s.records[i * rs..(i + 1) * rs]);
+    let mut i = 0usize;
+    for (j, &id) in m.spawned.iter().enumerate() {
+        let from = i;
+        while s.ids.get(i).is_some_and(|&a| a < id) {
             i += 1;
-        } else {
-            ids.push(m.spawned[j]);
-            records.extend_from_slice(&s.spawn_records[j * rs..(j + 1) * rs]);
-            j += 1;
         }
+        ids.extend_from_slice(&s.ids[from..i]);
+        records.extend_from_slice(&s.records[from * rs..i * rs]);
+        if s.ids.get(i) == Some(&id) {
+            return Err(DecodeError::DuplicateEntity { section, id });
+        }
+        ids.push(id);
+        records.extend_from_slice(&s.spawn_records[j * rs..(j + 1) * rs]);
     }
+    ids.extend_from_slice(&s.ids[i..]);
+    records.extend_from_slice(&s.records[i * rs..]);
     Ok(())
 }
