@@ -228,6 +228,74 @@ fn decode_values(
     Ok(())
 }
 
+/// The kept entities of a section whose rows come from the token walk, into
+/// `s.ids` and `s.records`: the baseline's ids and records between removed
+/// entities copied a run at a time, then each changed row decoded in place
+/// against its baseline record. Returns the rows read.
+fn decode_kept(
+    src: &mut impl TokenSource,
+    section: usize,
+    ty: &EntityType,
+    elements: &[Element],
+    base: &SectionRef<'_>,
+    m: &SectionTokens,
+    s: &mut DecodeScratch,
+) -> Result<usize, DecodeError> {
+    let rs = ty.record_size();
+    let (base_ids, base_records) = (base.ids(), base.records());
+    // `removed` is ascending and within the baseline (`read_meta`).
+    let bad = DecodeError::BadEntitySet { section };
+    let mut from = 0usize;
+    for &r in m
+        .removed
+        .iter()
+        .chain(core::iter::once(&(base_ids.len() as u32)))
+    {
+        let r = r as usize;
+        s.ids
+            .extend_from_slice(base_ids.get(from..r).ok_or(bad.clone())?);
+        s.records
+            .extend_from_slice(base_records.get(from * rs..r * rs).ok_or(bad.clone())?);
+        from = r + 1;
+    }
+    // `changed` is ascending and within the kept entities: kept entity `k`
+    // is baseline entity `k + p`, `p` the removed entities before it.
+    let mut p = 0usize;
+    for (row, &k) in m.changed.iter().enumerate() {
+        let k = k as usize;
+        while m.removed.get(p).is_some_and(|&r| r as usize <= k + p) {
+            p += 1;
+        }
+        let bi = k + p;
+        let (Some(brec), Some(out)) = (
+            base_records.get(bi * rs..(bi + 1) * rs),
+            s.records.get_mut(k * rs..(k + 1) * rs),
+        ) else {
+            return Err(bad);
+        };
+        decode_row(
+            src,
+            section,
+            row,
+            tokens::ctx::CHANGED,
+            elements,
+            if ty.integrators().is_empty() {
+                RowReference::Plain(brec)
+            } else {
+                RowReference::Integrated {
+                    base: brec,
+                    integrators: ty.integrators(),
+                    reference: &mut s.predicted,
+                }
+            },
+            &mut s.groups,
+            &mut s.changed,
+            out,
+        )?;
+    }
+    Ok(m.changed.len())
+}
+
 /// Where a section's rows are read from.
 enum Rows<'a, S> {
     /// The token walk: masks and values.
@@ -283,64 +351,39 @@ pub(crate) fn decode_section(
     let kept = m.kept();
     s.ids.reserve_exact(kept);
     s.records.reserve_exact(kept * rs);
-    let mut removed = m.removed.iter().peekable();
-    let mut changed = m.changed.iter().peekable();
-    let mut k = 0u32;
-    let mut row = 0usize;
-    // Unchanged kept records are copied a run at a time: `run` is the
-    // baseline index the current run of them starts at.
-    let mut run = 0usize;
-    let base_records = base.records();
-    for bi in 0..base.len() {
-        if removed.peek() == Some(&&(bi as u32)) {
-            removed.next();
-            s.records
-                .extend_from_slice(&base_records[run * rs..bi * rs]);
-            run = bi + 1;
-            continue;
-        }
-        s.ids.push(base.ids()[bi]);
-        let brec = base.record(bi);
-        if changed.peek() == Some(&&k) {
-            changed.next();
-            match &mut rows {
-                Rows::Planes => {
+    let row = match &mut rows {
+        Rows::Tokens(src) => decode_kept(*src, section, ty, elements, base, m, s)?,
+        Rows::Planes => {
+            let mut removed = m.removed.iter().peekable();
+            let mut changed = m.changed.iter().peekable();
+            let mut k = 0u32;
+            let mut row = 0usize;
+            // Unchanged kept records are copied a run at a time: `run` is the
+            // baseline index the current run of them starts at.
+            let mut run = 0usize;
+            let base_records = base.records();
+            for bi in 0..base.len() {
+                if removed.peek() == Some(&&(bi as u32)) {
+                    removed.next();
+                    s.records
+                        .extend_from_slice(&base_records[run * rs..bi * rs]);
+                    run = bi + 1;
+                    continue;
+                }
+                s.ids.push(base.ids()[bi]);
+                if changed.peek() == Some(&&k) {
+                    changed.next();
                     // Copied with its run; the deltas are applied below.
                     s.changed_at.push((bi - run) * rs + s.records.len());
                     s.changed_base.push(bi);
+                    row += 1;
                 }
-                Rows::Tokens(src) => {
-                    // Copied with its run, and decoded in place.
-                    let at = s.records.len() + (bi - run) * rs;
-                    s.records
-                        .extend_from_slice(&base_records[run * rs..(bi + 1) * rs]);
-                    run = bi + 1;
-                    decode_row(
-                        *src,
-                        section,
-                        row,
-                        tokens::ctx::CHANGED,
-                        elements,
-                        if ty.integrators().is_empty() {
-                            RowReference::Plain(brec)
-                        } else {
-                            RowReference::Integrated {
-                                base: brec,
-                                integrators: ty.integrators(),
-                                reference: &mut s.predicted,
-                            }
-                        },
-                        &mut s.groups,
-                        &mut s.changed,
-                        &mut s.records[at..],
-                    )?;
-                }
+                k += 1;
             }
-            row += 1;
+            s.records.extend_from_slice(&base_records[run * rs..]);
+            row
         }
-        k += 1;
-    }
-    s.records.extend_from_slice(&base_records[run * rs..]);
+    };
     if m.planes {
         // The changed rows' deltas, on the records copied from the baseline.
         let changed = s.changed_at.len();
