@@ -201,29 +201,57 @@ fn decode_values(
         let Some(&el) = elements.get(e as usize) else {
             return Err(bad(e));
         };
-        let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
         if !el.float {
             // No kind bit: one value, checked as it is applied.
+            let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
             let v = src.uint(value)?;
             values::decode_changed(el, v, reference, out).map_err(|_| bad(e))?;
             continue;
         }
-        let mut kind = values::kind_before_bit(el, reference);
-        if kind == Kind::Bits
-            && src.bit(tokens::ctx::make(
-                tokens::ctx::KIND,
-                section,
-                kind_of_row,
-                e as usize,
-            ))?
-        {
-            kind = Kind::Integral;
-        }
-        let v = src.uint(value)?;
-        values::decode(el, kind, v, reference, out).map_err(|_| bad(e))?;
-        if !values::differs(el, out, reference) {
-            return Err(bad(e));
-        }
+        decode_float(src, section, row, kind_of_row, e, el, reference, out)?;
+    }
+    Ok(())
+}
+
+/// Reads the kind bit (if any) and value of changed float element `e`
+/// (`el`) of a row, against `reference`, into `out`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn decode_float(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    e: u32,
+    el: Element,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    let bad = || DecodeError::BadValue {
+        section,
+        row,
+        element: e as usize,
+    };
+    let mut kind = values::kind_before_bit(el, reference);
+    if kind == Kind::Bits
+        && src.bit(tokens::ctx::make(
+            tokens::ctx::KIND,
+            section,
+            kind_of_row,
+            e as usize,
+        ))?
+    {
+        kind = Kind::Integral;
+    }
+    let v = src.uint(tokens::ctx::make(
+        tokens::ctx::VALUE,
+        section,
+        kind_of_row,
+        e as usize,
+    ))?;
+    values::decode(el, kind, v, reference, out).map_err(|_| bad())?;
+    if !values::differs(el, out, reference) {
+        return Err(bad());
     }
     Ok(())
 }
