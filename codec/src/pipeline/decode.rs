@@ -43,6 +43,7 @@ enum RowReference<'a> {
 /// (for a changed row of a type with integrated elements: the baseline
 /// record): applies the row's changes to it.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn decode_row(
     src: &mut impl TokenSource,
     section: usize,
@@ -54,6 +55,22 @@ fn decode_row(
     s_changed: &mut Vec<u32>,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
+    let bad_mask = |()| DecodeError::BadMask { section, row };
+    if elements.len() <= 64 {
+        // The mask as bits, without a list.
+        let bits =
+            tokens::read_mask_bits(src, section, kind_of_row, elements.len())?.map_err(bad_mask)?;
+        return apply_row(
+            src,
+            section,
+            row,
+            kind_of_row,
+            elements,
+            reference,
+            Bits(bits),
+            out,
+        );
+    }
     tokens::read_mask(
         src,
         section,
@@ -62,43 +79,81 @@ fn decode_row(
         s_groups,
         s_changed,
     )?
-    .map_err(|()| DecodeError::BadMask { section, row })?;
-    let (reference, integrated) = match reference {
-        RowReference::Plain(r) => (r, None),
-        RowReference::Integrated {
-            base,
-            integrators,
-            reference,
-        } => {
-            reference.clear();
-            reference.extend_from_slice(base);
-            (base, Some((integrators, reference)))
+    .map_err(bad_mask)?;
+    apply_row(
+        src,
+        section,
+        row,
+        kind_of_row,
+        elements,
+        reference,
+        s_changed.iter().copied(),
+        out,
+    )
+}
+
+/// The set bits of a mask, lowest first.
+#[derive(Clone, Copy)]
+struct Bits(u64);
+
+impl Iterator for Bits {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        if self.0 == 0 {
+            return None;
         }
-    };
-    match integrated {
-        None => decode_values(
+        let e = self.0.trailing_zeros();
+        self.0 &= self.0 - 1;
+        Some(e)
+    }
+}
+
+/// Reads the values of a row whose mask gave the changed elements
+/// `changed` (ascending) and applies them to `out` (see [`decode_row`]).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn apply_row(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    elements: &[Element],
+    reference: RowReference<'_>,
+    changed: impl Iterator<Item = u32>,
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    match reference {
+        RowReference::Plain(reference) => decode_values(
             src,
             section,
             row,
             kind_of_row,
             elements,
             reference,
-            s_changed,
+            changed,
             out,
         ),
-        Some((integrators, predicted)) => {
+        RowReference::Integrated {
+            base,
+            integrators,
+            reference: predicted,
+        } => {
+            predicted.clear();
+            predicted.extend_from_slice(base);
             // Each integrated element is predicted once every element
             // before it is final, and the prediction is its value unless
             // the row changes it.
             let mut next = 0usize;
             let mut predict_to = |end: u32, predicted: &mut Vec<u8>, out: &mut [u8]| {
                 while let Some(i) = integrators.get(next).filter(|i| i.element <= end) {
-                    integrate::apply(i, reference, out, predicted);
+                    integrate::apply(i, base, out, predicted);
                     integrate::copy(i, predicted, out);
                     next += 1;
                 }
             };
-            for (k, &e) in s_changed.iter().enumerate() {
+            for e in changed {
                 predict_to(e, predicted, out);
                 decode_values(
                     src,
@@ -107,7 +162,7 @@ fn decode_row(
                     kind_of_row,
                     elements,
                     predicted,
-                    &s_changed[k..=k],
+                    core::iter::once(e),
                     out,
                 )?;
             }
@@ -120,6 +175,7 @@ fn decode_row(
 /// Reads the values of the changed elements `changed` of one row, each
 /// against `reference`, into `out`.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn decode_values(
     src: &mut impl TokenSource,
     section: usize,
@@ -127,43 +183,139 @@ fn decode_values(
     kind_of_row: u32,
     elements: &[Element],
     reference: &[u8],
-    changed: &[u32],
+    changed: impl Iterator<Item = u32>,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
-    for &e in changed {
-        let bad = DecodeError::BadValue {
-            section,
-            row,
-            element: e as usize,
-        };
+    let bad = |e: u32| DecodeError::BadValue {
+        section,
+        row,
+        element: e as usize,
+    };
+    for e in changed {
         let Some(&el) = elements.get(e as usize) else {
-            return Err(bad);
+            return Err(bad(e));
         };
-        let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
         if !el.float {
             // No kind bit: one value, checked as it is applied.
+            let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
             let v = src.uint(value)?;
-            values::decode_changed(el, v, reference, out).map_err(|_| bad)?;
+            values::decode_changed(el, v, reference, out).map_err(|_| bad(e))?;
             continue;
         }
-        let mut kind = values::kind_before_bit(el, reference);
-        if kind == Kind::Bits
-            && src.bit(tokens::ctx::make(
-                tokens::ctx::KIND,
-                section,
-                kind_of_row,
-                e as usize,
-            ))?
-        {
-            kind = Kind::Integral;
-        }
-        let v = src.uint(value)?;
-        values::decode(el, kind, v, reference, out).map_err(|_| bad.clone())?;
-        if !values::differs(el, out, reference) {
-            return Err(bad);
-        }
+        decode_float(src, section, row, kind_of_row, e, el, reference, out)?;
     }
     Ok(())
+}
+
+/// Reads the kind bit (if any) and value of changed float element `e`
+/// (`el`) of a row, against `reference`, into `out`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn decode_float(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    e: u32,
+    el: Element,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    let bad = || DecodeError::BadValue {
+        section,
+        row,
+        element: e as usize,
+    };
+    let mut kind = values::kind_before_bit(el, reference);
+    if kind == Kind::Bits
+        && src.bit(tokens::ctx::make(
+            tokens::ctx::KIND,
+            section,
+            kind_of_row,
+            e as usize,
+        ))?
+    {
+        kind = Kind::Integral;
+    }
+    let v = src.uint(tokens::ctx::make(
+        tokens::ctx::VALUE,
+        section,
+        kind_of_row,
+        e as usize,
+    ))?;
+    values::decode(el, kind, v, reference, out).map_err(|_| bad())?;
+    if !values::differs(el, out, reference) {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+/// The kept entities of a section whose rows come from the token walk, into
+/// `s.ids` and `s.records`: the baseline's ids and records between removed
+/// entities copied a run at a time, then each changed row decoded in place
+/// against its baseline record. Returns the rows read.
+fn decode_kept(
+    src: &mut impl TokenSource,
+    section: usize,
+    ty: &EntityType,
+    elements: &[Element],
+    base: &SectionRef<'_>,
+    m: &SectionTokens,
+    s: &mut DecodeScratch,
+) -> Result<usize, DecodeError> {
+    let rs = ty.record_size();
+    let (base_ids, base_records) = (base.ids(), base.records());
+    // `removed` is ascending and within the baseline (`read_meta`).
+    let bad = DecodeError::BadEntitySet { section };
+    let mut from = 0usize;
+    for &r in m
+        .removed
+        .iter()
+        .chain(core::iter::once(&(base_ids.len() as u32)))
+    {
+        let r = r as usize;
+        s.ids
+            .extend_from_slice(base_ids.get(from..r).ok_or(bad.clone())?);
+        s.records
+            .extend_from_slice(base_records.get(from * rs..r * rs).ok_or(bad.clone())?);
+        from = r + 1;
+    }
+    // `changed` is ascending and within the kept entities: kept entity `k`
+    // is baseline entity `k + p`, `p` the removed entities before it.
+    let mut p = 0usize;
+    for (row, &k) in m.changed.iter().enumerate() {
+        let k = k as usize;
+        while m.removed.get(p).is_some_and(|&r| r as usize <= k + p) {
+            p += 1;
+        }
+        let bi = k + p;
+        let (Some(brec), Some(out)) = (
+            base_records.get(bi * rs..(bi + 1) * rs),
+            s.records.get_mut(k * rs..(k + 1) * rs),
+        ) else {
+            return Err(bad);
+        };
+        decode_row(
+            src,
+            section,
+            row,
+            tokens::ctx::CHANGED,
+            elements,
+            if ty.integrators().is_empty() {
+                RowReference::Plain(brec)
+            } else {
+                RowReference::Integrated {
+                    base: brec,
+                    integrators: ty.integrators(),
+                    reference: &mut s.predicted,
+                }
+            },
+            &mut s.groups,
+            &mut s.changed,
+            out,
+        )?;
+    }
+    Ok(m.changed.len())
 }
 
 /// Rebuilds a section from its baseline and its entity sets (`m`, as
@@ -219,55 +371,7 @@ pub(crate) fn decode_section(
     s.records.clear();
     s.ids.reserve_exact(kept);
     s.records.reserve_exact(kept * rs);
-    let mut removed = m.removed.iter().peekable();
-    let mut changed = m.changed.iter().peekable();
-    let mut k = 0u32;
-    let mut row = 0usize;
-    // Unchanged kept records are copied a run at a time: `run` is the
-    // baseline index the current run of them starts at.
-    let mut run = 0usize;
-    let base_records = base.records();
-    for bi in 0..base.len() {
-        if removed.peek() == Some(&&(bi as u32)) {
-            removed.next();
-            s.records
-                .extend_from_slice(&base_records[run * rs..bi * rs]);
-            run = bi + 1;
-            continue;
-        }
-        s.ids.push(base.ids()[bi]);
-        let brec = base.record(bi);
-        if changed.peek() == Some(&&k) {
-            changed.next();
-            // Copied with its run, and decoded in place.
-            let at = s.records.len() + (bi - run) * rs;
-            s.records
-                .extend_from_slice(&base_records[run * rs..(bi + 1) * rs]);
-            run = bi + 1;
-            decode_row(
-                src,
-                section,
-                row,
-                tokens::ctx::CHANGED,
-                elements,
-                if ty.integrators().is_empty() {
-                    RowReference::Plain(brec)
-                } else {
-                    RowReference::Integrated {
-                        base: brec,
-                        integrators: ty.integrators(),
-                        reference: &mut s.predicted,
-                    }
-                },
-                &mut s.groups,
-                &mut s.changed,
-                &mut s.records[at..],
-            )?;
-            row += 1;
-        }
-        k += 1;
-    }
-    s.records.extend_from_slice(&base_records[run * rs..]);
+    let row = decode_kept(src, section, ty, elements, base, m, s)?;
     // Spawned entities, each against its recalled record or the type's
     // default record. Records grow as rows are read, so a truncated
     // payload allocates little.

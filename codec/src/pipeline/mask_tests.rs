@@ -87,6 +87,56 @@ fn masks_match_the_general_walk_and_read_back() {
                 }
             }
             src.finish().unwrap();
+            // Rows of up to 64 elements read back as bits, the same way.
+            if elements <= 64 {
+                let mut src = ByteSource::new(&bytes);
+                for r in 0..t.row_end.len() {
+                    let kind = t.row_kind(r);
+                    let bits = tokens::read_mask_bits(&mut src, 2, kind, elements)
+                        .unwrap()
+                        .unwrap();
+                    let want = t.row(r).iter().fold(0u64, |b, tok| b | 1 << tok.element);
+                    assert_eq!(bits, want);
+                    for tok in t.row(r) {
+                        let c = ctx::make(ctx::VALUE, 2, kind, tok.element as usize);
+                        assert_eq!(tokens::TokenSource::uint(&mut src, c).unwrap(), tok.value);
+                    }
+                }
+                src.finish().unwrap();
+            }
+        }
+    }
+}
+
+/// Corrupted masks: the bit reader refuses what the list reader refuses,
+/// with the same error, and takes the same bytes.
+#[test]
+fn mask_bits_refuse_what_the_list_refuses() {
+    let mut x = 0x0bad_cafe_u32;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    };
+    for elements in [1, 5, 8, 9, 14, 16, 40, 63, 64] {
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..next() % 6)
+                .map(|_| match next() % 3 {
+                    0 => 0,
+                    _ => next() as u8,
+                })
+                .collect();
+            for kind in [ctx::CHANGED, ctx::SPAWNED] {
+                let mut a = ByteSource::new(&bytes);
+                let mut b = ByteSource::new(&bytes);
+                let (mut groups, mut changed) = (Vec::new(), Vec::new());
+                let list = tokens::read_mask(&mut a, 2, kind, elements, &mut groups, &mut changed);
+                let bits = tokens::read_mask_bits(&mut b, 2, kind, elements);
+                let list = list.map(|r| r.map(|()| changed.iter().fold(0u64, |b, &e| b | 1 << e)));
+                assert_eq!(list, bits, "{elements} elements, {bytes:x?}");
+                assert_eq!(a.finish(), b.finish());
+            }
         }
     }
 }

@@ -84,16 +84,46 @@ pub(crate) fn predict_section(
         _ => None,
     };
     let (b1_ids, b1_records) = (b1.ids(), b1.records());
+    // The span's width is matched once, not per record.
+    let b0_ids = b0.ids();
+    match single {
+        Some(s) => {
+            let r = s.offset..s.offset + s.len;
+            let lanes = match s.width {
+                1 => predict::lanes_u8,
+                2 => predict::lanes_u16,
+                4 => predict::lanes_u32,
+                _ => predict::lanes_u64,
+            };
+            predict_matched(b0_ids, b1_ids, b1_records, records, rs, |b1_rec, rec| {
+                lanes(&b1_rec[r.clone()], &mut rec[r.clone()]);
+            });
+        }
+        None => predict_matched(b0_ids, b1_ids, b1_records, records, rs, |b1_rec, rec| {
+            predict::predict(ty.spans(), b1_rec, rec)
+        }),
+    }
+}
+
+/// Runs `f(b1 record, record)` on each record of `records` (of the ids
+/// `ids`, `rs` bytes each) whose id `b1_ids` also has.
+#[inline(always)]
+fn predict_matched(
+    ids: &[u32],
+    b1_ids: &[u32],
+    b1_records: &[u8],
+    records: &mut [u8],
+    rs: usize,
+    f: impl Fn(&[u8], &mut [u8]),
+) {
     let mut j = 0;
-    for (&id, rec) in b0.ids().iter().zip(records.chunks_exact_mut(rs)) {
+    for (&id, rec) in ids.iter().zip(records.chunks_exact_mut(rs.max(1))) {
         while b1_ids.get(j).is_some_and(|&b| b < id) {
             j += 1;
         }
         if b1_ids.get(j) == Some(&id) {
-            let b1_rec = &b1_records[j * rs..(j + 1) * rs];
-            match single {
-                Some(s) => predict::predict_span(s, b1_rec, rec),
-                None => predict::predict(ty.spans(), b1_rec, rec),
+            if let Some(b1_rec) = b1_records.get(j * rs..(j + 1) * rs) {
+                f(b1_rec, rec);
             }
         }
     }

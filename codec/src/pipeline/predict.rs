@@ -20,35 +20,56 @@ pub(crate) fn predict_span(s: &Span, b1: &[u8], rec: &mut [u8]) {
     let r = s.offset..s.offset + s.len;
     let (b1, o) = (&b1[r.clone()], &mut rec[r]);
     match s.width {
-        1 => predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]),
-        2 => predict_n::<2>(b1, o, |a, b| {
-            let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
-            a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-        }),
-        4 => {
-            #[cfg(target_arch = "x86_64")]
-            let done = super::predict_sse2::predict_u32(b1, o);
-            #[cfg(not(target_arch = "x86_64"))]
-            let done = 0;
-            predict_n::<4>(&b1[done..], &mut o[done..], |a, b| {
-                let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
-                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            });
-        }
-        _ => {
-            #[cfg(target_arch = "x86_64")]
-            let done = super::predict_sse2::predict_u64(b1, o);
-            #[cfg(not(target_arch = "x86_64"))]
-            let done = 0;
-            predict_n::<8>(&b1[done..], &mut o[done..], |a, b| {
-                let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
-                a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
-            });
-        }
+        1 => lanes_u8(b1, o),
+        2 => lanes_u16(b1, o),
+        4 => lanes_u32(b1, o),
+        _ => lanes_u64(b1, o),
     }
 }
 
+/// `o = 2·o − b1` per byte lane (`o` and `b1` the same length).
+#[inline(always)]
+pub(crate) fn lanes_u8(b1: &[u8], o: &mut [u8]) {
+    predict_n::<1>(b1, o, |a, b| [a[0].wrapping_mul(2).wrapping_sub(b[0])]);
+}
+
+/// `o = 2·o − b1` per 2-byte lane.
+#[inline(always)]
+pub(crate) fn lanes_u16(b1: &[u8], o: &mut [u8]) {
+    predict_n::<2>(b1, o, |a, b| {
+        let (a, b) = (u16::from_le_bytes(a), u16::from_le_bytes(b));
+        a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+    });
+}
+
+/// `o = 2·o − b1` per 4-byte lane.
+#[inline(always)]
+pub(crate) fn lanes_u32(b1: &[u8], o: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    let done = super::predict_sse2::predict_u32(b1, o);
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    predict_n::<4>(&b1[done..], &mut o[done..], |a, b| {
+        let (a, b) = (u32::from_le_bytes(a), u32::from_le_bytes(b));
+        a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+    });
+}
+
+/// `o = 2·o − b1` per 8-byte lane.
+#[inline(always)]
+pub(crate) fn lanes_u64(b1: &[u8], o: &mut [u8]) {
+    #[cfg(target_arch = "x86_64")]
+    let done = super::predict_sse2::predict_u64(b1, o);
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    predict_n::<8>(&b1[done..], &mut o[done..], |a, b| {
+        let (a, b) = (u64::from_le_bytes(a), u64::from_le_bytes(b));
+        a.wrapping_mul(2).wrapping_sub(b).to_le_bytes()
+    });
+}
+
 /// `o = f(o, b1)` per `N`-byte element.
+#[inline(always)]
 fn predict_n<const N: usize>(b1: &[u8], out: &mut [u8], f: impl Fn([u8; N], [u8; N]) -> [u8; N]) {
     for (o, b) in out.chunks_exact_mut(N).zip(b1.chunks_exact(N)) {
         let mut av = [0u8; N];

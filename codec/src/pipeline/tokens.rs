@@ -564,6 +564,42 @@ pub(crate) fn read_mask(
     Ok(Ok(()))
 }
 
+/// [`read_mask`] of a row of at most 64 elements: the changed elements as
+/// bits (bit `e` for element `e`), read with the same decisions in the same
+/// order; `Err(())` where `read_mask` gives it.
+#[inline]
+pub(crate) fn read_mask_bits(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: u32,
+    elements: usize,
+) -> Result<Result<u64, ()>, DecodeError> {
+    debug_assert!(elements <= 64);
+    let groups = elements.div_ceil(GROUP);
+    let mut changed = 0u64;
+    if groups <= 1 {
+        changed = u64::from(src.group(section, row, 0, elements)?);
+    } else {
+        // The marked groups' element bits, group by group: each marked
+        // group changes something.
+        let mut marked = src.groups(section, row, 0, groups)?;
+        while marked != 0 {
+            let first = marked.trailing_zeros() as usize * GROUP;
+            marked &= marked - 1;
+            let bits = src.group(section, row, first, (elements - first).min(GROUP))?;
+            if bits == 0 {
+                return Ok(Err(()));
+            }
+            changed |= u64::from(bits) << first;
+        }
+    }
+    // A changed row changes something.
+    if changed == 0 && row == ctx::CHANGED {
+        return Ok(Err(()));
+    }
+    Ok(Ok(changed))
+}
+
 /// Reads the element bits of mask group `g` of a row of `elements`
 /// elements into `changed`; `Err(())` when the group is marked (it is when
 /// it is read, except the single group of a row) but empty.

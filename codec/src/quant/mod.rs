@@ -48,6 +48,9 @@ mod measure;
 pub(crate) mod plan;
 mod quat;
 mod scalar;
+mod scale4;
+#[cfg(target_arch = "x86_64")]
+mod scale4_sse2;
 #[cfg(feature = "serde")]
 pub(crate) mod text;
 

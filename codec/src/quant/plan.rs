@@ -8,7 +8,7 @@
 #![forbid(unsafe_code)]
 
 use super::float::{Float, F32, F64};
-use super::{quat, scalar};
+use super::{quat, scalar, scale4};
 use crate::schema::Primitive;
 
 /// A validated declaration with its derived constants.
@@ -257,9 +257,39 @@ fn slot_each(s: &Slot, way: Way, records: &mut [u8], rs: usize) -> Result<(), (u
         (Kind::Int { min, max, .. }, _) => each(records, rs, |rec| int_in_range(s, min, max, rec)),
         (_, Way::ToCodes) if s.ty == Primitive::F32 => slot_to_codes::<F32>(s, records, rs),
         (_, Way::ToCodes) => slot_to_codes::<F64>(s, records, rs),
+        (Kind::Fixed { step, lo, hi, .. }, Way::FromCodes) if s.ty == Primitive::F32 => {
+            scaled_f32_from_codes(s, lo, hi, step, records, rs)
+        }
+        (Kind::Angle { bits, step, .. }, Way::FromCodes) if s.ty == Primitive::F32 => {
+            // `scalar::angle_code_ok`'s range.
+            let half = 1i64 << (bits - 1);
+            scaled_f32_from_codes(s, -half, half - 1, step, records, rs)
+        }
         (_, Way::FromCodes) if s.ty == Primitive::F32 => slot_from_codes::<F32>(s, records, rs),
         (_, Way::FromCodes) => slot_from_codes::<F64>(s, records, rs),
     }
+}
+
+/// [`slot_from_codes`] of an `f32` slot whose values are `code · step` for
+/// codes in `lo..=hi`: four records at a time ([`scale4`]), the rest one
+/// at a time.
+fn scaled_f32_from_codes(
+    s: &Slot,
+    lo: i64,
+    hi: i64,
+    step: f64,
+    records: &mut [u8],
+    rs: usize,
+) -> Result<(), (usize, usize)> {
+    // An `f32` code is an `i32`: limits beyond it clamp to it, unless no
+    // `i32` is within them.
+    let (lo32, hi32) = (lo.max(i64::from(i32::MIN)), hi.min(i64::from(i32::MAX)));
+    let (Ok(lo32), Ok(hi32)) = (i32::try_from(lo32), i32::try_from(hi32)) else {
+        return slot_from_codes::<F32>(s, records, rs);
+    };
+    let done = scale4::fours(s.offset, s.len, lo32, hi32, step, records, rs)?;
+    let rest = records.get_mut(done * rs..).unwrap_or_default();
+    slot_from_codes::<F32>(s, rest, rs).map_err(|(i, e)| (i + done, e))
 }
 
 /// Applies `way` to every record of `records` (`rs` bytes each), slot by
