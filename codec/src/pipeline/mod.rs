@@ -40,6 +40,9 @@ mod predict_sse2;
 mod record_apply;
 #[cfg(target_arch = "x86_64")]
 mod record_apply_sse2;
+mod record_delta;
+#[cfg(target_arch = "x86_64")]
+mod record_delta_sse2;
 mod sets;
 #[cfg(target_arch = "x86_64")]
 mod sse2;
@@ -161,6 +164,14 @@ pub(crate) struct EncodeScratch {
     /// The non-zero bytes of `rows` and the zero runs of `planes`, when a
     /// prediction counted them and left the section to the full estimate.
     counted: Option<(usize, usize)>,
+    /// The spans and record size [`EncodeScratch::plan`] was built for,
+    /// and the section's [`record_delta::DeltaPlan`] (`None` when its
+    /// layout has none).
+    plan: Option<(
+        Vec<crate::schema::Span>,
+        usize,
+        Option<record_delta::DeltaPlan>,
+    )>,
 }
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
@@ -377,14 +388,22 @@ pub(super) fn row_deltas(
     s.rows
         .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
     let (changed, spawned) = s.rows.split_at_mut(a.changed_rows.len() * rs);
-    planes::delta_rows(
-        ty.spans(),
-        rs,
-        cur.records(),
-        base.records(),
-        &a.changed_rows,
-        changed,
-    );
+    let spans = ty.spans();
+    if !matches!(&s.plan, Some((p, r, _)) if p == spans && *r == rs) {
+        let plan = record_delta::DeltaPlan::new(spans, rs).filter(|p| p.pays(spans));
+        s.plan = Some((spans.to_vec(), rs, plan));
+    }
+    match s.plan.as_ref().and_then(|p| p.2.as_ref()) {
+        Some(plan) => plan.delta_rows(cur.records(), base.records(), &a.changed_rows, changed),
+        None => planes::delta_rows(
+            spans,
+            rs,
+            cur.records(),
+            base.records(),
+            &a.changed_rows,
+            changed,
+        ),
+    }
     let mut rows = spawned.chunks_exact_mut(rs);
     let mut prev = ty.default_record();
     for (&j, row) in a.spawned.iter().zip(&mut rows) {
