@@ -427,6 +427,15 @@ fn merge(
         core::mem::swap(records, &mut s.records);
         return Ok(());
     }
+    if m.spawned.first() > s.ids.last() {
+        // Every spawned entity after the kept ones: the kept list handed
+        // over and the spawned ones appended.
+        core::mem::swap(ids, &mut s.ids);
+        core::mem::swap(records, &mut s.records);
+        ids.extend_from_slice(&m.spawned);
+        records.extend_from_slice(&s.spawn_records);
+        return Ok(());
+    }
     // Merge the two id-ordered lists: before each spawned entity, the kept
     // ones with lower ids, a run at a time.
     ids.reserve_exact(kept + m.spawned.len());

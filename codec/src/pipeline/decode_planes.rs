@@ -168,7 +168,7 @@ impl Apply<'_> {
     /// Writes into `out` the record whose delta against `reference` is
     /// `delta` (all three a record long); returns whether it differs from
     /// `reference`.
-    #[inline]
+    #[inline(always)]
     fn record(self, delta: &[u8], reference: &[u8], out: &mut [u8]) -> bool {
         match self.plan {
             Some(p) => p.apply(delta, reference, out),

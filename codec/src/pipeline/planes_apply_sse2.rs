@@ -3,14 +3,15 @@
 //! transposed in SSE2 registers ([`super::transpose_sse2`]) and decoded
 //! against their references there ([`super::record_apply_sse2`]), chunk
 //! by chunk of the section's [`ApplyPlan`], without the rows' deltas
-//! going through memory.
+//! going through memory; the plan's tail lanes then row by row, each
+//! lane's bytes read from its planes.
 
 #![forbid(unsafe_code)]
 
 use safe_arch::{m128i, zeroed_m128i};
 
 use super::decode_planes::Places;
-use super::record_apply::ApplyPlan;
+use super::record_apply::{read, ApplyPlan, Lane};
 use super::record_apply_sse2::Masks;
 use super::sse2::{load, store};
 use super::transpose_sse2::{block_starts, transpose16};
@@ -89,6 +90,71 @@ pub(super) fn changed_rows(
                 differs[i] |= row(t[i], refs[i], outs[i]);
             }
         }
+    }
+    for lane in plan.tail() {
+        let at = (planes, starts, reference, refs, &mut *out, outs);
+        let done = match lane.width {
+            1 => tail_rows::<1>(lane, at, differs),
+            2 => tail_rows::<2>(lane, at, differs),
+            4 => tail_rows::<4>(lane, at, differs),
+            _ => tail_rows::<8>(lane, at, differs),
+        };
+        if !done {
+            return false;
+        }
+    }
+    true
+}
+
+/// The planes, plane starts, references, their places, the records and
+/// theirs, of [`changed_rows`].
+type Rows<'a> = (
+    &'a [u8],
+    &'a [usize],
+    &'a [u8],
+    &'a [usize],
+    &'a mut [u8],
+    &'a [usize],
+);
+
+/// [`changed_rows`] for one tail lane of the plan, `W` bytes wide, row by
+/// row; `false` if a plane or record is short.
+#[inline(always)]
+fn tail_rows<const W: usize>(
+    lane: &Lane,
+    (planes, starts, reference, refs, out, outs): Rows<'_>,
+    differs: &mut [bool],
+) -> bool {
+    let rows = refs.len();
+    let Some(starts) = starts.get(lane.at..lane.at + W) else {
+        return false;
+    };
+    let mut cols: [&[u8]; W] = [&[]; W];
+    for (col, &s) in cols.iter_mut().zip(starts) {
+        let Some(p) = planes.get(s..).and_then(|p| p.get(..rows)) else {
+            return false;
+        };
+        *col = p;
+    }
+    let mask = u64::MAX >> (64 - 8 * W);
+    for (k, ((&ra, &oa), d)) in refs.iter().zip(outs).zip(differs).enumerate() {
+        let mut delta = 0u64;
+        for (j, col) in cols.iter().enumerate() {
+            delta |= u64::from(col.get(k).copied().unwrap_or(0)) << (8 * j);
+        }
+        let (ra, oa) = (ra + lane.at, oa + lane.at);
+        let (Some(r), Some(o)) = (
+            reference
+                .get(ra..ra + W)
+                .and_then(|b| <&[u8; W]>::try_from(b).ok()),
+            out.get_mut(oa..oa + W),
+        ) else {
+            return false;
+        };
+        let r = read(r);
+        let v = lane.decode(delta, r);
+        o.copy_from_slice(&v.to_le_bytes()[..W]);
+        *d |= (v ^ r) & mask != 0;
     }
     true
 }

@@ -21,9 +21,12 @@
 //!
 //! A chunk writes only the bytes of the lanes that lie inside one of its
 //! words (`w`), keeping what the chunks before it wrote in the others
-//! (where the last chunk overlaps the one before it mid-lane). A layout
-//! where some lane lies inside no chunk's word (or a record under sixteen
-//! bytes) has no plan, and the caller goes span by span.
+//! (where the last chunk overlaps the one before it mid-lane). When at
+//! most [`TAIL_LANES`] lanes lie inside no word of the chunks at every
+//! sixteenth byte, those lanes are decoded one by one ([`Lane`]) instead
+//! of by a last chunk. A layout where some lane lies inside no chunk's
+//! word and is not such a lane (or a record under sixteen bytes) has no
+//! plan, and the caller goes span by span.
 
 #![forbid(unsafe_code)]
 
@@ -44,13 +47,51 @@ pub(crate) struct Chunk {
     pub(crate) partial: bool,
 }
 
+/// The most lanes decoded one by one after the chunks at every sixteenth
+/// byte, rather than by a last chunk ending at the record's end.
+const TAIL_LANES: usize = 2;
+
+/// A lane of a record decoded by itself: `width` bytes from `at`, one
+/// element of an `Int`/`Predict` span or one byte of another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lane {
+    pub(crate) at: usize,
+    pub(crate) width: usize,
+    pub(crate) op: DeltaOp,
+}
+
+impl Lane {
+    /// The lane's value from its delta `d` and reference `r` (both
+    /// little-endian, zero above the lane); the bits above the lane are
+    /// not meaningful.
+    #[inline(always)]
+    pub(crate) fn decode(&self, d: u64, r: u64) -> u64 {
+        match self.op {
+            DeltaOp::Int | DeltaOp::Predict => r.wrapping_add((d >> 1) ^ (d & 1).wrapping_neg()),
+            DeltaOp::Sub => r.wrapping_add(d),
+            DeltaOp::Xor => r ^ d,
+            DeltaOp::None => d,
+        }
+    }
+}
+
+/// The first `W` bytes of `b` as a little-endian number.
+#[inline(always)]
+pub(crate) fn read<const W: usize>(b: &[u8; W]) -> u64 {
+    let mut x = [0u8; 8];
+    x[..W].copy_from_slice(b);
+    u64::from_le_bytes(x)
+}
+
 /// The chunks covering a record: every sixteenth byte, and when the size
-/// is not a multiple of sixteen one more ending at the record's end,
-/// overlapping the one before (its bytes are written twice, the same).
+/// is not a multiple of sixteen either one more ending at the record's
+/// end, overlapping the one before (its bytes are written twice, the
+/// same), or the few lanes those chunks leave out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ApplyPlan {
     rs: usize,
     chunks: Vec<Chunk>,
+    tail: Vec<Lane>,
 }
 
 impl ApplyPlan {
@@ -60,8 +101,8 @@ impl ApplyPlan {
         if rs < 16 {
             return None;
         }
-        // Per record byte: its lane (first byte, end) and masks.
-        let mut lane = vec![(usize::MAX, 0usize); rs];
+        // Per record byte: its lane (first byte, end, operator) and masks.
+        let mut lane = vec![(usize::MAX, 0usize, DeltaOp::None); rs];
         let (mut h, mut l, mut z, mut n) =
             (vec![0u8; rs], vec![0u8; rs], vec![0u8; rs], vec![0u8; rs]);
         for s in spans {
@@ -76,7 +117,7 @@ impl ApplyPlan {
                     if b.0 != usize::MAX {
                         return None;
                     }
-                    *b = (start, start + width);
+                    *b = (start, start + width, s.op);
                 }
                 let last = start + width - 1;
                 match s.op {
@@ -94,16 +135,14 @@ impl ApplyPlan {
                 }
             }
         }
-        let whole = rs & !15;
-        let last = Some(rs - 16).filter(|_| rs > whole);
         let mut chunks = Vec::new();
         let mut written = vec![false; rs];
-        for at in (0..whole).step_by(16).chain(last) {
+        let mut chunk = |at: usize, written: &mut [bool]| {
             let mut w = [0u8; 16];
             for (b, w) in (at..at + 16).zip(&mut w) {
                 // The word of the chunk the byte is in, and its lane.
                 let half = at + (b - at) / 8 * 8;
-                let (s, e) = lane[b];
+                let (s, e, _) = lane[b];
                 if s != usize::MAX && s >= half && e <= half + 8 {
                     *w = 0xff;
                     written[b] = true;
@@ -127,11 +166,33 @@ impl ApplyPlan {
                 w,
                 partial: w != [u64::MAX; 2],
             });
+        };
+        let whole = rs & !15;
+        for at in (0..whole).step_by(16) {
+            chunk(at, &mut written);
+        }
+        // The lanes the chunks so far leave out, each by its first byte.
+        let mut tail: Vec<Lane> = (0..rs)
+            .filter(|&b| !written[b] && lane[b].0 == b)
+            .map(|b| Lane {
+                at: b,
+                width: lane[b].1 - b,
+                op: lane[b].2,
+            })
+            .collect();
+        if tail.len() > TAIL_LANES {
+            tail.clear();
+            if rs > whole {
+                chunk(rs - 16, &mut written);
+            }
+        }
+        for t in &tail {
+            written[t.at..t.at + t.width].fill(true);
         }
         if !written.iter().all(|&w| w) {
             return None;
         }
-        Some(Self { rs, chunks })
+        Some(Self { rs, chunks, tail })
     }
 
     /// The chunks, in order (a partial one after the chunks it keeps
@@ -141,10 +202,16 @@ impl ApplyPlan {
         &self.chunks
     }
 
+    /// The lanes decoded one by one after the chunks.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn tail(&self) -> &[Lane] {
+        &self.tail
+    }
+
     /// Writes into `out` the record whose delta against `reference` is
     /// `delta` (each at least a record long; [`super::planes::row_apply`]),
     /// and returns whether it differs from `reference`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn apply(&self, delta: &[u8], reference: &[u8], out: &mut [u8]) -> bool {
         let rs = self.rs;
         let (delta, reference, out) = (&delta[..rs], &reference[..rs], &mut out[..rs]);
@@ -152,8 +219,49 @@ impl ApplyPlan {
         for c in &self.chunks {
             differs |= wide::chunk(c, delta, reference, out);
         }
+        if self.tail.is_empty() {
+            return differs;
+        }
+        differs | self.apply_tail(delta, reference, out)
+    }
+
+    /// The tail lanes of [`Self::apply`]; returns whether they differ from
+    /// `reference`.
+    #[inline(never)]
+    fn apply_tail(&self, delta: &[u8], reference: &[u8], out: &mut [u8]) -> bool {
+        let mut differs = false;
+        for lane in &self.tail {
+            differs |= match lane.width {
+                1 => tail_lane::<1>(lane, delta, reference, out),
+                2 => tail_lane::<2>(lane, delta, reference, out),
+                4 => tail_lane::<4>(lane, delta, reference, out),
+                _ => tail_lane::<8>(lane, delta, reference, out),
+            };
+        }
         differs
     }
+}
+
+/// Writes `lane` (`W` bytes wide) of the record from `delta` and
+/// `reference` into `out`; returns whether it differs from the reference.
+#[inline(always)]
+fn tail_lane<const W: usize>(lane: &Lane, delta: &[u8], reference: &[u8], out: &mut [u8]) -> bool {
+    let at = lane.at..lane.at + W;
+    let (Some(d), Some(r), Some(o)) = (
+        delta
+            .get(at.clone())
+            .and_then(|b| <&[u8; W]>::try_from(b).ok()),
+        reference
+            .get(at.clone())
+            .and_then(|b| <&[u8; W]>::try_from(b).ok()),
+        out.get_mut(at),
+    ) else {
+        return false;
+    };
+    let (d, r) = (read(d), read(r));
+    let v = lane.decode(d, r);
+    o.copy_from_slice(&v.to_le_bytes()[..W]);
+    (v ^ r) & (u64::MAX >> (64 - 8 * W)) != 0
 }
 
 /// One word of a chunk: the record word from delta `d` and reference `r`.
@@ -252,7 +360,7 @@ pub(super) mod tests {
             }
             out.push((spans, at));
         }
-        // The racing car: the last chunk starts mid-lane.
+        // The racing car: one lane after the whole chunks.
         out.push((
             vec![span(0, 48, 4, DeltaOp::Int), span(48, 2, 2, DeltaOp::Int)],
             50,
@@ -299,6 +407,7 @@ pub(super) mod tests {
                 for c in &plan.chunks {
                     w_differs |= chunk_words(c, &delta, &reference, &mut words);
                 }
+                w_differs |= plan.apply_tail(&delta, &reference, &mut words);
                 assert_eq!(words, want);
                 assert_eq!(w_differs, differs);
             }
@@ -319,13 +428,25 @@ pub(super) mod tests {
         assert!(ApplyPlan::new(&[span(0, 8, 4, DeltaOp::Int)], 8).is_none());
         // A byte in no span.
         assert!(ApplyPlan::new(&[span(0, 16, 4, DeltaOp::Int)], 17).is_none());
-        // A lane across a word of its only chunk.
+        // Lanes across a word of their only chunk: a few decoded by
+        // themselves, more not.
         let spans = [
             span(0, 4, 4, DeltaOp::Int),
             span(4, 8, 8, DeltaOp::Int),
             span(12, 4, 4, DeltaOp::Int),
         ];
-        assert!(ApplyPlan::new(&spans, 16).is_none());
+        assert_eq!(ApplyPlan::new(&spans, 16).map(|p| p.tail.len()), Some(1));
+        let spans = [
+            span(0, 4, 4, DeltaOp::Int),
+            span(4, 8, 8, DeltaOp::Int),
+            span(12, 4, 4, DeltaOp::Int),
+            span(16, 2, 1, DeltaOp::Int),
+            span(18, 8, 8, DeltaOp::Int),
+            span(26, 2, 2, DeltaOp::Int),
+            span(28, 8, 8, DeltaOp::Int),
+            span(36, 12, 4, DeltaOp::Int),
+        ];
+        assert!(ApplyPlan::new(&spans, 48).is_none());
         // One inside a word of the last chunk only.
         let spans = [
             span(0, 2, 1, DeltaOp::Int),
