@@ -203,7 +203,6 @@ impl ApplyPlan {
     }
 
     /// The lanes decoded one by one after the chunks.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn tail(&self) -> &[Lane] {
         &self.tail
     }

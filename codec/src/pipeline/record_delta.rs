@@ -54,9 +54,9 @@ pub(crate) struct DeltaPlan {
 
 impl DeltaPlan {
     /// The plan of records of `rs` bytes with `spans`, when they have an
-    /// [`ApplyPlan`].
+    /// [`ApplyPlan`] whose chunks cover every lane (no tail lanes).
     pub(crate) fn new(spans: &[Span], rs: usize) -> Option<Self> {
-        let apply = ApplyPlan::new(spans, rs)?;
+        let apply = ApplyPlan::new(spans, rs).filter(|p| p.tail().is_empty())?;
         let chunks = apply
             .chunks()
             .iter()
