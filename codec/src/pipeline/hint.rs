@@ -124,13 +124,18 @@ mod tests {
         Section::from_parts((0..rows).collect(), recs, 32).unwrap()
     }
 
-    #[test]
-    fn a_completed_section_is_the_full_estimates() {
-        let schema = Schema::builder()
+    /// A schema of one type: eight `f32` per record.
+    fn eight_f32() -> Schema {
+        Schema::builder()
             .entity("e")
             .field("v", Primitive::F32, 8)
             .build()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_completed_section_is_the_full_estimates() {
+        let schema = eight_f32();
         let ty = &schema.sections()[0];
         let elements = values::elements(ty);
         let order = planes::order(&elements);
@@ -177,11 +182,7 @@ mod tests {
 
     #[test]
     fn a_prediction_left_to_the_full_estimate_settles_as_it() {
-        let schema = Schema::builder()
-            .entity("e")
-            .field("v", Primitive::F32, 8)
-            .build()
-            .unwrap();
+        let schema = eight_f32();
         let ty = &schema.sections()[0];
         let elements = values::elements(ty);
         let order = planes::order(&elements);
