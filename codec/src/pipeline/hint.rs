@@ -70,12 +70,14 @@ pub(super) fn predict_planes(
     let Some(hint) = s.hint.filter(|h| h.age < HINT_LIFE && h.nonzero > 0) else {
         return false;
     };
-    row_deltas(ty, base, cur, s);
+    row_deltas(ty, order, base, cur, s);
     s.pending = true;
     let rs = ty.record_size();
-    let n = s.rows.len() / rs;
-    let nonzero = planes::count_nonzero(&s.rows);
-    planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
+    let n = s.align.changed_rows.len() + s.align.spawned.len();
+    let nonzero = s.nonzero_rows();
+    if !s.direct {
+        planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
+    }
     let runs = planes::zero_runs(&s.planes);
     let predicted = nonzero.saturating_mul(hint.tokens) / hint.nonzero;
     let (num, den) = HINT_MARGIN;

@@ -34,6 +34,8 @@ mod mask_tests;
 pub(crate) mod planes;
 #[cfg(target_arch = "x86_64")]
 mod planes_apply_sse2;
+#[cfg(target_arch = "x86_64")]
+mod planes_delta_sse2;
 pub(crate) mod predict;
 #[cfg(target_arch = "x86_64")]
 mod predict_sse2;
@@ -140,8 +142,12 @@ pub(crate) struct EncodeScratch {
     reference: Vec<u8>,
     /// The section's tokens for the packet being built.
     pub(crate) tokens: SectionTokens,
-    /// Row deltas of the byte-plane mode, one record each.
+    /// Row deltas of the byte-plane mode, one record each (unless
+    /// `direct`).
     rows: Vec<u8>,
+    /// [`row_deltas`] wrote the rows straight into `planes` (every record
+    /// byte in exactly one plane), leaving `rows` stale.
+    direct: bool,
     /// The section's rows as byte planes (when it has rows).
     pub(crate) planes: Vec<u8>,
     /// Where each record byte's plane starts ([`planes::split`]).
@@ -278,6 +284,7 @@ pub(crate) fn encode_section<E>(
     t.spawned
         .extend(a.spawned.iter().map(|&j| cur.ids()[j as usize]));
     s.planes.clear();
+    s.direct = false;
     s.mode = RowMode::Tokens;
     s.pending = false;
     s.tentative = false;
@@ -297,7 +304,7 @@ pub(crate) fn encode_section<E>(
     }
     // A prediction that was not clear built the rows already.
     if !s.pending {
-        row_deltas(ty, base, cur, s);
+        row_deltas(ty, order, base, cur, s);
     }
     s.pending = true;
     if !defer_planes {
@@ -374,25 +381,37 @@ fn code_rows<E>(
 
 /// Writes into `s.rows` the section's rows as byte-plane row deltas:
 /// changed rows against their baseline record, spawned rows against the
-/// spawned record before them.
+/// spawned record before them. On x86_64 a section of at least
+/// [`EARLY_STOP_ROWS`] rows whose layout has a [`record_delta::DeltaPlan`]
+/// and whose `order` gives every record byte one plane has its rows
+/// written straight into `s.planes` instead ([`EncodeScratch::direct`]).
 pub(super) fn row_deltas(
     ty: &EntityType,
+    order: &[u16],
     base: &SectionRef<'_>,
     cur: &SectionRef<'_>,
     s: &mut EncodeScratch,
 ) {
-    let a = &s.align;
     let rs = ty.record_size();
-    // The spans tile the record (records have no padding): every byte is
-    // written below, so the buffer is not cleared first.
-    s.rows
-        .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
-    let (changed, spawned) = s.rows.split_at_mut(a.changed_rows.len() * rs);
     let spans = ty.spans();
     if !matches!(&s.plan, Some((p, r, _)) if p == spans && *r == rs) {
         let plan = record_delta::DeltaPlan::new(spans, rs).filter(|p| p.pays(spans));
         s.plan = Some((spans.to_vec(), rs, plan));
     }
+    s.direct = false;
+    #[cfg(target_arch = "x86_64")]
+    if direct_planes(ty, order, base, cur, s) {
+        s.direct = true;
+        return;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = order;
+    let a = &s.align;
+    // The spans tile the record (records have no padding): every byte is
+    // written below, so the buffer is not cleared first.
+    s.rows
+        .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
+    let (changed, spawned) = s.rows.split_at_mut(a.changed_rows.len() * rs);
     match s.plan.as_ref().and_then(|p| p.2.as_ref()) {
         Some(plan) => plan.delta_rows(cur.records(), base.records(), &a.changed_rows, changed),
         None => planes::delta_rows(
@@ -410,6 +429,72 @@ pub(super) fn row_deltas(
         let rec = cur.record(j as usize);
         planes::row_delta(ty.spans(), rec, prev, row);
         prev = rec;
+    }
+}
+
+/// The rows of [`row_deltas`] written straight into `s.planes` (in
+/// `order`) by the section's [`record_delta::DeltaPlan`], when the
+/// section has one, at least [`EARLY_STOP_ROWS`] rows and `order` gives
+/// every record byte exactly one plane; otherwise `false` with the planes
+/// empty.
+#[cfg(target_arch = "x86_64")]
+fn direct_planes(
+    ty: &EntityType,
+    order: &[u16],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    s: &mut EncodeScratch,
+) -> bool {
+    let Some(plan) = s.plan.as_ref().and_then(|p| p.2.as_ref()) else {
+        return false;
+    };
+    let a = &s.align;
+    let rs = ty.record_size();
+    let n = a.changed_rows.len() + a.spawned.len();
+    if n < EARLY_STOP_ROWS
+        || order.len() != rs
+        || !transpose::plane_starts(order, n, rs, &mut s.starts)
+    {
+        return false;
+    }
+    let (changed, spawned) = (&a.changed_rows[..], &a.spawned[..]);
+    let (cur, base) = (cur.records(), base.records());
+    let default = ty.default_record();
+    // Record `j` of `cur`.
+    let spawned_record = |j: usize| {
+        let at = *spawned.get(j)? as usize * rs;
+        cur.get(at..at + rs)
+    };
+    let row = |k: usize| {
+        if let Some(&(c, b)) = changed.get(k) {
+            let (c, b) = (c as usize * rs, b as usize * rs);
+            return Some((cur.get(c..c + rs)?, base.get(b..b + rs)?));
+        }
+        let j = k - changed.len();
+        let prev = match j.checked_sub(1) {
+            Some(p) => spawned_record(p)?,
+            None => default,
+        };
+        Some((spawned_record(j)?, prev))
+    };
+    s.planes.clear();
+    s.planes.resize(n * rs, 0);
+    if planes_delta_sse2::delta_planes(plan, n, row, &s.starts, &mut s.planes) {
+        return true;
+    }
+    s.planes.clear();
+    false
+}
+
+impl EncodeScratch {
+    /// The non-zero bytes of the rows [`row_deltas`] built (from the
+    /// planes when it wrote them there: the same bytes).
+    fn nonzero_rows(&self) -> usize {
+        planes::count_nonzero(if self.direct {
+            &self.planes
+        } else {
+            &self.rows
+        })
     }
 }
 
@@ -434,10 +519,12 @@ pub(crate) fn settle_planes(
     // masks and values, the mode is `Tokens` without a look at the planes.
     let tokens = token_row_bytes(elements, t);
     let counted = s.counted.take();
-    let nonzero = counted.map_or_else(|| planes::count_nonzero(&s.rows), |c| c.0);
+    // The planes hold the rows' bytes when the rows went straight there.
+    let built = if s.direct { &s.planes } else { &s.rows };
+    let nonzero = counted.map_or_else(|| planes::count_nonzero(built), |c| c.0);
     s.hint = None;
     s.row_bytes = tokens;
-    if nonzero + usize::from(nonzero < s.rows.len()) >= tokens {
+    if nonzero + usize::from(nonzero < n * rs) >= tokens {
         s.planes.clear();
         return;
     }
@@ -452,7 +539,7 @@ pub(crate) fn settle_planes(
     } else {
         // The planes are built to count their zero runs, and kept when
         // they may be sent.
-        if s.planes.is_empty() {
+        if s.planes.is_empty() && !s.direct {
             planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
         }
         let runs = counted.map_or_else(|| planes::zero_runs(&s.planes), |c| c.1);

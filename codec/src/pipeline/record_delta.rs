@@ -105,6 +105,18 @@ impl DeltaPlan {
         Some(Self { rs, chunks })
     }
 
+    /// The record size the plan is for.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn rs(&self) -> usize {
+        self.rs
+    }
+
+    /// The plan's chunks, in record order.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+
     /// Whether the plan takes fewer instructions than span by span for
     /// records with `spans`: span by span costs about a chunk per span and
     /// per element left over after a span's sixteen-byte blocks (coded

@@ -1,0 +1,247 @@
+//! A byte-plane section's rows written straight into its planes (x86_64):
+//! per block of sixteen rows, per chunk of the section's
+//! [`DeltaPlan`], the sixteen rows' deltas are computed in SSE2 registers
+//! ([`super::record_delta_sse2`]) and transposed there
+//! ([`super::transpose_sse2`]) into sixteen bytes of each of the chunk's
+//! planes, without the rows going through memory. The last block of rows
+//! overlaps the one before it when the row count is not a multiple of
+//! sixteen (its rows are written twice, the same).
+
+#![forbid(unsafe_code)]
+
+use safe_arch::{m128i, zeroed_m128i};
+
+use super::record_delta::DeltaPlan;
+use super::record_delta_sse2::{zigzag1, zigzag2, zigzag4, zigzag8, Lanes, Masks};
+use super::sse2::{load, store};
+use super::transpose::NO_PLANE;
+use super::transpose_sse2::{block_starts, transpose16};
+
+/// Writes into `planes` the deltas of `n` rows: row `k` is the delta of
+/// the record `row(k).0` against the record `row(k).1` (records of the
+/// plan's size), and its record byte `c` goes to `planes[starts[c] + k]`
+/// (nothing for a record byte at [`NO_PLANE`]; every other start names a
+/// plane of `n` bytes). Returns `false`, with `planes` partly written,
+/// when there are fewer than sixteen rows, `row` gives no record or a
+/// short one, or a start does not fit `planes`.
+pub(super) fn delta_planes<'a>(
+    plan: &DeltaPlan,
+    n: usize,
+    row: impl Fn(usize) -> Option<(&'a [u8], &'a [u8])>,
+    starts: &[usize],
+    planes: &mut [u8],
+) -> bool {
+    let rs = plan.rs();
+    if n < 16 || starts.len() != rs {
+        return false;
+    }
+    // Per chunk: its masks, and where each of its sixteen record bytes'
+    // planes start (`NO_PLANE` for a byte it does not write, or that a
+    // chunk before it wrote).
+    let mut chunks = Vec::with_capacity(plan.chunks().len());
+    let mut written = vec![false; rs];
+    for k in plan.chunks() {
+        let Some(cols) = starts.get(k.at..k.at + 16) else {
+            return false;
+        };
+        let w = <[u8; 16]>::from(m128i::from(k.w));
+        let mut dest = [NO_PLANE; 16];
+        let done = &mut written[k.at..k.at + 16];
+        for (((d, &s), &w), done) in dest.iter_mut().zip(cols).zip(&w).zip(done) {
+            if w == 0 || s == NO_PLANE || *done {
+                continue;
+            }
+            *done = true;
+            if s.checked_add(n).is_none_or(|end| end > planes.len()) {
+                return false;
+            }
+            *d = s;
+        }
+        chunks.push((k.at, Masks::new(k), dest));
+    }
+    for r in block_starts(n) {
+        // The block's records, each checked once for all chunks.
+        let mut cur: [&[u8]; 16] = [&[]; 16];
+        let mut reference: [&[u8]; 16] = [&[]; 16];
+        for (i, (c, b)) in cur.iter_mut().zip(&mut reference).enumerate() {
+            let Some((x, y)) = row(r + i).filter(|(x, y)| x.len() >= rs && y.len() >= rs) else {
+                return false;
+            };
+            (*c, *b) = (x, y);
+        }
+        for (at, masks, dest) in &chunks {
+            let block = (&cur, &reference, *at);
+            let a = match masks.lanes {
+                Lanes::Zigzag1 => deltas(block, zigzag1),
+                Lanes::Zigzag2 => deltas(block, zigzag2),
+                Lanes::Zigzag4 => deltas(block, zigzag4),
+                Lanes::Zigzag8 => deltas(block, zigzag8),
+                Lanes::Mixed => deltas(block, |c, r| masks.delta(c, r)),
+            };
+            for (w, &d) in transpose16(a).into_iter().zip(dest) {
+                if d != NO_PLANE {
+                    store(planes, d + r, w);
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The records of a block's sixteen rows on both sides, and the chunk's
+/// place in them.
+type Block<'a, 'b> = (&'b [&'a [u8]; 16], &'b [&'a [u8]; 16], usize);
+
+/// The sixteen rows' deltas of the chunk at `at`, `delta` of sixteen
+/// record bytes each.
+#[inline(always)]
+fn deltas(
+    (cur, reference, at): Block<'_, '_>,
+    delta: impl Fn(m128i, m128i) -> m128i,
+) -> [m128i; 16] {
+    let mut a = [zeroed_m128i(); 16];
+    for ((a, c), b) in a.iter_mut().zip(cur).zip(reference) {
+        *a = delta(load(c, at), load(b, at));
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::planes::{delta_rows, row_delta, split};
+    use crate::pipeline::record_apply::tests::{bytes, layouts};
+    use crate::pipeline::transpose::plane_starts;
+    use crate::schema::{DeltaOp, Span};
+
+    /// The test layouts, and records of one operator and width throughout
+    /// (chunks of one zigzag width), sizes multiples of sixteen or not.
+    fn all_layouts() -> Vec<(Vec<Span>, usize)> {
+        let mut out = layouts();
+        for (width, rs) in [
+            (1, 17),
+            (1, 32),
+            (2, 32),
+            (2, 46),
+            (4, 28),
+            (4, 32),
+            (8, 48),
+        ] {
+            for op in [DeltaOp::Int, DeltaOp::Predict] {
+                let span = Span {
+                    offset: 0,
+                    len: rs,
+                    width,
+                    op,
+                };
+                out.push((vec![span], rs));
+            }
+        }
+        out
+    }
+
+    /// A permutation of `0..rs`.
+    fn order(rs: usize, seed: usize) -> Vec<u16> {
+        let mut o: Vec<u16> = (0..rs as u16).collect();
+        for i in (1..rs).rev() {
+            o.swap(i, (i * 7919 + seed) % (i + 1));
+        }
+        o
+    }
+
+    #[test]
+    fn planes_hold_the_split_rows() {
+        let mut planned = 0;
+        let mut seen = [false; 5];
+        for (k, (spans, rs)) in all_layouts().into_iter().enumerate() {
+            let Some(plan) = DeltaPlan::new(&spans, rs) else {
+                continue;
+            };
+            planned += 1;
+            for c in plan.chunks() {
+                seen[Masks::new(c).lanes as usize] = true;
+            }
+            let records = 60;
+            let cur = bytes(records * rs, k as u32 * 13 + 1);
+            let mut reference = bytes(records * rs, k as u32 * 7 + 2);
+            reference[..rs].copy_from_slice(&cur[..rs]);
+            let o = order(rs, k);
+            for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 47, 60] {
+                let pairs: Vec<(u32, u32)> = (0..n as u32)
+                    .map(|i| ((i * 7 + n as u32) % 60, (i * 3 + 1) % 60))
+                    .collect();
+                let mut rows = vec![0; n * rs];
+                delta_rows(&spans, rs, &cur, &reference, &pairs, &mut rows);
+                let mut want = Vec::new();
+                split(&o, &rows, n, rs, &mut want, &mut Vec::new());
+                let mut starts = Vec::new();
+                assert!(plane_starts(&o, n, rs, &mut starts));
+                let mut got = vec![0x5a; n * rs];
+                let row = |i: usize| {
+                    let (c, b) = pairs.get(i)?;
+                    let (c, b) = (*c as usize * rs, *b as usize * rs);
+                    Some((&cur[c..c + rs], &reference[b..b + rs]))
+                };
+                let done = delta_planes(&plan, n, row, &starts, &mut got);
+                assert_eq!(done, n >= 16, "layout {k}, {n} rows");
+                if done {
+                    assert_eq!(got, want, "layout {k}, {n} rows");
+                }
+            }
+            // Rows against the row before them (spawned rows), the first
+            // against zeros; extreme lanes.
+            for n in [16usize, 23] {
+                let mut recs = bytes(n * rs, k as u32 + 99);
+                recs[rs..2 * rs].fill(0xff);
+                recs[2 * rs..3 * rs].fill(0x80);
+                recs[3 * rs..4 * rs].fill(0x7f);
+                let zero = vec![0u8; rs];
+                let mut rows = vec![0; n * rs];
+                for (i, out) in rows.chunks_exact_mut(rs).enumerate() {
+                    let prev = if i == 0 {
+                        &zero[..]
+                    } else {
+                        &recs[(i - 1) * rs..i * rs]
+                    };
+                    row_delta(&spans, &recs[i * rs..(i + 1) * rs], prev, out);
+                }
+                let mut want = Vec::new();
+                split(&o, &rows, n, rs, &mut want, &mut Vec::new());
+                let mut starts = Vec::new();
+                plane_starts(&o, n, rs, &mut starts);
+                let mut got = vec![0; n * rs];
+                let row = |i: usize| {
+                    let prev = if i == 0 {
+                        &zero[..]
+                    } else {
+                        recs.get((i - 1) * rs..i * rs)?
+                    };
+                    Some((recs.get(i * rs..(i + 1) * rs)?, prev))
+                };
+                assert!(delta_planes(&plan, n, row, &starts, &mut got));
+                assert_eq!(got, want, "layout {k}, {n} rows against the row before");
+            }
+            // A missing record or a short plane buffer is refused.
+            let mut starts = Vec::new();
+            plane_starts(&o, 16, rs, &mut starts);
+            let short = |i: usize| (i < 15).then_some((&cur[..rs], &reference[..rs]));
+            assert!(!delta_planes(
+                &plan,
+                16,
+                short,
+                &starts,
+                &mut vec![0; 16 * rs]
+            ));
+            let whole = |_: usize| Some((&cur[..rs], &reference[..rs]));
+            assert!(!delta_planes(
+                &plan,
+                16,
+                whole,
+                &starts,
+                &mut vec![0; 16 * rs - 1]
+            ));
+        }
+        assert!(planned >= 20, "{planned} layouts planned");
+        assert_eq!(seen, [true; 5], "every kind of chunk: {seen:?}");
+    }
+}
