@@ -35,29 +35,28 @@ pub(super) fn delta_planes<'a>(
     if n < 16 || starts.len() != rs {
         return false;
     }
-    // Per chunk: its masks, and where each of its sixteen record bytes'
-    // planes start (`NO_PLANE` for a byte it does not write, or that a
-    // chunk before it wrote).
+    // Per chunk: its masks, where each of its sixteen record bytes'
+    // planes start (`NO_PLANE` for a byte it does not write) and whether
+    // it writes all sixteen. A byte two chunks write gets the same delta
+    // from both.
     let mut chunks = Vec::with_capacity(plan.chunks().len());
-    let mut written = vec![false; rs];
     for k in plan.chunks() {
         let Some(cols) = starts.get(k.at..k.at + 16) else {
             return false;
         };
         let w = <[u8; 16]>::from(m128i::from(k.w));
         let mut dest = [NO_PLANE; 16];
-        let done = &mut written[k.at..k.at + 16];
-        for (((d, &s), &w), done) in dest.iter_mut().zip(cols).zip(&w).zip(done) {
-            if w == 0 || s == NO_PLANE || *done {
+        for ((d, &s), &w) in dest.iter_mut().zip(cols).zip(&w) {
+            if w == 0 || s == NO_PLANE {
                 continue;
             }
-            *done = true;
             if s.checked_add(n).is_none_or(|end| end > planes.len()) {
                 return false;
             }
             *d = s;
         }
-        chunks.push((k.at, Masks::new(k), dest));
+        let all = dest.iter().all(|&d| d != NO_PLANE);
+        chunks.push((k.at, Masks::new(k), dest, all));
     }
     for r in block_starts(n) {
         // The block's records, each checked once for all chunks.
@@ -69,7 +68,7 @@ pub(super) fn delta_planes<'a>(
             };
             (*c, *b) = (x, y);
         }
-        for (at, masks, dest) in &chunks {
+        for (at, masks, dest, all) in &chunks {
             let block = (&cur, &reference, *at);
             let a = match masks.lanes {
                 Lanes::Zigzag1 => deltas(block, zigzag1),
@@ -78,9 +77,16 @@ pub(super) fn delta_planes<'a>(
                 Lanes::Zigzag8 => deltas(block, zigzag8),
                 Lanes::Mixed => deltas(block, |c, r| masks.delta(c, r)),
             };
-            for (w, &d) in transpose16(a).into_iter().zip(dest) {
-                if d != NO_PLANE {
+            let t = transpose16(a);
+            if *all {
+                for (w, &d) in t.into_iter().zip(dest) {
                     store(planes, d + r, w);
+                }
+            } else {
+                for (w, &d) in t.into_iter().zip(dest) {
+                    if d != NO_PLANE {
+                        store(planes, d + r, w);
+                    }
                 }
             }
         }
