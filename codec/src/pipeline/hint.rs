@@ -74,11 +74,13 @@ pub(super) fn predict_planes(
     s.pending = true;
     let rs = ty.record_size();
     let n = s.align.changed_rows.len() + s.align.spawned.len();
-    let nonzero = s.nonzero_rows();
-    if !s.direct {
+    let (nonzero, runs) = if s.direct {
+        planes::nonzero_and_runs(&s.planes)
+    } else {
+        let nonzero = planes::count_nonzero(&s.rows);
         planes::split(order, &s.rows, n, rs, &mut s.planes, &mut s.starts);
-    }
-    let runs = planes::zero_runs(&s.planes);
+        (nonzero, planes::zero_runs(&s.planes))
+    };
     let predicted = nonzero.saturating_mul(hint.tokens) / hint.nonzero;
     let (num, den) = HINT_MARGIN;
     let sure = predicted.saturating_mul(num);

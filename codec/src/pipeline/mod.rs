@@ -24,6 +24,8 @@
 
 pub(crate) mod align;
 mod byte_source;
+#[cfg(target_arch = "x86_64")]
+mod count_sse2;
 mod decode;
 mod decode_planes;
 mod hint;
@@ -484,18 +486,6 @@ fn direct_planes(
     }
     s.planes.clear();
     false
-}
-
-impl EncodeScratch {
-    /// The non-zero bytes of the rows [`row_deltas`] built (from the
-    /// planes when it wrote them there: the same bytes).
-    fn nonzero_rows(&self) -> usize {
-        planes::count_nonzero(if self.direct {
-            &self.planes
-        } else {
-            &self.rows
-        })
-    }
 }
 
 /// The row mode of a section whose byte-plane rows [`encode_section`]
