@@ -481,7 +481,12 @@ fn direct_planes(
     };
     s.planes.clear();
     s.planes.resize(n * rs, 0);
-    if planes_delta_sse2::delta_planes(plan, n, row, &s.starts, &mut s.planes) {
+    let first = planes_delta_sse2::Pairs {
+        pairs: changed,
+        cur,
+        reference: base,
+    };
+    if planes_delta_sse2::delta_planes(plan, n, first, row, &s.starts, &mut s.planes) {
         return true;
     }
     s.planes.clear();

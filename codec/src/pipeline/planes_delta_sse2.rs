@@ -17,16 +17,27 @@ use super::sse2::{load, store};
 use super::transpose::NO_PLANE;
 use super::transpose_sse2::{block_starts, transpose16};
 
+/// The first rows of [`delta_planes`] as index pairs: row `k` is record
+/// `pairs[k].0` of `cur` against record `pairs[k].1` of `reference`.
+#[derive(Clone, Copy)]
+pub(super) struct Pairs<'a> {
+    pub(super) pairs: &'a [(u32, u32)],
+    pub(super) cur: &'a [u8],
+    pub(super) reference: &'a [u8],
+}
+
 /// Writes into `planes` the deltas of `n` rows: row `k` is the delta of
 /// the record `row(k).0` against the record `row(k).1` (records of the
-/// plan's size), and its record byte `c` goes to `planes[starts[c] + k]`
+/// plan's size), or for `k` under `first.pairs.len()` of the records
+/// `first` names, and its record byte `c` goes to `planes[starts[c] + k]`
 /// (nothing for a record byte at [`NO_PLANE`]; every other start names a
 /// plane of `n` bytes). Returns `false`, with `planes` partly written,
-/// when there are fewer than sixteen rows, `row` gives no record or a
-/// short one, or a start does not fit `planes`.
+/// when there are fewer than sixteen rows, a row has no record or a short
+/// one, or a start does not fit `planes`.
 pub(super) fn delta_planes<'a>(
     plan: &DeltaPlan,
     n: usize,
+    first: Pairs<'a>,
     row: impl Fn(usize) -> Option<(&'a [u8], &'a [u8])>,
     starts: &[usize],
     planes: &mut [u8],
@@ -62,11 +73,23 @@ pub(super) fn delta_planes<'a>(
         // The block's records, each checked once for all chunks.
         let mut cur: [&[u8]; 16] = [&[]; 16];
         let mut reference: [&[u8]; 16] = [&[]; 16];
-        for (i, (c, b)) in cur.iter_mut().zip(&mut reference).enumerate() {
-            let Some((x, y)) = row(r + i).filter(|(x, y)| x.len() >= rs && y.len() >= rs) else {
-                return false;
-            };
-            (*c, *b) = (x, y);
+        if let Some(pairs) = first.pairs.get(r..r + 16) {
+            for ((c, b), &(i, j)) in cur.iter_mut().zip(&mut reference).zip(pairs) {
+                let (i, j) = (i as usize * rs, j as usize * rs);
+                let (Some(x), Some(y)) = (first.cur.get(i..i + rs), first.reference.get(j..j + rs))
+                else {
+                    return false;
+                };
+                (*c, *b) = (x, y);
+            }
+        } else {
+            for (i, (c, b)) in cur.iter_mut().zip(&mut reference).enumerate() {
+                let Some((x, y)) = row(r + i).filter(|(x, y)| x.len() >= rs && y.len() >= rs)
+                else {
+                    return false;
+                };
+                (*c, *b) = (x, y);
+            }
         }
         for (at, masks, dest, all) in &chunks {
             let block = (&cur, &reference, *at);
@@ -146,6 +169,13 @@ mod tests {
         out
     }
 
+    /// No rows as index pairs.
+    const NONE: Pairs<'static> = Pairs {
+        pairs: &[],
+        cur: &[],
+        reference: &[],
+    };
+
     /// A permutation of `0..rs`.
     fn order(rs: usize, seed: usize) -> Vec<u16> {
         let mut o: Vec<u16> = (0..rs as u16).collect();
@@ -188,7 +218,33 @@ mod tests {
                     let (c, b) = (*c as usize * rs, *b as usize * rs);
                     Some((&cur[c..c + rs], &reference[b..b + rs]))
                 };
-                let done = delta_planes(&plan, n, row, &starts, &mut got);
+                // The pairs for all rows, or for none (the rows by `row`).
+                let first = Pairs {
+                    pairs: &pairs,
+                    cur: &cur,
+                    reference: &reference,
+                };
+                let none = Pairs {
+                    pairs: &[],
+                    ..first
+                };
+                let mut by_row = vec![0x33; n * rs];
+                let by_rows = delta_planes(&plan, n, none, row, &starts, &mut by_row);
+                let done = delta_planes(&plan, n, first, row, &starts, &mut got);
+                assert_eq!(by_rows, done);
+                let half = Pairs {
+                    pairs: &pairs[..n / 2],
+                    ..first
+                };
+                let mut by_half = vec![0x44; n * rs];
+                assert_eq!(
+                    delta_planes(&plan, n, half, row, &starts, &mut by_half),
+                    done
+                );
+                if done {
+                    assert_eq!(by_row, want, "layout {k}, {n} rows by row");
+                    assert_eq!(by_half, want, "layout {k}, {n} rows, half by pairs");
+                }
                 assert_eq!(done, n >= 16, "layout {k}, {n} rows");
                 if done {
                     assert_eq!(got, want, "layout {k}, {n} rows");
@@ -224,7 +280,7 @@ mod tests {
                     };
                     Some((recs.get(i * rs..(i + 1) * rs)?, prev))
                 };
-                assert!(delta_planes(&plan, n, row, &starts, &mut got));
+                assert!(delta_planes(&plan, n, NONE, row, &starts, &mut got));
                 assert_eq!(got, want, "layout {k}, {n} rows against the row before");
             }
             // A missing record or a short plane buffer is refused.
@@ -234,6 +290,7 @@ mod tests {
             assert!(!delta_planes(
                 &plan,
                 16,
+                NONE,
                 short,
                 &starts,
                 &mut vec![0; 16 * rs]
@@ -242,6 +299,7 @@ mod tests {
             assert!(!delta_planes(
                 &plan,
                 16,
+                NONE,
                 whole,
                 &starts,
                 &mut vec![0; 16 * rs - 1]
