@@ -174,11 +174,13 @@ pub(crate) struct EncodeScratch {
     counted: Option<(usize, usize)>,
     /// The spans and record size [`EncodeScratch::plan`] was built for,
     /// and the section's [`record_delta::DeltaPlan`] (`None` when its
-    /// layout has none).
+    /// layout has none) with whether it pays for rows in memory
+    /// ([`record_delta::DeltaPlan::pays`]; rows written straight into the
+    /// planes always take it).
     plan: Option<(
         Vec<crate::schema::Span>,
         usize,
-        Option<record_delta::DeltaPlan>,
+        Option<(record_delta::DeltaPlan, bool)>,
     )>,
 }
 
@@ -397,7 +399,10 @@ pub(super) fn row_deltas(
     let rs = ty.record_size();
     let spans = ty.spans();
     if !matches!(&s.plan, Some((p, r, _)) if p == spans && *r == rs) {
-        let plan = record_delta::DeltaPlan::new(spans, rs).filter(|p| p.pays(spans));
+        let plan = record_delta::DeltaPlan::new(spans, rs).map(|p| {
+            let pays = p.pays(spans);
+            (p, pays)
+        });
         s.plan = Some((spans.to_vec(), rs, plan));
     }
     s.direct = false;
@@ -415,8 +420,10 @@ pub(super) fn row_deltas(
         .resize((a.changed_rows.len() + a.spawned.len()) * rs, 0);
     let (changed, spawned) = s.rows.split_at_mut(a.changed_rows.len() * rs);
     match s.plan.as_ref().and_then(|p| p.2.as_ref()) {
-        Some(plan) => plan.delta_rows(cur.records(), base.records(), &a.changed_rows, changed),
-        None => planes::delta_rows(
+        Some((plan, true)) => {
+            plan.delta_rows(cur.records(), base.records(), &a.changed_rows, changed)
+        }
+        _ => planes::delta_rows(
             spans,
             rs,
             cur.records(),
@@ -447,7 +454,7 @@ fn direct_planes(
     cur: &SectionRef<'_>,
     s: &mut EncodeScratch,
 ) -> bool {
-    let Some(plan) = s.plan.as_ref().and_then(|p| p.2.as_ref()) else {
+    let Some((plan, _)) = s.plan.as_ref().and_then(|p| p.2.as_ref()) else {
         return false;
     };
     let a = &s.align;
