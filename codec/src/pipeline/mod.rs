@@ -174,9 +174,9 @@ pub(crate) struct EncodeScratch {
     counted: Option<(usize, usize)>,
     /// The spans and record size [`EncodeScratch::plan`] was built for,
     /// and the section's [`record_delta::DeltaPlan`] (`None` when its
-    /// layout has none) with whether it pays for rows in memory
-    /// ([`record_delta::DeltaPlan::pays`]; rows written straight into the
-    /// planes always take it).
+    /// layout has none) with whether rows in memory take it: when it has
+    /// no tail lanes and pays ([`record_delta::DeltaPlan::pays`]); rows
+    /// written straight into the planes always take it.
     plan: Option<(
         Vec<crate::schema::Span>,
         usize,
@@ -399,8 +399,8 @@ pub(super) fn row_deltas(
     let rs = ty.record_size();
     let spans = ty.spans();
     if !matches!(&s.plan, Some((p, r, _)) if p == spans && *r == rs) {
-        let plan = record_delta::DeltaPlan::new(spans, rs).map(|p| {
-            let pays = p.pays(spans);
+        let plan = record_delta::DeltaPlan::with_tail(spans, rs).map(|p| {
+            let pays = p.pays(spans) && p.tail().is_empty();
             (p, pays)
         });
         s.plan = Some((spans.to_vec(), rs, plan));

@@ -5,14 +5,20 @@
 //! ([`super::transpose_sse2`]) into sixteen bytes of each of the chunk's
 //! planes, without the rows going through memory. The last block of rows
 //! overlaps the one before it when the row count is not a multiple of
-//! sixteen (its rows are written twice, the same).
+//! sixteen (its rows are written twice, the same). Each of the plan's
+//! tail lanes goes as one more chunk ending with the lane (so that the
+//! lane sits at the top of the register, at an offset that is a multiple
+//! of its width), coded by the lane's own operator and width, of which
+//! only the lane's bytes are kept.
 
 #![forbid(unsafe_code)]
 
 use safe_arch::{m128i, zeroed_m128i};
 
-use super::record_delta::DeltaPlan;
-use super::record_delta_sse2::{zigzag1, zigzag2, zigzag4, zigzag8, Lanes, Masks};
+use super::record_delta::{Chunk, DeltaPlan};
+use super::record_delta_sse2::{
+    copy1, sub1, xor1, zigzag1, zigzag2, zigzag4, zigzag8, Lanes, Masks,
+};
 use super::sse2::{load, store};
 use super::transpose::NO_PLANE;
 use super::transpose_sse2::{block_starts, transpose16};
@@ -69,6 +75,23 @@ pub(super) fn delta_planes<'a>(
         let all = dest.iter().all(|&d| d != NO_PLANE);
         chunks.push((k.at, Masks::new(k), dest, all));
     }
+    // Per tail lane: a chunk ending with the lane, writing only its bytes.
+    for lane in plan.tail() {
+        let end = lane.offset + lane.len;
+        let at = end.checked_sub(16).filter(|_| lane.len <= 8);
+        let (Some(at), Some(cols)) = (at, starts.get(lane.offset..end)) else {
+            return false;
+        };
+        let mut dest = [NO_PLANE; 16];
+        for (d, &s) in dest[16 - lane.len..].iter_mut().zip(cols) {
+            if s != NO_PLANE && s.checked_add(n).is_none_or(|end| end > planes.len()) {
+                return false;
+            }
+            *d = s;
+        }
+        let masks = Masks::new(&Chunk::default()).with_lanes(Lanes::of_lane(lane));
+        chunks.push((at, masks, dest, false));
+    }
     for r in block_starts(n) {
         // The block's records, each checked once for all chunks.
         let mut cur: [&[u8]; 16] = [&[]; 16];
@@ -98,6 +121,9 @@ pub(super) fn delta_planes<'a>(
                 Lanes::Zigzag2 => deltas(block, zigzag2),
                 Lanes::Zigzag4 => deltas(block, zigzag4),
                 Lanes::Zigzag8 => deltas(block, zigzag8),
+                Lanes::Sub => deltas(block, sub1),
+                Lanes::Xor => deltas(block, xor1),
+                Lanes::Copy => deltas(block, copy1),
                 Lanes::Mixed => deltas(block, |c, r| masks.delta(c, r)),
             };
             let t = transpose16(a);
@@ -187,13 +213,16 @@ mod tests {
 
     #[test]
     fn planes_hold_the_split_rows() {
-        let mut planned = 0;
-        let mut seen = [false; 5];
+        let (mut planned, mut tailed, mut tails_written) = (0, 0, 0);
+        let mut seen = [false; 8];
         for (k, (spans, rs)) in all_layouts().into_iter().enumerate() {
-            let Some(plan) = DeltaPlan::new(&spans, rs) else {
+            let Some(plan) = DeltaPlan::with_tail(&spans, rs) else {
                 continue;
             };
             planned += 1;
+            tailed += usize::from(!plan.tail().is_empty());
+            // Tail lanes ending before the sixteenth byte are refused.
+            let fits = plan.tail().iter().all(|l| l.offset + l.len >= 16);
             for c in plan.chunks() {
                 seen[Masks::new(c).lanes as usize] = true;
             }
@@ -245,10 +274,14 @@ mod tests {
                     assert_eq!(by_row, want, "layout {k}, {n} rows by row");
                     assert_eq!(by_half, want, "layout {k}, {n} rows, half by pairs");
                 }
-                assert_eq!(done, n >= 16, "layout {k}, {n} rows");
+                assert_eq!(done, n >= 16 && fits, "layout {k}, {n} rows");
+                tails_written += usize::from(done && !plan.tail().is_empty());
                 if done {
                     assert_eq!(got, want, "layout {k}, {n} rows");
                 }
+            }
+            if !fits {
+                continue;
             }
             // Rows against the row before them (spawned rows), the first
             // against zeros; extreme lanes.
@@ -306,6 +339,22 @@ mod tests {
             ));
         }
         assert!(planned >= 20, "{planned} layouts planned");
-        assert_eq!(seen, [true; 5], "every kind of chunk: {seen:?}");
+        assert!(tailed >= 3, "{tailed} layouts with tail lanes");
+        assert!(
+            tails_written >= 10,
+            "{tails_written} sections with tail lanes"
+        );
+        // Every kind of chunk a plan has (the one-operator kinds are for
+        // tail lanes only).
+        let kinds = [
+            Lanes::Zigzag1,
+            Lanes::Zigzag2,
+            Lanes::Zigzag4,
+            Lanes::Zigzag8,
+            Lanes::Mixed,
+        ];
+        for k in kinds {
+            assert!(seen[k as usize], "no {k:?} chunk");
+        }
     }
 }

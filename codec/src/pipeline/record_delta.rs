@@ -45,18 +45,38 @@ pub(crate) struct Chunk {
     pub(crate) partial: bool,
 }
 
-/// The chunks covering a record, as [`ApplyPlan`]'s.
+/// The chunks covering a record, as [`ApplyPlan`]'s, and the lanes they
+/// leave out (only with [`DeltaPlan::with_tail`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct DeltaPlan {
     rs: usize,
     chunks: Vec<Chunk>,
+    /// The lanes no chunk writes, each as a span of one lane.
+    tail: Vec<Span>,
 }
 
 impl DeltaPlan {
     /// The plan of records of `rs` bytes with `spans`, when they have an
     /// [`ApplyPlan`] whose chunks cover every lane (no tail lanes).
+    #[cfg(test)]
     pub(crate) fn new(spans: &[Span], rs: usize) -> Option<Self> {
-        let apply = ApplyPlan::new(spans, rs).filter(|p| p.tail().is_empty())?;
+        Self::with_tail(spans, rs).filter(|p| p.tail.is_empty())
+    }
+
+    /// The plan of records of `rs` bytes with `spans`, when they have an
+    /// [`ApplyPlan`], with its tail lanes ([`DeltaPlan::tail`]).
+    pub(crate) fn with_tail(spans: &[Span], rs: usize) -> Option<Self> {
+        let apply = ApplyPlan::new(spans, rs)?;
+        let tail = apply
+            .tail()
+            .iter()
+            .map(|l| Span {
+                offset: l.at,
+                len: l.width,
+                width: l.width,
+                op: l.op,
+            })
+            .collect();
         let chunks = apply
             .chunks()
             .iter()
@@ -102,13 +122,20 @@ impl DeltaPlan {
                 out
             })
             .collect();
-        Some(Self { rs, chunks })
+        Some(Self { rs, chunks, tail })
     }
 
     /// The record size the plan is for.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn rs(&self) -> usize {
         self.rs
+    }
+
+    /// The lanes the chunks leave out, each a span of one lane (none for
+    /// a plan from [`DeltaPlan::new`]).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn tail(&self) -> &[Span] {
+        &self.tail
     }
 
     /// The plan's chunks, in record order.

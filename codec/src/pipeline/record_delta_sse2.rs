@@ -14,6 +14,7 @@ use safe_arch::{
 
 use super::record_delta::Chunk;
 use super::sse2::{load, store};
+use crate::schema::{DeltaOp, Span};
 
 /// The lanes of a chunk: all `Int`/`Predict` lanes of one width (their
 /// delta is the zigzag of the lane-wise difference at that width, a few
@@ -24,10 +25,32 @@ pub(super) enum Lanes {
     Zigzag2,
     Zigzag4,
     Zigzag8,
+    /// Bytes of `Sub` lanes.
+    Sub,
+    /// Bytes of `Xor` lanes.
+    Xor,
+    /// Bytes of `None` lanes.
+    Copy,
     Mixed,
 }
 
 impl Lanes {
+    /// The lanes of a chunk holding the one lane of `span` (a lane of
+    /// width `span.width` for `Int`/`Predict`, of one byte for the other
+    /// operators), at an offset from the chunk's start that is a multiple
+    /// of its width.
+    pub(super) fn of_lane(span: &Span) -> Self {
+        match (span.op, span.width) {
+            (DeltaOp::Int | DeltaOp::Predict, 1) => Self::Zigzag1,
+            (DeltaOp::Int | DeltaOp::Predict, 2) => Self::Zigzag2,
+            (DeltaOp::Int | DeltaOp::Predict, 4) => Self::Zigzag4,
+            (DeltaOp::Int | DeltaOp::Predict, _) => Self::Zigzag8,
+            (DeltaOp::Sub, _) => Self::Sub,
+            (DeltaOp::Xor, _) => Self::Xor,
+            (DeltaOp::None, _) => Self::Copy,
+        }
+    }
+
     /// The lanes of the chunk `k`.
     pub(super) fn of(k: &Chunk) -> Self {
         if k.n != [0; 2] || k.z != [u64::MAX; 2] {
@@ -56,6 +79,24 @@ impl Lanes {
         }
         Self::Mixed
     }
+}
+
+/// The byte-wise difference of `c` and `r`.
+#[inline(always)]
+pub(super) fn sub1(c: m128i, r: m128i) -> m128i {
+    sub_i8_m128i(c, r)
+}
+
+/// The byte-wise XOR of `c` and `r`.
+#[inline(always)]
+pub(super) fn xor1(c: m128i, r: m128i) -> m128i {
+    bitxor_m128i(c, r)
+}
+
+/// `c` itself.
+#[inline(always)]
+pub(super) fn copy1(c: m128i, _: m128i) -> m128i {
+    c
 }
 
 /// The zigzag of the byte-wise difference of `c` and `r`.
@@ -120,6 +161,11 @@ impl Masks {
         }
     }
 
+    /// The masks of `k` for lanes `lanes` instead of its own.
+    pub(super) fn with_lanes(self, lanes: Lanes) -> Self {
+        Self { lanes, ..self }
+    }
+
     /// The delta of the chunk's sixteen record bytes `c` against `r`
     /// (bytes the chunk does not write are not meaningful).
     #[inline(always)]
@@ -169,6 +215,9 @@ pub(super) fn rows(
         Lanes::Zigzag2 => rows_by(args, out, zigzag2),
         Lanes::Zigzag4 => rows_by(args, out, zigzag4),
         Lanes::Zigzag8 => rows_by(args, out, zigzag8),
+        Lanes::Sub => rows_by(args, out, sub1),
+        Lanes::Xor => rows_by(args, out, xor1),
+        Lanes::Copy => rows_by(args, out, copy1),
         Lanes::Mixed => rows_by(args, out, |c, r| masks.delta(c, r)),
     }
 }
