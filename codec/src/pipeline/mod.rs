@@ -177,12 +177,16 @@ pub(crate) struct EncodeScratch {
     /// layout has none) with whether rows in memory take it: when it has
     /// no tail lanes and pays ([`record_delta::DeltaPlan::pays`]); rows
     /// written straight into the planes always take it.
-    plan: Option<(
-        Vec<crate::schema::Span>,
-        usize,
-        Option<(record_delta::DeltaPlan, bool)>,
-    )>,
+    plan: Option<PlanFor>,
 }
+
+/// The spans and record size of [`EncodeScratch::plan`], the section's
+/// [`record_delta::DeltaPlan`] and whether rows in memory take it.
+type PlanFor = (
+    Vec<crate::schema::Span>,
+    usize,
+    Option<(record_delta::DeltaPlan, bool)>,
+);
 
 /// Appends to `t` one row: the elements of `cur` that differ from `reference`.
 /// The elements tile the record in order: a wide record (where a row
