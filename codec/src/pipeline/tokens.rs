@@ -424,9 +424,12 @@ pub(crate) fn write_rows(
     t: &SectionTokens,
 ) {
     let groups = elements.div_ceil(GROUP);
-    for r in 0..t.row_end.len() {
+    let mut start = 0;
+    for (r, &end) in t.row_end.iter().enumerate() {
         let spawned = t.row_kind(r);
-        let row = t.row(r);
+        // `t.row(r)`, its start carried from the row before.
+        let row = &t.elems[start..end as usize];
+        start = end as usize;
         if groups == 1 {
             // One group, always sent (a spawned row may change nothing).
             let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
