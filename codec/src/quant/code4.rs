@@ -138,7 +138,7 @@ mod tests {
         let q = (v >> 8) as i64 % (2 * i64::from(hi) + 7) - i64::from(hi) - 3;
         let exact = (q as f64 * step) as f32;
         match v % 12 {
-            0 | 1 | 2 => exact.to_bits(),
+            0..=2 => exact.to_bits(),
             3 => exact.to_bits().wrapping_add(1),
             4 => exact.to_bits().wrapping_sub(1),
             5 => (((q as f64 + 0.5) * step) as f32).to_bits(),
@@ -217,7 +217,7 @@ mod tests {
             if i % 3 != 0 {
                 // Mostly representable values, so that whole fours pass.
                 for v in &mut x {
-                    if next() % 16 != 0 {
+                    if !next().is_multiple_of(16) {
                         let q = (next() % (2 * hi as u64 + 1)) as i64 - i64::from(hi);
                         *v = ((q as f64 * step) as f32).to_bits();
                     }
