@@ -424,13 +424,40 @@ pub(crate) fn write_rows(
     t: &SectionTokens,
 ) {
     let groups = elements.div_ceil(GROUP);
-    for r in 0..t.row_end.len() {
+    let mut start = 0;
+    for (r, &end) in t.row_end.iter().enumerate() {
         let spawned = t.row_kind(r);
-        let row = t.row(r);
+        // `t.row(r)`, its start carried from the row before.
+        let row = &t.elems[start..end as usize];
+        start = end as usize;
         if groups == 1 {
             // One group, always sent (a spawned row may change nothing).
             let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
             sink.group(section, spawned, 0, elements, bits);
+        } else if elements <= 64 {
+            // The row's elements as bits (bit `e` for element `e`), byte
+            // `g` for group `g`; a group is marked when its byte is not
+            // zero: each byte's bits folded into its lowest, those gathered
+            // into the top byte of a product.
+            let bits = row.iter().fold(0u64, |b, t| b | 1 << (t.element & 63));
+            let mut any = bits | bits >> 4;
+            any |= any >> 2;
+            any |= any >> 1;
+            let mut marked =
+                (any & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+            sink.groups(section, spawned, 0, groups, marked);
+            while marked != 0 {
+                let g = marked.trailing_zeros() as usize;
+                marked &= marked - 1;
+                let first = g * GROUP;
+                sink.group(
+                    section,
+                    spawned,
+                    first,
+                    (elements - first).min(GROUP),
+                    (bits >> first) as u8,
+                );
+            }
         } else if groups <= 64 {
             // One pass over the row: the marked groups and their element
             // bits; then the group bits and the marked groups in order.

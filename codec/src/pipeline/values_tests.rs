@@ -203,3 +203,24 @@ fn non_canonical_step_counts_are_rejected() {
     }
     assert!(rejected > 0);
 }
+
+proptest! {
+    #[test]
+    fn encode_changed_matches_encode_anywhere(w in prop_oneof![Just(1u8), Just(2), Just(4), Just(8)], op in 0usize..5, float: bool, c: u64, b: u64, at in 0usize..20, extra in 0usize..13, same: bool) {
+        // An element anywhere in a record of `w` to `w + 12` bytes, as in
+        // `decode_changed_matches_decode`; the bytes around it differ.
+        let op = [DeltaOp::Sub, DeltaOp::Xor, DeltaOp::Int, DeltaOp::None, DeltaOp::Predict][op];
+        let float = float && w >= 4 && matches!(op, DeltaOp::Int | DeltaOp::Predict);
+        let len = usize::from(w) + extra;
+        let at = at % (extra + 1);
+        let e = Element { offset: at as u16, ..el(w, op, float) };
+        let cur: Vec<u8> = (0..len as u64).map(|i| (c >> (i % 8 * 8)) as u8 ^ i as u8).collect();
+        let mut reference: Vec<u8> = (0..len as u64).map(|i| (b >> (i % 8 * 8)) as u8 ^ 0x33).collect();
+        if same {
+            let r = at..at + usize::from(w);
+            reference[r.clone()].copy_from_slice(&cur[r]);
+        }
+        let want = differs(e, &cur, &reference).then(|| encode(e, &cur, &reference));
+        prop_assert_eq!(encode_changed(e, &cur, &reference), want);
+    }
+}

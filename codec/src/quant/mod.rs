@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod cache;
+mod code4;
 pub(crate) mod codes;
 mod error;
 mod float;

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::code4::{self, Code};
 use super::float::{Float, F32, F64};
 use super::{quat, scalar, scale4};
 use crate::schema::Primitive;
@@ -255,6 +256,21 @@ enum Way {
 fn slot_each(s: &Slot, way: Way, records: &mut [u8], rs: usize) -> Result<(), (usize, usize)> {
     match (s.kind, way) {
         (Kind::Int { min, max, .. }, _) => each(records, rs, |rec| int_in_range(s, min, max, rec)),
+        (Kind::Fixed { step, lo, hi, .. }, Way::ToCodes) if s.ty == Primitive::F32 => {
+            // An `f32` code is an `i32`: limits beyond it clamp to it
+            // (`i32::MIN` stands for refused lanes), unless no `i32` is
+            // within them.
+            let (lo, hi) = (lo.max(i64::from(i32::MIN) + 1), hi.min(i64::from(i32::MAX)));
+            match (i32::try_from(lo), i32::try_from(hi)) {
+                (Ok(lo), Ok(hi)) if lo <= hi => {
+                    f32_to_codes(s, Code::Fixed { step, lo, hi }, records, rs)
+                }
+                _ => slot_to_codes::<F32>(s, records, rs),
+            }
+        }
+        (Kind::Angle { bits, step, turn }, Way::ToCodes) if s.ty == Primitive::F32 && bits < 32 => {
+            f32_to_codes(s, Code::Angle { bits, step, turn }, records, rs)
+        }
         (_, Way::ToCodes) if s.ty == Primitive::F32 => slot_to_codes::<F32>(s, records, rs),
         (_, Way::ToCodes) => slot_to_codes::<F64>(s, records, rs),
         (Kind::Fixed { step, lo, hi, .. }, Way::FromCodes) if s.ty == Primitive::F32 => {
@@ -268,6 +284,14 @@ fn slot_each(s: &Slot, way: Way, records: &mut [u8], rs: usize) -> Result<(), (u
         (_, Way::FromCodes) if s.ty == Primitive::F32 => slot_from_codes::<F32>(s, records, rs),
         (_, Way::FromCodes) => slot_from_codes::<F64>(s, records, rs),
     }
+}
+
+/// [`slot_to_codes`] of a fixed-step `f32` slot coded as `c`: four
+/// records at a time ([`code4`]), the rest one at a time.
+fn f32_to_codes(s: &Slot, c: Code, records: &mut [u8], rs: usize) -> Result<(), (usize, usize)> {
+    let done = code4::fours(s.offset, s.len, c, records, rs)?;
+    let rest = records.get_mut(done * rs..).unwrap_or_default();
+    slot_to_codes::<F32>(s, rest, rs).map_err(|(i, e)| (i + done, e))
 }
 
 /// [`slot_from_codes`] of an `f32` slot whose values are `code · step` for
@@ -341,6 +365,31 @@ pub(crate) fn records_to_codes(
     records_each(slots, Way::ToCodes, records, rs)
 }
 
+/// The code of fixed-point value `x` of element type `T` (codes `lo..=hi`
+/// as floats), or `None` when `x` is not exactly a representable value.
+#[inline(always)]
+pub(super) fn fixed_to_code<T: Float>(x: f64, step: f64, lo: f64, hi: f64) -> Option<i64> {
+    let q = scalar::fixed_code(x, step);
+    // NaN fails the range test. The value is rebuilt from the integer
+    // code, so that -0.0 (code 0, value +0.0) fails.
+    if !(q >= lo && q <= hi) {
+        return None;
+    }
+    let q = q as i64;
+    (T::round(q as f64 * step).to_bits() == x.to_bits()).then_some(q)
+}
+
+/// The code of angle `x` of element type `T`, or `None` when `x` is not
+/// exactly a representable value.
+#[inline(always)]
+pub(super) fn angle_to_code<T: Float>(x: f64, bits: u8, step: f64, turn: f64) -> Option<i64> {
+    if !x.is_finite() {
+        return None;
+    }
+    let q = scalar::angle_code(x, bits, turn);
+    (T::round(q as f64 * step).to_bits() == x.to_bits()).then_some(q)
+}
+
 /// [`to_codes`] for the float slot `s` of each record, of element type `T`.
 fn slot_to_codes<T: Float>(s: &Slot, records: &mut [u8], rs: usize) -> Result<(), (usize, usize)> {
     let at = s.offset..s.offset + s.len * T::WIDTH;
@@ -349,18 +398,7 @@ fn slot_to_codes<T: Float>(s: &Slot, records: &mut [u8], rs: usize) -> Result<()
             let (lo, hi) = (lo as f64, hi as f64);
             each(records, rs, |rec| {
                 for (e, b) in rec[at.clone()].chunks_exact_mut(T::WIDTH).enumerate() {
-                    let x = T::read(b);
-                    let q = scalar::fixed_code(x, step);
-                    // NaN fails the range test. The value is rebuilt from
-                    // the integer code, so that -0.0 (code 0, value +0.0)
-                    // fails.
-                    if !(q >= lo && q <= hi) {
-                        return Err(e);
-                    }
-                    let q = q as i64;
-                    if T::round(q as f64 * step).to_bits() != x.to_bits() {
-                        return Err(e);
-                    }
+                    let q = fixed_to_code::<T>(T::read(b), step, lo, hi).ok_or(e)?;
                     T::write_code(b, q);
                 }
                 Ok(())
@@ -368,14 +406,7 @@ fn slot_to_codes<T: Float>(s: &Slot, records: &mut [u8], rs: usize) -> Result<()
         }
         Kind::Angle { bits, step, turn } => each(records, rs, |rec| {
             for (e, b) in rec[at.clone()].chunks_exact_mut(T::WIDTH).enumerate() {
-                let x = T::read(b);
-                if !x.is_finite() {
-                    return Err(e);
-                }
-                let q = scalar::angle_code(x, bits, turn);
-                if T::round(q as f64 * step).to_bits() != x.to_bits() {
-                    return Err(e);
-                }
+                let q = angle_to_code::<T>(T::read(b), bits, step, turn).ok_or(e)?;
                 T::write_code(b, q);
             }
             Ok(())
