@@ -304,9 +304,12 @@ fn layout(
         records.extend_from_slice(rec);
         from = r + 1;
     }
-    for b in spawned {
-        spawn(b, ids, records);
-    }
+    // The spawned entities after every kept one, together.
+    let rest = m.spawned.len() - spawn_at.len();
+    let at = records.len();
+    spawn_at.extend((0..rest).map(|j| at + j * rs));
+    ids.extend(spawned);
+    records.resize(at + rest * rs, 0);
     // Kept entity `k` is baseline entity `k` plus the removed ones before
     // it, and section entity `k` plus the spawned ones before it: spawned
     // entity `j` comes after `spawn_at[j] / rs - j` kept ones.
