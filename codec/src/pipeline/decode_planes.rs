@@ -326,8 +326,10 @@ fn layout(
         .map(|(j, &a)| a.checked_div(rs).unwrap_or(0).saturating_sub(j));
     let mut next_spawned = kept_before.next();
     let mut spawned_before = 0usize;
-    // The first kept entity past the next removed or spawned one.
+    // From kept entity `next_event` on (the next removed or spawned one,
+    // or the end of the kept ones) the offsets are brought up to date.
     let mut next_event = 0usize;
+    let (mut ref_offset, mut out_offset) = (0usize, 0usize);
     for ((&k, r), o) in m.changed.iter().zip(refs.iter_mut()).zip(outs.iter_mut()) {
         let k = k as usize;
         if k >= next_event {
@@ -339,16 +341,20 @@ fn layout(
                 spawned_before += 1;
                 next_spawned = kept_before.next();
             }
+            // With `k` under `kept`, `k + skipped` is inside the baseline.
+            if k >= kept {
+                return Err(DecodeError::BadEntitySet { section });
+            }
             next_event = next_removed
                 .map_or(usize::MAX, |r| r - skipped)
-                .min(next_spawned.unwrap_or(usize::MAX));
+                .min(next_spawned.unwrap_or(usize::MAX))
+                .min(kept);
+            ref_offset = skipped * rs;
+            out_offset = spawned_before * rs;
         }
-        // With `k` under `kept`, `k + skipped` is inside the baseline.
-        if k >= kept {
-            return Err(DecodeError::BadEntitySet { section });
-        }
-        *r = (k + skipped) * rs;
-        *o = (k + spawned_before) * rs;
+        let at = k * rs;
+        *r = at + ref_offset;
+        *o = at + out_offset;
     }
     Ok(duplicate)
 }
