@@ -74,6 +74,9 @@ pub(super) fn changed_rows(
             };
             *col = p;
         }
+        // Rows before `done` are rebuilt (the last block overlaps the
+        // one before it).
+        let mut done = 0usize;
         for r in block_starts(rows) {
             for (a, col) in a.iter_mut().zip(&cols) {
                 *a = load(col, r);
@@ -87,9 +90,10 @@ pub(super) fn changed_rows(
             ) else {
                 return false;
             };
-            for i in 0..16 {
+            for i in done.saturating_sub(r)..16 {
                 differs[i] |= row(t[i], refs[i], outs[i]);
             }
+            done = r + 16;
         }
     }
     for lane in plan.tail() {
