@@ -349,22 +349,10 @@ pub(crate) fn decode_section(
     let kept = m.kept();
     if m.planes {
         // The section's byte planes, read whole (one byte per row in
-        // each: changed rows, then spawned rows).
+        // each: changed rows, then spawned rows), decoded into `out`.
         let n = m.changed.len() + m.spawned.len();
         let bytes = src.raw(section, order.len().saturating_mul(n))?;
-        decode_planes::decode(
-            section,
-            ty,
-            order,
-            bytes,
-            base,
-            m,
-            &mut s.planes,
-            &mut s.ids,
-            &mut s.records,
-            &mut s.spawn_records,
-        )?;
-        return merge(section, rs, kept, m, s, out);
+        return decode_planes::decode(section, ty, order, bytes, base, m, &mut s.planes, out);
     }
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();

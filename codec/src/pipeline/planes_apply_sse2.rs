@@ -21,6 +21,7 @@ use super::transpose_sse2::{block_starts, transpose16};
 /// plane at least `rows` bytes), and sets `differs[k]` to whether row
 /// `k`'s record differs from its reference. Returns `false` if `at` names
 /// fewer rows (the records are then to be rebuilt another way).
+#[inline(always)]
 pub(super) fn changed_rows(
     plan: &ApplyPlan,
     planes: &[u8],
@@ -73,6 +74,9 @@ pub(super) fn changed_rows(
             };
             *col = p;
         }
+        // Rows before `done` are rebuilt (the last block overlaps the
+        // one before it).
+        let mut done = 0usize;
         for r in block_starts(rows) {
             for (a, col) in a.iter_mut().zip(&cols) {
                 *a = load(col, r);
@@ -86,9 +90,10 @@ pub(super) fn changed_rows(
             ) else {
                 return false;
             };
-            for i in 0..16 {
+            for i in done.saturating_sub(r)..16 {
                 differs[i] |= row(t[i], refs[i], outs[i]);
             }
+            done = r + 16;
         }
     }
     for lane in plan.tail() {
@@ -155,6 +160,145 @@ fn tail_rows<const W: usize>(
         let v = lane.decode(delta, r);
         o.copy_from_slice(&v.to_le_bytes()[..W]);
         *d |= (v ^ r) & mask != 0;
+    }
+    true
+}
+
+/// Rebuilds the spawned records whose deltas are rows `skip..` of
+/// `planes` (record byte `c` of spawned row `j` at
+/// `planes[starts[c] + skip + j]`, every plane at least `skip + at.len()`
+/// bytes) into `out` at `at` (ascending), each against the one before it,
+/// the first against `reference` (the type's default record). Chunk by
+/// chunk the record before is held in a register. Returns `false` if a
+/// plane or record is short (the records are then to be rebuilt another
+/// way).
+#[inline(never)]
+pub(super) fn spawned_rows(
+    plan: &ApplyPlan,
+    planes: &[u8],
+    starts: &[usize],
+    skip: usize,
+    reference: &[u8],
+    out: &mut [u8],
+    at: &[usize],
+) -> bool {
+    let rows = at.len();
+    if rows == 0 {
+        return true;
+    }
+    for chunk in plan.chunks() {
+        let c = chunk.at;
+        let masks = Masks::new(chunk);
+        let (Some(starts), Some(first)) = (starts.get(c..c + 16), reference.get(c..c + 16)) else {
+            return false;
+        };
+        let mut prev = load(first, 0);
+        // The record at `oa` from delta `d` and the record before, `prev`.
+        let mut row = |d, prev: m128i, oa: usize| {
+            let b = out.get_mut(oa + c..oa + c + 16)?;
+            let (o, _) = masks.decode(d, prev, || load(b, 0));
+            store(b, 0, o);
+            Some(o)
+        };
+        let mut a = [zeroed_m128i(); 16];
+        if rows < 16 {
+            // One block, its rows from `rows` on ignored.
+            for (a, &s) in a.iter_mut().zip(starts) {
+                *a = load_short(planes, s + skip, rows);
+            }
+            let t = transpose16(a);
+            for (&d, &oa) in t.iter().zip(at) {
+                let Some(o) = row(d, prev, oa) else {
+                    return false;
+                };
+                prev = o;
+            }
+            continue;
+        }
+        // The sixteen planes of this chunk's record bytes.
+        let mut cols: [&[u8]; 16] = [&[]; 16];
+        for (col, &s) in cols.iter_mut().zip(starts) {
+            let Some(p) = planes.get(s + skip..).and_then(|p| p.get(..rows)) else {
+                return false;
+            };
+            *col = p;
+        }
+        // Rows before `done` are rebuilt (the last block overlaps the
+        // one before it).
+        let mut done = 0usize;
+        for r in block_starts(rows) {
+            for (a, col) in a.iter_mut().zip(&cols) {
+                *a = load(col, r);
+            }
+            let t = transpose16(a);
+            let Some(at) = at.get(r..r + 16) else {
+                return false;
+            };
+            let new = done.saturating_sub(r);
+            for (&d, &oa) in t.iter().zip(at).skip(new) {
+                let Some(o) = row(d, prev, oa) else {
+                    return false;
+                };
+                prev = o;
+            }
+            done = r + 16;
+        }
+    }
+    for lane in plan.tail() {
+        let done = match lane.width {
+            1 => spawned_tail::<1>(lane, planes, starts, skip, reference, out, at),
+            2 => spawned_tail::<2>(lane, planes, starts, skip, reference, out, at),
+            4 => spawned_tail::<4>(lane, planes, starts, skip, reference, out, at),
+            _ => spawned_tail::<8>(lane, planes, starts, skip, reference, out, at),
+        };
+        if !done {
+            return false;
+        }
+    }
+    true
+}
+
+/// [`spawned_rows`] for one tail lane of the plan, `W` bytes wide, row by
+/// row; `false` if a plane or record is short.
+#[inline(always)]
+fn spawned_tail<const W: usize>(
+    lane: &Lane,
+    planes: &[u8],
+    starts: &[usize],
+    skip: usize,
+    reference: &[u8],
+    out: &mut [u8],
+    at: &[usize],
+) -> bool {
+    let rows = at.len();
+    let (Some(starts), Some(first)) = (
+        starts.get(lane.at..lane.at + W),
+        reference
+            .get(lane.at..lane.at + W)
+            .and_then(|b| <&[u8; W]>::try_from(b).ok()),
+    ) else {
+        return false;
+    };
+    let mut cols: [&[u8]; W] = [&[]; W];
+    for (col, &s) in cols.iter_mut().zip(starts) {
+        let Some(p) = planes.get(s + skip..).and_then(|p| p.get(..rows)) else {
+            return false;
+        };
+        *col = p;
+    }
+    let mask = u64::MAX >> (64 - 8 * W);
+    let mut prev = read(first);
+    for (k, &oa) in at.iter().enumerate() {
+        let mut delta = 0u64;
+        for (j, col) in cols.iter().enumerate() {
+            delta |= u64::from(col.get(k).copied().unwrap_or(0)) << (8 * j);
+        }
+        let Some(o) = out.get_mut(oa + lane.at..oa + lane.at + W) else {
+            return false;
+        };
+        let v = lane.decode(delta, prev);
+        o.copy_from_slice(&v.to_le_bytes()[..W]);
+        prev = v & mask;
     }
     true
 }
@@ -279,6 +423,47 @@ mod tests {
                     assert!(!differs[z]);
                     assert_eq!(out[outs[z]..outs[z] + rs], reference[refs[z]..refs[z] + rs]);
                 }
+            }
+        }
+        assert!(tried > 40, "{tried}");
+    }
+
+    #[test]
+    fn spawned_rows_match_chained_row_apply() {
+        let mut tried = 0;
+        for (li, (spans, rs)) in layouts().into_iter().enumerate() {
+            let Some(plan) = ApplyPlan::new(&spans, rs) else {
+                continue;
+            };
+            // One plane per record byte, in record order.
+            let o: Vec<u16> = (0..rs as u16).collect();
+            for (rows, skip) in [(0, 3), (1, 0), (2, 5), (15, 0), (16, 1), (17, 0), (33, 7)] {
+                tried += 1;
+                let n = skip + rows;
+                let seed = (li * 100 + rows) as u32;
+                let planes = bytes(o.len() * n, seed);
+                let mut starts = Vec::new();
+                assert!(plane_starts(&o, n, rs, &mut starts));
+                let default = bytes(rs, seed + 1);
+                // Records at ascending, scattered places.
+                let at: Vec<usize> = (0..rows).map(|j| (2 * j + 1) * rs).collect();
+                let mut out = bytes((2 * rows + 2) * rs, seed + 2);
+                let mut want = out.clone();
+                assert!(spawned_rows(
+                    &plan, &planes, &starts, skip, &default, &mut out, &at
+                ));
+                let mut prev = default.clone();
+                for (j, &a) in at.iter().enumerate() {
+                    let delta: Vec<u8> = (0..rs).map(|c| planes[starts[c] + skip + j]).collect();
+                    row_apply(&spans, &delta, &prev, &mut want[a..a + rs]);
+                    prev = want[a..a + rs].to_vec();
+                }
+                assert_eq!(out, want, "layout {li}, {rows} rows");
+                // A record past the end is refused.
+                let far = [out.len()];
+                assert!(!spawned_rows(
+                    &plan, &planes, &starts, skip, &default, &mut out, &far
+                ));
             }
         }
         assert!(tried > 40, "{tried}");
