@@ -9,7 +9,8 @@
 use proptest::prelude::*;
 use tickpack::model::{ModelStats, ModelTable};
 use tickpack::{
-    Baseline, Decoder, Dictionary, Encoder, Integrate, Primitive, Schema, SchemaError, Snapshot,
+    Baseline, DecodeError, Decoder, Dictionary, Encoder, Integrate, Primitive, Schema, SchemaError,
+    Snapshot,
 };
 
 fn schema(integrate: bool) -> Schema {
@@ -224,6 +225,84 @@ fn a_body_moving_as_predicted_costs_less() {
     };
     let (a, b) = (bytes(&with), bytes(&without));
     assert!(a < b, "integrated {a} bytes, plain {b}");
+}
+
+/// A body at rest whose position goes from -0.0 to +0.0: the prediction
+/// (-0.0 + 0.0 = +0.0) is the new value, so the changed row sends no
+/// changed element; `extra` zero `u16` elements before the position make
+/// the type's mask one group (8 elements) or several.
+fn zero_sign_ticks(extra: usize) -> (Schema, Vec<Snapshot>) {
+    let mut b = Schema::builder()
+        .entity("body")
+        .field("time", Primitive::I32, 1)
+        .field("vel", Primitive::F32, 3)
+        .field("hp", Primitive::U8, 1);
+    if extra > 0 {
+        b = b.field("extra", Primitive::U16, extra);
+    }
+    let s = b
+        .field("pos", Primitive::F32, 3)
+        .integrate(Integrate::new("vel", "time", 0.001))
+        .build()
+        .unwrap();
+    let ticks = [(-0.0f32), 0.0]
+        .iter()
+        .map(|&y| {
+            let mut r = 7i32.to_le_bytes().to_vec();
+            r.extend_from_slice(&[0; 12]);
+            r.push(3);
+            r.extend(std::iter::repeat_n(0u8, 2 * extra));
+            for p in [1.5f32, y, -2.0] {
+                r.extend_from_slice(&p.to_le_bytes());
+            }
+            let mut snap = Snapshot::new(&s);
+            snap.section_mut(0).unwrap().insert(4, &r).unwrap();
+            snap
+        })
+        .collect();
+    (s, ticks)
+}
+
+#[test]
+fn a_changed_row_equal_to_its_prediction_round_trips() {
+    for extra in [0, 4, 60] {
+        let (s, ticks) = zero_sign_ticks(extra);
+        roundtrip(&s, &ticks, None);
+        let dict = Dictionary::new(9, vec![0; 64]).with_model(model_for(&s, &ticks));
+        roundtrip(&s, &ticks, Some(&dict));
+    }
+}
+
+#[test]
+fn a_changed_row_that_rebuilds_its_baseline_is_refused() {
+    for extra in [0, 4, 60] {
+        let (s, ticks) = zero_sign_ticks(extra);
+        let mut enc = Encoder::new(s.clone());
+        let packet = enc
+            .encode(
+                &ticks[1],
+                1,
+                Baseline {
+                    sequence: 0,
+                    snapshot: &ticks[0],
+                },
+            )
+            .unwrap();
+        // Against a baseline that already holds +0.0 the row predicts its
+        // baseline record: a changed row that changes nothing.
+        let mut dec = Decoder::new(s.clone());
+        let got = dec.decode(
+            &packet,
+            Baseline {
+                sequence: 0,
+                snapshot: &ticks[1],
+            },
+        );
+        assert!(
+            matches!(got, Err(DecodeError::BadMask { section: 0, row: 0 })),
+            "{extra} extra elements: {got:?}"
+        );
+    }
 }
 
 fn bad(build: tickpack::SchemaBuilder) -> bool {

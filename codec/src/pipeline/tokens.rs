@@ -537,8 +537,9 @@ pub(super) fn write_mask(
 }
 
 /// Reads one row's element mask into `changed` (element indices,
-/// ascending); `Err(())` when a group is marked but empty, or a changed
-/// row changes nothing.
+/// ascending); `Err(())` when a group is marked but empty. An empty mask
+/// is returned as it is: whether the row may change nothing is the
+/// caller's rule (FORMAT.md 4.3 and 4.9).
 pub(crate) fn read_mask(
     src: &mut impl TokenSource,
     section: usize,
@@ -584,10 +585,6 @@ pub(crate) fn read_mask(
             }
         }
     }
-    // A changed row changes something.
-    if changed.is_empty() && row == ctx::CHANGED {
-        return Ok(Err(()));
-    }
     Ok(Ok(()))
 }
 
@@ -620,10 +617,6 @@ pub(crate) fn read_mask_bits(
             changed |= u64::from(bits) << first;
         }
     }
-    // A changed row changes something.
-    if changed == 0 && row == ctx::CHANGED {
-        return Ok(Err(()));
-    }
     Ok(Ok(changed))
 }
 
@@ -646,9 +639,10 @@ fn read_group(
         bits &= bits - 1;
     }
     // A marked group changes something, except the implied single group
-    // of a spawned row (which may equal its reference).
+    // of a row (whose emptiness the caller judges: a spawned row may equal
+    // its reference, a changed row must not end up equal to its baseline).
     let single = elements.div_ceil(GROUP) <= 1;
-    if changed.len() == before && (!single || row == ctx::CHANGED) {
+    if changed.len() == before && !single {
         return Ok(Err(()));
     }
     Ok(Ok(()))
