@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 use super::float::F32;
+use super::fours::in_fours;
 use super::plan;
 
 /// What one slot's values are coded as.
@@ -56,14 +57,6 @@ fn portable(x: [u32; 4], c: Code) -> Option<[i32; 4]> {
     Some([one(a, c)?, one(b, c)?, one(d, c)?, one(e, c)?])
 }
 
-/// The `u32` of four bytes.
-#[inline(always)]
-fn word(b: &[u8]) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(b);
-    u32::from_le_bytes(a)
-}
-
 /// Replaces the `len` values at `offset` of each record of `records` (`rs`
 /// bytes each) by their codes, in whole fours of records; returns the
 /// records done (the rest are left to the caller). `Err((record,
@@ -76,58 +69,19 @@ pub(super) fn fours(
     records: &mut [u8],
     rs: usize,
 ) -> Result<usize, (usize, usize)> {
-    let span = offset..offset + 4 * len;
-    if rs == 0 || span.end > rs {
-        return Ok(0);
-    }
-    let mut done = 0;
-    for four in records.chunks_exact_mut(4 * rs) {
-        let (a, rest) = four.split_at_mut(rs);
-        let (b, rest) = rest.split_at_mut(rs);
-        let (d, e) = rest.split_at_mut(rs);
-        let (a, b, d, e) = (
-            &mut a[span.clone()],
-            &mut b[span.clone()],
-            &mut d[span.clone()],
-            &mut e[span.clone()],
-        );
-        let lanes = a
-            .chunks_exact_mut(4)
-            .zip(b.chunks_exact_mut(4))
-            .zip(d.chunks_exact_mut(4))
-            .zip(e.chunks_exact_mut(4));
-        let mut refused = None;
-        for (k, (((a, b), d), e)) in lanes.enumerate() {
-            let Some(q) = code4([word(a), word(b), word(d), word(e)], c) else {
-                refused = Some(k);
-                break;
-            };
-            a.copy_from_slice(&q[0].to_le_bytes());
-            b.copy_from_slice(&q[1].to_le_bytes());
-            d.copy_from_slice(&q[2].to_le_bytes());
-            e.copy_from_slice(&q[3].to_le_bytes());
-        }
-        if let Some(k) = refused {
-            // Elements before `k` are valid in all four records (and
-            // converted): the first refused value is in `k..` of one of
-            // them, still a value.
-            for (r, rec) in [&*a, &*b, &*d, &*e].into_iter().enumerate() {
-                let rest = rec.chunks_exact(4).enumerate().skip(k);
-                for (k2, x) in rest {
-                    if one(word(x), c).is_none() {
-                        return Err((done + r, k2));
-                    }
-                }
-            }
-            return Err((done, k));
-        }
-        done += 4;
-    }
-    Ok(done)
+    in_fours(
+        offset,
+        len,
+        records,
+        rs,
+        |x| code4(x, c).map(|q| q.map(|q| q as u32)),
+        |x| one(x, c).is_some(),
+    )
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::fours::word;
     use super::*;
     use crate::quant::scalar;
 

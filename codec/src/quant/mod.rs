@@ -45,6 +45,7 @@ mod code4;
 pub(crate) mod codes;
 mod error;
 mod float;
+mod fours;
 mod measure;
 pub(crate) mod plan;
 mod quat;

@@ -5,6 +5,8 @@
 
 #![forbid(unsafe_code)]
 
+use super::fours::in_fours;
+
 /// Four codes scaled by `step` and rounded to `f32`, or `None` when one is
 /// outside `lo..=hi`.
 #[cfg(not(target_arch = "x86_64"))]
@@ -26,14 +28,6 @@ fn portable(codes: [i32; 4], lo: i32, hi: i32, step: f64) -> Option<[f32; 4]> {
     Some(codes.map(|q| (f64::from(q) * step) as f32))
 }
 
-/// The `i32` of four bytes.
-#[inline(always)]
-fn code(b: &[u8]) -> i32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(b);
-    i32::from_le_bytes(a)
-}
-
 /// Replaces the `len` codes at `offset` of each record of `records` (`rs`
 /// bytes each, `lo..=hi` within `i32`) by their values, in whole fours of
 /// records; returns the records done (the rest are left to the caller).
@@ -48,55 +42,14 @@ pub(super) fn fours(
     records: &mut [u8],
     rs: usize,
 ) -> Result<usize, (usize, usize)> {
-    let span = offset..offset + 4 * len;
-    if rs == 0 || span.end > rs {
-        return Ok(0);
-    }
-    let mut done = 0;
-    for four in records.chunks_exact_mut(4 * rs) {
-        let (a, rest) = four.split_at_mut(rs);
-        let (b, rest) = rest.split_at_mut(rs);
-        let (c, d) = rest.split_at_mut(rs);
-        let (a, b, c, d) = (
-            &mut a[span.clone()],
-            &mut b[span.clone()],
-            &mut c[span.clone()],
-            &mut d[span.clone()],
-        );
-        let lanes = a
-            .chunks_exact_mut(4)
-            .zip(b.chunks_exact_mut(4))
-            .zip(c.chunks_exact_mut(4))
-            .zip(d.chunks_exact_mut(4));
-        let mut refused = None;
-        for (e, (((a, b), c), d)) in lanes.enumerate() {
-            let Some(v) = scale4([code(a), code(b), code(c), code(d)], lo, hi, step) else {
-                refused = Some(e);
-                break;
-            };
-            a.copy_from_slice(&v[0].to_le_bytes());
-            b.copy_from_slice(&v[1].to_le_bytes());
-            c.copy_from_slice(&v[2].to_le_bytes());
-            d.copy_from_slice(&v[3].to_le_bytes());
-        }
-        if let Some(e) = refused {
-            // Elements before `e` are valid in all four records (and
-            // converted): the first refused code is in `e..` of one of
-            // them, still in code form.
-            for (r, rec) in [&*a, &*b, &*c, &*d].into_iter().enumerate() {
-                let rest = rec.chunks_exact(4).enumerate().skip(e);
-                for (e2, q) in rest {
-                    let q = code(q);
-                    if q < lo || q > hi {
-                        return Err((done + r, e2));
-                    }
-                }
-            }
-            return Err((done, e));
-        }
-        done += 4;
-    }
-    Ok(done)
+    in_fours(
+        offset,
+        len,
+        records,
+        rs,
+        |w| scale4(w.map(|q| q as i32), lo, hi, step).map(|v| v.map(f32::to_bits)),
+        |w| (lo..=hi).contains(&(w as i32)),
+    )
 }
 
 #[cfg(test)]
