@@ -527,7 +527,7 @@ impl Decoder {
             let b = match (base, prior) {
                 (Some(b), Some(p)) if ty.predicts() => {
                     let predicted = &mut self.predicted[i];
-                    pipeline::predict_section(
+                    pipeline::predict::predict_section(
                         ty,
                         &b.sections()[i].as_ref(),
                         &p.sections()[i].as_ref(),

@@ -213,7 +213,7 @@ impl Encoder {
             let base = match (baseline, prior) {
                 (Some(b), Some(p)) if ty.predicts() => {
                     let predicted = &mut self.predicted[i];
-                    pipeline::predict_section(
+                    pipeline::predict::predict_section(
                         ty,
                         &b.snapshot.sections()[i].as_ref(),
                         &p.snapshot.sections()[i].as_ref(),
