@@ -49,6 +49,7 @@ mod fours;
 mod measure;
 pub(crate) mod plan;
 mod quat;
+mod quat_f32;
 mod scalar;
 mod scale4;
 #[cfg(target_arch = "x86_64")]

@@ -9,7 +9,7 @@
 
 use super::code4::{self, Code};
 use super::float::{Float, F32, F64};
-use super::{quat, scalar, scale4};
+use super::{quat, quat_f32, scalar, scale4};
 use crate::schema::Primitive;
 
 /// A validated declaration with its derived constants.
@@ -281,6 +281,11 @@ fn slot_each(s: &Slot, way: Way, records: &mut [u8], rs: usize) -> Result<(), (u
             let half = 1i64 << (bits - 1);
             scaled_f32_from_codes(s, -half, half - 1, step, records, rs)
         }
+        (Kind::Quat { m, s: st }, Way::FromCodes)
+            if s.ty == Primitive::F32 && s.offset + 16 <= rs =>
+        {
+            quat_f32::from_codes(s.offset, m, st, records, rs)
+        }
         (_, Way::FromCodes) if s.ty == Primitive::F32 => slot_from_codes::<F32>(s, records, rs),
         (_, Way::FromCodes) => slot_from_codes::<F64>(s, records, rs),
     }
@@ -443,7 +448,7 @@ pub(crate) fn records_from_codes(
 
 /// [`records_from_codes`] for the float slot `s` of each record, of
 /// element type `T`.
-fn slot_from_codes<T: Float>(
+pub(super) fn slot_from_codes<T: Float>(
     s: &Slot,
     records: &mut [u8],
     rs: usize,

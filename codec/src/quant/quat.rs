@@ -49,7 +49,7 @@ pub(crate) fn value(k: usize, q: [i64; 3], s: f64, ty: Primitive) -> [f64; 4] {
 /// The codes with largest index `k` that reproduce `x` bit for bit, if any:
 /// `x_k` has its sign bit clear, each other component is `q_j · s` for an
 /// integer `|q_j| ≤ m`, and [`value`] gives `x` back.
-fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i64; 3]> {
+pub(super) fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i64; 3]> {
     if x[k].is_sign_negative() {
         return None;
     }
