@@ -271,6 +271,11 @@ fn slot_each(s: &Slot, way: Way, records: &mut [u8], rs: usize) -> Result<(), (u
         (Kind::Angle { bits, step, turn }, Way::ToCodes) if s.ty == Primitive::F32 && bits < 32 => {
             f32_to_codes(s, Code::Angle { bits, step, turn }, records, rs)
         }
+        (Kind::Quat { m, s: st }, Way::ToCodes)
+            if s.ty == Primitive::F32 && s.offset + 16 <= rs =>
+        {
+            quat_f32::to_codes(s.offset, m, st, records, rs)
+        }
         (_, Way::ToCodes) if s.ty == Primitive::F32 => slot_to_codes::<F32>(s, records, rs),
         (_, Way::ToCodes) => slot_to_codes::<F64>(s, records, rs),
         (Kind::Fixed { step, lo, hi, .. }, Way::FromCodes) if s.ty == Primitive::F32 => {
@@ -396,7 +401,11 @@ pub(super) fn angle_to_code<T: Float>(x: f64, bits: u8, step: f64, turn: f64) ->
 }
 
 /// [`to_codes`] for the float slot `s` of each record, of element type `T`.
-fn slot_to_codes<T: Float>(s: &Slot, records: &mut [u8], rs: usize) -> Result<(), (usize, usize)> {
+pub(super) fn slot_to_codes<T: Float>(
+    s: &Slot,
+    records: &mut [u8],
+    rs: usize,
+) -> Result<(), (usize, usize)> {
     let at = s.offset..s.offset + s.len * T::WIDTH;
     match s.kind {
         Kind::Fixed { step, lo, hi, .. } => {

@@ -28,7 +28,7 @@ fn scale(m: i64) -> f64 {
 }
 
 /// The indices of the three sent components around each index `k`.
-const OTHERS: [[usize; 3]; 4] = [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]];
+pub(super) const OTHERS: [[usize; 3]; 4] = [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]];
 
 /// The quaternion of codes `(k, q)`: the three sent components
 /// `q_j · s` rounded to the field type, in index order around `k`, and
@@ -49,7 +49,7 @@ pub(crate) fn value(k: usize, q: [i64; 3], s: f64, ty: Primitive) -> [f64; 4] {
 /// The codes with largest index `k` that reproduce `x` bit for bit, if any:
 /// `x_k` has its sign bit clear, each other component is `q_j · s` for an
 /// integer `|q_j| ≤ m`, and [`value`] gives `x` back.
-pub(super) fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i64; 3]> {
+fn codes_at(x: &[f64; 4], k: usize, m: i64, s: f64, ty: Primitive) -> Option<[i64; 3]> {
     if x[k].is_sign_negative() {
         return None;
     }
