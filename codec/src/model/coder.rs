@@ -282,6 +282,32 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
         Ok(v)
     }
 
+    /// A decision in bit context `kind_ctx`, then a signed (zigzag) value
+    /// in value context `value_ctx + (1 + !bit) · stride`: the same as
+    /// [`ModelDecoder::bit`] then [`ModelDecoder::value`], with the decoder
+    /// state in a local for both.
+    #[inline]
+    pub(crate) fn flagged_value(
+        &mut self,
+        kind_ctx: u32,
+        value_ctx: u32,
+        stride: u32,
+    ) -> Result<(bool, u64), ModelError> {
+        let count = self.table.shape().bit_contexts;
+        if kind_ctx >= count {
+            return Err(ModelError::BitContext {
+                ctx: kind_ctx,
+                count,
+            });
+        }
+        let mut rc = self.rc.clone();
+        let bit = rc.bit(self.table.prob(kind_ctx as usize));
+        let m = self.value_model(value_ctx + (1 + u32::from(!bit)) * stride)?;
+        let v = decode_value(&mut DecodeWith(&mut rc, m), true)?;
+        self.rc = rc;
+        Ok((bit, v))
+    }
+
     /// The low `n` bits of a run coded by [`RunSink::bit_run`] (bit `k`
     /// from context [`run.context(k, previous bit)`](BitRun::context)).
     #[inline]

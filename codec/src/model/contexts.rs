@@ -148,16 +148,17 @@ struct SectionLayout {
     element_contexts: Vec<ElementContexts>,
 }
 
-/// The dense contexts of one element in row kind 0.
+/// The dense contexts of one element in row kind 0 (or, from
+/// [`ContextMap::element_contexts`], in a given row kind).
 #[derive(Debug, Clone, Copy)]
-struct ElementContexts {
+pub(crate) struct ElementContexts {
     /// Value context with kind and history 0.
-    value: u32,
+    pub(crate) value: u32,
     /// Bit context of the kind bit (floats only, else `u32::MAX`).
-    kind_bit: u32,
+    pub(crate) kind_bit: u32,
     /// Value contexts per kind of the element's value (0 when the value
     /// is not conditioned on a kind).
-    kind_stride: u32,
+    pub(crate) kind_stride: u32,
 }
 
 /// Dense contexts for one schema (its sections' element counts).
@@ -181,7 +182,7 @@ pub struct RowState {
     pub(super) prev_group: bool,
     pub(super) prev_element: bool,
     /// Element and value of the last kind bit, until its value is coded.
-    kind: Option<(u32, bool)>,
+    pub(super) kind: Option<(u32, bool)>,
     pub(super) history: u32,
 }
 
@@ -335,7 +336,7 @@ impl ContextMap {
     /// The dense contexts of the element of walk context `ctx` (any
     /// class) in its row kind, if its section, row kind and element exist.
     #[inline]
-    fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
+    pub(crate) fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
         let (_, row, sec, index) = split(ctx);
         let s = self.sections.get(sec as usize)?;
         let x = s.element_contexts.get(index as usize)?;
@@ -497,6 +498,13 @@ impl ContextMap {
             }
         }
         self.other_value_context(state, ctx)
+    }
+
+    /// The value context offset of the row state's history (0 when values
+    /// are not conditioned on it), as [`ContextMap::value_context`] adds it.
+    #[inline]
+    pub(crate) fn value_history(&self, state: &RowState) -> u32 {
+        state.history & self.value_history_mask
     }
 
     /// [`ContextMap::value_context`] of the contexts it has no shortcut for.

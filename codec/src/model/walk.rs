@@ -103,6 +103,39 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         let run = self.map.element_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, u64::from(bits), run);
     }
+
+    /// The element's dense contexts resolved once for both tokens (the
+    /// walk contexts as single tokens when the map has none).
+    #[inline]
+    fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
+        let Some(x) = self
+            .map
+            .element_contexts(ctx)
+            .filter(|x| kind.is_none() || x.kind_bit != u32::MAX)
+        else {
+            tokens::element_by_tokens(self, section, row, element, kind, v);
+            return;
+        };
+        let value = x.value + self.map.value_history(&self.state);
+        let kind = match kind {
+            Some(bit) => {
+                self.sink.bit(x.kind_bit, bit);
+                1 + u32::from(!bit)
+            }
+            // A kind bit given before (as a single token) for this element.
+            None => match self.state.kind {
+                Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
+                _ => 0,
+            },
+        };
+        self.sink.sint(value + kind * x.kind_stride, v);
+        self.state.kind = None;
+        self.state.history = 0;
+    }
 }
 
 impl<S: RunSink> WalkSink<'_, S> {
@@ -190,6 +223,43 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, run)
+    }
+
+    /// The element's dense contexts resolved once for both tokens (the
+    /// walk contexts as the single-token path when the map has none).
+    #[inline]
+    fn float_value(
+        &mut self,
+        section: usize,
+        row: u32,
+        element: usize,
+        kind_bit: bool,
+    ) -> Result<(bool, u64), DecodeError> {
+        let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
+        let Some(x) = self
+            .map
+            .element_contexts(ctx)
+            .filter(|x| !kind_bit || x.kind_bit != u32::MAX)
+        else {
+            return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
+        };
+        let value = x.value + self.map.value_history(&self.state);
+        let got = if kind_bit {
+            self.dec.flagged_value(x.kind_bit, value, x.kind_stride)
+        } else {
+            // A kind bit read before (as a single token) for this element.
+            let kind = match self.state.kind {
+                Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
+                _ => 0,
+            };
+            self.dec
+                .value(value + kind * x.kind_stride, true)
+                .map(|v| (false, v))
+        };
+        let got = got.map_err(|e| self.err(e))?;
+        self.state.kind = None;
+        self.state.history = 0;
+        Ok(got)
     }
 
     fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
@@ -314,6 +384,11 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
         self.0.set_bits(section, which, n, bits);
         self.1.set_bits(section, which, n, bits);
     }
+    #[inline]
+    fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
+        self.0.element(section, row, element, kind, v);
+        self.1.element(section, row, element, kind, v);
+    }
 }
 
 /// [`encode_sections`] while `other` (sizing the payload of the same
@@ -344,5 +419,143 @@ pub(crate) fn count_sections(
     walk_sections(&mut sink, scratch, elements);
     if let Err(e) = sink.finish() {
         stats.record_error(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One element token of a row: section, walk row kind, element, kind
+    /// bit, value.
+    type Elem = (usize, u32, usize, Option<bool>, u64);
+
+    /// Random element tokens over `floats`, some outside the map (an
+    /// element past its section, a kind bit on a non-float element, a
+    /// section past the schema) when `stray`.
+    fn tokens(floats: &[Vec<bool>], next: &mut impl FnMut() -> u64, stray: bool) -> Vec<Elem> {
+        (0..next() % 60)
+            .map(|_| {
+                let s = (next() % floats.len() as u64) as usize;
+                let row = (next() % 3) as u32;
+                let mut e = (next() % floats[s].len() as u64) as usize;
+                let r = next();
+                let mut kind = (floats[s][e] && r % 2 == 0).then_some(r & 4 == 4);
+                if stray && r % 23 == 1 {
+                    e = floats[s].len() + (r >> 8) as usize % 3;
+                }
+                if stray && r % 29 == 2 {
+                    kind = Some(true);
+                }
+                let s = if stray && r % 31 == 3 {
+                    floats.len()
+                } else {
+                    s
+                };
+                let v = next() >> (next() % 64);
+                (s, row, e, kind, v)
+            })
+            .collect()
+    }
+
+    /// Codes `elems` (each after a mask group of its row) with
+    /// [`TokenSink::element`] when `fused`, else as single tokens.
+    fn encode(
+        map: &ContextMap,
+        table: &ModelTable,
+        elems: &[Elem],
+        fused: bool,
+    ) -> Result<Vec<u8>, ModelError> {
+        let mut sink = WalkSink::new(map, ModelEncoder::new(table, Vec::new()));
+        for &(s, row, e, kind, v) in elems {
+            sink.group(s, row, 0, 3, (v & 7) as u8);
+            if fused {
+                sink.element(s, row, e, kind, v);
+            } else {
+                tokens::element_by_tokens(&mut sink, s, row, e, kind, v);
+            }
+        }
+        sink.finish()?.finish()
+    }
+
+    /// Reads `elems`' tokens back from `bytes` with
+    /// [`TokenSource::float_value`] when `fused`, else as single tokens:
+    /// every result until the first error.
+    fn decode(
+        map: &ContextMap,
+        table: &ModelTable,
+        bytes: &[u8],
+        elems: &[Elem],
+        fused: bool,
+    ) -> Vec<Result<(u8, bool, u64), DecodeError>> {
+        let Ok(dec) = ModelDecoder::new(table, bytes) else {
+            return Vec::new();
+        };
+        let mut src = WalkSource::new(map, dec, 7);
+        let mut out = Vec::new();
+        for &(s, row, e, kind, _) in elems {
+            let got = src.group(s, row, 0, 3).and_then(|g| {
+                let kv = if fused {
+                    src.float_value(s, row, e, kind.is_some())
+                } else {
+                    tokens::float_value_by_tokens(&mut src, s, row, e, kind.is_some())
+                };
+                kv.map(|(k, v)| (g, k, v))
+            });
+            let stop = got.is_err();
+            out.push(got);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn element_tokens_code_as_single_tokens() {
+        let mut x = 0x5851_f42d_4c95_7f2d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let schemas = [
+            vec![vec![true]],
+            vec![
+                vec![false, true, true],
+                (0..17).map(|i| i % 3 != 1).collect(),
+            ],
+            vec![
+                (0..15).map(|i| i % 2 == 0).collect(),
+                vec![false; 16],
+                vec![true; 16],
+            ],
+        ];
+        let mut fused_errors = 0;
+        for floats in &schemas {
+            for config in [ContextConfig::BLOCK, ContextConfig::ALL] {
+                let map = ContextMap::new(floats, config).unwrap();
+                let shape = map.shape();
+                for _ in 0..40 {
+                    let probs = (0..shape.slots())
+                        .map(|_| 1 + (next() % 4095) as u16)
+                        .collect();
+                    let table = ModelTable::from_probabilities(shape, probs).unwrap();
+                    let stray = next() % 3 == 0;
+                    let elems = tokens(floats, &mut next, stray);
+                    let want = encode(&map, &table, &elems, false);
+                    assert_eq!(encode(&map, &table, &elems, true), want);
+                    // The coded stream, and arbitrary bytes.
+                    let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+                    for bytes in [want.clone().unwrap_or_default(), junk] {
+                        let got = decode(&map, &table, &bytes, &elems, true);
+                        assert_eq!(got, decode(&map, &table, &bytes, &elems, false));
+                        fused_errors += usize::from(got.last().is_some_and(Result::is_err));
+                    }
+                }
+            }
+        }
+        assert!(fused_errors > 10);
     }
 }

@@ -247,28 +247,10 @@ fn decode_float(
         row,
         element: e as usize,
     };
-    let mut kind = values::kind_before_bit(el, reference);
-    if kind == Kind::Bits
-        && src.bit(tokens::ctx::make(
-            tokens::ctx::KIND,
-            section,
-            kind_of_row,
-            e as usize,
-        ))?
-    {
-        kind = Kind::Integral;
-    }
-    let v = src.uint(tokens::ctx::make(
-        tokens::ctx::VALUE,
-        section,
-        kind_of_row,
-        e as usize,
-    ))?;
-    values::decode(el, kind, v, reference, out).map_err(|_| bad())?;
-    if !values::differs(el, out, reference) {
-        return Err(bad());
-    }
-    Ok(())
+    let r = values::FloatReference::new(el, reference);
+    let (integral, v) =
+        src.float_value(section, kind_of_row, e as usize, r.kind() == Kind::Bits)?;
+    values::decode_float_changed(el, r, integral, v, out).map_err(|_| bad())
 }
 
 /// The kept entities of a section whose rows come from the token walk, into

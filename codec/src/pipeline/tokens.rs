@@ -131,6 +131,31 @@ pub(crate) trait TokenSink {
             );
         }
     }
+    /// The kind bit (if any) and the value of changed element `element`
+    /// of a row of kind `row`: the same decisions as [`TokenSink::bit`] in
+    /// the element's [`ctx::KIND`] context, then [`TokenSink::uint`] in
+    /// its [`ctx::VALUE`] context.
+    #[inline]
+    fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
+        element_by_tokens(self, section, row, element, kind, v);
+    }
+}
+
+/// [`TokenSink::element`] as single tokens: the kind bit (if any), then
+/// the value, each under its walk context.
+#[inline]
+pub(crate) fn element_by_tokens<S: TokenSink + ?Sized>(
+    sink: &mut S,
+    section: usize,
+    row: u32,
+    element: usize,
+    kind: Option<bool>,
+    v: u64,
+) {
+    if let Some(bit) = kind {
+        sink.bit(ctx::make(ctx::KIND, section, row, element), bit);
+    }
+    sink.uint(ctx::make(ctx::VALUE, section, row, element), v);
 }
 
 /// Gives back the decisions a [`TokenSink`] received, in the same order.
@@ -183,12 +208,41 @@ pub(crate) trait TokenSource {
         }
         Ok(bits)
     }
+    /// The kind bit (when `kind_bit`, else `false`) and the value of
+    /// changed float element `element` of a row of kind `row`: the same
+    /// decisions as [`TokenSource::bit`] in the element's [`ctx::KIND`]
+    /// context, then [`TokenSource::uint`] in its [`ctx::VALUE`] context.
+    #[inline]
+    fn float_value(
+        &mut self,
+        section: usize,
+        row: u32,
+        element: usize,
+        kind_bit: bool,
+    ) -> Result<(bool, u64), DecodeError> {
+        float_value_by_tokens(self, section, row, element, kind_bit)
+    }
     /// The `n` bytes of a byte-plane section (section `section`). Only the
     /// byte layout has them; other sources refuse.
     fn raw(&mut self, section: usize, n: usize) -> Result<&[u8], DecodeError> {
         let _ = n;
         Err(DecodeError::BadEntitySet { section })
     }
+}
+
+/// [`TokenSource::float_value`] as single tokens: the kind bit (when
+/// `kind_bit`), then the value, each under its walk context.
+#[inline]
+pub(crate) fn float_value_by_tokens<S: TokenSource + ?Sized>(
+    src: &mut S,
+    section: usize,
+    row: u32,
+    element: usize,
+    kind_bit: bool,
+) -> Result<(bool, u64), DecodeError> {
+    let bit = kind_bit && src.bit(ctx::make(ctx::KIND, section, row, element))?;
+    let v = src.uint(ctx::make(ctx::VALUE, section, row, element))?;
+    Ok((bit, v))
 }
 
 /// One changed element of a row.
@@ -486,11 +540,13 @@ pub(crate) fn write_rows(
             write_mask(sink, section, spawned, elements, row);
         }
         for tok in row {
-            let e = tok.element as usize;
-            if let Some(bit) = tok.kind.bit() {
-                sink.bit(ctx::make(ctx::KIND, section, spawned, e), bit);
-            }
-            sink.uint(ctx::make(ctx::VALUE, section, spawned, e), tok.value);
+            sink.element(
+                section,
+                spawned,
+                tok.element as usize,
+                tok.kind.bit(),
+                tok.value,
+            );
         }
     }
 }

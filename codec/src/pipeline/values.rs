@@ -357,8 +357,9 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
 }
 
 /// The kind an element must be decoded as, before its kind bit (if any) is
-/// read: `None` when the element has no kind bit.
-#[inline]
+/// read: `None` when the element has no kind bit. The reference of
+/// [`FloatReference::kind`].
+#[cfg(test)]
 pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
     if !e.float {
         return Kind::Int;
@@ -372,8 +373,9 @@ pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
 
 /// Inverse of [`encode`]: writes element `e` of `out` from its kind and
 /// value and the reference record. Refuses values wider than the element
-/// and integral values outside the integral range.
-#[inline(always)]
+/// and integral values outside the integral range. The reference of
+/// [`decode_changed`] and [`decode_float_changed`].
+#[cfg(test)]
 pub(crate) fn decode(
     e: Element,
     kind: Kind,
@@ -447,11 +449,86 @@ pub(crate) fn decode_changed(
     reference: &[u8],
     out: &mut [u8],
 ) -> Result<(), BadValue> {
+    let r = element_wide(e, reference);
+    let c = int_value(e, v, r)?;
+    if c == r {
+        return Err(BadValue);
+    }
+    put_element(e, c, out);
+    Ok(())
+}
+
+/// The reference side of a float element: its bits and its whole value
+/// (`Some` when the element sends a kind bit), computed once for
+/// [`kind_of`](FloatReference::kind) and [`decode_float_changed`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FloatReference {
+    bits: u64,
+    whole: Option<i64>,
+}
+
+impl FloatReference {
+    /// Element `e` of record `reference`.
+    #[inline(always)]
+    pub(crate) fn new(e: Element, reference: &[u8]) -> Self {
+        let bits = element_wide(e, reference);
+        Self {
+            bits,
+            whole: whole(e, bits),
+        }
+    }
+
+    /// [`kind_before_bit`] of the element.
+    #[inline(always)]
+    pub(crate) fn kind(&self) -> Kind {
+        if self.whole.is_some() {
+            Kind::Bits
+        } else {
+            Kind::BitsOnly
+        }
+    }
+}
+
+/// [`decode`] of float element `e` (`e.float`) against the reference
+/// `r` (as [`Kind::Integral`] when `integral`, else by bit pattern), then
+/// the check that the element [`differs`] from the reference: the same
+/// values refused, the reference loaded once and the element stored once.
+#[inline(always)]
+pub(crate) fn decode_float_changed(
+    e: Element,
+    r: FloatReference,
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let c = if integral {
+        let bi = r.whole.ok_or(BadValue)?;
+        let ci = bi.checked_add(unzigzag64(v)).ok_or(BadValue)?;
+        let bits = from_whole(e, ci).ok_or(BadValue)?;
+        // On a grid two step counts may round to one float: only the one
+        // the encoder would send is accepted.
+        if e.grid.is_some() && whole(e, bits) != Some(ci) {
+            return Err(BadValue);
+        }
+        bits
+    } else {
+        int_value(e, v, r.bits)?
+    };
+    if c == r.bits {
+        return Err(BadValue);
+    }
+    put_element(e, c, out);
+    Ok(())
+}
+
+/// The element `e` that value `v` (not [`Kind::Integral`]) makes of
+/// reference element `r`; refuses a value wider than the element.
+#[inline(always)]
+fn int_value(e: Element, v: u64, r: u64) -> Result<u64, BadValue> {
     if v & !mask(e.width) != 0 {
         return Err(BadValue);
     }
-    let r = element_wide(e, reference);
-    let c = match e.op {
+    Ok(match e.op {
         DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
         DeltaOp::Sub => {
             // Byte by byte, each wrapping on its own.
@@ -464,16 +541,11 @@ pub(crate) fn decode_changed(
         }
         DeltaOp::Xor => v ^ r,
         DeltaOp::None => v,
-    };
-    if c == r {
-        return Err(BadValue);
-    }
-    put_element(e, c, out);
-    Ok(())
+    })
 }
 
 /// Whether elements `e` of `a` and `b` differ.
-#[inline]
+#[cfg(test)]
 pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
     element(e, a) != element(e, b)
 }
