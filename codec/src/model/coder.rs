@@ -223,7 +223,7 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
 #[inline(always)]
 fn decode_value(d: &mut DecodeWith<'_, '_, '_>, signed: bool) -> Result<u64, ModelError> {
     let classes = d.1;
-    let s = d.0.symbol(FREQ_BITS, |t| classes.find(t))?;
+    let s = d.0.head_symbol(classes)?;
     let magnitude = match plain(s) {
         Some((top, raw)) => top | d.0.raw(raw)?,
         None => {
@@ -273,7 +273,7 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     /// A value in value context `ctx`, signed (zigzag) or not. The decoder
     /// state is copied into a local for the value's steps, which keeps it
     /// in registers.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn value(&mut self, ctx: u32, signed: bool) -> Result<u64, ModelError> {
         let m = self.value_model(ctx)?;
         let mut rc = self.rc.clone();

@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::classes::{ClassCdf, FREQ_BITS};
 use super::ModelError;
 
 /// Precision of a probability: `p` is the chance of a 0 bit in units of
@@ -310,8 +311,9 @@ impl<'a> RangeDecoder<'a> {
     /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
     /// `find` maps the target (below `2^bits`) to the symbol, its start and
     /// its frequency. A target at or past the total (which no encoder
-    /// produces) is `Corrupt`.
-    #[inline(always)]
+    /// produces) is `Corrupt`. The reference of
+    /// [`RangeDecoder::head_symbol`].
+    #[cfg(test)]
     pub(crate) fn symbol<F: FnOnce(u32) -> (u32, u32, u32)>(
         &mut self,
         bits: u32,
@@ -323,6 +325,23 @@ impl<'a> RangeDecoder<'a> {
             return Err(ModelError::Corrupt);
         }
         let (symbol, start, freq) = find(target);
+        self.code -= r * start;
+        self.range = r * freq;
+        self.normalize();
+        Ok(symbol)
+    }
+
+    /// [`RangeDecoder::symbol`] of a value context's head symbol, looked
+    /// up in `cdf` (a method rather than a closure, so that the lookup is
+    /// inlined).
+    #[inline(always)]
+    pub(crate) fn head_symbol(&mut self, cdf: &ClassCdf) -> Result<u32, ModelError> {
+        let r = self.range >> FREQ_BITS;
+        let target = self.code / r;
+        if target >> FREQ_BITS != 0 {
+            return Err(ModelError::Corrupt);
+        }
+        let (symbol, start, freq) = cdf.find(target);
         self.code -= r * start;
         self.range = r * freq;
         self.normalize();

@@ -225,9 +225,14 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         self.mask_bits(ctx, n, run)
     }
 
+    #[inline(always)]
+    fn inline_floats(&self) -> bool {
+        true
+    }
+
     /// The element's dense contexts resolved once for both tokens (the
     /// walk contexts as the single-token path when the map has none).
-    #[inline]
+    #[inline(always)]
     fn float_value(
         &mut self,
         section: usize,

@@ -223,16 +223,37 @@ fn decode_values(
             values::decode_changed(el, v, reference, out).map_err(|_| bad(e))?;
             continue;
         }
-        decode_float(src, section, row, kind_of_row, e, el, reference, out)?;
+        if src.inline_floats() {
+            read_float(src, section, row, kind_of_row, e, el, reference, out)?;
+        } else {
+            decode_float(src, section, row, kind_of_row, e, el, reference, out)?;
+        }
     }
     Ok(())
+}
+
+/// [`read_float`] out of line, so that the loop over a row's elements
+/// stays small for sources whose floats are rare.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn decode_float(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    e: u32,
+    el: Element,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    read_float(src, section, row, kind_of_row, e, el, reference, out)
 }
 
 /// Reads the kind bit (if any) and value of changed float element `e`
 /// (`el`) of a row, against `reference`, into `out`.
 #[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn decode_float(
+#[inline(always)]
+fn read_float(
     src: &mut impl TokenSource,
     section: usize,
     row: usize,

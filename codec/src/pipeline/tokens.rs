@@ -208,6 +208,13 @@ pub(crate) trait TokenSource {
         }
         Ok(bits)
     }
+    /// Whether a row's float elements are read in the loop over its
+    /// elements (else out of line): for sources where they are most of
+    /// the work.
+    #[inline(always)]
+    fn inline_floats(&self) -> bool {
+        false
+    }
     /// The kind bit (when `kind_bit`, else `false`) and the value of
     /// changed float element `element` of a row of kind `row`: the same
     /// decisions as [`TokenSource::bit`] in the element's [`ctx::KIND`]

@@ -280,8 +280,17 @@ fn from_integral(v: i64, width: u8) -> Option<u64> {
 /// whole number of steps `k` whose `k · step` (binary64, rounded to the
 /// element's type) has exactly these bits (`-0.0`, NaN and infinities have
 /// none; `|k|` at most 2^24 for `f32`, 2^53 for `f64`).
-#[inline]
+#[inline(always)]
 fn whole(e: Element, bits: u64) -> Option<i64> {
+    match e.grid {
+        None => integral(bits, e.width),
+        Some(_) => whole_on_grid(e, bits),
+    }
+}
+
+/// [`whole`] of an element with a grid.
+#[inline(never)]
+fn whole_on_grid(e: Element, bits: u64) -> Option<i64> {
     let Some(step) = e.grid.map(f64::from_bits) else {
         return integral(bits, e.width);
     };
@@ -471,7 +480,13 @@ impl FloatReference {
     /// Element `e` of record `reference`.
     #[inline(always)]
     pub(crate) fn new(e: Element, reference: &[u8]) -> Self {
-        let bits = element_wide(e, reference);
+        let at = usize::from(e.offset);
+        let bits = match e.width {
+            4 => load_fixed::<4>(reference, at),
+            8 => load_fixed::<8>(reference, at),
+            _ => None,
+        }
+        .unwrap_or_else(|| element(e, reference));
         Self {
             bits,
             whole: whole(e, bits),
@@ -495,6 +510,64 @@ impl FloatReference {
 /// values refused, the reference loaded once and the element stored once.
 #[inline(always)]
 pub(crate) fn decode_float_changed(
+    e: Element,
+    r: FloatReference,
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    match e.width {
+        4 => float_changed_fixed::<4>(e, r, integral, v, out),
+        8 => float_changed_fixed::<8>(e, r, integral, v, out),
+        _ => float_changed(e, r, integral, v, out),
+    }
+}
+
+/// The `W` bytes of `record` from `at` as a little-endian integer, if the
+/// record has them.
+#[inline(always)]
+fn load_fixed<const W: usize>(record: &[u8], at: usize) -> Option<u64> {
+    let mut b = [0u8; 8];
+    b.get_mut(..W)?
+        .copy_from_slice(record.get(at..at.checked_add(W)?)?);
+    Some(u64::from_le_bytes(b))
+}
+
+/// [`decode_float_changed`] of an element of width `W` (`e.width`): the
+/// width's mask a constant, the store of fixed size.
+#[inline(always)]
+fn float_changed_fixed<const W: usize>(
+    e: Element,
+    r: FloatReference,
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let m = u64::MAX >> (64 - 8 * W as u32);
+    let c = match e.op {
+        DeltaOp::Int | DeltaOp::Predict if !integral => {
+            if v & !m != 0 {
+                return Err(BadValue);
+            }
+            let d = (v >> 1) ^ (v & 1).wrapping_neg();
+            r.bits.wrapping_add(d) & m
+        }
+        _ => return float_changed(e, r, integral, v, out),
+    };
+    if c == r.bits {
+        return Err(BadValue);
+    }
+    let at = usize::from(e.offset);
+    match at.checked_add(W).and_then(|end| out.get_mut(at..end)) {
+        Some(o) => o.copy_from_slice(&c.to_le_bytes()[..W]),
+        None => put_element(e, c, out),
+    }
+    Ok(())
+}
+
+/// [`decode_float_changed`] of any element.
+#[inline(never)]
+fn float_changed(
     e: Element,
     r: FloatReference,
     integral: bool,
