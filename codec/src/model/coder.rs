@@ -165,6 +165,10 @@ impl RunSink for ModelEncoder<'_> {
     fn bit_run(&mut self, run: &BitRun, n: u32, bits: u64) {
         let count = self.table.shape().bit_contexts;
         let probs = self.table.probabilities();
+        if let (Some(pairs), None) = (run.pairs(n, count, probs), &self.error) {
+            self.rc.bit_pairs(bits, run.prev, pairs);
+            return;
+        }
         if self.error.is_some() || !run.fits(n, count) || probs.len() < count as usize {
             // Bit by bit, which records the error.
             let mut prev = run.prev;
@@ -314,6 +318,9 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     pub(crate) fn bit_run(&mut self, run: &BitRun, n: u32) -> Result<u64, ModelError> {
         let count = self.table.shape().bit_contexts;
         let probs = self.table.probabilities();
+        if let Some(pairs) = run.pairs(n, count, probs) {
+            return Ok(self.rc.bit_pairs(run.prev, pairs));
+        }
         let mut prev = run.prev;
         let mut bits = 0u64;
         if !run.fits(n, count) || probs.len() < count as usize {

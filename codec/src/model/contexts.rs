@@ -161,6 +161,42 @@ pub(crate) struct ElementContexts {
     pub(crate) kind_stride: u32,
 }
 
+/// The element contexts of one section's rows of one row kind, from
+/// [`ContextMap::row_contexts`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowContexts<'m> {
+    /// The section's elements in row kind 0.
+    elements: &'m [ElementContexts],
+    /// What the row kind adds to value contexts and to kind-bit contexts.
+    value: u32,
+    kind_bit: u32,
+}
+
+impl RowContexts<'_> {
+    /// Element `index`'s contexts, if the section has it.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<ElementContexts> {
+        let x = self.elements.get(index as usize)?;
+        Some(ElementContexts {
+            value: x.value + self.value,
+            kind_bit: if x.kind_bit == u32::MAX {
+                u32::MAX
+            } else {
+                x.kind_bit + self.kind_bit
+            },
+            kind_stride: x.kind_stride,
+        })
+    }
+
+    /// [`RowContexts::get`] without the kind bit: the value context (kind
+    /// and history 0) and the value contexts per kind.
+    #[inline]
+    pub(crate) fn value(&self, index: u32) -> Option<(u32, u32)> {
+        let x = self.elements.get(index as usize)?;
+        Some((x.value + self.value, x.kind_stride))
+    }
+}
+
 /// Dense contexts for one schema (its sections' element counts).
 #[derive(Debug, Clone)]
 pub struct ContextMap {
@@ -337,20 +373,32 @@ impl ContextMap {
     /// class) in its row kind, if its section, row kind and element exist.
     #[inline]
     pub(crate) fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
-        let (_, row, sec, index) = split(ctx);
-        let s = self.sections.get(sec as usize)?;
-        let x = s.element_contexts.get(index as usize)?;
-        let rk = *self.row_kinds.get(row as usize)?;
-        // Within the shape, as the layout's sums are.
-        Some(ElementContexts {
-            value: x.value + rk * s.values_per_row_kind,
-            kind_bit: if x.kind_bit == u32::MAX {
-                u32::MAX
-            } else {
-                x.kind_bit + rk * s.floats
+        self.row_contexts(ctx >> 16).get(ctx & 0xffff)
+    }
+
+    /// The element contexts of the rows of a walk context's section and
+    /// row kind, given as its bits 16 and up (`ctx >> 16`; the class bits
+    /// are ignored): for a decoder to look up once per row. Empty when the
+    /// section or row kind does not exist.
+    #[inline]
+    pub(crate) fn row_contexts(&self, key: u32) -> RowContexts<'_> {
+        let (row, sec) = ((key >> 6) & 3, key & 0x3f);
+        match (
+            self.sections.get(sec as usize),
+            self.row_kinds.get(row as usize),
+        ) {
+            (Some(s), Some(&rk)) => RowContexts {
+                elements: &s.element_contexts,
+                // Within the shape, as the layout's sums are.
+                value: rk * s.values_per_row_kind,
+                kind_bit: rk * s.floats,
             },
-            kind_stride: x.kind_stride,
-        })
+            _ => RowContexts {
+                elements: &[],
+                value: 0,
+                kind_bit: 0,
+            },
+        }
     }
 
     fn counts(c: ContextConfig) -> Counts {

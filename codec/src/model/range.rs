@@ -86,6 +86,31 @@ impl RangeEncoder {
         (self.low, self.range) = (low, range);
     }
 
+    /// [`RangeEncoder::bit_seq`] of `pairs.len() / 2` bits (at most 64)
+    /// whose probabilities lie in pairs: bit `k`'s chance of a 0 is
+    /// `pairs[2k]` after a 0 bit (bit −1 being `prev`), `pairs[2k + 1]`
+    /// after a 1.
+    #[inline]
+    pub(crate) fn bit_pairs(&mut self, bits: u64, prev: bool, pairs: &[u16]) {
+        let (mut low, mut range) = (self.low, self.range);
+        let mut prev = prev;
+        for (k, p) in pairs.chunks_exact(2).enumerate() {
+            let bit = (bits >> k) & 1 == 1;
+            let p0 = if prev { p[1] } else { p[0] };
+            let bound = (range >> PROB_BITS) * u32::from(p0);
+            let m = u32::from(bit).wrapping_neg();
+            low += u64::from(bound & m);
+            range = (bound & !m) | ((range - bound) & m);
+            if range < TOP {
+                (self.low, self.range) = (low, range);
+                self.normalize();
+                (low, range) = (self.low, self.range);
+            }
+            prev = bit;
+        }
+        (self.low, self.range) = (low, range);
+    }
+
     /// Shifts bytes out until the range is at least [`TOP`].
     #[inline(never)]
     fn normalize(&mut self) {
@@ -255,6 +280,35 @@ impl<'a> RangeDecoder<'a> {
             let (p0, p1) = probs(k);
             let r = range >> PROB_BITS;
             let (b0, b1) = (r * u32::from(p0), r * u32::from(p1));
+            let bound = if prev { b1 } else { b0 };
+            let bit = code >= bound;
+            let m = u32::from(bit).wrapping_neg();
+            code -= bound & m;
+            range = (bound & !m) | ((range - bound) & m);
+            if range < TOP {
+                (self.code, self.range) = (code, range);
+                self.normalize_cold();
+                (code, range) = (self.code, self.range);
+            }
+            bits |= u64::from(bit) << k;
+            prev = bit;
+        }
+        (self.code, self.range) = (code, range);
+        bits
+    }
+
+    /// [`RangeDecoder::bit_seq`] of `pairs.len() / 2` bits (at most 64)
+    /// whose probabilities lie in pairs: bit `k`'s chance of a 0 is
+    /// `pairs[2k]` after a 0 bit (bit −1 being `prev`), `pairs[2k + 1]`
+    /// after a 1.
+    #[inline]
+    pub(crate) fn bit_pairs(&mut self, prev: bool, pairs: &[u16]) -> u64 {
+        let (mut code, mut range) = (self.code, self.range);
+        let mut prev = prev;
+        let mut bits = 0u64;
+        for (k, p) in pairs.chunks_exact(2).enumerate() {
+            let r = range >> PROB_BITS;
+            let (b0, b1) = (r * u32::from(p[0]), r * u32::from(p[1]));
             let bound = if prev { b1 } else { b0 };
             let bit = code >= bound;
             let m = u32::from(bit).wrapping_neg();

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 use super::coder::RunSink;
+use super::contexts::RowContexts;
 use super::runs::{BitRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
@@ -163,6 +164,10 @@ pub(crate) struct WalkSource<'m, 't, 'a> {
     dec: ModelDecoder<'t, 'a>,
     /// Packet offset of the stream, for errors.
     offset: usize,
+    /// The element contexts of the section and row kind last read (walk
+    /// context bits 16 and up `row_key`, `u32::MAX` before the first).
+    row_key: u32,
+    row: RowContexts<'m>,
 }
 
 impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
@@ -172,6 +177,8 @@ impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
             state: RowState::default(),
             dec,
             offset,
+            row_key: u32::MAX,
+            row: map.row_contexts(u32::MAX),
         }
     }
 
@@ -241,24 +248,31 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         kind_bit: bool,
     ) -> Result<(bool, u64), DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
-        let Some(x) = self
-            .map
-            .element_contexts(ctx)
-            .filter(|x| !kind_bit || x.kind_bit != u32::MAX)
-        else {
-            return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
-        };
-        let value = x.value + self.map.value_history(&self.state);
+        // Bits 28 and up are the class, the same for every value.
+        let key = ctx >> 16;
+        if key != self.row_key {
+            self.row = self.map.row_contexts(key);
+            self.row_key = key;
+        }
+        let index = ctx & 0xffff;
+        let hist = self.map.value_history(&self.state);
         let got = if kind_bit {
-            self.dec.flagged_value(x.kind_bit, value, x.kind_stride)
+            let Some(x) = self.row.get(index).filter(|x| x.kind_bit != u32::MAX) else {
+                return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
+            };
+            self.dec
+                .flagged_value(x.kind_bit, x.value + hist, x.kind_stride)
         } else {
+            let Some((value, stride)) = self.row.value(index) else {
+                return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
+            };
             // A kind bit read before (as a single token) for this element.
             let kind = match self.state.kind {
-                Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
+                Some((k, bit)) if k == index => 1 + u32::from(!bit),
                 _ => 0,
             };
             self.dec
-                .value(value + kind * x.kind_stride, true)
+                .value(value + hist + kind * stride, true)
                 .map(|v| (false, v))
         };
         let got = got.map_err(|e| self.err(e))?;
