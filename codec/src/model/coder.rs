@@ -384,6 +384,93 @@ mod tests {
     }
 
     #[test]
+    fn bit_runs_code_as_single_bits() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let shape = ModelShape {
+            bit_contexts: 200,
+            value_contexts: 0,
+        };
+        let mut pairs_runs = 0;
+        for _ in 0..400 {
+            let probs: Vec<u16> = (0..200).map(|_| 1 + (next() % 4095) as u16).collect();
+            let table = ModelTable::from_probabilities(shape, probs).unwrap();
+            // Runs of pairs (stride 2, previous bit one on), others, and
+            // runs reaching past the table.
+            let runs: Vec<(BitRun, u32, u64)> = (0..1 + next() % 12)
+                .map(|_| {
+                    let r = next();
+                    let pairs = r % 3 != 0;
+                    let run = BitRun {
+                        base: (r >> 8) as u32 % if r & 64 == 0 { 80 } else { 200 },
+                        stride: if pairs { 2 } else { (r >> 20) as u32 % 4 },
+                        step: if pairs { 1 } else { (r >> 24) as u32 % 2 },
+                        first: if pairs { 0 } else { (r >> 28) as u32 % 3 },
+                        prev: r & 128 == 128,
+                    };
+                    let n = [0, 1, 2, 7, 8, 15, 16, 17, 64][(r >> 32) as usize % 9];
+                    pairs_runs += usize::from(run.pairs(n, 200, table.probabilities()).is_some());
+                    (run, n, next())
+                })
+                .collect();
+            let (mut runs_enc, mut bits_enc) = (
+                ModelEncoder::new(&table, Vec::new()),
+                ModelEncoder::new(&table, Vec::new()),
+            );
+            for (run, n, bits) in &runs {
+                runs_enc.bit_run(run, *n, *bits);
+                let mut prev = run.prev;
+                for k in 0..*n {
+                    let bit = (bits >> k) & 1 == 1;
+                    bits_enc.bit(run.context(k, prev), bit);
+                    prev = bit;
+                }
+            }
+            let (got, want) = (runs_enc.finish(), bits_enc.finish());
+            assert_eq!(got, want);
+            // Read back, and from arbitrary bytes: the run reader against
+            // bit by bit.
+            let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+            for bytes in [want.unwrap_or_default(), junk] {
+                let (Ok(mut a), Ok(mut b)) = (
+                    ModelDecoder::new(&table, &bytes),
+                    ModelDecoder::new(&table, &bytes),
+                ) else {
+                    continue;
+                };
+                for (run, n, _) in &runs {
+                    let got = a.bit_run(run, *n);
+                    let mut prev = run.prev;
+                    let mut want = Ok(0u64);
+                    for k in 0..*n {
+                        match b.bit(run.context(k, prev)) {
+                            Ok(bit) => {
+                                want = want.map(|w| w | u64::from(bit) << k);
+                                prev = bit;
+                            }
+                            Err(e) => {
+                                want = Err(e);
+                                break;
+                            }
+                        }
+                    }
+                    assert_eq!(got, want);
+                    if got.is_err() {
+                        break;
+                    }
+                    assert_eq!(a.rc, b.rc);
+                }
+            }
+        }
+        assert!(pairs_runs > 1000);
+    }
+
+    #[test]
     fn value_decoder_matches_the_reference() {
         let mut x = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next = move || {
