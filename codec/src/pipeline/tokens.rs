@@ -208,6 +208,17 @@ pub(crate) trait TokenSource {
         }
         Ok(bits)
     }
+    /// [`read_mask_bits`]: the element mask of a row of at most 64
+    /// elements, as bits.
+    #[inline]
+    fn row_mask(
+        &mut self,
+        section: usize,
+        row: u32,
+        elements: usize,
+    ) -> Result<Result<u64, ()>, DecodeError> {
+        read_mask_bits_by_tokens(self, section, row, elements)
+    }
     /// Whether a row's float elements are read in the loop over its
     /// elements (else out of line): for sources where they are most of
     /// the work.
@@ -657,6 +668,18 @@ pub(crate) fn read_mask(
 #[inline]
 pub(crate) fn read_mask_bits(
     src: &mut impl TokenSource,
+    section: usize,
+    row: u32,
+    elements: usize,
+) -> Result<Result<u64, ()>, DecodeError> {
+    src.row_mask(section, row, elements)
+}
+
+/// [`read_mask_bits`] through [`TokenSource::groups`] and
+/// [`TokenSource::group`].
+#[inline]
+pub(crate) fn read_mask_bits_by_tokens<S: TokenSource + ?Sized>(
+    src: &mut S,
     section: usize,
     row: u32,
     elements: usize,
