@@ -24,6 +24,10 @@ pub(crate) struct WalkSink<'m, S> {
     state: RowState,
     sink: S,
     error: Option<ModelError>,
+    /// The element contexts of the section and row kind last coded (walk
+    /// context bits 16 and up `row_key`, `u32::MAX` before the first).
+    row_key: u32,
+    row: RowContexts<'m>,
 }
 
 impl<'m, S: RunSink> WalkSink<'m, S> {
@@ -33,6 +37,8 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
             state: RowState::default(),
             sink,
             error: None,
+            row_key: u32::MAX,
+            row: map.row_contexts(u32::MAX),
         }
     }
 
@@ -105,6 +111,47 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         self.mask_bits(ctx, n, u64::from(bits), run);
     }
 
+    /// The group bits, then each marked group's element bits, with the
+    /// row's runs resolved once (as single mask tokens when the map has
+    /// no runs for the row).
+    #[inline]
+    fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        let groups = elements.div_ceil(tokens::GROUP);
+        let gctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, 0);
+        let ectx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, 0);
+        // Neither lookup changes the row state when it finds no run (nor
+        // does the element run of a row of more than one group); the group
+        // run starts the row.
+        let runs = if groups > 1 {
+            self.map
+                .element_run(&mut self.state, ectx, elements as u32)
+                .and_then(|e| Some((self.map.group_run(&mut self.state, gctx, groups as u32)?, e)))
+        } else {
+            None
+        };
+        let Some((group_run, element_run)) = runs else {
+            tokens::write_row_mask_by_tokens(self, section, row, elements, bits);
+            return;
+        };
+        let mut marked = tokens::marked_groups(bits);
+        self.mask_bits(gctx, groups, marked, Some(group_run));
+        while marked != 0 {
+            let first = marked.trailing_zeros() as usize * tokens::GROUP;
+            marked &= marked - 1;
+            let n = (elements - first).min(tokens::GROUP);
+            // `element_run` of the group's first element, from the row's.
+            let run = ElementRun {
+                base: element_run.base + first as u32 * element_run.stride,
+                ..element_run
+            };
+            let group_bits = u64::from((bits >> first) as u8);
+            self.mask_bits(ectx + first as u32, n, group_bits, Some(run));
+        }
+    }
+
     /// The element's dense contexts resolved once for both tokens (the
     /// walk contexts as single tokens when the map has none).
     #[inline]
@@ -113,9 +160,15 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
             return;
         }
         let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
+        // Bits 28 and up are the class, the same for every value.
+        let key = ctx >> 16;
+        if key != self.row_key {
+            self.row = self.map.row_contexts(key);
+            self.row_key = key;
+        }
         let Some(x) = self
-            .map
-            .element_contexts(ctx)
+            .row
+            .get(ctx & 0xffff)
             .filter(|x| kind.is_none() || x.kind_bit != u32::MAX)
         else {
             tokens::element_by_tokens(self, section, row, element, kind, v);
@@ -453,6 +506,11 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
         self.0.element(section, row, element, kind, v);
         self.1.element(section, row, element, kind, v);
     }
+    #[inline]
+    fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
+        self.0.row_mask(section, row, elements, bits);
+        self.1.row_mask(section, row, elements, bits);
+    }
 }
 
 /// [`encode_sections`] while `other` (sizing the payload of the same
@@ -527,9 +585,10 @@ mod tests {
         floats.get(s).map_or(5, Vec::len)
     }
 
-    /// Codes `elems` (each after a row mask made of its value's bits,
-    /// some groups marked but empty) with [`TokenSink::element`] when
-    /// `fused`, else as single tokens.
+    /// Codes `elems` (each after a row mask made of its value's bits, for
+    /// even values with some groups marked but empty) with
+    /// [`TokenSink::row_mask`] and [`TokenSink::element`] when `fused`,
+    /// else as single tokens.
     fn encode(
         map: &ContextMap,
         floats: &[Vec<bool>],
@@ -541,8 +600,13 @@ mod tests {
         for &(s, row, e, kind, v) in elems {
             let n = width(floats, s);
             let groups = n.div_ceil(tokens::GROUP);
+            let bits = v & (u64::MAX >> (64 - n.min(64)));
             if groups <= 1 {
                 sink.group(s, row, 0, n, v as u8);
+            } else if v & 1 == 1 && fused {
+                sink.row_mask(s, row, n, bits);
+            } else if v & 1 == 1 {
+                tokens::write_row_mask_by_tokens(&mut sink, s, row, n, bits);
             } else {
                 let marked = (v >> 32) & ((1 << groups) - 1);
                 sink.groups(s, row, 0, groups, marked);

@@ -131,6 +131,14 @@ pub(crate) trait TokenSink {
             );
         }
     }
+    /// The element mask of a row of more than 8 and at most 64 elements,
+    /// whose changed elements are `bits` (bit `e` for element `e`): the
+    /// group bits, then each marked group's element bits, as
+    /// [`TokenSink::groups`] and [`TokenSink::group`] take them.
+    #[inline]
+    fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
+        write_row_mask_by_tokens(self, section, row, elements, bits);
+    }
     /// The kind bit (if any) and the value of changed element `element`
     /// of a row of kind `row`: the same decisions as [`TokenSink::bit`] in
     /// the element's [`ctx::KIND`] context, then [`TokenSink::uint`] in
@@ -507,29 +515,9 @@ pub(crate) fn write_rows(
             let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
             sink.group(section, spawned, 0, elements, bits);
         } else if elements <= 64 {
-            // The row's elements as bits (bit `e` for element `e`), byte
-            // `g` for group `g`; a group is marked when its byte is not
-            // zero: each byte's bits folded into its lowest, those gathered
-            // into the top byte of a product.
+            // The row's elements as bits (bit `e` for element `e`).
             let bits = row.iter().fold(0u64, |b, t| b | 1 << (t.element & 63));
-            let mut any = bits | bits >> 4;
-            any |= any >> 2;
-            any |= any >> 1;
-            let mut marked =
-                (any & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56;
-            sink.groups(section, spawned, 0, groups, marked);
-            while marked != 0 {
-                let g = marked.trailing_zeros() as usize;
-                marked &= marked - 1;
-                let first = g * GROUP;
-                sink.group(
-                    section,
-                    spawned,
-                    first,
-                    (elements - first).min(GROUP),
-                    (bits >> first) as u8,
-                );
-            }
+            sink.row_mask(section, spawned, elements, bits);
         } else if groups <= 64 {
             // One pass over the row: the marked groups and their element
             // bits; then the group bits and the marked groups in order.
@@ -566,6 +554,45 @@ pub(crate) fn write_rows(
                 tok.value,
             );
         }
+    }
+}
+
+/// The marked groups of a row whose elements are `bits` (bit `e` for
+/// element `e`): byte `g` is group `g`, marked when it is not zero (each
+/// byte's bits folded into its lowest, those gathered into the top byte
+/// of a product).
+#[inline]
+pub(crate) fn marked_groups(bits: u64) -> u64 {
+    let mut any = bits | bits >> 4;
+    any |= any >> 2;
+    any |= any >> 1;
+    (any & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// [`TokenSink::row_mask`] through [`TokenSink::groups`] and
+/// [`TokenSink::group`].
+#[inline]
+pub(crate) fn write_row_mask_by_tokens<S: TokenSink + ?Sized>(
+    sink: &mut S,
+    section: usize,
+    row: u32,
+    elements: usize,
+    bits: u64,
+) {
+    let groups = elements.div_ceil(GROUP);
+    let mut marked = marked_groups(bits);
+    sink.groups(section, row, 0, groups, marked);
+    while marked != 0 {
+        let g = marked.trailing_zeros() as usize;
+        marked &= marked - 1;
+        let first = g * GROUP;
+        sink.group(
+            section,
+            row,
+            first,
+            (elements - first).min(GROUP),
+            (bits >> first) as u8,
+        );
     }
 }
 
