@@ -562,7 +562,7 @@ mod tests {
                 let row = (next() % 3) as u32;
                 let mut e = (next() % floats[s].len() as u64) as usize;
                 let r = next();
-                let mut kind = (floats[s][e] && r % 2 == 0).then_some(r & 4 == 4);
+                let mut kind = (floats[s][e] && r & 1 == 0).then_some(r & 4 == 4);
                 if stray && r % 23 == 1 {
                     e = floats[s].len() + (r >> 8) as usize % 3;
                 }
@@ -625,6 +625,11 @@ mod tests {
         sink.finish()?.finish()
     }
 
+    /// What [`decode`] reads of one element token: the row mask (`Err`
+    /// for a marked group without a changed element), the kind bit and
+    /// the value.
+    type Read = (Result<u64, ()>, bool, u64);
+
     /// Reads `elems`' tokens back from `bytes` with
     /// [`TokenSource::row_mask`] and [`TokenSource::float_value`] when
     /// `fused`, else as single tokens: every result until the first error
@@ -636,7 +641,7 @@ mod tests {
         bytes: &[u8],
         elems: &[Elem],
         fused: bool,
-    ) -> Vec<Result<(Result<u64, ()>, bool, u64), DecodeError>> {
+    ) -> Vec<Result<Read, DecodeError>> {
         let Ok(dec) = ModelDecoder::new(table, bytes) else {
             return Vec::new();
         };
