@@ -410,6 +410,7 @@ impl WalkSource<'_, '_, '_> {
     /// Reads `n` mask bits from walk context `ctx` on, with `run`'s
     /// contexts when there is a run (else bit by bit, which reports the
     /// error).
+    #[inline(always)]
     fn mask_bits<R: MaskRun>(
         &mut self,
         ctx: u32,

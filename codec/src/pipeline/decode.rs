@@ -217,9 +217,19 @@ fn decode_values(
             return Err(bad(e));
         };
         if !el.float {
-            // No kind bit: one value, checked as it is applied.
-            let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
-            let v = src.uint(value)?;
+            // No kind bit: one value, checked as it is applied (read as
+            // a float without a kind bit where that is cheaper: the same
+            // decision).
+            let v = if src.inline_floats() {
+                src.float_value(section, kind_of_row, e as usize, false)?.1
+            } else {
+                src.uint(tokens::ctx::make(
+                    tokens::ctx::VALUE,
+                    section,
+                    kind_of_row,
+                    e as usize,
+                ))?
+            };
             values::decode_changed(el, v, reference, out).map_err(|_| bad(e))?;
             continue;
         }

@@ -228,8 +228,9 @@ pub(crate) trait TokenSource {
         read_mask_bits_by_tokens(self, section, row, elements)
     }
     /// Whether a row's float elements are read in the loop over its
-    /// elements (else out of line): for sources where they are most of
-    /// the work.
+    /// elements (else out of line), and its other values through
+    /// [`TokenSource::float_value`] too: for sources where values are
+    /// most of the work and that resolve their contexts per row.
     #[inline(always)]
     fn inline_floats(&self) -> bool {
         false

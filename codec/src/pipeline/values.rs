@@ -134,7 +134,7 @@ fn element(e: Element, record: &[u8]) -> u64 {
 /// [`element`] as one eight-byte load: of the eight bytes from its
 /// offset, masked to its width, or near the record's end of the eight
 /// bytes that end with it, shifted down.
-#[inline]
+#[inline(always)]
 fn element_wide(e: Element, record: &[u8]) -> u64 {
     let at = usize::from(e.offset);
     let end = at + usize::from(e.width);
@@ -150,7 +150,7 @@ fn element_wide(e: Element, record: &[u8]) -> u64 {
 /// Writes `v` (of the element's width) as element `e` of `record` with one
 /// eight-byte store where the record has the eight bytes [`element_wide`]
 /// loads.
-#[inline]
+#[inline(always)]
 fn put_element(e: Element, v: u64, record: &mut [u8]) {
     let at = usize::from(e.offset);
     let end = at + usize::from(e.width);
