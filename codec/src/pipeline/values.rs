@@ -458,13 +458,33 @@ pub(crate) fn decode_changed(
     reference: &[u8],
     out: &mut [u8],
 ) -> Result<(), BadValue> {
+    if v & !mask(e.width) != 0 {
+        return Err(BadValue);
+    }
     let r = element_wide(e, reference);
-    let c = int_value(e, v, r)?;
+    let c = match e.op {
+        DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
+        DeltaOp::Sub => sub_bytes(v, r, e.width),
+        DeltaOp::Xor => v ^ r,
+        DeltaOp::None => v,
+    };
     if c == r {
         return Err(BadValue);
     }
     put_element(e, c, out);
     Ok(())
+}
+
+/// Value `v` of a `Sub` element of `width` bytes applied to reference
+/// element `r`: byte by byte, each wrapping on its own.
+#[inline(always)]
+fn sub_bytes(v: u64, r: u64, width: u8) -> u64 {
+    let mut c = 0u64;
+    for i in 0..usize::from(width) {
+        let (vb, rb) = ((v >> (8 * i)) as u8, (r >> (8 * i)) as u8);
+        c |= u64::from(vb.wrapping_add(rb)) << (8 * i);
+    }
+    c
 }
 
 /// The reference side of a float element: its bits and its whole value
@@ -603,15 +623,7 @@ fn int_value(e: Element, v: u64, r: u64) -> Result<u64, BadValue> {
     }
     Ok(match e.op {
         DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
-        DeltaOp::Sub => {
-            // Byte by byte, each wrapping on its own.
-            let mut c = 0u64;
-            for i in 0..usize::from(e.width) {
-                let (vb, rb) = ((v >> (8 * i)) as u8, (r >> (8 * i)) as u8);
-                c |= u64::from(vb.wrapping_add(rb)) << (8 * i);
-            }
-            c
-        }
+        DeltaOp::Sub => sub_bytes(v, r, e.width),
         DeltaOp::Xor => v ^ r,
         DeltaOp::None => v,
     })
