@@ -165,6 +165,10 @@ impl RunSink for ModelEncoder<'_> {
     fn bit_run(&mut self, run: &BitRun, n: u32, bits: u64) {
         let count = self.table.shape().bit_contexts;
         let probs = self.table.probabilities();
+        if let (Some(pairs), None) = (run.pairs(n, count, probs), &self.error) {
+            self.rc.bit_pairs(bits, run.prev, pairs);
+            return;
+        }
         if self.error.is_some() || !run.fits(n, count) || probs.len() < count as usize {
             // Bit by bit, which records the error.
             let mut prev = run.prev;
@@ -223,7 +227,7 @@ impl DecisionSource for DecodeWith<'_, '_, '_> {
 #[inline(always)]
 fn decode_value(d: &mut DecodeWith<'_, '_, '_>, signed: bool) -> Result<u64, ModelError> {
     let classes = d.1;
-    let s = d.0.symbol(FREQ_BITS, |t| classes.find(t))?;
+    let s = d.0.head_symbol(classes)?;
     let magnitude = match plain(s) {
         Some((top, raw)) => top | d.0.raw(raw)?,
         None => {
@@ -273,7 +277,7 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     /// A value in value context `ctx`, signed (zigzag) or not. The decoder
     /// state is copied into a local for the value's steps, which keeps it
     /// in registers.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn value(&mut self, ctx: u32, signed: bool) -> Result<u64, ModelError> {
         let m = self.value_model(ctx)?;
         let mut rc = self.rc.clone();
@@ -282,12 +286,41 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
         Ok(v)
     }
 
+    /// A decision in bit context `kind_ctx`, then a signed (zigzag) value
+    /// in value context `value_ctx + (1 + !bit) · stride`: the same as
+    /// [`ModelDecoder::bit`] then [`ModelDecoder::value`], with the decoder
+    /// state in a local for both.
+    #[inline]
+    pub(crate) fn flagged_value(
+        &mut self,
+        kind_ctx: u32,
+        value_ctx: u32,
+        stride: u32,
+    ) -> Result<(bool, u64), ModelError> {
+        let count = self.table.shape().bit_contexts;
+        if kind_ctx >= count {
+            return Err(ModelError::BitContext {
+                ctx: kind_ctx,
+                count,
+            });
+        }
+        let mut rc = self.rc.clone();
+        let bit = rc.bit(self.table.prob(kind_ctx as usize));
+        let m = self.value_model(value_ctx + (1 + u32::from(!bit)) * stride)?;
+        let v = decode_value(&mut DecodeWith(&mut rc, m), true)?;
+        self.rc = rc;
+        Ok((bit, v))
+    }
+
     /// The low `n` bits of a run coded by [`RunSink::bit_run`] (bit `k`
     /// from context [`run.context(k, previous bit)`](BitRun::context)).
     #[inline]
     pub(crate) fn bit_run(&mut self, run: &BitRun, n: u32) -> Result<u64, ModelError> {
         let count = self.table.shape().bit_contexts;
         let probs = self.table.probabilities();
+        if let Some(pairs) = run.pairs(n, count, probs) {
+            return Ok(self.rc.bit_pairs(run.prev, pairs));
+        }
         let mut prev = run.prev;
         let mut bits = 0u64;
         if !run.fits(n, count) || probs.len() < count as usize {
@@ -348,6 +381,93 @@ mod tests {
             }
             assert_eq!(fast, reference, "value {i}");
         }
+    }
+
+    #[test]
+    fn bit_runs_code_as_single_bits() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let shape = ModelShape {
+            bit_contexts: 200,
+            value_contexts: 0,
+        };
+        let mut pairs_runs = 0;
+        for _ in 0..400 {
+            let probs: Vec<u16> = (0..200).map(|_| 1 + (next() % 4095) as u16).collect();
+            let table = ModelTable::from_probabilities(shape, probs).unwrap();
+            // Runs of pairs (stride 2, previous bit one on), others, and
+            // runs reaching past the table.
+            let runs: Vec<(BitRun, u32, u64)> = (0..1 + next() % 12)
+                .map(|_| {
+                    let r = next();
+                    let pairs = r % 3 != 0;
+                    let run = BitRun {
+                        base: (r >> 8) as u32 % if r & 64 == 0 { 80 } else { 200 },
+                        stride: if pairs { 2 } else { (r >> 20) as u32 % 4 },
+                        step: if pairs { 1 } else { (r >> 24) as u32 % 2 },
+                        first: if pairs { 0 } else { (r >> 28) as u32 % 3 },
+                        prev: r & 128 == 128,
+                    };
+                    let n = [0, 1, 2, 7, 8, 15, 16, 17, 64][(r >> 32) as usize % 9];
+                    pairs_runs += usize::from(run.pairs(n, 200, table.probabilities()).is_some());
+                    (run, n, next())
+                })
+                .collect();
+            let (mut runs_enc, mut bits_enc) = (
+                ModelEncoder::new(&table, Vec::new()),
+                ModelEncoder::new(&table, Vec::new()),
+            );
+            for (run, n, bits) in &runs {
+                runs_enc.bit_run(run, *n, *bits);
+                let mut prev = run.prev;
+                for k in 0..*n {
+                    let bit = (bits >> k) & 1 == 1;
+                    bits_enc.bit(run.context(k, prev), bit);
+                    prev = bit;
+                }
+            }
+            let (got, want) = (runs_enc.finish(), bits_enc.finish());
+            assert_eq!(got, want);
+            // Read back, and from arbitrary bytes: the run reader against
+            // bit by bit.
+            let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+            for bytes in [want.unwrap_or_default(), junk] {
+                let (Ok(mut a), Ok(mut b)) = (
+                    ModelDecoder::new(&table, &bytes),
+                    ModelDecoder::new(&table, &bytes),
+                ) else {
+                    continue;
+                };
+                for (run, n, _) in &runs {
+                    let got = a.bit_run(run, *n);
+                    let mut prev = run.prev;
+                    let mut want = Ok(0u64);
+                    for k in 0..*n {
+                        match b.bit(run.context(k, prev)) {
+                            Ok(bit) => {
+                                want = want.map(|w| w | u64::from(bit) << k);
+                                prev = bit;
+                            }
+                            Err(e) => {
+                                want = Err(e);
+                                break;
+                            }
+                        }
+                    }
+                    assert_eq!(got, want);
+                    if got.is_err() {
+                        break;
+                    }
+                    assert_eq!(a.rc, b.rc);
+                }
+            }
+        }
+        assert!(pairs_runs > 1000);
     }
 
     #[test]

@@ -148,16 +148,53 @@ struct SectionLayout {
     element_contexts: Vec<ElementContexts>,
 }
 
-/// The dense contexts of one element in row kind 0.
+/// The dense contexts of one element in row kind 0 (or, from
+/// [`ContextMap::element_contexts`], in a given row kind).
 #[derive(Debug, Clone, Copy)]
-struct ElementContexts {
+pub(crate) struct ElementContexts {
     /// Value context with kind and history 0.
-    value: u32,
+    pub(crate) value: u32,
     /// Bit context of the kind bit (floats only, else `u32::MAX`).
-    kind_bit: u32,
+    pub(crate) kind_bit: u32,
     /// Value contexts per kind of the element's value (0 when the value
     /// is not conditioned on a kind).
-    kind_stride: u32,
+    pub(crate) kind_stride: u32,
+}
+
+/// The element contexts of one section's rows of one row kind, from
+/// [`ContextMap::row_contexts`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowContexts<'m> {
+    /// The section's elements in row kind 0.
+    elements: &'m [ElementContexts],
+    /// What the row kind adds to value contexts and to kind-bit contexts.
+    value: u32,
+    kind_bit: u32,
+}
+
+impl RowContexts<'_> {
+    /// Element `index`'s contexts, if the section has it.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<ElementContexts> {
+        let x = self.elements.get(index as usize)?;
+        Some(ElementContexts {
+            value: x.value + self.value,
+            kind_bit: if x.kind_bit == u32::MAX {
+                u32::MAX
+            } else {
+                x.kind_bit + self.kind_bit
+            },
+            kind_stride: x.kind_stride,
+        })
+    }
+
+    /// [`RowContexts::get`] without the kind bit: the value context (kind
+    /// and history 0) and the value contexts per kind.
+    #[inline]
+    pub(crate) fn value(&self, index: u32) -> Option<(u32, u32)> {
+        let x = self.elements.get(index as usize)?;
+        Some((x.value + self.value, x.kind_stride))
+    }
 }
 
 /// Dense contexts for one schema (its sections' element counts).
@@ -181,7 +218,7 @@ pub struct RowState {
     pub(super) prev_group: bool,
     pub(super) prev_element: bool,
     /// Element and value of the last kind bit, until its value is coded.
-    kind: Option<(u32, bool)>,
+    pub(super) kind: Option<(u32, bool)>,
     pub(super) history: u32,
 }
 
@@ -335,21 +372,33 @@ impl ContextMap {
     /// The dense contexts of the element of walk context `ctx` (any
     /// class) in its row kind, if its section, row kind and element exist.
     #[inline]
-    fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
-        let (_, row, sec, index) = split(ctx);
-        let s = self.sections.get(sec as usize)?;
-        let x = s.element_contexts.get(index as usize)?;
-        let rk = *self.row_kinds.get(row as usize)?;
-        // Within the shape, as the layout's sums are.
-        Some(ElementContexts {
-            value: x.value + rk * s.values_per_row_kind,
-            kind_bit: if x.kind_bit == u32::MAX {
-                u32::MAX
-            } else {
-                x.kind_bit + rk * s.floats
+    pub(crate) fn element_contexts(&self, ctx: u32) -> Option<ElementContexts> {
+        self.row_contexts(ctx >> 16).get(ctx & 0xffff)
+    }
+
+    /// The element contexts of the rows of a walk context's section and
+    /// row kind, given as its bits 16 and up (`ctx >> 16`; the class bits
+    /// are ignored): for a decoder to look up once per row. Empty when the
+    /// section or row kind does not exist.
+    #[inline]
+    pub(crate) fn row_contexts(&self, key: u32) -> RowContexts<'_> {
+        let (row, sec) = ((key >> 6) & 3, key & 0x3f);
+        match (
+            self.sections.get(sec as usize),
+            self.row_kinds.get(row as usize),
+        ) {
+            (Some(s), Some(&rk)) => RowContexts {
+                elements: &s.element_contexts,
+                // Within the shape, as the layout's sums are.
+                value: rk * s.values_per_row_kind,
+                kind_bit: rk * s.floats,
             },
-            kind_stride: x.kind_stride,
-        })
+            _ => RowContexts {
+                elements: &[],
+                value: 0,
+                kind_bit: 0,
+            },
+        }
     }
 
     fn counts(c: ContextConfig) -> Counts {
@@ -497,6 +546,13 @@ impl ContextMap {
             }
         }
         self.other_value_context(state, ctx)
+    }
+
+    /// The value context offset of the row state's history (0 when values
+    /// are not conditioned on it), as [`ContextMap::value_context`] adds it.
+    #[inline]
+    pub(crate) fn value_history(&self, state: &RowState) -> u32 {
+        state.history & self.value_history_mask
     }
 
     /// [`ContextMap::value_context`] of the contexts it has no shortcut for.

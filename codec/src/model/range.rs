@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+use super::classes::{ClassCdf, FREQ_BITS};
 use super::ModelError;
 
 /// Precision of a probability: `p` is the chance of a 0 bit in units of
@@ -72,6 +73,31 @@ impl RangeEncoder {
         for k in 0..n {
             let bit = (bits >> k) & 1 == 1;
             let bound = (range >> PROB_BITS) * u32::from(p0(k, prev));
+            let m = u32::from(bit).wrapping_neg();
+            low += u64::from(bound & m);
+            range = (bound & !m) | ((range - bound) & m);
+            if range < TOP {
+                (self.low, self.range) = (low, range);
+                self.normalize();
+                (low, range) = (self.low, self.range);
+            }
+            prev = bit;
+        }
+        (self.low, self.range) = (low, range);
+    }
+
+    /// [`RangeEncoder::bit_seq`] of `pairs.len() / 2` bits (at most 64)
+    /// whose probabilities lie in pairs: bit `k`'s chance of a 0 is
+    /// `pairs[2k]` after a 0 bit (bit −1 being `prev`), `pairs[2k + 1]`
+    /// after a 1.
+    #[inline]
+    pub(crate) fn bit_pairs(&mut self, bits: u64, prev: bool, pairs: &[u16]) {
+        let (mut low, mut range) = (self.low, self.range);
+        let mut prev = prev;
+        for (k, p) in pairs.chunks_exact(2).enumerate() {
+            let bit = (bits >> k) & 1 == 1;
+            let p0 = if prev { p[1] } else { p[0] };
+            let bound = (range >> PROB_BITS) * u32::from(p0);
             let m = u32::from(bit).wrapping_neg();
             low += u64::from(bound & m);
             range = (bound & !m) | ((range - bound) & m);
@@ -271,6 +297,35 @@ impl<'a> RangeDecoder<'a> {
         bits
     }
 
+    /// [`RangeDecoder::bit_seq`] of `pairs.len() / 2` bits (at most 64)
+    /// whose probabilities lie in pairs: bit `k`'s chance of a 0 is
+    /// `pairs[2k]` after a 0 bit (bit −1 being `prev`), `pairs[2k + 1]`
+    /// after a 1.
+    #[inline]
+    pub(crate) fn bit_pairs(&mut self, prev: bool, pairs: &[u16]) -> u64 {
+        let (mut code, mut range) = (self.code, self.range);
+        let mut prev = prev;
+        let mut bits = 0u64;
+        for (k, p) in pairs.chunks_exact(2).enumerate() {
+            let r = range >> PROB_BITS;
+            let (b0, b1) = (r * u32::from(p[0]), r * u32::from(p[1]));
+            let bound = if prev { b1 } else { b0 };
+            let bit = code >= bound;
+            let m = u32::from(bit).wrapping_neg();
+            code -= bound & m;
+            range = (bound & !m) | ((range - bound) & m);
+            if range < TOP {
+                (self.code, self.range) = (code, range);
+                self.normalize_cold();
+                (code, range) = (self.code, self.range);
+            }
+            bits |= u64::from(bit) << k;
+            prev = bit;
+        }
+        (self.code, self.range) = (code, range);
+        bits
+    }
+
     #[inline(never)]
     fn normalize_cold(&mut self) {
         self.normalize();
@@ -310,8 +365,9 @@ impl<'a> RangeDecoder<'a> {
     /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
     /// `find` maps the target (below `2^bits`) to the symbol, its start and
     /// its frequency. A target at or past the total (which no encoder
-    /// produces) is `Corrupt`.
-    #[inline(always)]
+    /// produces) is `Corrupt`. The reference of
+    /// [`RangeDecoder::head_symbol`].
+    #[cfg(test)]
     pub(crate) fn symbol<F: FnOnce(u32) -> (u32, u32, u32)>(
         &mut self,
         bits: u32,
@@ -323,6 +379,23 @@ impl<'a> RangeDecoder<'a> {
             return Err(ModelError::Corrupt);
         }
         let (symbol, start, freq) = find(target);
+        self.code -= r * start;
+        self.range = r * freq;
+        self.normalize();
+        Ok(symbol)
+    }
+
+    /// [`RangeDecoder::symbol`] of a value context's head symbol, looked
+    /// up in `cdf` (a method rather than a closure, so that the lookup is
+    /// inlined).
+    #[inline(always)]
+    pub(crate) fn head_symbol(&mut self, cdf: &ClassCdf) -> Result<u32, ModelError> {
+        let r = self.range >> FREQ_BITS;
+        let target = self.code / r;
+        if target >> FREQ_BITS != 0 {
+            return Err(ModelError::Corrupt);
+        }
+        let (symbol, start, freq) = cdf.find(target);
         self.code -= r * start;
         self.range = r * freq;
         self.normalize();

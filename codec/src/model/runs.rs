@@ -87,6 +87,25 @@ impl BitRun {
     }
 }
 
+impl BitRun {
+    /// The probabilities of a run of `n` bits (at most 64) as pairs (a
+    /// 0 bit's context, then a 1 bit's), when its contexts are pairs in
+    /// a row: stride 2, a previous 1 bit one context on, no first-bit
+    /// offset, every context below `count` and in `probs`. `None` for
+    /// other runs.
+    #[inline]
+    pub(crate) fn pairs<'p>(&self, n: u32, count: u32, probs: &'p [u16]) -> Option<&'p [u16]> {
+        if self.stride != 2 || self.step != 1 || self.first != 0 || n > 64 {
+            return None;
+        }
+        let end = self.base.checked_add(2 * n)?;
+        if end > count {
+            return None;
+        }
+        probs.get(self.base as usize..end as usize)
+    }
+}
+
 /// What [`ElementRun`] and [`GroupRun`] share, for code that walks either:
 /// a run's contexts start from the row state and continue from the run's
 /// own bits (the row state takes the last one once the run is coded).

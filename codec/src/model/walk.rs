@@ -6,7 +6,8 @@
 #![forbid(unsafe_code)]
 
 use super::coder::RunSink;
-use super::runs::{BitRun, MaskRun};
+use super::contexts::RowContexts;
+use super::runs::{BitRun, ElementRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
     RowState,
@@ -23,6 +24,10 @@ pub(crate) struct WalkSink<'m, S> {
     state: RowState,
     sink: S,
     error: Option<ModelError>,
+    /// The element contexts of the section and row kind last coded (walk
+    /// context bits 16 and up `row_key`, `u32::MAX` before the first).
+    row_key: u32,
+    row: RowContexts<'m>,
 }
 
 impl<'m, S: RunSink> WalkSink<'m, S> {
@@ -32,6 +37,8 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
             state: RowState::default(),
             sink,
             error: None,
+            row_key: u32::MAX,
+            row: map.row_contexts(u32::MAX),
         }
     }
 
@@ -103,6 +110,86 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         let run = self.map.element_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, u64::from(bits), run);
     }
+
+    /// The group bits, then each marked group's element bits, with the
+    /// row's runs resolved once (as single mask tokens when the map has
+    /// no runs for the row).
+    #[inline]
+    fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        let groups = elements.div_ceil(tokens::GROUP);
+        let gctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, 0);
+        let ectx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, 0);
+        // Neither lookup changes the row state when it finds no run (nor
+        // does the element run of a row of more than one group); the group
+        // run starts the row.
+        let runs = if groups > 1 {
+            self.map
+                .element_run(&mut self.state, ectx, elements as u32)
+                .and_then(|e| Some((self.map.group_run(&mut self.state, gctx, groups as u32)?, e)))
+        } else {
+            None
+        };
+        let Some((group_run, element_run)) = runs else {
+            tokens::write_row_mask_by_tokens(self, section, row, elements, bits);
+            return;
+        };
+        let mut marked = tokens::marked_groups(bits);
+        self.mask_bits(gctx, groups, marked, Some(group_run));
+        while marked != 0 {
+            let first = marked.trailing_zeros() as usize * tokens::GROUP;
+            marked &= marked - 1;
+            let n = (elements - first).min(tokens::GROUP);
+            // `element_run` of the group's first element, from the row's.
+            let run = ElementRun {
+                base: element_run.base + first as u32 * element_run.stride,
+                ..element_run
+            };
+            let group_bits = u64::from((bits >> first) as u8);
+            self.mask_bits(ectx + first as u32, n, group_bits, Some(run));
+        }
+    }
+
+    /// The element's dense contexts resolved once for both tokens (the
+    /// walk contexts as single tokens when the map has none).
+    #[inline]
+    fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
+        if self.error.is_some() {
+            return;
+        }
+        let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
+        // Bits 28 and up are the class, the same for every value.
+        let key = ctx >> 16;
+        if key != self.row_key {
+            self.row = self.map.row_contexts(key);
+            self.row_key = key;
+        }
+        let Some(x) = self
+            .row
+            .get(ctx & 0xffff)
+            .filter(|x| kind.is_none() || x.kind_bit != u32::MAX)
+        else {
+            tokens::element_by_tokens(self, section, row, element, kind, v);
+            return;
+        };
+        let value = x.value + self.map.value_history(&self.state);
+        let kind = match kind {
+            Some(bit) => {
+                self.sink.bit(x.kind_bit, bit);
+                1 + u32::from(!bit)
+            }
+            // A kind bit given before (as a single token) for this element.
+            None => match self.state.kind {
+                Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
+                _ => 0,
+            },
+        };
+        self.sink.sint(value + kind * x.kind_stride, v);
+        self.state.kind = None;
+        self.state.history = 0;
+    }
 }
 
 impl<S: RunSink> WalkSink<'_, S> {
@@ -130,6 +217,10 @@ pub(crate) struct WalkSource<'m, 't, 'a> {
     dec: ModelDecoder<'t, 'a>,
     /// Packet offset of the stream, for errors.
     offset: usize,
+    /// The element contexts of the section and row kind last read (walk
+    /// context bits 16 and up `row_key`, `u32::MAX` before the first).
+    row_key: u32,
+    row: RowContexts<'m>,
 }
 
 impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
@@ -139,6 +230,8 @@ impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
             state: RowState::default(),
             dec,
             offset,
+            row_key: u32::MAX,
+            row: map.row_contexts(u32::MAX),
         }
     }
 
@@ -192,6 +285,100 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         self.mask_bits(ctx, n, run)
     }
 
+    #[inline(always)]
+    fn inline_floats(&self) -> bool {
+        true
+    }
+
+    /// The group bits, then each marked group's element bits, with the
+    /// row's element contexts resolved once (the single-group row, and a
+    /// row the map has no runs for, as single mask tokens).
+    #[inline]
+    fn row_mask(
+        &mut self,
+        section: usize,
+        row: u32,
+        elements: usize,
+    ) -> Result<Result<u64, ()>, DecodeError> {
+        let groups = elements.div_ceil(tokens::GROUP);
+        let gctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, 0);
+        let ectx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, 0);
+        // Neither lookup changes the row state when it finds no run; the
+        // group run starts the row.
+        let runs = if groups > 1 {
+            self.map
+                .element_run(&mut self.state, ectx, elements as u32)
+                .and_then(|e| Some((self.map.group_run(&mut self.state, gctx, groups as u32)?, e)))
+        } else {
+            None
+        };
+        let Some((group_run, element_run)) = runs else {
+            return tokens::read_mask_bits_by_tokens(self, section, row, elements);
+        };
+        let mut marked = self.mask_bits(gctx, groups, Some(group_run))?;
+        let mut changed = 0u64;
+        while marked != 0 {
+            let first = marked.trailing_zeros() as usize * tokens::GROUP;
+            marked &= marked - 1;
+            let n = (elements - first).min(tokens::GROUP);
+            // `element_run` of the group's first element, from the row's.
+            let run = ElementRun {
+                base: element_run.base + first as u32 * element_run.stride,
+                ..element_run
+            };
+            let bits = self.mask_bits(ectx + first as u32, n, Some(run))? & 0xff;
+            if bits == 0 {
+                return Ok(Err(()));
+            }
+            changed |= bits << first;
+        }
+        Ok(Ok(changed))
+    }
+
+    /// The element's dense contexts resolved once for both tokens (the
+    /// walk contexts as the single-token path when the map has none).
+    #[inline(always)]
+    fn float_value(
+        &mut self,
+        section: usize,
+        row: u32,
+        element: usize,
+        kind_bit: bool,
+    ) -> Result<(bool, u64), DecodeError> {
+        let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
+        // Bits 28 and up are the class, the same for every value.
+        let key = ctx >> 16;
+        if key != self.row_key {
+            self.row = self.map.row_contexts(key);
+            self.row_key = key;
+        }
+        let index = ctx & 0xffff;
+        let hist = self.map.value_history(&self.state);
+        let got = if kind_bit {
+            let Some(x) = self.row.get(index).filter(|x| x.kind_bit != u32::MAX) else {
+                return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
+            };
+            self.dec
+                .flagged_value(x.kind_bit, x.value + hist, x.kind_stride)
+        } else {
+            let Some((value, stride)) = self.row.value(index) else {
+                return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
+            };
+            // A kind bit read before (as a single token) for this element.
+            let kind = match self.state.kind {
+                Some((k, bit)) if k == index => 1 + u32::from(!bit),
+                _ => 0,
+            };
+            self.dec
+                .value(value + hist + kind * stride, true)
+                .map(|v| (false, v))
+        };
+        let got = got.map_err(|e| self.err(e))?;
+        self.state.kind = None;
+        self.state.history = 0;
+        Ok(got)
+    }
+
     fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
         // One context for the whole bitmap, which leaves the row state as
         // it is.
@@ -223,6 +410,7 @@ impl WalkSource<'_, '_, '_> {
     /// Reads `n` mask bits from walk context `ctx` on, with `run`'s
     /// contexts when there is a run (else bit by bit, which reports the
     /// error).
+    #[inline(always)]
     fn mask_bits<R: MaskRun>(
         &mut self,
         ctx: u32,
@@ -314,6 +502,16 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
         self.0.set_bits(section, which, n, bits);
         self.1.set_bits(section, which, n, bits);
     }
+    #[inline]
+    fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
+        self.0.element(section, row, element, kind, v);
+        self.1.element(section, row, element, kind, v);
+    }
+    #[inline]
+    fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
+        self.0.row_mask(section, row, elements, bits);
+        self.1.row_mask(section, row, elements, bits);
+    }
 }
 
 /// [`encode_sections`] while `other` (sizing the payload of the same
@@ -344,5 +542,186 @@ pub(crate) fn count_sections(
     walk_sections(&mut sink, scratch, elements);
     if let Err(e) = sink.finish() {
         stats.record_error(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One element token of a row: section, walk row kind, element, kind
+    /// bit, value.
+    type Elem = (usize, u32, usize, Option<bool>, u64);
+
+    /// Random element tokens over `floats`, some outside the map (an
+    /// element past its section, a kind bit on a non-float element, a
+    /// section past the schema) when `stray`.
+    fn tokens(floats: &[Vec<bool>], next: &mut impl FnMut() -> u64, stray: bool) -> Vec<Elem> {
+        (0..next() % 60)
+            .map(|_| {
+                let s = (next() % floats.len() as u64) as usize;
+                let row = (next() % 3) as u32;
+                let mut e = (next() % floats[s].len() as u64) as usize;
+                let r = next();
+                let mut kind = (floats[s][e] && r & 1 == 0).then_some(r & 4 == 4);
+                if stray && r % 23 == 1 {
+                    e = floats[s].len() + (r >> 8) as usize % 3;
+                }
+                if stray && r % 29 == 2 {
+                    kind = Some(true);
+                }
+                let s = if stray && r % 31 == 3 {
+                    floats.len()
+                } else {
+                    s
+                };
+                let v = next() >> (next() % 64);
+                (s, row, e, kind, v)
+            })
+            .collect()
+    }
+
+    /// The element count of section `s` of `floats` (5 past them).
+    fn width(floats: &[Vec<bool>], s: usize) -> usize {
+        floats.get(s).map_or(5, Vec::len)
+    }
+
+    /// Codes `elems` (each after a row mask made of its value's bits, for
+    /// even values with some groups marked but empty) with
+    /// [`TokenSink::row_mask`] and [`TokenSink::element`] when `fused`,
+    /// else as single tokens.
+    fn encode(
+        map: &ContextMap,
+        floats: &[Vec<bool>],
+        table: &ModelTable,
+        elems: &[Elem],
+        fused: bool,
+    ) -> Result<Vec<u8>, ModelError> {
+        let mut sink = WalkSink::new(map, ModelEncoder::new(table, Vec::new()));
+        for &(s, row, e, kind, v) in elems {
+            let n = width(floats, s);
+            let groups = n.div_ceil(tokens::GROUP);
+            let bits = v & (u64::MAX >> (64 - n.min(64)));
+            if groups <= 1 {
+                sink.group(s, row, 0, n, v as u8);
+            } else if v & 1 == 1 && fused {
+                sink.row_mask(s, row, n, bits);
+            } else if v & 1 == 1 {
+                tokens::write_row_mask_by_tokens(&mut sink, s, row, n, bits);
+            } else {
+                let marked = (v >> 32) & ((1 << groups) - 1);
+                sink.groups(s, row, 0, groups, marked);
+                for g in (0..groups).filter(|g| (marked >> g) & 1 == 1) {
+                    let first = g * tokens::GROUP;
+                    let m = (n - first).min(tokens::GROUP);
+                    sink.group(s, row, first, m, (v >> first) as u8);
+                }
+            }
+            if fused {
+                sink.element(s, row, e, kind, v);
+            } else {
+                tokens::element_by_tokens(&mut sink, s, row, e, kind, v);
+            }
+        }
+        sink.finish()?.finish()
+    }
+
+    /// What [`decode`] reads of one element token: the row mask (`Err`
+    /// for a marked group without a changed element), the kind bit and
+    /// the value.
+    type Read = (Result<u64, ()>, bool, u64);
+
+    /// Reads `elems`' tokens back from `bytes` with
+    /// [`TokenSource::row_mask`] and [`TokenSource::float_value`] when
+    /// `fused`, else as single tokens: every result until the first error
+    /// (or the first empty marked group).
+    fn decode(
+        map: &ContextMap,
+        floats: &[Vec<bool>],
+        table: &ModelTable,
+        bytes: &[u8],
+        elems: &[Elem],
+        fused: bool,
+    ) -> Vec<Result<Read, DecodeError>> {
+        let Ok(dec) = ModelDecoder::new(table, bytes) else {
+            return Vec::new();
+        };
+        let mut src = WalkSource::new(map, dec, 7);
+        let mut out = Vec::new();
+        for &(s, row, e, kind, _) in elems {
+            let n = width(floats, s);
+            let mask = if fused {
+                src.row_mask(s, row, n)
+            } else {
+                tokens::read_mask_bits_by_tokens(&mut src, s, row, n)
+            };
+            let got = mask.and_then(|g| {
+                let kv = if fused {
+                    src.float_value(s, row, e, kind.is_some())
+                } else {
+                    tokens::float_value_by_tokens(&mut src, s, row, e, kind.is_some())
+                };
+                kv.map(|(k, v)| (g, k, v))
+            });
+            let stop = !matches!(got, Ok((Ok(_), _, _)));
+            out.push(got);
+            if stop {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn element_tokens_code_as_single_tokens() {
+        let mut x = 0x5851_f42d_4c95_7f2d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let schemas = [
+            vec![vec![true]],
+            vec![
+                vec![false, true, true],
+                (0..17).map(|i| i % 3 != 1).collect(),
+            ],
+            vec![
+                (0..15).map(|i| i % 2 == 0).collect(),
+                vec![false; 16],
+                vec![true; 16],
+            ],
+        ];
+        let (mut fused_errors, mut empty_groups) = (0, 0);
+        for floats in &schemas {
+            for config in [ContextConfig::BLOCK, ContextConfig::ALL] {
+                let map = ContextMap::new(floats, config).unwrap();
+                let shape = map.shape();
+                for _ in 0..40 {
+                    let probs = (0..shape.slots())
+                        .map(|_| 1 + (next() % 4095) as u16)
+                        .collect();
+                    let table = ModelTable::from_probabilities(shape, probs).unwrap();
+                    let stray = next() % 3 == 0;
+                    let elems = tokens(floats, &mut next, stray);
+                    let want = encode(&map, floats, &table, &elems, false);
+                    assert_eq!(encode(&map, floats, &table, &elems, true), want);
+                    // The coded stream, and arbitrary bytes.
+                    let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
+                    for bytes in [want.clone().unwrap_or_default(), junk] {
+                        let got = decode(&map, floats, &table, &bytes, &elems, true);
+                        assert_eq!(got, decode(&map, floats, &table, &bytes, &elems, false));
+                        empty_groups +=
+                            usize::from(matches!(got.last(), Some(Ok((Err(()), _, _)))));
+                        fused_errors += usize::from(got.last().is_some_and(Result::is_err));
+                    }
+                }
+            }
+        }
+        assert!(
+            fused_errors > 10 && empty_groups > 10,
+            "{fused_errors} {empty_groups}"
+        );
     }
 }

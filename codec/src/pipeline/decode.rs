@@ -217,22 +217,53 @@ fn decode_values(
             return Err(bad(e));
         };
         if !el.float {
-            // No kind bit: one value, checked as it is applied.
-            let value = tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
-            let v = src.uint(value)?;
+            // No kind bit: one value, checked as it is applied (read as
+            // a float without a kind bit where that is cheaper: the same
+            // decision).
+            let v = if src.inline_floats() {
+                src.float_value(section, kind_of_row, e as usize, false)?.1
+            } else {
+                src.uint(tokens::ctx::make(
+                    tokens::ctx::VALUE,
+                    section,
+                    kind_of_row,
+                    e as usize,
+                ))?
+            };
             values::decode_changed(el, v, reference, out).map_err(|_| bad(e))?;
             continue;
         }
-        decode_float(src, section, row, kind_of_row, e, el, reference, out)?;
+        if src.inline_floats() {
+            read_float(src, section, row, kind_of_row, e, el, reference, out)?;
+        } else {
+            decode_float(src, section, row, kind_of_row, e, el, reference, out)?;
+        }
     }
     Ok(())
+}
+
+/// [`read_float`] out of line, so that the loop over a row's elements
+/// stays small for sources whose floats are rare.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn decode_float(
+    src: &mut impl TokenSource,
+    section: usize,
+    row: usize,
+    kind_of_row: u32,
+    e: u32,
+    el: Element,
+    reference: &[u8],
+    out: &mut [u8],
+) -> Result<(), DecodeError> {
+    read_float(src, section, row, kind_of_row, e, el, reference, out)
 }
 
 /// Reads the kind bit (if any) and value of changed float element `e`
 /// (`el`) of a row, against `reference`, into `out`.
 #[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn decode_float(
+#[inline(always)]
+fn read_float(
     src: &mut impl TokenSource,
     section: usize,
     row: usize,
@@ -247,28 +278,10 @@ fn decode_float(
         row,
         element: e as usize,
     };
-    let mut kind = values::kind_before_bit(el, reference);
-    if kind == Kind::Bits
-        && src.bit(tokens::ctx::make(
-            tokens::ctx::KIND,
-            section,
-            kind_of_row,
-            e as usize,
-        ))?
-    {
-        kind = Kind::Integral;
-    }
-    let v = src.uint(tokens::ctx::make(
-        tokens::ctx::VALUE,
-        section,
-        kind_of_row,
-        e as usize,
-    ))?;
-    values::decode(el, kind, v, reference, out).map_err(|_| bad())?;
-    if !values::differs(el, out, reference) {
-        return Err(bad());
-    }
-    Ok(())
+    let r = values::FloatReference::new(el, reference);
+    let (integral, v) =
+        src.float_value(section, kind_of_row, e as usize, r.kind() == Kind::Bits)?;
+    values::decode_float_changed(el, r, integral, v, out).map_err(|_| bad())
 }
 
 /// The kept entities of a section whose rows come from the token walk, into

@@ -131,6 +131,39 @@ pub(crate) trait TokenSink {
             );
         }
     }
+    /// The element mask of a row of more than 8 and at most 64 elements,
+    /// whose changed elements are `bits` (bit `e` for element `e`): the
+    /// group bits, then each marked group's element bits, as
+    /// [`TokenSink::groups`] and [`TokenSink::group`] take them.
+    #[inline]
+    fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
+        write_row_mask_by_tokens(self, section, row, elements, bits);
+    }
+    /// The kind bit (if any) and the value of changed element `element`
+    /// of a row of kind `row`: the same decisions as [`TokenSink::bit`] in
+    /// the element's [`ctx::KIND`] context, then [`TokenSink::uint`] in
+    /// its [`ctx::VALUE`] context.
+    #[inline]
+    fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
+        element_by_tokens(self, section, row, element, kind, v);
+    }
+}
+
+/// [`TokenSink::element`] as single tokens: the kind bit (if any), then
+/// the value, each under its walk context.
+#[inline]
+pub(crate) fn element_by_tokens<S: TokenSink + ?Sized>(
+    sink: &mut S,
+    section: usize,
+    row: u32,
+    element: usize,
+    kind: Option<bool>,
+    v: u64,
+) {
+    if let Some(bit) = kind {
+        sink.bit(ctx::make(ctx::KIND, section, row, element), bit);
+    }
+    sink.uint(ctx::make(ctx::VALUE, section, row, element), v);
 }
 
 /// Gives back the decisions a [`TokenSink`] received, in the same order.
@@ -183,12 +216,60 @@ pub(crate) trait TokenSource {
         }
         Ok(bits)
     }
+    /// [`read_mask_bits`]: the element mask of a row of at most 64
+    /// elements, as bits.
+    #[inline]
+    fn row_mask(
+        &mut self,
+        section: usize,
+        row: u32,
+        elements: usize,
+    ) -> Result<Result<u64, ()>, DecodeError> {
+        read_mask_bits_by_tokens(self, section, row, elements)
+    }
+    /// Whether a row's float elements are read in the loop over its
+    /// elements (else out of line), and its other values through
+    /// [`TokenSource::float_value`] too: for sources where values are
+    /// most of the work and that resolve their contexts per row.
+    #[inline(always)]
+    fn inline_floats(&self) -> bool {
+        false
+    }
+    /// The kind bit (when `kind_bit`, else `false`) and the value of
+    /// changed float element `element` of a row of kind `row`: the same
+    /// decisions as [`TokenSource::bit`] in the element's [`ctx::KIND`]
+    /// context, then [`TokenSource::uint`] in its [`ctx::VALUE`] context.
+    #[inline]
+    fn float_value(
+        &mut self,
+        section: usize,
+        row: u32,
+        element: usize,
+        kind_bit: bool,
+    ) -> Result<(bool, u64), DecodeError> {
+        float_value_by_tokens(self, section, row, element, kind_bit)
+    }
     /// The `n` bytes of a byte-plane section (section `section`). Only the
     /// byte layout has them; other sources refuse.
     fn raw(&mut self, section: usize, n: usize) -> Result<&[u8], DecodeError> {
         let _ = n;
         Err(DecodeError::BadEntitySet { section })
     }
+}
+
+/// [`TokenSource::float_value`] as single tokens: the kind bit (when
+/// `kind_bit`), then the value, each under its walk context.
+#[inline]
+pub(crate) fn float_value_by_tokens<S: TokenSource + ?Sized>(
+    src: &mut S,
+    section: usize,
+    row: u32,
+    element: usize,
+    kind_bit: bool,
+) -> Result<(bool, u64), DecodeError> {
+    let bit = kind_bit && src.bit(ctx::make(ctx::KIND, section, row, element))?;
+    let v = src.uint(ctx::make(ctx::VALUE, section, row, element))?;
+    Ok((bit, v))
 }
 
 /// One changed element of a row.
@@ -435,29 +516,9 @@ pub(crate) fn write_rows(
             let bits = row.iter().fold(0u8, |b, t| b | 1 << t.element);
             sink.group(section, spawned, 0, elements, bits);
         } else if elements <= 64 {
-            // The row's elements as bits (bit `e` for element `e`), byte
-            // `g` for group `g`; a group is marked when its byte is not
-            // zero: each byte's bits folded into its lowest, those gathered
-            // into the top byte of a product.
+            // The row's elements as bits (bit `e` for element `e`).
             let bits = row.iter().fold(0u64, |b, t| b | 1 << (t.element & 63));
-            let mut any = bits | bits >> 4;
-            any |= any >> 2;
-            any |= any >> 1;
-            let mut marked =
-                (any & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56;
-            sink.groups(section, spawned, 0, groups, marked);
-            while marked != 0 {
-                let g = marked.trailing_zeros() as usize;
-                marked &= marked - 1;
-                let first = g * GROUP;
-                sink.group(
-                    section,
-                    spawned,
-                    first,
-                    (elements - first).min(GROUP),
-                    (bits >> first) as u8,
-                );
-            }
+            sink.row_mask(section, spawned, elements, bits);
         } else if groups <= 64 {
             // One pass over the row: the marked groups and their element
             // bits; then the group bits and the marked groups in order.
@@ -486,12 +547,53 @@ pub(crate) fn write_rows(
             write_mask(sink, section, spawned, elements, row);
         }
         for tok in row {
-            let e = tok.element as usize;
-            if let Some(bit) = tok.kind.bit() {
-                sink.bit(ctx::make(ctx::KIND, section, spawned, e), bit);
-            }
-            sink.uint(ctx::make(ctx::VALUE, section, spawned, e), tok.value);
+            sink.element(
+                section,
+                spawned,
+                tok.element as usize,
+                tok.kind.bit(),
+                tok.value,
+            );
         }
+    }
+}
+
+/// The marked groups of a row whose elements are `bits` (bit `e` for
+/// element `e`): byte `g` is group `g`, marked when it is not zero (each
+/// byte's bits folded into its lowest, those gathered into the top byte
+/// of a product).
+#[inline]
+pub(crate) fn marked_groups(bits: u64) -> u64 {
+    let mut any = bits | bits >> 4;
+    any |= any >> 2;
+    any |= any >> 1;
+    (any & 0x0101_0101_0101_0101).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// [`TokenSink::row_mask`] through [`TokenSink::groups`] and
+/// [`TokenSink::group`].
+#[inline]
+pub(crate) fn write_row_mask_by_tokens<S: TokenSink + ?Sized>(
+    sink: &mut S,
+    section: usize,
+    row: u32,
+    elements: usize,
+    bits: u64,
+) {
+    let groups = elements.div_ceil(GROUP);
+    let mut marked = marked_groups(bits);
+    sink.groups(section, row, 0, groups, marked);
+    while marked != 0 {
+        let g = marked.trailing_zeros() as usize;
+        marked &= marked - 1;
+        let first = g * GROUP;
+        sink.group(
+            section,
+            row,
+            first,
+            (elements - first).min(GROUP),
+            (bits >> first) as u8,
+        );
     }
 }
 
@@ -594,6 +696,18 @@ pub(crate) fn read_mask(
 #[inline]
 pub(crate) fn read_mask_bits(
     src: &mut impl TokenSource,
+    section: usize,
+    row: u32,
+    elements: usize,
+) -> Result<Result<u64, ()>, DecodeError> {
+    src.row_mask(section, row, elements)
+}
+
+/// [`read_mask_bits`] through [`TokenSource::groups`] and
+/// [`TokenSource::group`].
+#[inline]
+pub(crate) fn read_mask_bits_by_tokens<S: TokenSource + ?Sized>(
+    src: &mut S,
     section: usize,
     row: u32,
     elements: usize,

@@ -134,7 +134,7 @@ fn element(e: Element, record: &[u8]) -> u64 {
 /// [`element`] as one eight-byte load: of the eight bytes from its
 /// offset, masked to its width, or near the record's end of the eight
 /// bytes that end with it, shifted down.
-#[inline]
+#[inline(always)]
 fn element_wide(e: Element, record: &[u8]) -> u64 {
     let at = usize::from(e.offset);
     let end = at + usize::from(e.width);
@@ -150,7 +150,7 @@ fn element_wide(e: Element, record: &[u8]) -> u64 {
 /// Writes `v` (of the element's width) as element `e` of `record` with one
 /// eight-byte store where the record has the eight bytes [`element_wide`]
 /// loads.
-#[inline]
+#[inline(always)]
 fn put_element(e: Element, v: u64, record: &mut [u8]) {
     let at = usize::from(e.offset);
     let end = at + usize::from(e.width);
@@ -280,8 +280,17 @@ fn from_integral(v: i64, width: u8) -> Option<u64> {
 /// whole number of steps `k` whose `k · step` (binary64, rounded to the
 /// element's type) has exactly these bits (`-0.0`, NaN and infinities have
 /// none; `|k|` at most 2^24 for `f32`, 2^53 for `f64`).
-#[inline]
+#[inline(always)]
 fn whole(e: Element, bits: u64) -> Option<i64> {
+    match e.grid {
+        None => integral(bits, e.width),
+        Some(_) => whole_on_grid(e, bits),
+    }
+}
+
+/// [`whole`] of an element with a grid.
+#[inline(never)]
+fn whole_on_grid(e: Element, bits: u64) -> Option<i64> {
     let Some(step) = e.grid.map(f64::from_bits) else {
         return integral(bits, e.width);
     };
@@ -357,8 +366,9 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
 }
 
 /// The kind an element must be decoded as, before its kind bit (if any) is
-/// read: `None` when the element has no kind bit.
-#[inline]
+/// read: `None` when the element has no kind bit. The reference of
+/// [`FloatReference::kind`].
+#[cfg(test)]
 pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
     if !e.float {
         return Kind::Int;
@@ -372,8 +382,9 @@ pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
 
 /// Inverse of [`encode`]: writes element `e` of `out` from its kind and
 /// value and the reference record. Refuses values wider than the element
-/// and integral values outside the integral range.
-#[inline(always)]
+/// and integral values outside the integral range. The reference of
+/// [`decode_changed`] and [`decode_float_changed`].
+#[cfg(test)]
 pub(crate) fn decode(
     e: Element,
     kind: Kind,
@@ -453,15 +464,7 @@ pub(crate) fn decode_changed(
     let r = element_wide(e, reference);
     let c = match e.op {
         DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
-        DeltaOp::Sub => {
-            // Byte by byte, each wrapping on its own.
-            let mut c = 0u64;
-            for i in 0..usize::from(e.width) {
-                let (vb, rb) = ((v >> (8 * i)) as u8, (r >> (8 * i)) as u8);
-                c |= u64::from(vb.wrapping_add(rb)) << (8 * i);
-            }
-            c
-        }
+        DeltaOp::Sub => sub_bytes(v, r, e.width),
         DeltaOp::Xor => v ^ r,
         DeltaOp::None => v,
     };
@@ -472,8 +475,162 @@ pub(crate) fn decode_changed(
     Ok(())
 }
 
+/// Value `v` of a `Sub` element of `width` bytes applied to reference
+/// element `r`: byte by byte, each wrapping on its own.
+#[inline(always)]
+fn sub_bytes(v: u64, r: u64, width: u8) -> u64 {
+    let mut c = 0u64;
+    for i in 0..usize::from(width) {
+        let (vb, rb) = ((v >> (8 * i)) as u8, (r >> (8 * i)) as u8);
+        c |= u64::from(vb.wrapping_add(rb)) << (8 * i);
+    }
+    c
+}
+
+/// The reference side of a float element: its bits and its whole value
+/// (`Some` when the element sends a kind bit), computed once for
+/// [`kind_of`](FloatReference::kind) and [`decode_float_changed`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FloatReference {
+    bits: u64,
+    whole: Option<i64>,
+}
+
+impl FloatReference {
+    /// Element `e` of record `reference`.
+    #[inline(always)]
+    pub(crate) fn new(e: Element, reference: &[u8]) -> Self {
+        let at = usize::from(e.offset);
+        let bits = match e.width {
+            4 => load_fixed::<4>(reference, at),
+            8 => load_fixed::<8>(reference, at),
+            _ => None,
+        }
+        .unwrap_or_else(|| element(e, reference));
+        Self {
+            bits,
+            whole: whole(e, bits),
+        }
+    }
+
+    /// [`kind_before_bit`] of the element.
+    #[inline(always)]
+    pub(crate) fn kind(&self) -> Kind {
+        if self.whole.is_some() {
+            Kind::Bits
+        } else {
+            Kind::BitsOnly
+        }
+    }
+}
+
+/// [`decode`] of float element `e` (`e.float`) against the reference
+/// `r` (as [`Kind::Integral`] when `integral`, else by bit pattern), then
+/// the check that the element [`differs`] from the reference: the same
+/// values refused, the reference loaded once and the element stored once.
+#[inline(always)]
+pub(crate) fn decode_float_changed(
+    e: Element,
+    r: FloatReference,
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    match e.width {
+        4 => float_changed_fixed::<4>(e, r, integral, v, out),
+        8 => float_changed_fixed::<8>(e, r, integral, v, out),
+        _ => float_changed(e, r, integral, v, out),
+    }
+}
+
+/// The `W` bytes of `record` from `at` as a little-endian integer, if the
+/// record has them.
+#[inline(always)]
+fn load_fixed<const W: usize>(record: &[u8], at: usize) -> Option<u64> {
+    let mut b = [0u8; 8];
+    b.get_mut(..W)?
+        .copy_from_slice(record.get(at..at.checked_add(W)?)?);
+    Some(u64::from_le_bytes(b))
+}
+
+/// [`decode_float_changed`] of an element of width `W` (`e.width`): the
+/// width's mask a constant, the store of fixed size.
+#[inline(always)]
+fn float_changed_fixed<const W: usize>(
+    e: Element,
+    r: FloatReference,
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let m = u64::MAX >> (64 - 8 * W as u32);
+    let c = match e.op {
+        DeltaOp::Int | DeltaOp::Predict if !integral => {
+            if v & !m != 0 {
+                return Err(BadValue);
+            }
+            let d = (v >> 1) ^ (v & 1).wrapping_neg();
+            r.bits.wrapping_add(d) & m
+        }
+        _ => return float_changed(e, r, integral, v, out),
+    };
+    if c == r.bits {
+        return Err(BadValue);
+    }
+    let at = usize::from(e.offset);
+    match at.checked_add(W).and_then(|end| out.get_mut(at..end)) {
+        Some(o) => o.copy_from_slice(&c.to_le_bytes()[..W]),
+        None => put_element(e, c, out),
+    }
+    Ok(())
+}
+
+/// [`decode_float_changed`] of any element.
+#[inline(never)]
+fn float_changed(
+    e: Element,
+    r: FloatReference,
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let c = if integral {
+        let bi = r.whole.ok_or(BadValue)?;
+        let ci = bi.checked_add(unzigzag64(v)).ok_or(BadValue)?;
+        let bits = from_whole(e, ci).ok_or(BadValue)?;
+        // On a grid two step counts may round to one float: only the one
+        // the encoder would send is accepted.
+        if e.grid.is_some() && whole(e, bits) != Some(ci) {
+            return Err(BadValue);
+        }
+        bits
+    } else {
+        int_value(e, v, r.bits)?
+    };
+    if c == r.bits {
+        return Err(BadValue);
+    }
+    put_element(e, c, out);
+    Ok(())
+}
+
+/// The element `e` that value `v` (not [`Kind::Integral`]) makes of
+/// reference element `r`; refuses a value wider than the element.
+#[inline(always)]
+fn int_value(e: Element, v: u64, r: u64) -> Result<u64, BadValue> {
+    if v & !mask(e.width) != 0 {
+        return Err(BadValue);
+    }
+    Ok(match e.op {
+        DeltaOp::Int | DeltaOp::Predict => unzigzag_add(v, r, e.width),
+        DeltaOp::Sub => sub_bytes(v, r, e.width),
+        DeltaOp::Xor => v ^ r,
+        DeltaOp::None => v,
+    })
+}
+
 /// Whether elements `e` of `a` and `b` differ.
-#[inline]
+#[cfg(test)]
 pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
     element(e, a) != element(e, b)
 }

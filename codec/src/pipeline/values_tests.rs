@@ -224,3 +224,44 @@ proptest! {
         prop_assert_eq!(encode_changed(e, &cur, &reference), want);
     }
 }
+
+proptest! {
+    #[test]
+    fn decode_float_changed_matches_decode(w in prop_oneof![Just(4u8), Just(8)], predict: bool, grid_on: bool, v: u64, b: u64, at in 0usize..20, extra in 0usize..13, small in 0u64..4, whole_ref in -40i32..40, bits_ref: bool) {
+        // A float element anywhere in a record, as in
+        // `decode_changed_matches_decode`, against references that are
+        // whole (a kind bit) or not, with and without a grid.
+        let op = if predict { DeltaOp::Predict } else { DeltaOp::Int };
+        let len = usize::from(w) + extra;
+        let at = at % (extra + 1);
+        let e = Element {
+            offset: at as u16,
+            grid: grid_on.then(|| 0.25f64.to_bits()),
+            ..el(w, op, true)
+        };
+        let mut reference: Vec<u8> = (0..len as u64).map(|i| (b >> (i % 8 * 8)) as u8 ^ i as u8).collect();
+        if !bits_ref {
+            let x = f64::from(whole_ref) * 0.25;
+            let bytes = if w == 4 { u64::from((x as f32).to_bits()) } else { x.to_bits() };
+            reference[at..at + usize::from(w)].copy_from_slice(&bytes.to_le_bytes()[..usize::from(w)]);
+        }
+        let r = FloatReference::new(e, &reference);
+        prop_assert_eq!(r.kind(), kind_before_bit(e, &reference));
+        for v in [small, v & mask(w), v, v & 0xff] {
+            for integral in [false, true] {
+                let kind = match (integral, r.kind()) {
+                    (true, _) => Kind::Integral,
+                    (false, k) => k,
+                };
+                let (mut want, mut got) = (vec![0x5a; len], vec![0x5a; len]);
+                let expected = decode(e, kind, v, &reference, &mut want)
+                    .and_then(|()| if differs(e, &want, &reference) { Ok(()) } else { Err(BadValue) });
+                let result = decode_float_changed(e, r, integral, v, &mut got);
+                prop_assert_eq!(result, expected);
+                if result.is_ok() {
+                    prop_assert_eq!(&got, &want);
+                }
+            }
+        }
+    }
+}
