@@ -176,15 +176,29 @@ mod tests {
     use super::*;
     use crate::schema::Primitive;
 
-    #[test]
-    fn matches_the_slot_loop() {
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
+    /// A xorshift generator seeded with `x`.
+    fn rng(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// For bit widths 4, 10, 16 and 20, slots at offsets that are and are
+    /// not multiples of 4 in records of 16 to 40 bytes, and 0, 1, 15, 16,
+    /// 17 and 64 records, 20 rounds each: records of random bytes that
+    /// `fill(next, m, s, offset, round, records, rs)` writes the slots of, then
+    /// `fast` against `reference` on copies of them (the same result, and
+    /// the same records when accepted). Both accepted and refused records
+    /// must occur.
+    fn compare(
+        next: &mut impl FnMut() -> u64,
+        mut fill: impl FnMut(&mut dyn FnMut() -> u64, i64, f64, usize, usize, &mut [u8], usize),
+        reference: impl Fn(&Slot, &mut [u8], usize) -> Result<(), (usize, usize)>,
+        fast: impl Fn(usize, i64, f64, &mut [u8], usize) -> Result<(), (usize, usize)>,
+    ) {
         let (mut ok, mut refused) = (0, 0);
         for bits in [4u8, 10, 16, 20] {
             let Ok(Kind::Quat { m, s }) = quat::check(bits) else {
@@ -201,45 +215,11 @@ mod tests {
                 for n in [0usize, 1, 15, 16, 17, 64] {
                     for round in 0..20 {
                         let mut records: Vec<u8> = (0..n * rs).map(|_| next() as u8).collect();
-                        for rec in records.chunks_exact_mut(rs) {
-                            let v = next();
-                            // Mostly valid codes: canonical values of
-                            // quantised quaternions, or any codes within
-                            // `m`; some refused on purpose.
-                            let k = match v % 16 {
-                                0 => [-1i64, 4, i64::from(i32::MIN)][(v >> 8) as usize % 3],
-                                _ => (v >> 4) as i64 % 4,
-                            };
-                            let q = [0, 1, 2].map(|_| {
-                                let w = next();
-                                match w % 8 {
-                                    0 => m + 1 - 2 * (m + 1) * ((w >> 3) % 2) as i64,
-                                    1 => 0,
-                                    2 => m - ((w >> 3) % 2 * 2 * m as u64) as i64,
-                                    _ => ((w >> 3) % (2 * m as u64 + 1)) as i64 - m,
-                                }
-                            });
-                            let (k, q) = if round % 2 == 0 && v % 16 != 0 {
-                                let r = [0, 1, 2, 3]
-                                    .map(|_| (next() >> 11) as f64 / 2f64.powi(52) - 1.0);
-                                match quat::quantize(&r, m, s, Primitive::F32)
-                                    .and_then(|v| quat::code_of(&v, m, s, Primitive::F32))
-                                {
-                                    Some((k, q)) => (k as i64, q),
-                                    None => (k, q),
-                                }
-                            } else {
-                                (k, q)
-                            };
-                            for (e, c) in [k, q[0], q[1], q[2]].iter().enumerate() {
-                                let at = offset + 4 * e;
-                                rec[at..at + 4].copy_from_slice(&(*c as i32).to_le_bytes());
-                            }
-                        }
+                        fill(next, m, s, offset, round, &mut records, rs);
                         let mut want = records.clone();
-                        let w = plan::slot_from_codes::<F32>(&slot, &mut want, rs);
+                        let w = reference(&slot, &mut want, rs);
                         let mut got = records.clone();
-                        let g = from_codes(offset, m, s, &mut got, rs);
+                        let g = fast(offset, m, s, &mut got, rs);
                         assert_eq!(g, w, "{bits} {offset} {rs} {n}");
                         if let Ok(()) = w {
                             assert_eq!(got, want, "{bits} {offset} {rs} {n}");
@@ -255,77 +235,90 @@ mod tests {
     }
 
     #[test]
-    fn values_to_codes_match_the_slot_loop() {
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let (mut ok, mut refused) = (0, 0);
-        for bits in [4u8, 10, 16, 20] {
-            let Ok(Kind::Quat { m, s }) = quat::check(bits) else {
-                panic!("smallest_three {bits}");
-            };
-            for (offset, rs) in [(0usize, 16usize), (3, 20), (7, 23), (16, 40)] {
-                let slot = Slot {
-                    field: 0,
-                    offset,
-                    ty: Primitive::F32,
-                    len: 4,
-                    kind: Kind::Quat { m, s },
-                };
-                for n in [0usize, 1, 15, 16, 17, 64] {
-                    for _ in 0..20 {
-                        let mut records: Vec<u8> = (0..n * rs).map(|_| next() as u8).collect();
-                        for rec in records.chunks_exact_mut(rs) {
-                            let v = next();
-                            let r = [0, 1, 2, 3].map(|_| {
-                                let w = next();
-                                match w % 8 {
-                                    // Ties between components, zeros.
-                                    0 => core::f64::consts::FRAC_1_SQRT_2,
-                                    1 => 0.0,
-                                    2 => -0.0,
-                                    _ => (w >> 11) as f64 / 2f64.powi(52) - 1.0,
-                                }
-                            });
-                            let mut c = quat::quantize(&r, m, s, Primitive::F32)
-                                .unwrap_or([0.0, 0.0, 0.0, 1.0])
-                                .map(|c| (c as f32).to_bits());
-                            // Most stay quantised; some are moved off by
-                            // an ulp, negated or replaced by specials.
-                            let e = (v >> 8) as usize % 4;
-                            match v % 32 {
-                                0 => c[e] = c[e].wrapping_add(1),
-                                1 => c[e] = c[e].wrapping_sub(1),
-                                2 => c[e] ^= 0x8000_0000,
-                                3 => c = c.map(|c| c ^ 0x8000_0000),
-                                4 => c[e] = [0x7fc0_0000, 0x7f80_0000, 0xff80_0000, 0][e],
-                                5 => c[e] = (v >> 32) as u32,
-                                _ => {}
-                            }
-                            for (e, c) in c.iter().enumerate() {
-                                let at = offset + 4 * e;
-                                rec[at..at + 4].copy_from_slice(&c.to_le_bytes());
-                            }
+    fn matches_the_slot_loop() {
+        compare(
+            &mut rng(0x2545_f491_4f6c_dd1d),
+            |next, m, s, offset, round, records, rs| {
+                for rec in records.chunks_exact_mut(rs) {
+                    let v = next();
+                    // Mostly valid codes: canonical values of
+                    // quantised quaternions, or any codes within
+                    // `m`; some refused on purpose.
+                    let k = match v % 16 {
+                        0 => [-1i64, 4, i64::from(i32::MIN)][(v >> 8) as usize % 3],
+                        _ => (v >> 4) as i64 % 4,
+                    };
+                    let q = [0, 1, 2].map(|_| {
+                        let w = next();
+                        match w % 8 {
+                            0 => m + 1 - 2 * (m + 1) * ((w >> 3) % 2) as i64,
+                            1 => 0,
+                            2 => m - ((w >> 3) % 2 * 2 * m as u64) as i64,
+                            _ => ((w >> 3) % (2 * m as u64 + 1)) as i64 - m,
                         }
-                        let mut want = records.clone();
-                        let w = plan::slot_to_codes::<F32>(&slot, &mut want, rs);
-                        let mut got = records.clone();
-                        let g = to_codes(offset, m, s, &mut got, rs);
-                        assert_eq!(g, w, "{bits} {offset} {rs} {n}");
-                        if let Ok(()) = w {
-                            assert_eq!(got, want, "{bits} {offset} {rs} {n}");
-                            ok += 1;
-                        } else {
-                            refused += 1;
+                    });
+                    let (k, q) = if round % 2 == 0 && v % 16 != 0 {
+                        let r = [0, 1, 2, 3].map(|_| (next() >> 11) as f64 / 2f64.powi(52) - 1.0);
+                        match quat::quantize(&r, m, s, Primitive::F32)
+                            .and_then(|v| quat::code_of(&v, m, s, Primitive::F32))
+                        {
+                            Some((k, q)) => (k as i64, q),
+                            None => (k, q),
                         }
+                    } else {
+                        (k, q)
+                    };
+                    for (e, c) in [k, q[0], q[1], q[2]].iter().enumerate() {
+                        let at = offset + 4 * e;
+                        rec[at..at + 4].copy_from_slice(&(*c as i32).to_le_bytes());
                     }
                 }
-            }
-        }
-        assert!(ok > 100 && refused > 100, "{ok} {refused}");
+            },
+            plan::slot_from_codes::<F32>,
+            from_codes,
+        );
+    }
+
+    #[test]
+    fn values_to_codes_match_the_slot_loop() {
+        compare(
+            &mut rng(0x9e37_79b9_7f4a_7c15),
+            |next, m, s, offset, _, records, rs| {
+                for rec in records.chunks_exact_mut(rs) {
+                    let v = next();
+                    let r = [0, 1, 2, 3].map(|_| {
+                        let w = next();
+                        match w % 8 {
+                            // Ties between components, zeros.
+                            0 => core::f64::consts::FRAC_1_SQRT_2,
+                            1 => 0.0,
+                            2 => -0.0,
+                            _ => (w >> 11) as f64 / 2f64.powi(52) - 1.0,
+                        }
+                    });
+                    let mut c = quat::quantize(&r, m, s, Primitive::F32)
+                        .unwrap_or([0.0, 0.0, 0.0, 1.0])
+                        .map(|c| (c as f32).to_bits());
+                    // Most stay quantised; some are moved off by
+                    // an ulp, negated or replaced by specials.
+                    let e = (v >> 8) as usize % 4;
+                    match v % 32 {
+                        0 => c[e] = c[e].wrapping_add(1),
+                        1 => c[e] = c[e].wrapping_sub(1),
+                        2 => c[e] ^= 0x8000_0000,
+                        3 => c = c.map(|c| c ^ 0x8000_0000),
+                        4 => c[e] = [0x7fc0_0000, 0x7f80_0000, 0xff80_0000, 0][e],
+                        5 => c[e] = (v >> 32) as u32,
+                        _ => {}
+                    }
+                    for (e, c) in c.iter().enumerate() {
+                        let at = offset + 4 * e;
+                        rec[at..at + 4].copy_from_slice(&c.to_le_bytes());
+                    }
+                }
+            },
+            plan::slot_to_codes::<F32>,
+            to_codes,
+        );
     }
 }
