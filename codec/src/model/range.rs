@@ -217,8 +217,8 @@ impl RangeEncoder {
     /// the decisions of [`put_uint`](super::value::put_uint) (or
     /// [`put_sint`](super::value::put_sint)) with the head as one symbol,
     /// that is the head symbol, for leaf 63 the top decision, the raw bits
-    /// in [`RAW_CHUNK`]-bit chunks (one chunk when there are at most that
-    /// many), then the sign. The interval stays in registers for the
+    /// in [`RAW_CHUNK`]-bit chunks (one or two without a loop), then the
+    /// sign. The interval stays in registers for the
     /// whole value.
     #[inline(always)]
     pub(crate) fn value(&mut self, cdf: &ClassCdf, v: u64, signed: bool) {
@@ -246,6 +246,17 @@ impl RangeEncoder {
         if (1..=RAW_CHUNK).contains(&raw) {
             let digit = (magnitude & ((1u64 << raw) - 1)) as u32;
             range >>= raw;
+            low += u64::from(digit) * u64::from(range);
+            renormalize(&mut low, &mut range, out);
+        } else if (RAW_CHUNK + 1..=2 * RAW_CHUNK).contains(&raw) {
+            // A full chunk, then the rest.
+            let rest = raw - RAW_CHUNK;
+            let digit = ((magnitude >> rest) & ((1u64 << RAW_CHUNK) - 1)) as u32;
+            range >>= RAW_CHUNK;
+            low += u64::from(digit) * u64::from(range);
+            renormalize(&mut low, &mut range, out);
+            let digit = (magnitude & ((1u64 << rest) - 1)) as u32;
+            range >>= rest;
             low += u64::from(digit) * u64::from(range);
             renormalize(&mut low, &mut range, out);
         } else if raw > RAW_CHUNK {
