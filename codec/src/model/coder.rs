@@ -4,10 +4,14 @@
 
 #![forbid(unsafe_code)]
 
-use super::classes::{leaf_of, plain, symbol, ClassCdf, FREQ_BITS};
+use super::classes::{leaf_of, plain, ClassCdf};
+#[cfg(test)]
+use super::classes::{symbol, FREQ_BITS};
 use super::range::{RangeDecoder, RangeEncoder};
 use super::runs::BitRun;
-use super::value::{get_rest, get_sign, put_sint, put_uint, DecisionSource, Decisions, SIGN_SLOT};
+use super::value::{get_rest, get_sign, DecisionSource, SIGN_SLOT};
+#[cfg(test)]
+use super::value::{put_sint, put_uint, Decisions};
 use super::{ModelError, ModelStats, ModelTable};
 
 /// Where the tokens of a model block go: coded, counted for training, or
@@ -68,9 +72,11 @@ pub struct ModelEncoder<'t> {
 }
 
 /// The range coder with one value context's probabilities and class
-/// frequencies.
+/// frequencies: the reference of [`RangeEncoder::value`].
+#[cfg(test)]
 struct EncodeWith<'a, 't>(&'a mut RangeEncoder, &'t ClassCdf);
 
+#[cfg(test)]
 impl Decisions for EncodeWith<'_, '_> {
     #[inline(always)]
     fn decision(&mut self, slot: usize, bit: bool) {
@@ -148,14 +154,14 @@ impl ModelSink for ModelEncoder<'_> {
     #[inline]
     fn uint(&mut self, ctx: u32, v: u64) {
         if let Some(m) = self.value_model(ctx) {
-            put_uint(&mut EncodeWith(&mut self.rc, m), 0, v);
+            self.rc.value(m, v, false);
         }
     }
 
     #[inline]
     fn sint(&mut self, ctx: u32, zigzag: u64) {
         if let Some(m) = self.value_model(ctx) {
-            put_sint(&mut EncodeWith(&mut self.rc, m), 0, zigzag);
+            self.rc.value(m, zigzag, true);
         }
     }
 }
@@ -468,6 +474,82 @@ mod tests {
             }
         }
         assert!(pairs_runs > 1000);
+    }
+
+    /// Codes `values` (value, signed) with [`RangeEncoder::value`] and with
+    /// the reference decisions of `put_uint` / `put_sint`, between bits
+    /// of probability `p0`, into buffers of capacity `cap`.
+    fn encode_both(cdf: &ClassCdf, values: &[(u64, bool)], p0: u16, cap: usize) {
+        let mut fast = RangeEncoder::new(Vec::with_capacity(cap));
+        let mut reference = RangeEncoder::new(Vec::with_capacity(cap));
+        for (i, &(v, signed)) in values.iter().enumerate() {
+            fast.value(cdf, v, signed);
+            let mut e = EncodeWith(&mut reference, cdf);
+            if signed {
+                put_sint(&mut e, 0, v);
+            } else {
+                put_uint(&mut e, 0, v);
+            }
+            let bit = i % 3 != 0;
+            fast.bit(p0, bit);
+            reference.bit(p0, bit);
+        }
+        assert_eq!(fast.finish(), reference.finish(), "{values:?}");
+    }
+
+    #[test]
+    fn value_encoder_matches_the_reference() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut ff_runs = 0;
+        for t in 0..300 {
+            let mut probs = [2048u16; VALUE_SLOTS];
+            if t > 0 {
+                for p in probs.iter_mut() {
+                    let r = next();
+                    *p = match r % 3 {
+                        0 => 1 + (r >> 8) as u16 % 4095,
+                        1 => 4095 - (r >> 8) as u16 % 32,
+                        _ => 1 + (r >> 8) as u16 % 32,
+                    };
+                }
+            }
+            let cdf = ClassCdf::from_nodes(&probs);
+            // Every class 0..=64, signed and not, one value each.
+            let every: Vec<(u64, bool)> = (0..=64u32)
+                .flat_map(|c| {
+                    let v = match c {
+                        0 => 0,
+                        64 => next() | 1 << 63,
+                        c => (next() >> (64 - c)) | 1 << (c - 1),
+                    };
+                    [(v, false), (v, true)]
+                })
+                .collect();
+            encode_both(&cdf, &every, 2048, 0);
+            // Random runs of 0, 1, 15, 16, 17 and 64 values of random
+            // classes; near-certain bits between them make runs of 0xff
+            // bytes that carries pass through.
+            for n in [0, 1, 15, 16, 17, 64] {
+                let values: Vec<(u64, bool)> = (0..n)
+                    .map(|_| (next() >> (next() % 65).min(63), next() & 1 == 1))
+                    .collect();
+                let p0 = [1, 2048, 4095, 4095][(next() % 4) as usize];
+                encode_both(&cdf, &values, p0, (next() % 100) as usize);
+                let mut rc = RangeEncoder::new(Vec::new());
+                for &(v, signed) in &values {
+                    rc.value(&cdf, v, signed);
+                    rc.bit(p0, true);
+                }
+                ff_runs += usize::from(rc.finish().windows(2).any(|w| w == [0xff, 0xff]));
+            }
+        }
+        assert!(ff_runs > 100, "{ff_runs}");
     }
 
     #[test]

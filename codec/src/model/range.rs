@@ -28,17 +28,74 @@ pub(crate) struct RangeEncoder {
     /// The bytes shifted out of `low`, as one big-endian number that a
     /// carry adds one to. The number's byte above them is always 0 (the
     /// interval starts below `1 << 32`); it is not written.
-    out: Vec<u8>,
+    out: Output,
+}
+
+/// The encoder's bytes: the first `pos` bytes of `buf`, whose length is
+/// its capacity (grown by doubling), so that a byte is stored without
+/// updating the vector's length.
+#[derive(Debug, Clone)]
+struct Output {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Output {
+    /// Smallest buffer length.
+    const MIN_LEN: usize = 64;
+
+    /// Output into `buf` (its bytes dropped, its capacity kept).
+    fn new(mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        let len = buf.capacity().max(Self::MIN_LEN);
+        buf.resize(len, 0);
+        Self { buf, pos: 0 }
+    }
+
+    /// Appends `byte`.
+    #[inline(always)]
+    fn push(&mut self, byte: u8) {
+        match self.buf.get_mut(self.pos) {
+            Some(b) => *b = byte,
+            None => self.grow_push(byte),
+        }
+        self.pos += 1;
+    }
+
+    /// Doubles the buffer, then stores `byte` at `pos`.
+    #[cold]
+    #[inline(never)]
+    fn grow_push(&mut self, byte: u8) {
+        let len = self.buf.len().max(Self::MIN_LEN) * 2;
+        self.buf.resize(len, 0);
+        self.buf[self.pos] = byte;
+    }
+
+    /// Adds one to the bytes written (see [`carry`]).
+    #[cold]
+    #[inline(never)]
+    fn carry(&mut self) {
+        carry(&mut self.buf[..self.pos]);
+    }
+
+    /// The bytes written, without trailing zero bytes.
+    fn into_trimmed(mut self) -> Vec<u8> {
+        let mut end = self.pos;
+        while end > 0 && self.buf[end - 1] == 0 {
+            end -= 1;
+        }
+        self.buf.truncate(end);
+        self.buf
+    }
 }
 
 impl RangeEncoder {
     /// An encoder that appends to `out` (cleared first).
-    pub(crate) fn new(mut out: Vec<u8>) -> Self {
-        out.clear();
+    pub(crate) fn new(out: Vec<u8>) -> Self {
         Self {
             low: 0,
             range: u32::MAX,
-            out,
+            out: Output::new(out),
         }
     }
 
@@ -123,8 +180,9 @@ impl RangeEncoder {
     /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
     /// each with probability one half, in chunks of at most
     /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
-    /// value picks the part.
-    #[inline(always)]
+    /// value picks the part (the raw step of the reference of
+    /// [`RangeEncoder::value`]).
+    #[cfg(test)]
     pub(crate) fn raw(&mut self, v: u64, n: u32) {
         let mut left = n;
         while left > 0 {
@@ -142,8 +200,9 @@ impl RangeEncoder {
 
     /// Codes the symbol whose share of a frequency total `2^bits` is
     /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
-    /// divided by `2^bits` and the share picks the part.
-    #[inline(always)]
+    /// divided by `2^bits` and the share picks the part (the head step of
+    /// the reference of [`RangeEncoder::value`]).
+    #[cfg(test)]
     pub(crate) fn symbol(&mut self, bits: u32, start: u32, freq: u32) {
         let r = self.range >> bits;
         self.low += u64::from(r * start);
@@ -154,12 +213,75 @@ impl RangeEncoder {
         }
     }
 
+    /// Codes value `v` (zigzag when `signed`) in the value context `cdf`:
+    /// the decisions of [`put_uint`](super::value::put_uint) (or
+    /// [`put_sint`](super::value::put_sint)) with the head as one symbol,
+    /// that is the head symbol, for leaf 63 the top decision, the raw bits
+    /// in [`RAW_CHUNK`]-bit chunks (one or two without a loop), then the
+    /// sign. The interval stays in registers for the
+    /// whole value.
+    #[inline(always)]
+    pub(crate) fn value(&mut self, cdf: &ClassCdf, v: u64, signed: bool) {
+        let magnitude = if signed { (v >> 1) + (v & 1) } else { v };
+        let class = 64 - magnitude.leading_zeros();
+        let leaf = class.min(63);
+        // `symbol(leaf, second)`: from class 2 the top two bits (`2 +
+        // second`) plus `2 * leaf - 4`.
+        let head = if class < 2 {
+            class as usize
+        } else {
+            (magnitude >> (class - 2)) as usize + 2 * leaf as usize - 4
+        };
+        let (start, freq) = cdf.range(head);
+        let out = &mut self.out;
+        let (mut low, mut range) = (self.low, self.range);
+        let r = range >> FREQ_BITS;
+        low += u64::from(r * start);
+        range = r * freq;
+        renormalize(&mut low, &mut range, out);
+        if leaf == 63 {
+            code_bit(&mut low, &mut range, out, cdf.top, class == 64);
+        }
+        let raw = class.saturating_sub(2);
+        if (1..=RAW_CHUNK).contains(&raw) {
+            let digit = (magnitude & ((1u64 << raw) - 1)) as u32;
+            range >>= raw;
+            low += u64::from(digit) * u64::from(range);
+            renormalize(&mut low, &mut range, out);
+        } else if (RAW_CHUNK + 1..=2 * RAW_CHUNK).contains(&raw) {
+            // A full chunk, then the rest.
+            let rest = raw - RAW_CHUNK;
+            let digit = ((magnitude >> rest) & ((1u64 << RAW_CHUNK) - 1)) as u32;
+            range >>= RAW_CHUNK;
+            low += u64::from(digit) * u64::from(range);
+            renormalize(&mut low, &mut range, out);
+            let digit = (magnitude & ((1u64 << rest) - 1)) as u32;
+            range >>= rest;
+            low += u64::from(digit) * u64::from(range);
+            renormalize(&mut low, &mut range, out);
+        } else if raw > RAW_CHUNK {
+            let mut left = raw;
+            while left > 0 {
+                let k = left.min(RAW_CHUNK);
+                left -= k;
+                let digit = ((magnitude >> left) & ((1u64 << k) - 1)) as u32;
+                range >>= k;
+                low += u64::from(digit) * u64::from(range);
+                renormalize(&mut low, &mut range, out);
+            }
+        }
+        if signed && magnitude != 0 {
+            code_bit(&mut low, &mut range, out, cdf.sign, v & 1 == 1);
+        }
+        (self.low, self.range) = (low, range);
+    }
+
     /// Moves the top byte of `low` (bits 24..32) to the output, after
     /// adding its carry (bit 32) to the bytes already written.
     #[inline(always)]
     fn shift_low(&mut self) {
         if self.low >= 1 << 32 {
-            carry(&mut self.out);
+            self.out.carry();
         }
         self.out.push((self.low >> 24) as u8);
         self.low = (self.low & 0x00ff_ffff) << 8;
@@ -181,18 +303,48 @@ impl RangeEncoder {
         for _ in 0..5 {
             self.shift_low();
         }
-        while self.out.last() == Some(&0) {
-            self.out.pop();
-        }
-        self.out
+        self.out.into_trimmed()
     }
+}
+
+/// [`RangeEncoder::bit`] on an interval held in locals.
+#[inline(always)]
+fn code_bit(low: &mut u64, range: &mut u32, out: &mut Output, p0: u16, bit: bool) {
+    let bound = (*range >> PROB_BITS) * u32::from(p0);
+    let m = u32::from(bit).wrapping_neg();
+    *low += u64::from(bound & m);
+    *range = (bound & !m) | ((*range - bound) & m);
+    renormalize(low, range, out);
+}
+
+/// Shifts bytes of an interval held in locals out to `out` (as
+/// [`RangeEncoder::shift_low`]) until the range is at least [`TOP`].
+#[inline(always)]
+fn renormalize(low: &mut u64, range: &mut u32, out: &mut Output) {
+    // Every step leaves the range at least `2^8`: two shifts at most.
+    if *range < TOP {
+        shift(low, range, out);
+        if *range < TOP {
+            shift(low, range, out);
+        }
+    }
+}
+
+/// One byte of [`renormalize`].
+#[inline(always)]
+fn shift(low: &mut u64, range: &mut u32, out: &mut Output) {
+    *range <<= 8;
+    if *low >= 1 << 32 {
+        out.carry();
+    }
+    out.push((*low >> 24) as u8);
+    *low = (*low & 0x00ff_ffff) << 8;
 }
 
 /// Adds one to `out` read as a big-endian number: trailing `0xff` bytes
 /// become 0 and the byte before them grows by one (past the first byte,
 /// the carry goes to the unwritten byte above).
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn carry(out: &mut [u8]) {
     for b in out.iter_mut().rev() {
         let (sum, over) = b.overflowing_add(1);
