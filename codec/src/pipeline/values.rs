@@ -365,64 +365,6 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
     }
 }
 
-/// The kind an element must be decoded as, before its kind bit (if any) is
-/// read: `None` when the element has no kind bit. The reference of
-/// [`FloatReference::kind`].
-#[cfg(test)]
-pub(crate) fn kind_before_bit(e: Element, reference: &[u8]) -> Kind {
-    if !e.float {
-        return Kind::Int;
-    }
-    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
-    match whole(e, load(&reference[r])) {
-        Some(_) => Kind::Bits,
-        None => Kind::BitsOnly,
-    }
-}
-
-/// Inverse of [`encode`]: writes element `e` of `out` from its kind and
-/// value and the reference record. Refuses values wider than the element
-/// and integral values outside the integral range. The reference of
-/// [`decode_changed`] and [`decode_float_changed`].
-#[cfg(test)]
-pub(crate) fn decode(
-    e: Element,
-    kind: Kind,
-    v: u64,
-    reference: &[u8],
-    out: &mut [u8],
-) -> Result<(), BadValue> {
-    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
-    let (b, o) = (&reference[r.clone()], &mut out[r]);
-    let bv = load(b);
-    if kind == Kind::Integral {
-        let bi = whole(e, bv).ok_or(BadValue)?;
-        let ci = bi.checked_add(unzigzag64(v)).ok_or(BadValue)?;
-        let bits = from_whole(e, ci).ok_or(BadValue)?;
-        // On a grid two step counts may round to one float: only the one
-        // the encoder would send is accepted.
-        if e.grid.is_some() && whole(e, bits) != Some(ci) {
-            return Err(BadValue);
-        }
-        store(bits, o);
-        return Ok(());
-    }
-    if v & !mask(e.width) != 0 {
-        return Err(BadValue);
-    }
-    match e.op {
-        DeltaOp::Int | DeltaOp::Predict => store(unzigzag_add(v, bv, e.width), o),
-        DeltaOp::Sub => {
-            for (i, (o, &b)) in o.iter_mut().zip(b).enumerate() {
-                *o = ((v >> (8 * i)) as u8).wrapping_add(b);
-            }
-        }
-        DeltaOp::Xor => store(v ^ bv, o),
-        DeltaOp::None => store(v, o),
-    }
-    Ok(())
-}
-
 /// [`encode`] of an element that [`differs`], `None` for one that does
 /// not: each side loaded once.
 #[inline(always)]
@@ -627,12 +569,6 @@ fn int_value(e: Element, v: u64, r: u64) -> Result<u64, BadValue> {
         DeltaOp::Xor => v ^ r,
         DeltaOp::None => v,
     })
-}
-
-/// Whether elements `e` of `a` and `b` differ.
-#[cfg(test)]
-pub(crate) fn differs(e: Element, a: &[u8], b: &[u8]) -> bool {
-    element(e, a) != element(e, b)
 }
 
 #[cfg(test)]
