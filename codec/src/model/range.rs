@@ -430,18 +430,7 @@ impl<'a> RangeDecoder<'a> {
         let mut bits = 0u64;
         for k in 0..n {
             let (p0, p1) = probs(k);
-            let r = range >> PROB_BITS;
-            let (b0, b1) = (r * u32::from(p0), r * u32::from(p1));
-            let bound = if prev { b1 } else { b0 };
-            let bit = code >= bound;
-            let m = u32::from(bit).wrapping_neg();
-            code -= bound & m;
-            range = (bound & !m) | ((range - bound) & m);
-            if range < TOP {
-                (self.code, self.range) = (code, range);
-                self.normalize_cold();
-                (code, range) = (self.code, self.range);
-            }
+            let bit = self.run_step(&mut code, &mut range, prev, p0, p1);
             bits |= u64::from(bit) << k;
             prev = bit;
         }
@@ -459,23 +448,32 @@ impl<'a> RangeDecoder<'a> {
         let mut prev = prev;
         let mut bits = 0u64;
         for (k, p) in pairs.chunks_exact(2).enumerate() {
-            let r = range >> PROB_BITS;
-            let (b0, b1) = (r * u32::from(p[0]), r * u32::from(p[1]));
-            let bound = if prev { b1 } else { b0 };
-            let bit = code >= bound;
-            let m = u32::from(bit).wrapping_neg();
-            code -= bound & m;
-            range = (bound & !m) | ((range - bound) & m);
-            if range < TOP {
-                (self.code, self.range) = (code, range);
-                self.normalize_cold();
-                (code, range) = (self.code, self.range);
-            }
+            let bit = self.run_step(&mut code, &mut range, prev, p[0], p[1]);
             bits |= u64::from(bit) << k;
             prev = bit;
         }
         (self.code, self.range) = (code, range);
         bits
+    }
+
+    /// One decision of a run on the interval `code`/`range` held by the
+    /// caller: the chance of a 0 is `p1` after a 1 bit (`prev`), else
+    /// `p0` (both products taken before the choice).
+    #[inline(always)]
+    fn run_step(&mut self, code: &mut u32, range: &mut u32, prev: bool, p0: u16, p1: u16) -> bool {
+        let r = *range >> PROB_BITS;
+        let (b0, b1) = (r * u32::from(p0), r * u32::from(p1));
+        let bound = if prev { b1 } else { b0 };
+        let bit = *code >= bound;
+        let m = u32::from(bit).wrapping_neg();
+        *code -= bound & m;
+        *range = (bound & !m) | ((*range - bound) & m);
+        if *range < TOP {
+            (self.code, self.range) = (*code, *range);
+            self.normalize_cold();
+            (*code, *range) = (self.code, self.range);
+        }
+        bit
     }
 
     #[inline(never)]
