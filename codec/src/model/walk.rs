@@ -7,7 +7,7 @@
 
 use super::coder::RunSink;
 use super::contexts::RowContexts;
-use super::runs::{BitRun, ElementRun, MaskRun};
+use super::runs::{BitRun, ElementRun, GroupRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
     RowState,
@@ -119,19 +119,12 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
-        let groups = elements.div_ceil(tokens::GROUP);
-        let gctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, 0);
-        let ectx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, 0);
-        // Neither lookup changes the row state when it finds no run (nor
-        // does the element run of a row of more than one group); the group
-        // run starts the row.
-        let runs = if groups > 1 {
-            self.map
-                .element_run(&mut self.state, ectx, elements as u32)
-                .and_then(|e| Some((self.map.group_run(&mut self.state, gctx, groups as u32)?, e)))
-        } else {
-            None
-        };
+        let RowMaskRuns {
+            groups,
+            gctx,
+            ectx,
+            runs,
+        } = row_mask_runs(self.map, &mut self.state, section, row, elements);
         let Some((group_run, element_run)) = runs else {
             tokens::write_row_mask_by_tokens(self, section, row, elements, bits);
             return;
@@ -207,6 +200,44 @@ impl<S: RunSink> WalkSink<'_, S> {
         if let Some(last) = n.checked_sub(1) {
             R::note(&mut self.state, (bits >> last) & 1 == 1);
         }
+    }
+}
+
+/// A row mask's groups, the walk contexts of its first group bit and first
+/// element bit, and its group and element runs when it has more than one
+/// group and the map has runs for it (else the row goes token by token).
+struct RowMaskRuns {
+    groups: usize,
+    gctx: u32,
+    ectx: u32,
+    runs: Option<(GroupRun, ElementRun)>,
+}
+
+/// [`RowMaskRuns`] of a row of `elements` elements. Neither lookup changes
+/// the row state when it finds no run (nor does the element run of a row of
+/// more than one group); the group run starts the row.
+#[inline(always)]
+fn row_mask_runs(
+    map: &ContextMap,
+    state: &mut RowState,
+    section: usize,
+    row: u32,
+    elements: usize,
+) -> RowMaskRuns {
+    let groups = elements.div_ceil(tokens::GROUP);
+    let gctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, 0);
+    let ectx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, 0);
+    let runs = if groups > 1 {
+        map.element_run(state, ectx, elements as u32)
+            .and_then(|e| Some((map.group_run(state, gctx, groups as u32)?, e)))
+    } else {
+        None
+    };
+    RowMaskRuns {
+        groups,
+        gctx,
+        ectx,
+        runs,
     }
 }
 
@@ -300,18 +331,12 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         row: u32,
         elements: usize,
     ) -> Result<Result<u64, ()>, DecodeError> {
-        let groups = elements.div_ceil(tokens::GROUP);
-        let gctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, 0);
-        let ectx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, 0);
-        // Neither lookup changes the row state when it finds no run; the
-        // group run starts the row.
-        let runs = if groups > 1 {
-            self.map
-                .element_run(&mut self.state, ectx, elements as u32)
-                .and_then(|e| Some((self.map.group_run(&mut self.state, gctx, groups as u32)?, e)))
-        } else {
-            None
-        };
+        let RowMaskRuns {
+            groups,
+            gctx,
+            ectx,
+            runs,
+        } = row_mask_runs(self.map, &mut self.state, section, row, elements);
         let Some((group_run, element_run)) = runs else {
             return tokens::read_mask_bits_by_tokens(self, section, row, elements);
         };
