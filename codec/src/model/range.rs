@@ -129,15 +129,7 @@ impl RangeEncoder {
         let mut prev = prev;
         for k in 0..n {
             let bit = (bits >> k) & 1 == 1;
-            let bound = (range >> PROB_BITS) * u32::from(p0(k, prev));
-            let m = u32::from(bit).wrapping_neg();
-            low += u64::from(bound & m);
-            range = (bound & !m) | ((range - bound) & m);
-            if range < TOP {
-                (self.low, self.range) = (low, range);
-                self.normalize();
-                (low, range) = (self.low, self.range);
-            }
+            self.run_step(&mut low, &mut range, p0(k, prev), bit);
             prev = bit;
         }
         (self.low, self.range) = (low, range);
@@ -153,19 +145,25 @@ impl RangeEncoder {
         let mut prev = prev;
         for (k, p) in pairs.chunks_exact(2).enumerate() {
             let bit = (bits >> k) & 1 == 1;
-            let p0 = if prev { p[1] } else { p[0] };
-            let bound = (range >> PROB_BITS) * u32::from(p0);
-            let m = u32::from(bit).wrapping_neg();
-            low += u64::from(bound & m);
-            range = (bound & !m) | ((range - bound) & m);
-            if range < TOP {
-                (self.low, self.range) = (low, range);
-                self.normalize();
-                (low, range) = (self.low, self.range);
-            }
+            self.run_step(&mut low, &mut range, if prev { p[1] } else { p[0] }, bit);
             prev = bit;
         }
         (self.low, self.range) = (low, range);
+    }
+
+    /// One decision of a run, `bit` with the chance of a 0 `p0`, on the
+    /// interval `low`/`range` held by the caller.
+    #[inline(always)]
+    fn run_step(&mut self, low: &mut u64, range: &mut u32, p0: u16, bit: bool) {
+        let bound = (*range >> PROB_BITS) * u32::from(p0);
+        let m = u32::from(bit).wrapping_neg();
+        *low += u64::from(bound & m);
+        *range = (bound & !m) | ((*range - bound) & m);
+        if *range < TOP {
+            (self.low, self.range) = (*low, *range);
+            self.normalize();
+            (*low, *range) = (self.low, self.range);
+        }
     }
 
     /// Shifts bytes out until the range is at least [`TOP`].
