@@ -18,6 +18,7 @@
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 mod header;
 mod huffman;
+mod matcher;
 mod stream;
 mod zstd_raw;
 

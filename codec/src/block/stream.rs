@@ -5,6 +5,7 @@
 
 use super::header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
 use super::huffman::{HuffmanError, HuffmanTable};
+use super::matcher::{Finder, Finders, Plan};
 use super::zstd_raw::{self, CDict, DDict};
 use crate::error::DecodeError;
 use crate::wire::Reader;
@@ -44,6 +45,10 @@ pub(crate) fn small_block_level(level: i32) -> i32 {
 /// The zstd raw block backend at a fixed compression level.
 pub(crate) struct ZstdBlocks {
     level: i32,
+    /// The match finder for blocks without a dictionary at levels 1-3.
+    finders: Finders,
+    /// A probe's second compression.
+    probe: Vec<u8>,
     cctx: Option<zstd_raw::CCtx>,
     dctx: Option<zstd_raw::DCtx>,
     /// Where blocks are regenerated before they are appended: zeroed once,
@@ -55,6 +60,8 @@ impl ZstdBlocks {
     pub(crate) fn new(level: i32) -> Self {
         Self {
             level,
+            finders: Finders::default(),
+            probe: Vec::new(),
             cctx: None,
             dctx: None,
             regenerated: Vec::new(),
@@ -71,17 +78,41 @@ impl Backend for ZstdBlocks {
         if self.cctx.is_none() {
             self.cctx = zstd_raw::CCtx::new();
         }
-        let level = if src.len() <= SMALL_BLOCK {
+        let cctx = self.cctx.as_mut()?;
+        let small = src.len() <= SMALL_BLOCK;
+        let level = if small {
             small_block_level(self.level)
         } else {
             self.level
         };
-        let n = self
-            .cctx
-            .as_mut()?
-            .compress_block(level, dict, src, dst)
-            .ok()?;
-        (n > 0).then_some(n)
+        let plan = if dict.is_none() && (1..=3).contains(&level) {
+            self.finders.plan(src.len())
+        } else {
+            Plan::Use(Finder::Level)
+        };
+        // zstd's 0 (incompressible) and errors both mean: store it raw.
+        let mut run = |finder, dst: &mut [u8]| {
+            cctx.compress_block(level, finder, dict, src, dst)
+                .ok()
+                .filter(|&n| n > 0)
+        };
+        match plan {
+            Plan::Use(finder) => run(finder, dst),
+            Plan::Probe => {
+                let own = run(Finder::Level, dst);
+                self.probe.resize(dst.len(), 0);
+                let sparse = run(Finder::Sparse, &mut self.probe);
+                let size = |n: Option<usize>| n.unwrap_or(src.len());
+                self.finders.note(src.len(), size(own), size(sparse));
+                match sparse {
+                    Some(n) if n < size(own) => {
+                        dst[..n].copy_from_slice(&self.probe[..n]);
+                        Some(n)
+                    }
+                    _ => own,
+                }
+            }
+        }
     }
 
     fn decompress(
@@ -372,6 +403,82 @@ mod tests {
         // 80000 bytes need 3 blocks: two of 3 + 1 bytes, the last 3 + 1.
         let out = roundtrip(&vec![7; 80000]);
         assert_eq!(out.len(), 12);
+    }
+
+    /// One block of `src` compressed by `finder` alone, without dictionary.
+    fn one_finder(finder: Finder, src: &[u8]) -> Option<usize> {
+        let mut dst = vec![0; src.len() - 1];
+        let mut cctx = zstd_raw::CCtx::new().unwrap();
+        let n = cctx.compress_block(3, finder, None, src, &mut dst).unwrap();
+        (n > 0).then_some(n)
+    }
+
+    #[test]
+    fn a_probe_keeps_the_smaller_finder_and_every_block_decodes() {
+        // Random 3-bit symbols, where chance matches of 4 bytes cost more
+        // than they save (the sparse finder wins), and words with many
+        // 4-byte repeats (the level's finder wins).
+        let mut x = 0x9e37_79b9u32;
+        let symbols: Vec<u8> = (0..3000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x >> 29) as u8
+            })
+            .collect();
+        let words: Vec<u8> = (0..3000u32)
+            .flat_map(|i| {
+                let w = (i.wrapping_mul(40503) >> 9) % 64;
+                [
+                    b'a' + (w % 26) as u8,
+                    b'e',
+                    b'x',
+                    b'0' + (w / 26) as u8,
+                    b' ',
+                ]
+            })
+            .take(3000)
+            .collect();
+        for src in [&symbols, &words] {
+            let level = one_finder(Finder::Level, src).unwrap();
+            let sparse = one_finder(Finder::Sparse, src).unwrap();
+            assert_eq!(sparse < level, core::ptr::eq(src, &symbols));
+            // A fresh backend probes its first block of a class.
+            let out = roundtrip(src);
+            assert_eq!(
+                out.len(),
+                1 + level.min(sparse),
+                "the last block's header is one byte"
+            );
+            // Later blocks, probed or not, take the same finder and decode.
+            let mut z = ZstdBlocks::new(3);
+            for _ in 0..40 {
+                let mut out = Vec::new();
+                encode_blocks(
+                    &mut z,
+                    Coders {
+                        zstd: true,
+                        ..Coders::default()
+                    },
+                    src,
+                    &mut Vec::new(),
+                    &mut out,
+                );
+                assert_eq!(out.len(), 1 + level.min(sparse));
+                let mut back = Vec::new();
+                decode_blocks(
+                    &mut z,
+                    None,
+                    None,
+                    &mut Reader::new(&out),
+                    1 << 20,
+                    &mut back,
+                )
+                .unwrap();
+                assert_eq!(&back, src);
+            }
+        }
     }
 
     #[test]

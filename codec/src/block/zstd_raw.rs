@@ -19,6 +19,8 @@ use core::ptr::NonNull;
 
 use zstd_sys as sys;
 
+use super::matcher::{Finder, SPARSE_MIN_MATCH};
+
 /// zstd's error name for a code returned by a zstd call.
 fn error_name(code: usize) -> &'static str {
     // SAFETY: ZSTD_getErrorName accepts any value and returns a pointer to a
@@ -57,11 +59,17 @@ fn cparams(level: i32, max_src: usize, dict_len: usize) -> sys::ZSTD_compression
 const BLOCK_TABLE_LOG: u32 = 10;
 
 /// [`cparams`] for a block of `len` bytes without a dictionary, its hash
-/// and chain tables capped at [`BLOCK_TABLE_LOG`].
-fn block_cparams(level: i32, len: usize) -> sys::ZSTD_compressionParameters {
+/// and chain tables capped at [`BLOCK_TABLE_LOG`]; [`Finder::Sparse`]
+/// makes the match finder zstd's `fast` one, taking matches of at least
+/// [`SPARSE_MIN_MATCH`] bytes.
+fn block_cparams(level: i32, len: usize, finder: Finder) -> sys::ZSTD_compressionParameters {
     let mut c = cparams(level, len, 0);
     c.hashLog = c.hashLog.min(BLOCK_TABLE_LOG);
     c.chainLog = c.chainLog.min(BLOCK_TABLE_LOG);
+    if finder == Finder::Sparse {
+        c.strategy = sys::ZSTD_strategy::ZSTD_fast;
+        c.minMatch = SPARSE_MIN_MATCH;
+    }
     c
 }
 
@@ -138,11 +146,14 @@ impl CCtx {
         NonNull::new(unsafe { sys::ZSTD_createCCtx() }).map(Self)
     }
 
-    /// Compresses `src` as one raw block into `dst`. Returns `Ok(0)` when
-    /// zstd judges the block incompressible (the caller stores it raw).
+    /// Compresses `src` as one raw block into `dst`, with `finder` when
+    /// there is no dictionary (a dictionary's own parameters otherwise).
+    /// Returns `Ok(0)` when zstd judges the block incompressible (the
+    /// caller stores it raw).
     pub(crate) fn compress_block(
         &mut self,
         level: i32,
+        finder: Finder,
         dict: Option<&CDict>,
         src: &[u8],
         dst: &mut [u8],
@@ -168,7 +179,7 @@ impl CCtx {
                 )
             })?,
             None => {
-                let c = block_cparams(level, src.len().max(1));
+                let c = block_cparams(level, src.len().max(1), finder);
                 let params = sys::ZSTD_parameters {
                     cParams: c,
                     fParams: sys::ZSTD_frameParameters {

@@ -87,7 +87,9 @@ const TRIAL_MAX_PAYLOAD: usize = 1024;
 
 /// The default zstd level: 3, zstd's own default. Blocks of up to 1 KiB
 /// are compressed one level lower (2: zstd's `fast` strategy), which on
-/// small packets is faster at the same size.
+/// small packets is faster at the same size. Blocks without a dictionary
+/// of up to 16 KiB at levels 1-3 may take a sparser match finder instead,
+/// where probes find it no larger (`block::matcher`).
 pub const DEFAULT_LEVEL: i32 = 3;
 
 /// Encodes snapshots into packets. Keeps a zstd context, the prepared
@@ -191,7 +193,10 @@ impl Encoder {
     }
 
     /// An encoder at zstd level `level` (1..=22; negative levels are
-    /// faster). Blocks of up to 1 KiB use `level - 1` (not below 1).
+    /// faster). Blocks of up to 1 KiB use `level - 1` (not below 1); at
+    /// levels 1-3, blocks without a dictionary of up to 16 KiB may use a
+    /// sparser match finder where probes find it no larger
+    /// ([`DEFAULT_LEVEL`]).
     pub fn with_level(schema: Schema, level: i32) -> Self {
         let scratch = schema
             .sections()
