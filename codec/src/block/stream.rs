@@ -104,8 +104,10 @@ impl Backend for ZstdBlocks {
                 let sparse = run(Finder::Sparse, &mut self.probe);
                 let size = |n: Option<usize>| n.unwrap_or(src.len());
                 self.finders.note(src.len(), size(own), size(sparse));
+                // Ties go to the sparse finder, as the choice does, so the
+                // same block probed again or not compresses the same.
                 match sparse {
-                    Some(n) if n < size(own) => {
+                    Some(n) if n <= size(own) => {
                         dst[..n].copy_from_slice(&self.probe[..n]);
                         Some(n)
                     }

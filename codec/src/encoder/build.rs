@@ -190,6 +190,12 @@ impl Encoder {
             } else {
                 TRIAL_MAX_PAYLOAD
             });
+        // A quantised schema resolves an undecided section by the trial,
+        // or by a live outcome of one (`verdict`); while that is byte
+        // planes, its sections may take planes as the middle estimate
+        // predicts them, like payloads too large for a trial, without
+        // coding their rows as masks and values first.
+        let planes_ahead = predict.is_some() && self.verdict.planes_ahead();
         for (i, ((cur, ty), scratch)) in sections
             .clone()
             .zip(self.schema.sections())
@@ -231,6 +237,10 @@ impl Encoder {
                     Ok(true)
                 }
                 _ => Ok(false),
+            };
+            let predict = match predict {
+                Some(_) if planes_ahead && self.verdict.undecided(i) => Some(0),
+                other => other,
             };
             pipeline::encode_section(
                 ty,
