@@ -309,10 +309,15 @@ mod tests {
     use proptest::prelude::*;
 
     fn roundtrip(payload: &[u8]) -> Vec<u8> {
-        let mut z = ZstdBlocks::new(3);
+        roundtrip_with(&mut ZstdBlocks::new(3), payload)
+    }
+
+    /// Encodes `payload` as zstd blocks through `z` (zstd only, no
+    /// dictionary), decodes them, checks the bytes and returns the blocks.
+    fn roundtrip_with(z: &mut ZstdBlocks, payload: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         encode_blocks(
-            &mut z,
+            z,
             Coders {
                 zstd: true,
                 ..Coders::default()
@@ -322,15 +327,7 @@ mod tests {
             &mut out,
         );
         let mut back = Vec::new();
-        decode_blocks(
-            &mut z,
-            None,
-            None,
-            &mut Reader::new(&out),
-            1 << 20,
-            &mut back,
-        )
-        .unwrap();
+        decode_blocks(z, None, None, &mut Reader::new(&out), 1 << 20, &mut back).unwrap();
         assert_eq!(back, payload);
         out
     }
@@ -456,29 +453,7 @@ mod tests {
             // Later blocks, probed or not, take the same finder and decode.
             let mut z = ZstdBlocks::new(3);
             for _ in 0..40 {
-                let mut out = Vec::new();
-                encode_blocks(
-                    &mut z,
-                    Coders {
-                        zstd: true,
-                        ..Coders::default()
-                    },
-                    src,
-                    &mut Vec::new(),
-                    &mut out,
-                );
-                assert_eq!(out.len(), 1 + level.min(sparse));
-                let mut back = Vec::new();
-                decode_blocks(
-                    &mut z,
-                    None,
-                    None,
-                    &mut Reader::new(&out),
-                    1 << 20,
-                    &mut back,
-                )
-                .unwrap();
-                assert_eq!(&back, src);
+                assert_eq!(roundtrip_with(&mut z, src).len(), 1 + level.min(sparse));
             }
         }
     }
