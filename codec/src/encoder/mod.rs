@@ -79,10 +79,10 @@ struct Prepared {
 /// estimate's choice, which costs one compression instead of two (measured
 /// on the comparison report's arena: 0.02% more bytes, a third less
 /// encoding time). Quake 3 delta packets and the golden vectors stay below
-/// it. Schemas with quantisation always compress both forms: their masks
-/// and small integer values compress better than the estimate assumes
-/// (the quantised arena without a dictionary: 1.0% more bytes with the
-/// estimate).
+/// it. Schemas with quantisation settle it by the trial at any size, or by
+/// a recent trial's outcome (`verdict`): their masks and small integer
+/// values compress better than the estimate assumes (the quantised arena
+/// without a dictionary: 1.0% more bytes with the estimate).
 const TRIAL_MAX_PAYLOAD: usize = 1024;
 
 /// The default zstd level: 3, zstd's own default. Blocks of up to 1 KiB
