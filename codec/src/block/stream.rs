@@ -106,12 +106,15 @@ impl Backend for ZstdBlocks {
                 self.finders.note(src.len(), size(own), size(sparse));
                 // Ties go to the sparse finder, as the choice does, so the
                 // same block probed again or not compresses the same.
-                match sparse {
-                    Some(n) if n <= size(own) => {
-                        dst[..n].copy_from_slice(&self.probe[..n]);
-                        Some(n)
-                    }
-                    _ => own,
+                match sparse.filter(|&n| n <= size(own)) {
+                    Some(n) => match (dst.get_mut(..n), self.probe.get(..n)) {
+                        (Some(to), Some(from)) => {
+                            to.copy_from_slice(from);
+                            Some(n)
+                        }
+                        _ => own,
+                    },
+                    None => own,
                 }
             }
         }
