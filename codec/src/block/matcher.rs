@@ -5,8 +5,8 @@
 //! matches of 4 or 5 bytes. On payloads of short varints and masks such
 //! matches barely pay for their sequence, and finding and coding them is
 //! most of the time zstd spends: the sparse finder (`fast` strategy,
-//! matches of at least [`SPARSE_MIN_MATCH`] bytes) is faster and often
-//! smaller. On payloads of raw floats the level's finder is smaller.
+//! matches of at least [`SPARSE_MIN_MATCH`] bytes, a small hash table) is
+//! faster and often smaller. On payloads of raw floats the level's finder is smaller.
 //! So the encoder probes: every [`PROBE_MIN`]th eligible block is
 //! compressed both ways and keeps the smaller; the sizes of recent probes
 //! decide the finder for the blocks in between, and probes grow rarer
@@ -15,19 +15,29 @@
 //!
 //! This is encoder state only: a decoder reads either block alike.
 //! Measured with `scene_replay <scenario> 1 plain` (no dictionary; bytes a
-//! packet, callgrind instructions of encode + decode, before → after):
+//! packet, callgrind instructions of encode + decode, the level's finder
+//! alone → with the probes):
 //!
 //! | scenario | bytes | instructions |
 //! |---|---|---|
-//! | quantised racing | 560.9 → 536.2 | 363.7M → 315.9M |
-//! | one client's view | 1968.4 → 1964.0 | 337.7M → 316.6M |
-//! | quantised arena | 1851.1 → 1845.8 | 1119.7M → 1051.7M |
-//! | cube pile | 722.6 → 721.9 | 351.1M → 347.0M |
-//! | racing lobby (keeps the level's finder) | 2244.3 → 2244.3 | 197.8M → 199.7M |
+//! | quantised racing | 562.5 → 527.2 | 267.7M → 209.3M |
+//! | one client's view | 1968.4 → 1953.0 | 338.0M → 298.2M |
+//! | quantised arena | 1857.9 → 1836.0 | 904.4M → 729.5M |
+//! | arena | 4295.7 → 4298.3 | 618.5M → 597.1M |
+//! | cube pile | 722.6 → 721.9 | 352.8M → 348.0M |
+//! | racing lobby | 2244.3 → 2246.2 | 198.2M → 197.7M |
 #![forbid(unsafe_code)]
 
-/// The shortest match the sparse finder takes.
-pub(crate) const SPARSE_MIN_MATCH: u32 = 6;
+/// The shortest match the sparse finder takes: zstd's longest minimum.
+pub(crate) const SPARSE_MIN_MATCH: u32 = 7;
+
+/// The sparse finder's hash table: 2^8 entries, 1 KiB. Measured against
+/// 2^9 and 2^10 (`scene_replay <scenario> 1 plain`): a view 1953.0 B
+/// against 1959.1 and 1962.8, quantised racing 527.2 against 529.1 and
+/// 530.3, the quantised arena 1836.0 against 1843.1 and 1848.7, racing
+/// 2246.2 against 2244.5 and 2244.3 (the probes take the sparse finder
+/// for some of its blocks), with the fewest instructions.
+pub(crate) const SPARSE_HASH_LOG: u32 = 8;
 
 /// Eligible blocks of a size class from one probe to the next, the probe
 /// included: at first and after a probe that disagreed with the choice.

@@ -19,7 +19,7 @@ use core::ptr::NonNull;
 
 use zstd_sys as sys;
 
-use super::matcher::{Finder, SPARSE_MIN_MATCH};
+use super::matcher::{Finder, SPARSE_HASH_LOG, SPARSE_MIN_MATCH};
 
 /// zstd's error name for a code returned by a zstd call.
 fn error_name(code: usize) -> &'static str {
@@ -61,7 +61,8 @@ const BLOCK_TABLE_LOG: u32 = 10;
 /// [`cparams`] for a block of `len` bytes without a dictionary, its hash
 /// and chain tables capped at [`BLOCK_TABLE_LOG`]; [`Finder::Sparse`]
 /// makes the match finder zstd's `fast` one, taking matches of at least
-/// [`SPARSE_MIN_MATCH`] bytes.
+/// [`SPARSE_MIN_MATCH`] bytes through a hash table of 2^[`SPARSE_HASH_LOG`]
+/// entries.
 fn block_cparams(level: i32, len: usize, finder: Finder) -> sys::ZSTD_compressionParameters {
     let mut c = cparams(level, len, 0);
     c.hashLog = c.hashLog.min(BLOCK_TABLE_LOG);
@@ -69,6 +70,7 @@ fn block_cparams(level: i32, len: usize, finder: Finder) -> sys::ZSTD_compressio
     if finder == Finder::Sparse {
         c.strategy = sys::ZSTD_strategy::ZSTD_fast;
         c.minMatch = SPARSE_MIN_MATCH;
+        c.hashLog = SPARSE_HASH_LOG;
     }
     c
 }
