@@ -391,13 +391,7 @@ mod tests {
 
     #[test]
     fn bit_runs_code_as_single_bits() {
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let shape = ModelShape {
             bit_contexts: 200,
             value_contexts: 0,
@@ -411,7 +405,7 @@ mod tests {
             let runs: Vec<(BitRun, u32, u64)> = (0..1 + next() % 12)
                 .map(|_| {
                     let r = next();
-                    let pairs = r % 3 != 0;
+                    let pairs = !r.is_multiple_of(3);
                     let run = BitRun {
                         base: (r >> 8) as u32 % if r & 64 == 0 { 80 } else { 200 },
                         stride: if pairs { 2 } else { (r >> 20) as u32 % 4 },
@@ -497,28 +491,39 @@ mod tests {
         assert_eq!(fast.finish(), reference.finish(), "{values:?}");
     }
 
-    #[test]
-    fn value_encoder_matches_the_reference() {
-        let mut x = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
+    /// A xorshift64 sequence from `x`.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    /// The node probabilities of a test's table `t`: even at 0, then
+    /// random, a third of them near 0 and a third near 1.
+    fn random_probs(t: usize, next: &mut impl FnMut() -> u64) -> [u16; VALUE_SLOTS] {
+        let mut probs = [2048u16; VALUE_SLOTS];
+        if t > 0 {
+            for p in probs.iter_mut() {
+                let r = next();
+                *p = match r % 3 {
+                    0 => 1 + (r >> 8) as u16 % 4095,
+                    1 => 4095 - (r >> 8) as u16 % 32,
+                    _ => 1 + (r >> 8) as u16 % 32,
+                };
+            }
+        }
+        probs
+    }
+
+    #[test]
+    fn value_encoder_matches_the_reference() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut ff_runs = 0;
         for t in 0..300 {
-            let mut probs = [2048u16; VALUE_SLOTS];
-            if t > 0 {
-                for p in probs.iter_mut() {
-                    let r = next();
-                    *p = match r % 3 {
-                        0 => 1 + (r >> 8) as u16 % 4095,
-                        1 => 4095 - (r >> 8) as u16 % 32,
-                        _ => 1 + (r >> 8) as u16 % 32,
-                    };
-                }
-            }
+            let probs = random_probs(t, &mut next);
             let cdf = ClassCdf::from_nodes(&probs);
             // Every class 0..=64, signed and not, one value each.
             let every: Vec<(u64, bool)> = (0..=64u32)
@@ -554,25 +559,9 @@ mod tests {
 
     #[test]
     fn value_decoder_matches_the_reference() {
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for t in 0..300 {
-            let mut probs = [2048u16; VALUE_SLOTS];
-            if t > 0 {
-                for p in probs.iter_mut() {
-                    let r = next();
-                    *p = match r % 3 {
-                        0 => 1 + (r >> 8) as u16 % 4095,
-                        1 => 4095 - (r >> 8) as u16 % 32,
-                        _ => 1 + (r >> 8) as u16 % 32,
-                    };
-                }
-            }
+            let probs = random_probs(t, &mut next);
             let cdf = ClassCdf::from_nodes(&probs);
             // Arbitrary bytes: every class, corrupt targets and raw digits.
             for _ in 0..20 {
