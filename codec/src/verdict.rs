@@ -66,7 +66,7 @@ pub(crate) struct Verdict {
     keyframe: bool,
     /// Packets decided by it so far, the trial's own included.
     age: u8,
-    /// Packets it decides in all ([`VERDICT_LIFE`] when 0).
+    /// Packets it decides in all (set with the outcome).
     life: u8,
     /// The winner of the last trial, if its outcome was clear, and its
     /// undecided sections.
@@ -87,7 +87,7 @@ impl Verdict {
     /// to be built; if so, that packet counts against the outcome's life
     /// here (and not again in [`Verdict::take`]).
     pub(crate) fn planes_ahead(&mut self) -> bool {
-        if self.winner != Some(1) || self.keyframe || self.age >= self.life.max(VERDICT_LIFE) {
+        if self.winner != Some(1) || self.keyframe || self.age >= self.life {
             return false;
         }
         self.age += 1;
@@ -109,7 +109,7 @@ impl Verdict {
         either: impl ExactSizeIterator<Item = bool>,
     ) -> Option<usize> {
         let w = self.winner?;
-        if self.age >= self.life.max(VERDICT_LIFE)
+        if self.age >= self.life
             || self.keyframe != keyframe
             || either.len() != self.either.len()
             || !either.zip(&self.either).all(|(a, &b)| a == b)
@@ -154,10 +154,7 @@ impl Verdict {
         let repeat =
             last == Some(winner) && self.keyframe == keyframe && self.either == self.last_either;
         self.life = if repeat {
-            self.life
-                .max(VERDICT_LIFE)
-                .saturating_mul(2)
-                .min(MAX_VERDICT_LIFE)
+            self.life.saturating_mul(2).min(MAX_VERDICT_LIFE)
         } else {
             VERDICT_LIFE
         };
