@@ -279,6 +279,16 @@ impl Encoder {
                 self.take_middle_estimate();
             }
             self.size_payload(defer);
+            // The rows a deferred estimate weighs are built only when it
+            // may run: when the model stream does not take the packet
+            // without the blocks being tried.
+            if defer
+                && (self.weigh_planes
+                    || self.payload_len > self.limits.max_decoded_bytes
+                    || !self.model_takes_packet())
+            {
+                self.build_deferred_rows(sections.clone(), baseline, prior);
+            }
             if self.payload_len > self.limits.max_decoded_bytes {
                 // Byte planes may still fit.
                 self.settle_planes(defer);

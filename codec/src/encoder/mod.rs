@@ -172,6 +172,9 @@ pub struct Encoder {
     /// Every section codes its rows as masks and values, whatever its row
     /// mode (counting model decisions, [`Encoder::model_tokens`]).
     full_rows: bool,
+    /// The byte-plane estimate runs whatever the model stream
+    /// ([`Encoder::payload`]): the rows it weighs are always built.
+    weigh_planes: bool,
     /// A clear row-mode trial outcome carried over (quantised schemas).
     verdict: Verdict,
 }
@@ -243,6 +246,7 @@ impl Encoder {
             trial_winner: None,
             trial_pending: false,
             full_rows: false,
+            weigh_planes: false,
             verdict: Verdict::default(),
         }
     }
@@ -431,7 +435,10 @@ impl Encoder {
         reference: impl Into<Reference<'r>>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        self.build_snapshot(snapshot, sequence, reference.into())?;
+        self.weigh_planes = true;
+        let built = self.build_snapshot(snapshot, sequence, reference.into());
+        self.weigh_planes = false;
+        built?;
         self.settle_planes(false);
         self.run_trial();
         self.ensure_payload();

@@ -169,6 +169,18 @@ impl Encoder {
         self.finish_blocks(out);
     }
 
+    /// Whether [`Encoder::finish_vec`] will send the coded model stream
+    /// without building the blocks.
+    pub(super) fn model_takes_packet(&self) -> bool {
+        match &self.model_stream {
+            ModelStream::Coded(stream) => {
+                (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len())
+                    && (self.entropy == Entropy::Model || !self.blocks_may_win(stream.len()))
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `Entropy::Best` tries the blocks against a model stream of
     /// `model` bytes, the payload sized as by `build_coded` (with the
     /// byte-plane choice deferred, every row as masks and values, unless

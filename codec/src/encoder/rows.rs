@@ -103,6 +103,28 @@ impl Encoder {
         }
     }
 
+    /// Builds the byte-plane rows that `pipeline::encode_section` left
+    /// for a deferred estimate, against the baselines it was given.
+    pub(super) fn build_deferred_rows<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        baseline: Option<Baseline<'_>>,
+        prior: Option<Baseline<'_>>,
+    ) {
+        for (i, ((cur, ty), scratch)) in sections
+            .zip(self.schema.sections())
+            .zip(&mut self.scratch)
+            .enumerate()
+        {
+            let base = match (baseline, prior) {
+                (Some(_), Some(_)) if ty.predicts() => self.predicted[i].as_ref(),
+                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
+                (None, _) => SectionRef::empty(ty.record_size()),
+            };
+            pipeline::build_rows(ty, &self.plane_orders[i], &base, &cur, scratch);
+        }
+    }
+
     /// Gives every [`RowMode::Either`] section the middle estimate's
     /// choice; returns whether any became byte planes.
     pub(super) fn take_middle_estimate(&mut self) -> bool {

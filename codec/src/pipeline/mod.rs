@@ -150,6 +150,9 @@ pub(crate) struct EncodeScratch {
     /// [`row_deltas`] wrote the rows straight into `planes` (every record
     /// byte in exactly one plane), leaving `rows` stale.
     direct: bool,
+    /// [`encode_section`] left the byte-plane rows to [`build_rows`]: until
+    /// they are built, [`settle_planes`] keeps masks and values.
+    rows_deferred: bool,
     /// The section's rows as byte planes (when it has rows).
     pub(crate) planes: Vec<u8>,
     /// Where each record byte's plane starts ([`planes::split`]).
@@ -293,6 +296,7 @@ pub(crate) fn encode_section<E>(
         .extend(a.spawned.iter().map(|&j| cur.ids()[j as usize]));
     s.planes.clear();
     s.direct = false;
+    s.rows_deferred = false;
     s.mode = RowMode::Tokens;
     s.pending = false;
     s.tentative = false;
@@ -310,15 +314,35 @@ pub(crate) fn encode_section<E>(
         s.hint = None;
         return Ok(());
     }
-    // A prediction that was not clear built the rows already.
+    // A prediction that was not clear built the rows already. A deferred
+    // estimate may never run (a model stream takes the packet): its rows
+    // wait for `build_rows`.
     if !s.pending {
-        row_deltas(ty, order, base, cur, s);
+        if defer_planes {
+            s.rows_deferred = true;
+        } else {
+            row_deltas(ty, order, base, cur, s);
+        }
     }
     s.pending = true;
     if !defer_planes {
         settle_planes(elements.len(), order, ty.record_size(), s);
     }
     Ok(())
+}
+
+/// Builds the byte-plane rows [`encode_section`] deferred, against the
+/// same `base` and `cur`, so that the estimate can weigh them.
+pub(crate) fn build_rows(
+    ty: &EntityType,
+    order: &[u16],
+    base: &SectionRef<'_>,
+    cur: &SectionRef<'_>,
+    s: &mut EncodeScratch,
+) {
+    if core::mem::take(&mut s.rows_deferred) {
+        row_deltas(ty, order, base, cur, s);
+    }
 }
 
 /// Codes a [`EncodeScratch::tentative`] section's rows as masks and values
@@ -517,6 +541,13 @@ pub(crate) fn settle_planes(
         return;
     }
     let t = &mut s.tokens;
+    if s.rows_deferred {
+        // No rows to weigh: masks and values, which every packet may send.
+        s.hint = None;
+        s.counted = None;
+        s.row_bytes = token_row_bytes(elements, t);
+        return;
+    }
     let n = t.row_end.len();
     let rs = record_size;
     // The planes hold the same bytes as the rows, so their cost at one
