@@ -77,77 +77,50 @@ impl RecallSection {
         c.records.get(at..at + self.record_size)
     }
 
-    /// Inserts or replaces the record of `id`.
-    fn insert(&mut self, id: u32, record: &[u8], stamp: u64) {
-        let (key, bit) = (id / CHUNK_IDS, id % CHUNK_IDS);
+    /// Applies `changes` (ids ascending, each at most once) in one pass
+    /// over `src`, the chunks (sorted by key) of a recall of the same
+    /// record size holding `src_len` entities: the result replaces
+    /// `self`'s entities. A chunk that is also another recall's is copied
+    /// before a change touches it.
+    fn merge<'a>(
+        &mut self,
+        src: impl Iterator<Item = (u32, Arc<Chunk>)>,
+        src_len: usize,
+        changes: impl Iterator<Item = Change<'a>>,
+        stamp: u64,
+    ) {
         let rs = self.record_size;
-        let i = match self.chunks.binary_search_by_key(&key, |c| c.0) {
-            Ok(i) => i,
-            Err(i) => {
-                self.chunks.insert(i, (key, Arc::new(Chunk::default())));
-                i
+        self.chunks.clear();
+        self.len = src_len;
+        let mut old = src.peekable();
+        let mut changes = changes.peekable();
+        while let Some(first) = changes.peek() {
+            let key = first.id() / CHUNK_IDS;
+            while let Some(c) = old.next_if(|c| c.0 < key) {
+                self.chunks.push(c);
             }
-        };
-        let chunk = &mut self.chunks[i].1;
-        let r = chunk.rank(bit);
-        if chunk.present & (1u64 << bit) != 0 {
-            let c = Arc::make_mut(chunk);
-            c.records[r * rs..(r + 1) * rs].copy_from_slice(record);
-            c.stamps[r] = stamp;
-            return;
-        }
-        self.len += 1;
-        let at = r * rs;
-        match Arc::get_mut(chunk) {
-            // Not shared: the records after `at` move up in place.
-            Some(c) => {
-                let end = c.records.len();
-                c.records.resize(end + rs, 0);
-                c.records.copy_within(at..end, at + rs);
-                c.records[at..at + rs].copy_from_slice(record);
-                c.stamps.insert(r, stamp);
-                c.present |= 1u64 << bit;
+            let mut chunk = old.next_if(|c| c.0 == key).map(|c| c.1);
+            while let Some(change) = changes.next_if(|c| c.id() / CHUNK_IDS == key) {
+                let bit = change.id() % CHUNK_IDS;
+                match change {
+                    Change::Insert(_, record) => {
+                        let c = chunk.get_or_insert_with(Default::default);
+                        if insert(c, bit, record, stamp, rs) {
+                            self.len += 1;
+                        }
+                    }
+                    Change::Remove(_) => {
+                        if chunk.as_mut().is_some_and(|c| remove(c, bit, rs)) {
+                            self.len -= 1;
+                        }
+                    }
+                }
             }
-            // Shared with another recall: the new chunk is the old one
-            // with the record merged in, built in one pass.
-            None => {
-                let old = &**chunk;
-                let mut records = Vec::with_capacity(old.records.len() + rs);
-                records.extend_from_slice(&old.records[..at]);
-                records.extend_from_slice(record);
-                records.extend_from_slice(&old.records[at..]);
-                let mut stamps = Vec::with_capacity(old.stamps.len() + 1);
-                stamps.extend_from_slice(&old.stamps[..r]);
-                stamps.push(stamp);
-                stamps.extend_from_slice(&old.stamps[r..]);
-                *chunk = Arc::new(Chunk {
-                    present: old.present | 1u64 << bit,
-                    records,
-                    stamps,
-                });
+            if let Some(c) = chunk.filter(|c| c.present != 0) {
+                self.chunks.push((key, c));
             }
         }
-    }
-
-    /// Removes `id`, if recalled.
-    fn remove(&mut self, id: u32) {
-        let (key, bit) = (id / CHUNK_IDS, id % CHUNK_IDS);
-        let Ok(i) = self.chunks.binary_search_by_key(&key, |c| c.0) else {
-            return;
-        };
-        if self.chunks[i].1.present & (1u64 << bit) == 0 {
-            return;
-        }
-        let rs = self.record_size;
-        let c = Arc::make_mut(&mut self.chunks[i].1);
-        let r = c.rank(bit);
-        c.present &= !(1u64 << bit);
-        c.records.drain(r * rs..(r + 1) * rs);
-        c.stamps.remove(r);
-        self.len -= 1;
-        if c.present == 0 {
-            self.chunks.remove(i);
-        }
+        self.chunks.extend(old);
     }
 
     /// Removes every entry whose stamp is below `oldest`.
@@ -188,6 +161,82 @@ impl RecallSection {
             })
         })
     }
+}
+
+/// One change a step makes to a section's recall.
+#[derive(Debug, Clone, Copy)]
+enum Change<'a> {
+    /// Recall `id` with this record (replacing one it has).
+    Insert(u32, &'a [u8]),
+    /// Forget `id`, if recalled.
+    Remove(u32),
+}
+
+impl Change<'_> {
+    fn id(&self) -> u32 {
+        match *self {
+            Change::Insert(id, _) | Change::Remove(id) => id,
+        }
+    }
+}
+
+/// Sets the record of bit `bit` of `chunk` (records of `rs` bytes) and its
+/// stamp; returns whether the bit is new. A chunk shared with another
+/// recall is copied first.
+fn insert(chunk: &mut Arc<Chunk>, bit: u32, record: &[u8], stamp: u64, rs: usize) -> bool {
+    let r = chunk.rank(bit);
+    let at = r * rs;
+    if chunk.present & (1u64 << bit) != 0 {
+        let c = Arc::make_mut(chunk);
+        c.records[at..at + rs].copy_from_slice(record);
+        c.stamps[r] = stamp;
+        return false;
+    }
+    match Arc::get_mut(chunk) {
+        // Not shared: the records after `at` move up in place.
+        Some(c) => {
+            let end = c.records.len();
+            c.records.resize(end + rs, 0);
+            c.records.copy_within(at..end, at + rs);
+            c.records[at..at + rs].copy_from_slice(record);
+            c.stamps.insert(r, stamp);
+            c.present |= 1u64 << bit;
+        }
+        // Shared with another recall: the new chunk is the old one with the
+        // record merged in, built in one pass.
+        None => {
+            let old = &**chunk;
+            let mut records = Vec::with_capacity(old.records.len() + rs);
+            records.extend_from_slice(&old.records[..at]);
+            records.extend_from_slice(record);
+            records.extend_from_slice(&old.records[at..]);
+            let mut stamps = Vec::with_capacity(old.stamps.len() + 1);
+            stamps.extend_from_slice(&old.stamps[..r]);
+            stamps.push(stamp);
+            stamps.extend_from_slice(&old.stamps[r..]);
+            *chunk = Arc::new(Chunk {
+                present: old.present | 1u64 << bit,
+                records,
+                stamps,
+            });
+        }
+    }
+    true
+}
+
+/// Clears bit `bit` of `chunk` (records of `rs` bytes) with its record and
+/// stamp; returns whether it was set. A chunk shared with another recall
+/// is copied first.
+fn remove(chunk: &mut Arc<Chunk>, bit: u32, rs: usize) -> bool {
+    if chunk.present & (1u64 << bit) == 0 {
+        return false;
+    }
+    let c = Arc::make_mut(chunk);
+    let r = c.rank(bit);
+    c.present &= !(1u64 << bit);
+    c.records.drain(r * rs..(r + 1) * rs);
+    c.stamps.remove(r);
+    true
 }
 
 /// Per section, the last known record of the entities a snapshot does not
@@ -369,21 +418,21 @@ impl Recall {
                 baseline.snapshot.sections()[i].as_ref(),
                 current.sections()[i].as_ref(),
             );
-            o.chunks.clear();
-            o.len = 0;
             o.record_size = b.record_size();
-            if let Some(s) = self
+            let (src, src_len) = match self
                 .sections
                 .get(i)
                 .filter(|s| s.record_size == b.record_size() && s.len > 0)
             {
-                o.chunks.extend(s.chunks.iter().cloned());
-                o.len = s.len;
+                Some(s) => (&s.chunks[..], s.len),
+                None => (&[][..], 0),
+            };
+            let src = src.iter().cloned();
+            if c.record_size() == b.record_size() {
+                o.merge(src, src_len, StepChanges::new(&b, &c, src_len > 0), stamp);
+            } else {
+                o.merge(src, src_len, core::iter::empty(), stamp);
             }
-            if c.record_size() != b.record_size() {
-                continue;
-            }
-            step(o, &b, &c, stamp);
             if stamp.is_multiple_of(SWEEP_EVERY) && stamp >= MAX_AGE {
                 o.forget_before(stamp - MAX_AGE + 1);
             }
@@ -408,50 +457,104 @@ impl Recall {
             order.extend(s.entries().map(|(stamp, id)| (stamp, id, i)));
         }
         order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
-        for &(_, id, i) in &order {
-            if self.sections[i].len > limits.max_entities_per_section {
-                self.sections[i].remove(id);
+        // Which entries go is settled on counts first, then each section's
+        // are removed in one pass over its chunks.
+        let mut left: Vec<usize> = self.sections.iter().map(|s| s.len).collect();
+        let mut gone = vec![false; order.len()];
+        for (&(_, _, i), g) in order.iter().zip(&mut gone) {
+            if left[i] > limits.max_entities_per_section {
+                left[i] -= 1;
+                *g = true;
             }
         }
-        let mut bytes = self.counted_bytes();
-        for &(_, id, i) in &order {
+        let mut bytes = self
+            .sections
+            .iter()
+            .zip(&left)
+            .map(|(s, &n)| n.saturating_mul(s.record_size + 4))
+            .fold(0, usize::saturating_add);
+        for (&(_, _, i), g) in order.iter().zip(&mut gone) {
             if bytes <= limits.max_snapshot_bytes {
                 break;
             }
-            let s = &mut self.sections[i];
-            if s.get(id).is_some() {
-                s.remove(id);
-                bytes -= s.record_size + 4;
+            if !*g {
+                *g = true;
+                bytes -= self.sections[i].record_size + 4;
             }
+        }
+        let mut ids: Vec<(usize, u32)> = order
+            .iter()
+            .zip(&gone)
+            .filter(|&(_, &g)| g)
+            .map(|(&(_, id, i), _)| (i, id))
+            .collect();
+        ids.sort_unstable();
+        for (i, s) in self.sections.iter_mut().enumerate() {
+            let from = ids.partition_point(|&(j, _)| j < i);
+            let to = ids.partition_point(|&(j, _)| j <= i);
+            let Some(mine) = ids.get(from..to).filter(|m| !m.is_empty()) else {
+                continue;
+            };
+            let src = core::mem::take(&mut s.chunks).into_iter();
+            s.merge(
+                src,
+                s.len,
+                mine.iter().map(|&(_, id)| Change::Remove(id)),
+                0,
+            );
         }
     }
 }
 
-/// One section's step: the entities of `b` missing from `c` are added (with
-/// their records in `b`), the entities of `c` are removed.
-fn step(o: &mut RecallSection, b: &SectionRef<'_>, c: &SectionRef<'_>, stamp: u64) {
-    let (bi, ci) = (b.ids(), c.ids());
-    let (mut i, mut j) = (0usize, 0usize);
-    while i < bi.len() || j < ci.len() {
-        let (x, y) = (bi.get(i).copied(), ci.get(j).copied());
-        match (x, y) {
-            (Some(x), Some(y)) if x == y => {
-                i += 1;
-                j += 1;
-            }
-            (Some(x), y) if y.is_none_or(|y| x < y) => {
-                o.insert(x, b.record(i), stamp);
-                i += 1;
-            }
-            (_, Some(y)) => {
-                // Only an entity new to `c` can be recalled (the recall of
-                // `b` holds none of `b`'s ids).
-                if o.len > 0 {
-                    o.remove(y);
+/// One section's step as changes in id order: the entities of `b` missing
+/// from `c` are recalled with their records in `b`; the entities of `c`
+/// missing from `b` are forgotten (only those can be recalled: the recall
+/// of `b` holds none of `b`'s ids) when the recall of `b` holds any.
+struct StepChanges<'a, 's> {
+    b: &'a SectionRef<'s>,
+    c: &'a SectionRef<'s>,
+    i: usize,
+    j: usize,
+    /// Whether the recall of `b` holds anything to forget.
+    forget: bool,
+}
+
+impl<'a, 's> StepChanges<'a, 's> {
+    fn new(b: &'a SectionRef<'s>, c: &'a SectionRef<'s>, forget: bool) -> Self {
+        Self {
+            b,
+            c,
+            i: 0,
+            j: 0,
+            forget,
+        }
+    }
+}
+
+impl<'a> Iterator for StepChanges<'a, '_> {
+    type Item = Change<'a>;
+
+    fn next(&mut self) -> Option<Change<'a>> {
+        let (bi, ci) = (self.b.ids(), self.c.ids());
+        loop {
+            match (bi.get(self.i).copied(), ci.get(self.j).copied()) {
+                (Some(x), Some(y)) if x == y => {
+                    self.i += 1;
+                    self.j += 1;
                 }
-                j += 1;
+                (Some(x), y) if y.is_none_or(|y| x < y) => {
+                    let record = self.b.record(self.i);
+                    self.i += 1;
+                    return Some(Change::Insert(x, record));
+                }
+                (_, Some(y)) => {
+                    self.j += 1;
+                    if self.forget {
+                        return Some(Change::Remove(y));
+                    }
+                }
+                (_, None) => return None,
             }
-            (_, None) => break,
         }
     }
 }
@@ -577,5 +680,146 @@ mod tests {
         assert_eq!(r3.len(), 1);
         assert!(r3.get(0, 7).is_some());
         assert!(r3.counted_bytes() <= 6);
+    }
+
+    /// The recall's rules on plain maps: per section, id → (record, stamp).
+    #[derive(Clone, Default)]
+    struct Reference {
+        generation: u64,
+        sections: Vec<std::collections::BTreeMap<u32, (Vec<u8>, u64)>>,
+    }
+
+    impl Reference {
+        fn advance(&self, b: &Snapshot, c: &Snapshot, limits: &Limits) -> Self {
+            let stamp = self.generation + 1;
+            let mut out = Reference {
+                generation: stamp,
+                sections: Vec::new(),
+            };
+            for (i, (bs, cs)) in b.sections().iter().zip(c.sections()).enumerate() {
+                let (b, c) = (bs.as_ref(), cs.as_ref());
+                let mut m = self.sections.get(i).cloned().unwrap_or_default();
+                for (k, &id) in b.ids().iter().enumerate() {
+                    if !c.ids().contains(&id) {
+                        m.insert(id, (b.record(k).to_vec(), stamp));
+                    }
+                }
+                for id in c.ids() {
+                    m.remove(id);
+                }
+                if stamp.is_multiple_of(SWEEP_EVERY) && stamp >= MAX_AGE {
+                    m.retain(|_, e| e.1 > stamp - MAX_AGE);
+                }
+                out.sections.push(m);
+            }
+            let sizes: Vec<usize> = b
+                .sections()
+                .iter()
+                .map(|s| s.as_ref().record_size())
+                .collect();
+            let mut order: Vec<(u64, u32, usize)> = Vec::new();
+            for (i, m) in out.sections.iter().enumerate() {
+                order.extend(m.iter().map(|(&id, e)| (e.1, id, i)));
+            }
+            order.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+            for &(_, id, i) in &order {
+                if out.sections[i].len() > limits.max_entities_per_section {
+                    out.sections[i].remove(&id);
+                }
+            }
+            let bytes = |r: &Reference| -> usize {
+                r.sections
+                    .iter()
+                    .zip(&sizes)
+                    .map(|(m, rs)| m.len() * (rs + 4))
+                    .sum()
+            };
+            for &(_, id, i) in &order {
+                if bytes(&out) <= limits.max_snapshot_bytes {
+                    break;
+                }
+                out.sections[i].remove(&id);
+            }
+            out
+        }
+
+        fn check(&self, r: &Recall, ids: u32) {
+            let len: usize = self.sections.iter().map(|m| m.len()).sum();
+            assert_eq!(r.len(), len);
+            for (i, m) in self.sections.iter().enumerate() {
+                for id in 0..ids {
+                    assert_eq!(r.get(i, id), m.get(&id).map(|e| &e.0[..]), "{i} {id}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn steps_match_the_rules_on_plain_maps() {
+        let schema = Schema::builder()
+            .entity("a")
+            .field("x", Primitive::U8, 2)
+            .entity("b")
+            .field("y", Primitive::U8, 3)
+            .build()
+            .unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        const IDS: u32 = 300;
+        for round in 0..20 {
+            let limits = Limits {
+                max_entities_per_section: 5 + (next() % 200) as usize,
+                max_snapshot_bytes: 20 + (next() % 1500) as usize,
+                ..Limits::default()
+            };
+            // Every snapshot with its recall and the reference's.
+            let mut chain: Vec<(Snapshot, Recall, Reference)> = vec![(
+                Snapshot::new(&schema),
+                Recall::keyframe(0),
+                Reference::default(),
+            )];
+            for step in 1..120u16 {
+                let mut snap = Snapshot::new(&schema);
+                let density = next() % 100;
+                for section in 0..2 {
+                    let rs = 2 + section;
+                    for id in 0..IDS {
+                        if next() % 100 < density {
+                            let v = next() as u8;
+                            snap.section_mut(section)
+                                .unwrap()
+                                .insert(id, &vec![v; rs])
+                                .unwrap();
+                        }
+                    }
+                }
+                // Mostly the last snapshot as baseline, sometimes an older
+                // one whose recall shares chunks with later ones.
+                let from = if next() % 4 == 0 {
+                    (next() as usize) % chain.len()
+                } else {
+                    chain.len() - 1
+                };
+                let (b, r, m) = &chain[from];
+                let base = Baseline {
+                    sequence: step - 1,
+                    snapshot: b,
+                };
+                let r2 = r.advance(base, &snap, step, &limits);
+                let m2 = m.advance(b, &snap, &limits);
+                m2.check(&r2, IDS);
+                assert!(r2.counted_bytes() <= limits.max_snapshot_bytes, "{round}");
+                chain.push((snap, r2, m2));
+            }
+            // No step changed a recall it started from.
+            for (_, r, m) in &chain {
+                m.check(r, IDS);
+            }
+        }
     }
 }
