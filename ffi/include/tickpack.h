@@ -91,6 +91,11 @@ enum TpStatus
    * (but memory-safe) state and is best freed.
    */
   TP_STATUS_PANIC = 11,
+  /**
+   * A value could not be quantised: NaN or an infinity, outside a range
+   * whose policy refuses it, or a quaternion of four zeros.
+   */
+  TP_STATUS_QUANTIZE = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -875,6 +880,23 @@ TpStatus tp_server_stats(const struct TpServer *server, struct TpServerStats *st
  * `schema` is a live handle; `out` is valid for a write.
  */
 TpStatus tp_snapshot_new(const struct TpSchema *schema, struct TpSnapshot **out);
+
+/**
+ * Replaces every quantised field of `snapshot` (a snapshot of `schema`)
+ * by the value its code stands for, as `Schema::quantize` does: a server
+ * with a quantised schema calls this on its world every tick before
+ * `tp_server_begin_tick` or an encode, which refuse values that are not
+ * quantised. Quantising twice changes nothing; a schema without
+ * quantised fields leaves the snapshot as it is. On
+ * `TP_STATUS_QUANTIZE` (a value that is not finite, outside a range
+ * whose policy refuses it, or a quaternion of four zeros; the message
+ * names entity type, entity id, field and element) the snapshot is
+ * partly quantised.
+ *
+ * # Safety
+ * `schema` and `snapshot` are live handles.
+ */
+TpStatus tp_snapshot_quantize(const struct TpSchema *schema, struct TpSnapshot *snapshot);
 
 /**
  * Frees a snapshot. Null is accepted and does nothing. A server that was

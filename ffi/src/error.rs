@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::ffi::CString;
 
 use tickpack::dictset::DictSetError;
+use tickpack::quant::QuantizeError;
 use tickpack::session::SessionError;
 use tickpack::{DecodeError, EncodeError, SchemaError, SnapshotError};
 
@@ -50,10 +51,13 @@ pub enum TpStatus {
     /// The library panicked; the handle involved may be in an unspecified
     /// (but memory-safe) state and is best freed.
     Panic = 11,
+    /// A value could not be quantised: NaN or an infinity, outside a range
+    /// whose policy refuses it, or a quaternion of four zeros.
+    Quantize = 12,
 }
 
 impl TpStatus {
-    const ALL: [Self; 12] = [
+    const ALL: [Self; 13] = [
         Self::Ok,
         Self::NullPointer,
         Self::WrongHandle,
@@ -66,6 +70,7 @@ impl TpStatus {
         Self::Session,
         Self::Empty,
         Self::Panic,
+        Self::Quantize,
     ];
 
     /// The status's name as C sees it.
@@ -83,6 +88,7 @@ impl TpStatus {
             Self::Session => "TP_STATUS_SESSION\0",
             Self::Empty => "TP_STATUS_EMPTY\0",
             Self::Panic => "TP_STATUS_PANIC\0",
+            Self::Quantize => "TP_STATUS_QUANTIZE\0",
         }
     }
 }
@@ -129,6 +135,12 @@ impl From<SchemaError> for Error {
 impl From<DictSetError> for Error {
     fn from(e: DictSetError) -> Self {
         Self::new(TpStatus::Dictionary, format_args!("dictionary set: {e}"))
+    }
+}
+
+impl From<QuantizeError> for Error {
+    fn from(e: QuantizeError) -> Self {
+        Self::new(TpStatus::Quantize, format_args!("quantize: {e}"))
     }
 }
 

@@ -82,6 +82,35 @@ pub unsafe extern "C" fn tp_snapshot_new(
     })
 }
 
+/// Replaces every quantised field of `snapshot` (a snapshot of `schema`)
+/// by the value its code stands for, as `Schema::quantize` does: a server
+/// with a quantised schema calls this on its world every tick before
+/// `tp_server_begin_tick` or an encode, which refuse values that are not
+/// quantised. Quantising twice changes nothing; a schema without
+/// quantised fields leaves the snapshot as it is. On
+/// `TP_STATUS_QUANTIZE` (a value that is not finite, outside a range
+/// whose policy refuses it, or a quaternion of four zeros; the message
+/// names entity type, entity id, field and element) the snapshot is
+/// partly quantised.
+///
+/// # Safety
+/// `schema` and `snapshot` are live handles.
+#[no_mangle]
+pub unsafe extern "C" fn tp_snapshot_quantize(
+    schema: *const TpSchema,
+    snapshot: *mut TpSnapshot,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let schema = unsafe { get(schema)? };
+        // SAFETY: as above.
+        let snapshot = Arc::make_mut(unsafe { get_mut(snapshot)? });
+        snapshot.check(schema)?;
+        schema.quantize(snapshot)?;
+        Ok(())
+    })
+}
+
 /// Frees a snapshot. Null is accepted and does nothing. A server that was
 /// given the snapshot by `tp_server_begin_tick` keeps its own reference.
 ///

@@ -284,3 +284,93 @@ fn damaged_input_gives_statuses() {
     ok(ffi!(tp_encoder_free(enc)));
     ok(ffi!(tp_schema_free(s)));
 }
+
+#[test]
+fn a_quantised_world_is_quantised_through_the_api() {
+    const Q: &str = r#"{"entities":[{"name":"car","fields":[
+        {"name":"pos","type":"f32","len":3,"quantize":{"step":0.5,"range":[-100,100],"out_of_range":"error"}},
+        {"name":"lap","type":"u8"}]}]}"#;
+    let mut s = null_mut();
+    ok(ffi!(tp_schema_from_json(Q.as_ptr(), Q.len(), &mut s)));
+    let (mut server, mut world) = (null_mut(), null_mut());
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    ok(ffi!(tp_server_add_client(server, 1)));
+    // 4.2, 5.2, 6.2 are off the 0.5 grid: the encoder refuses them.
+    let off = snapshot_with(s, &[4], &[car(4.2, 4)]);
+    let mut seq = 0u16;
+    ok(ffi!(tp_server_begin_tick(server, off, &mut seq)));
+    let mut buf = [0u8; 1024];
+    let mut n = 0usize;
+    fails(
+        ffi!(tp_server_encode(
+            server,
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )),
+        TpStatus::Session,
+        "not a quantised value",
+    );
+    ok(ffi!(tp_snapshot_quantize(s, off)));
+    let (mut ids, mut rec, mut count) = ([0u32; 1], [0u8; CAR], 0usize);
+    ok(ffi!(tp_snapshot_get_section(
+        off,
+        0,
+        ids.as_mut_ptr(),
+        rec.as_mut_ptr().cast(),
+        1,
+        CAR,
+        &mut count
+    )));
+    assert_eq!((count, ids[0]), (1, 4));
+    let pos: Vec<f32> = (0..3)
+        .map(|k| f32::from_le_bytes(rec[k * 4..k * 4 + 4].try_into().unwrap()))
+        .collect();
+    assert_eq!(pos, [4.0, 5.0, 6.0]);
+    assert_eq!(rec[12], 4);
+    // Quantising again changes nothing, and the world now encodes.
+    ok(ffi!(tp_snapshot_quantize(s, off)));
+    ok(ffi!(tp_server_begin_tick(server, off, &mut seq)));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    assert!(n > 0);
+    // A value the range refuses, and NaN, are named errors.
+    for (x, message) in [(200.0, "outside"), (f32::NAN, "finite")] {
+        ok(ffi!(tp_snapshot_new(s, &mut world)));
+        let ids = [9u32];
+        let cars = [car(x, 0)];
+        ok(ffi!(tp_snapshot_set_section(
+            world,
+            0,
+            ids.as_ptr(),
+            cars.as_ptr().cast(),
+            1,
+            CAR
+        )));
+        fails(
+            ffi!(tp_snapshot_quantize(s, world)),
+            TpStatus::Quantize,
+            message,
+        );
+        ok(ffi!(tp_snapshot_free(world)));
+    }
+    // A snapshot of another schema is refused, not misread.
+    let other = schema();
+    let foreign = snapshot_with(other, &[4], &[car(4.2, 4)]);
+    fails(
+        ffi!(tp_snapshot_quantize(s, foreign)),
+        TpStatus::InvalidArgument,
+        "snapshot",
+    );
+    ok(ffi!(tp_snapshot_free(foreign)));
+    ok(ffi!(tp_snapshot_free(off)));
+    ok(ffi!(tp_server_free(server)));
+    ok(ffi!(tp_schema_free(other)));
+    ok(ffi!(tp_schema_free(s)));
+}
