@@ -11,8 +11,8 @@
 //! slow cubes fall asleep until something hits them.
 //!
 //! Records are 8 little-endian `i32` ([`CUBE_FIELDS`]), quantised as in
-//! `BENCHMARKS.md`: smallest-three quaternion with 9-bit components,
-//! positions in 1/512 m.
+//! Glenn Fiedler's 2015 snapshot compression challenge: smallest-three
+//! quaternion with 9-bit components, positions in 1/512 m.
 
 use tickpack::{Primitive, Schema};
 
@@ -520,7 +520,7 @@ fn quantise_component(c: f64) -> i32 {
         .clamp(0.0, 511.0) as i32
 }
 
-/// The challenge's quantisation of one body (see `BENCHMARKS.md`).
+/// The challenge's quantisation of one body (the module docs).
 fn quantise(b: &Body, interacting: bool) -> [i32; 8] {
     let mut q = b.rot.normalized().to_array();
     let mut largest = 0;
