@@ -12,7 +12,7 @@ use tickpack::{DecodeError, EncodeError, SchemaError};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum TrainerError {
-    /// Bad command line; the binary prints usage and exits with 2.
+    /// Bad command line; the binary prints it once and exits with 2.
     Usage(String),
     /// A file could not be opened, read or written.
     Io {

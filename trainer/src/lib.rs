@@ -50,7 +50,9 @@ fn io_out(e: std::io::Error) -> TrainerError {
 
 /// Parses the command line `args` (without the program name). `--help` and
 /// `--version` give their text as `Ok(Err(text))`; a usage error is
-/// [`TrainerError::Usage`] with clap's message (usage line included).
+/// [`TrainerError::Usage`] with the text clap prints for it (its message,
+/// usage line where clap gives one and `--help` hint; or the help of a
+/// command given no arguments).
 pub fn parse(args: &[String]) -> Result<Result<Cli, String>, TrainerError> {
     let argv = std::iter::once("tickpack-trainer").chain(args.iter().map(String::as_str));
     match Cli::try_parse_from(argv) {
@@ -65,10 +67,16 @@ pub fn parse(args: &[String]) -> Result<Result<Cli, String>, TrainerError> {
 /// Runs the command line `args` (without the program name), writing the
 /// command's output to `out`. Progress bars go to stderr on a terminal.
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<(), TrainerError> {
-    let cli = match parse(args)? {
-        Ok(cli) => cli,
-        Err(text) => return out.write_all(text.as_bytes()).map_err(io_out),
-    };
+    match parse(args)? {
+        Ok(cli) => execute(cli, out),
+        Err(text) => out.write_all(text.as_bytes()).map_err(io_out),
+    }
+}
+
+/// Runs the parsed command line `cli`, writing the command's output to
+/// `out`. A usage error found only now (a command's own check) is
+/// [`TrainerError::Usage`] with a one-line message.
+pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
     match cli.command {
         Command::Import(which) => {
             let (r, o) = match which {

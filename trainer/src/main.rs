@@ -4,20 +4,20 @@
 
 use std::process::ExitCode;
 
-use tickpack_trainer::{run, TrainerError};
+use clap::Parser;
+use tickpack_trainer::cli::Cli;
+use tickpack_trainer::{execute, TrainerError};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // clap prints its own usage errors (exit code 2), help and version.
+    let argv = std::iter::once("tickpack-trainer".into()).chain(std::env::args_os().skip(1));
+    let cli = Cli::parse_from(argv);
     let mut stdout = std::io::stdout().lock();
-    match run(&args, &mut stdout) {
+    match execute(cli, &mut stdout) {
         Ok(()) => ExitCode::SUCCESS,
+        // A command's own usage errors, found after parsing: one line.
         Err(TrainerError::Usage(m)) => {
-            // clap's messages come rendered, usage line included.
-            if m.contains("Usage:") {
-                eprint!("{m}");
-            } else {
-                eprintln!("error: {m}\n\nFor more information, try '--help'.");
-            }
+            eprintln!("error: {m}\n\nFor more information, try '--help'.");
             ExitCode::from(2)
         }
         Err(e) => {

@@ -67,6 +67,50 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn usage_errors_print_one_message() {
+    let dir = std::env::temp_dir().join(format!("tickpack-trainer-{}-once", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("x.tpcap").display().to_string();
+    let unknown = dir.join("unknown.bin");
+    std::fs::write(&unknown, b"neither").unwrap();
+    let unknown = unknown.display().to_string();
+    let sizes = vec!["512"; tickpack_trainer::cli::MAX_SIZES + 1].join(",");
+    for (args, says) in [
+        // clap's own errors: values out of range, unknown names.
+        (vec!["eval", "a", "--level", "99"], "--level"),
+        (vec!["export", "nope", &out], "nope"),
+        (vec!["export", "racing", &out, "--ticks", "0"], "--ticks"),
+        (
+            vec!["train", "a", "--out", "d", "--held-out", "2"],
+            "--held-out",
+        ),
+        (vec!["train", "--help-me"], "--help-me"),
+        (vec!["eval"], "<CAPTURE>"),
+        // The commands' own checks, after parsing.
+        (
+            vec!["export", "cubes", &out, "--ticks", "900000"],
+            "--ticks",
+        ),
+        (
+            vec!["train", "a", "--out", "d", "--sizes", &sizes],
+            "--sizes",
+        ),
+        (vec!["inspect", &unknown], "not a capture"),
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.starts_with("error: "), "{args:?}: {e}");
+        assert_eq!(e.matches("error:").count(), 1, "{args:?}: {e}");
+        let hint = "For more information, try '--help'.";
+        assert_eq!(e.matches(hint).count(), 1, "{args:?}: {e}");
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
+    assert!(!std::path::Path::new(&out).exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn numbers_are_range_checked_naming_the_flag() {
     for (args, flag) in [
         (vec!["train", "a", "--out", "d", "--sizes", "0"], "--sizes"),
