@@ -121,7 +121,8 @@ pub struct JsonlArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// The scenario.
-    #[arg(value_name = "SCENARIO", value_parser = ["racing", "cubes", "arena", "idle", "racing-quantized", "arena-quantized", "racing-quantized-view"])]
+    #[arg(value_name = "SCENARIO",
+          value_parser = clap::builder::PossibleValuesParser::new(crate::export::scenario_names()))]
     pub scenario: String,
     /// The capture to write.
     #[command(flatten)]

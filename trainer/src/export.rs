@@ -27,6 +27,11 @@ pub const SCENARIOS: [(&str, &str); 7] = [
     ("racing-quantized-view", "racing-lobby-quantized"),
 ];
 
+/// The scenario names `export` takes, in the order of [`SCENARIOS`].
+pub fn scenario_names() -> [&'static str; SCENARIOS.len()] {
+    SCENARIOS.map(|(name, _)| name)
+}
+
 /// The version written into exported captures.
 pub const SCENARIO_VERSION: &str = "1";
 
@@ -42,8 +47,8 @@ pub fn scenario(
         .map(|(_, g)| *g)
         .ok_or_else(|| {
             TrainerError::Usage(format!(
-                "unknown scenario `{name}`: use racing, cubes, arena, idle, \
-                 racing-quantized, arena-quantized or racing-quantized-view"
+                "unknown scenario `{name}`: use one of {}",
+                scenario_names().join(", ")
             ))
         })?;
     let s = match name {

@@ -6,12 +6,15 @@
 //! ```text
 //! tickpack-trainer import fiedler INPUT.bin OUT.tpcap [--game G] [--version V]
 //! tickpack-trainer import jsonl INPUT.jsonl OUT.tpcap
-//! tickpack-trainer export racing|cubes|idle OUT.tpcap [--ticks N] [--seed S]
+//! tickpack-trainer export SCENARIO OUT.tpcap [--ticks N] [--seed S]
 //! tickpack-trainer train CAPTURE... --out DIR [--game G] [--version V] [--json] ...
 //! tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json] ...
 //! tickpack-trainer inspect FILE
 //! tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
 //! ```
+//!
+//! `SCENARIO` is one of [`export::SCENARIOS`]: racing, cubes, arena, idle,
+//! racing-quantized, arena-quantized, racing-quantized-view.
 //!
 //! Every command has `--help`; outputs are never written in place
 //! ([`output`]), and captures are read in bounded memory ([`captures`]).

@@ -26,6 +26,42 @@ fn the_command_line_is_consistent() {
 }
 
 #[test]
+fn export_takes_the_scenarios_the_docs_list() {
+    use clap::CommandFactory;
+    let names = tickpack_trainer::export::scenario_names();
+    let cmd = tickpack_trainer::cli::Cli::command();
+    let export = cmd.find_subcommand("export").unwrap();
+    let scenario = export
+        .get_arguments()
+        .find(|a| a.get_id() == "scenario")
+        .unwrap();
+    let offered: Vec<String> = scenario
+        .get_possible_values()
+        .iter()
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    assert_eq!(offered, names, "export --help");
+    // The crate docs' list (lib.rs), in the same order.
+    let lib = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs"),
+    )
+    .unwrap();
+    let docs: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let list = &docs[docs.find("`SCENARIO` is one of").unwrap()..];
+    let list = &list[list.find(": ").unwrap() + 2..list.find('.').unwrap()];
+    let listed: Vec<&str> = list.split(',').map(str::trim).collect();
+    assert_eq!(listed, names, "lib.rs docs");
+    for name in names {
+        let s = tickpack_trainer::export::scenario(name, 1, 1);
+        assert!(s.is_ok(), "{name}");
+    }
+}
+
+#[test]
 fn every_command_has_help() {
     for cmd in [
         vec![],
