@@ -61,8 +61,8 @@ pub enum Command {
     Train(TrainArgs),
     /// Replay captures through the codec and report sizes and times.
     Eval(EvalArgs),
-    /// Describe a capture, a dictionary, a manifest or a set directory;
-    /// exits 1 if it is damaged.
+    /// Describe a capture, a dictionary, a model table, a manifest or a set
+    /// directory; exits 1 if it is damaged.
     Inspect(InspectArgs),
     /// Per float field of a capture: its range, its tick-to-tick changes and
     /// the bits per value at candidate quantisation steps.
@@ -235,7 +235,8 @@ pub struct EvalArgs {
 /// `inspect`.
 #[derive(Debug, Clone, Args)]
 pub struct InspectArgs {
-    /// A capture, a zstd dictionary, a manifest.json or a set directory.
+    /// A capture, a zstd dictionary, a model table (`.model`), a
+    /// manifest.json or a set directory.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 }

@@ -6,6 +6,7 @@ use core::fmt;
 
 use tickpack::capture::CaptureError;
 use tickpack::dictset::DictSetError;
+use tickpack::model::ModelError;
 use tickpack::{DecodeError, EncodeError, SchemaError};
 
 /// An error of a trainer command. `Display` gives the one line the binary prints.
@@ -48,6 +49,13 @@ pub enum TrainerError {
     Schema(SchemaError),
     /// A dictionary set could not be loaded, built or saved.
     DictSet(DictSetError),
+    /// A model table file does not load.
+    Model {
+        /// The file.
+        file: String,
+        /// Why the loader refused it.
+        error: ModelError,
+    },
     /// The codec refused to encode a snapshot.
     Encode(EncodeError),
     /// The codec refused a packet it had just made.
@@ -118,6 +126,7 @@ impl fmt::Display for TrainerError {
             }
             Self::Schema(e) => write!(f, "schema: {e}"),
             Self::DictSet(e) => write!(f, "dictionary set: {e}"),
+            Self::Model { file, error } => write!(f, "{file}: {error}"),
             Self::Encode(e) => write!(f, "encode: {e}"),
             Self::Decode(e) => write!(f, "decode: {e}"),
             Self::Zstd(m) => write!(f, "zstd: {m}"),
@@ -153,6 +162,7 @@ impl std::error::Error for TrainerError {
             Self::Capture { error, .. } => Some(error),
             Self::Schema(e) => Some(e),
             Self::DictSet(e) => Some(e),
+            Self::Model { error, .. } => Some(error),
             Self::Encode(e) => Some(e),
             Self::Decode(e) => Some(e),
             _ => None,

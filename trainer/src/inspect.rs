@@ -1,5 +1,5 @@
-//! `inspect`: what a capture, a dictionary file, a manifest or a set
-//! directory contains.
+//! `inspect`: what a capture, a dictionary file, a model table, a manifest
+//! or a set directory contains.
 
 #![forbid(unsafe_code)]
 
@@ -10,6 +10,7 @@ use std::path::Path;
 
 use tickpack::capture::{CaptureReader, Record, MAGIC};
 use tickpack::dictset::{sha256_hex, DictSetError, DictionarySet, Manifest, MANIFEST_FILE};
+use tickpack::model::{ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 use tickpack::Schema;
 
 use crate::captures::op_name;
@@ -17,6 +18,15 @@ use crate::TrainerError;
 
 /// The magic number of a zstd dictionary (`ZSTD_MAGIC_DICTIONARY`, little-endian).
 const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xa4, 0x30, 0xec];
+
+/// The magic number of a model table (FORMAT.md, "Model block").
+const MODEL_MAGIC: [u8; 4] = *b"TPCM";
+
+/// The largest model table [`ModelTable::from_bytes`] loads: 24 bytes of
+/// header and checksum, the presence bitmap and a probability for every one
+/// of [`DEFAULT_MAX_SLOTS`] slots.
+pub const MAX_MODEL_BYTES: u64 =
+    24 + DEFAULT_MAX_SLOTS.div_ceil(8) as u64 + 2 * DEFAULT_MAX_SLOTS as u64;
 
 /// What `inspect` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +38,9 @@ pub struct Inspected {
     pub damaged: bool,
 }
 
-/// Describes `path`.
+/// Describes `path`: a set directory, or a file told by its first bytes (a
+/// model table also by its `.model` extension). A model table that does not
+/// load is [`TrainerError::Model`].
 pub fn inspect(path: &Path) -> Result<Inspected, TrainerError> {
     if path.is_dir() {
         return Ok(set_dir(path, &path.join(MANIFEST_FILE)));
@@ -55,12 +67,18 @@ pub fn inspect(path: &Path) -> Result<Inspected, TrainerError> {
             damaged: false,
         });
     }
+    if (n >= 4 && head[..4] == MODEL_MAGIC) || path.extension().is_some_and(|e| e == "model") {
+        return model_file(path).map(|text| Inspected {
+            text,
+            damaged: false,
+        });
+    }
     if head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
         let dir = path.parent().unwrap_or(Path::new("."));
         return Ok(set_dir(dir, path));
     }
     Err(TrainerError::Usage(format!(
-        "{}: not a capture, a zstd dictionary or a manifest",
+        "{}: not a capture, a zstd dictionary, a model table or a manifest",
         path.display()
     )))
 }
@@ -205,6 +223,94 @@ fn dictionary(path: &Path) -> Result<String, TrainerError> {
     Ok(s)
 }
 
+/// Reads and loads the model table at `path`, refusing a file larger than
+/// [`MAX_MODEL_BYTES`] without reading it whole. Gives its bytes too.
+pub fn load_model(path: &Path) -> Result<(Vec<u8>, ModelTable), TrainerError> {
+    let f = std::fs::File::open(path).map_err(|e| TrainerError::io(path, e))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_MODEL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| TrainerError::io(path, e))?;
+    if bytes.len() as u64 > MAX_MODEL_BYTES {
+        return Err(TrainerError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("larger than any model table ({MAX_MODEL_BYTES} bytes)"),
+            ),
+        ));
+    }
+    match ModelTable::from_bytes(&bytes) {
+        Ok(table) => Ok((bytes, table)),
+        Err(error) => Err(TrainerError::Model {
+            file: path.display().to_string(),
+            error,
+        }),
+    }
+}
+
+/// What a loaded model table holds: its contexts, its probability slots and
+/// how many of them are stored (the rest are at one half).
+fn model_facts(table: &ModelTable) -> String {
+    let shape = table.shape();
+    let stored = table
+        .probabilities()
+        .iter()
+        .filter(|&&p| p != PRIOR)
+        .count();
+    format!(
+        "{} bit contexts, {} value contexts: {} slots, {stored} stored (the rest at one half)",
+        shape.bit_contexts,
+        shape.value_contexts,
+        shape.slots()
+    )
+}
+
+fn model_file(path: &Path) -> Result<String, TrainerError> {
+    let (bytes, table) = load_model(path)?;
+    let sha = sha256_hex(&bytes);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "model table {} ({} bytes), sha256 {sha}",
+        path.display(),
+        bytes.len()
+    );
+    let _ = writeln!(s, "{}", model_facts(&table));
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let manifest = std::fs::read(dir.join(MANIFEST_FILE))
+        .ok()
+        .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok());
+    match manifest {
+        Some(m) => match m
+            .dictionaries
+            .iter()
+            .find(|d| d.model.as_ref().is_some_and(|f| f.sha256 == sha))
+        {
+            Some(d) => {
+                let _ = writeln!(
+                    s,
+                    "in set {} {} ({:#010x}): the {} dictionary's model table",
+                    m.game,
+                    m.version,
+                    m.set_id,
+                    d.kind.name()
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "not listed by the manifest beside it (damaged, or from another set)"
+                );
+            }
+        },
+        None => {
+            let _ = writeln!(s, "no readable manifest beside it");
+        }
+    }
+    Ok(s)
+}
+
 fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
     let damaged = |text: String| Inspected {
         text,
@@ -258,6 +364,26 @@ fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
             d.id,
             d.sha256
         );
+        if let Some(f) = &d.model {
+            // Only a verified set's tables are loaded: an unverified
+            // manifest's file names are not trusted.
+            let loaded = verified
+                .as_ref()
+                .ok()
+                .and_then(|set| set.dictionary(d.kind).and_then(tickpack::Dictionary::model));
+            let facts = loaded.map_or_else(
+                || "not loaded (the set does not verify)".to_owned(),
+                model_facts,
+            );
+            let _ = writeln!(
+                s,
+                "{} model table {}: {} bytes, {facts}, sha256 {}",
+                d.kind.name(),
+                f.file,
+                f.size,
+                f.sha256
+            );
+        }
     }
     let t = &m.training;
     let _ = writeln!(

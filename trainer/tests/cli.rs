@@ -378,3 +378,95 @@ fn readme_documents_every_eval_key() {
         assert!(trainer.contains(&format!("`{k}`")), "README lacks {k}");
     }
 }
+
+#[test]
+fn inspect_describes_model_tables() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/cube-pile/1");
+    let manifest: tickpack::dictset::Manifest =
+        serde_json::from_slice(&std::fs::read(shipped.join("manifest.json")).unwrap()).unwrap();
+    let (kind, file) = manifest
+        .dictionaries
+        .iter()
+        .find_map(|d| d.model.as_ref().map(|f| (d.kind.name(), f.clone())))
+        .expect("the shipped cube-pile set has a model table");
+    let bytes = std::fs::read(shipped.join(&file.file)).unwrap();
+    let table = tickpack::model::ModelTable::from_bytes(&bytes).unwrap();
+    let shape = table.shape();
+    let facts = format!(
+        "{} bit contexts, {} value contexts: {} slots",
+        shape.bit_contexts,
+        shape.value_contexts,
+        shape.slots()
+    );
+
+    // The set lists its model table, loaded.
+    let i = cmd(&[&"inspect", &shipped]).unwrap();
+    let line = i
+        .lines()
+        .find(|l| l.starts_with(&format!("{kind} model table {}:", file.file)))
+        .unwrap_or_else(|| panic!("{i}"));
+    assert!(
+        line.contains(&format!("{} bytes", bytes.len())) && line.contains(&facts),
+        "{line}"
+    );
+    // The table file on its own, and which set it belongs to.
+    let i = cmd(&[&"inspect", &shipped.join(&file.file)]).unwrap();
+    assert!(i.starts_with("model table ") && i.contains(&facts), "{i}");
+    assert!(
+        i.contains(&format!("the {kind} dictionary's model table")),
+        "{i}"
+    );
+
+    // Damaged and hostile tables are refused with the loader's reason, exit 1.
+    let dir = tmp("model");
+    let mut flipped = bytes.clone();
+    let n = flipped.len();
+    flipped[n - 1] ^= 1;
+    let mut huge = bytes[..16].to_vec();
+    huge[8..16].copy_from_slice(&[0xff; 8]);
+    huge.extend_from_slice(&[0; 8]);
+    for (name, body, says) in [
+        ("flipped.model", flipped.clone(), "checksum"),
+        ("cut.model", bytes[..n / 2].to_vec(), "header says"),
+        ("empty.model", Vec::new(), "at least"),
+        ("huge.model", huge, "slots, limit is"),
+    ] {
+        let p = dir.join(name);
+        std::fs::write(&p, &body).unwrap();
+        let e = cmd(&[&"inspect", &p]).unwrap_err();
+        assert!(matches!(e, TrainerError::Model { .. }), "{name}: {e}");
+        let o = Command::new(env!("CARGO_BIN_EXE_tickpack-trainer"))
+            .arg("inspect")
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(name) && err.contains(says), "{name}: {err}");
+    }
+    // Larger than any table: refused without reading it whole.
+    let p = dir.join("long.model");
+    let mut long = bytes[..4].to_vec();
+    long.resize(tickpack_trainer::inspect::MAX_MODEL_BYTES as usize + 1, 0);
+    std::fs::write(&p, long).unwrap();
+    let e = cmd(&[&"inspect", &p]).unwrap_err();
+    assert!(e.to_string().contains("larger than any model table"), "{e}");
+
+    // A set whose table is damaged does not verify, and says so.
+    let set = dir.join("set");
+    std::fs::create_dir_all(&set).unwrap();
+    for f in std::fs::read_dir(&shipped).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, set.join(f.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(set.join(&file.file), &flipped).unwrap();
+    let mut report = Vec::new();
+    let e = run(&["inspect".into(), set.display().to_string()], &mut report).unwrap_err();
+    assert!(matches!(e, TrainerError::Damaged { .. }), "{e}");
+    let i = String::from_utf8(report).unwrap();
+    assert!(
+        i.contains("verified: NO") && i.contains("not loaded (the set does not verify)"),
+        "{i}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
