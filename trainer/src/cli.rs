@@ -221,9 +221,12 @@ pub struct EvalArgs {
     /// Print one JSON object with stable keys (README, "Trainer").
     #[arg(long)]
     pub json: bool,
-    /// Replay only the ticks `train` holds out (the latest 20%).
-    #[arg(long)]
-    pub held_out: bool,
+    /// Replay only the ticks `train --held-out F` holds out, the latest F of
+    /// each capture (alone: 0.2, train's default); F after an equals sign,
+    /// `--held-out=0.3`.
+    #[arg(long, value_name = "F", num_args = 0..=1, require_equals = true,
+          default_missing_value = "0.2", value_parser = parse_fraction)]
+    pub held_out: Option<f64>,
     /// zstd level, for tickpack and the plain frames alike.
     #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
     pub level: i32,

@@ -31,10 +31,11 @@ pub struct EvalOptions {
     pub dictionaries: Option<PathBuf>,
     /// How packets pick baselines.
     pub model: BaselineModel,
-    /// Replay only the held-out ticks (the latest 20% of each capture, as
-    /// `train` splits them).
+    /// Replay only the held-out ticks (the latest `held_out_fraction` of
+    /// each capture, as `train` splits them).
     pub held_out: bool,
-    /// Fraction held out (as given to `train`).
+    /// Fraction held out (as given to `train`); the rest is the training
+    /// split the plain frames' dictionary is trained on.
     pub held_out_fraction: f64,
     /// zstd level, for tickpack and the plain frames alike.
     pub level: i32,

@@ -146,13 +146,28 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
             }
         }
         Command::Eval(a) => {
+            if a.held_out.is_some() {
+                // `--held-out 0.3` leaves 0.3 as a capture: say how F is written.
+                if let Some(f) = a
+                    .captures
+                    .iter()
+                    .find(|c| !c.exists() && c.to_str().is_some_and(|s| s.parse::<f64>().is_ok()))
+                {
+                    return Err(TrainerError::Usage(format!(
+                        "{}: no such capture; a fraction for --held-out goes after an equals sign, \
+                         --held-out={}",
+                        f.display(),
+                        f.display()
+                    )));
+                }
+            }
             let d = eval::EvalOptions::default();
             let opts = eval::EvalOptions {
                 captures: a.captures,
                 dictionaries: a.dictionaries,
                 model: a.model.model(),
-                held_out: a.held_out,
-                held_out_fraction: d.held_out_fraction,
+                held_out: a.held_out.is_some(),
+                held_out_fraction: a.held_out.unwrap_or(d.held_out_fraction),
                 level: a.level,
                 max_dict_samples: d.max_dict_samples,
                 max_held_bytes: d.max_held_bytes,

@@ -274,11 +274,42 @@ fn train_then_eval_on_a_tiny_capture() {
         ])
         .unwrap(),
     );
-    for m in [&plain, &with] {
+    // `--held-out` alone is train's 20%, before the captures too; a fraction
+    // goes after an equals sign.
+    let first = eval_json(
+        &cmd(&[
+            &"eval",
+            &"--held-out",
+            &cap,
+            &"--baseline-distance",
+            &"6",
+            &"--json",
+        ])
+        .unwrap(),
+    );
+    let half = eval_json(
+        &cmd(&[
+            &"eval",
+            &cap,
+            &"--baseline-distance",
+            &"6",
+            &"--held-out=0.5",
+            &"--json",
+        ])
+        .unwrap(),
+    );
+    for m in [&plain, &with, &first] {
         assert_eq!(m["packets"], 18);
         assert_eq!(m["roundtrip_ok"], true);
         assert_eq!(m["raw_bytes_mean"], 28832.0);
     }
+    assert_eq!(half["packets"], 45);
+    assert_eq!(half["roundtrip_ok"], true);
+    let e = cmd(&[&"eval", &cap, &"--held-out", &"0.5"]).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Usage(m) if m.contains("--held-out=0.5")),
+        "{e}"
+    );
     let held = report["manifest"]["measured"]["delta_packets"]
         .as_u64()
         .unwrap();

@@ -172,6 +172,9 @@ fn numbers_are_range_checked_naming_the_flag() {
             vec!["train", "a", "--out", "d", "--held-out", "NaN"],
             "--held-out",
         ),
+        (vec!["eval", "a", "--held-out=0"], "--held-out"),
+        (vec!["eval", "a", "--held-out=1.5"], "--held-out"),
+        (vec!["eval", "a", "--held-out=x"], "--held-out"),
         (
             vec!["eval", "a", "--baseline-distance", "0"],
             "--baseline-distance",
