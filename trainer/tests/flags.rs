@@ -147,6 +147,25 @@ fn usage_errors_print_one_message() {
 }
 
 #[test]
+fn level_takes_a_negative_number_as_its_own_argument() {
+    use tickpack_trainer::cli::Command as Cmd;
+    for (args, want) in [
+        (vec!["eval", "a", "--level", "-1"], -1),
+        (vec!["eval", "a", "--held-out", "--level", "-7"], -7),
+        (vec!["train", "a", "--out", "d", "--level", "-1"], -1),
+    ] {
+        let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let cli = tickpack_trainer::parse(&argv).unwrap().unwrap();
+        let level = match cli.command {
+            Cmd::Eval(a) => a.level,
+            Cmd::Train(a) => a.level,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        assert_eq!(level, want, "{args:?}");
+    }
+}
+
+#[test]
 fn numbers_are_range_checked_naming_the_flag() {
     for (args, flag) in [
         (vec!["train", "a", "--out", "d", "--sizes", "0"], "--sizes"),
