@@ -8,7 +8,7 @@
 #![forbid(unsafe_code)]
 
 use core::fmt;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::error::SessionError;
@@ -659,7 +659,7 @@ impl Server {
             .filter_map(|s| s.held.as_ref())
             .collect();
         held.dedup_by(|a, b| Arc::ptr_eq(a, b));
-        let mut chunks = std::collections::HashSet::new();
+        let mut chunks = HashSet::new();
         let recalls: usize = slot
             .ring
             .iter()
@@ -681,12 +681,10 @@ impl Server {
     /// Bytes of world snapshots currently referenced by any client's ring
     /// (each counted once).
     pub fn shared_memory(&self) -> usize {
-        let mut seen: Vec<*const Snapshot> = Vec::new();
+        let mut seen: HashSet<*const Snapshot> = HashSet::new();
         let mut total = 0;
         for s in self.clients.values().flat_map(|c| c.ring.iter().flatten()) {
-            let p = Arc::as_ptr(&s.world);
-            if !seen.contains(&p) {
-                seen.push(p);
+            if seen.insert(Arc::as_ptr(&s.world)) {
                 total += s.world.raw_len() + s.world.entity_count() * 4;
             }
         }

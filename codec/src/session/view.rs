@@ -39,10 +39,33 @@ use crate::snapshot::{Section, Snapshot};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct View(Option<Arc<Sets>>);
 
+/// The id sets of a view, with a digest of them computed once: two sets
+/// compare their digests first, so that a server comparing one client's
+/// view with the views of many others (to share an encode) reads the ids
+/// only of views that are likely equal.
 #[derive(Debug, PartialEq, Eq, Hash, Default)]
 struct Sets {
+    digest: u64,
     send: Vec<Vec<u32>>,
     hold: Vec<Vec<u32>>,
+}
+
+impl Sets {
+    fn new(send: Vec<Vec<u32>>, hold: Vec<Vec<u32>>) -> Self {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for sets in [&send, &hold] {
+            h.update(&(sets.len() as u64).to_le_bytes());
+            for ids in sets {
+                h.update(&(ids.len() as u64).to_le_bytes());
+                h.update(bytemuck::cast_slice(ids));
+            }
+        }
+        Self {
+            digest: h.digest(),
+            send,
+            hold,
+        }
+    }
 }
 
 fn normalize(sections: &mut [Vec<u32>]) {
@@ -78,7 +101,7 @@ impl View {
         while hold.last().is_some_and(Vec::is_empty) {
             hold.pop();
         }
-        Self(Some(Arc::new(Sets { send, hold })))
+        Self(Some(Arc::new(Sets::new(send, hold))))
     }
 
     /// Whether this is [`View::all`].
@@ -266,5 +289,30 @@ mod tests {
             View::with_held(vec![vec![2, 1]], vec![]),
             View::filter(vec![vec![1, 2]])
         );
+    }
+
+    #[test]
+    fn views_are_equal_when_their_ids_are() {
+        let long: Vec<u32> = (0..1000).collect();
+        let mut last = long.clone();
+        last[999] = 1000;
+        let v = View::filter(vec![long.clone()]);
+        // Built apart, in another order, with duplicates: equal.
+        let mut shuffled = long.clone();
+        shuffled.reverse();
+        shuffled.push(7);
+        assert_eq!(v, View::filter(vec![shuffled]));
+        assert_eq!(
+            View::with_held(vec![vec![1]], vec![vec![2, 3]]),
+            View::with_held(vec![vec![1]], vec![vec![3, 2, 1]])
+        );
+        // One id apart, in another section or held instead of sent: not.
+        assert_ne!(v, View::filter(vec![last]));
+        assert_ne!(v, View::filter(vec![vec![], long.clone()]));
+        assert_ne!(
+            View::with_held(vec![vec![1]], vec![vec![2]]),
+            View::filter(vec![vec![1, 2]])
+        );
+        assert_ne!(v, View::all());
     }
 }
