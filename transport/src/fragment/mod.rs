@@ -46,7 +46,9 @@ pub struct FragmentConfig {
     /// Most parts a packet may have (sender and receiver); default 256.
     pub max_parts: u16,
     /// Most partial packets buffered at once per connection; default 16.
-    /// A new pile beyond this evicts the oldest one.
+    /// A new pile beyond this evicts the oldest one. Each datagram scans
+    /// the piles (about 65 µs a datagram at 8,192 piles against 0.16 µs
+    /// at 16), so keep it small.
     pub max_piles: usize,
     /// Most bytes buffered per connection (payload plus
     /// [`PART_OVERHEAD`] per part); default 512 KiB. Older piles are
