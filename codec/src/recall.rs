@@ -335,10 +335,17 @@ impl Recall {
             .fold(0, usize::saturating_add)
     }
 
-    /// Whether both hold the same entities with the same records (and the
-    /// same sequence). Chunks both share are not compared byte by byte.
+    /// Whether both are the same recall: the same sequence, the same
+    /// entities with the same records, and the same steps counted since
+    /// their keyframes with the same departure stamps, so that every recall
+    /// derived from one equals the one derived from the other (entities
+    /// are forgotten and evicted by their stamps). Chunks both share are
+    /// not compared byte by byte.
     pub fn same_as(&self, other: &Recall) -> bool {
-        if self.sequence != other.sequence || self.len() != other.len() {
+        if self.sequence != other.sequence
+            || self.generation != other.generation
+            || self.len() != other.len()
+        {
             return false;
         }
         let nonempty = |r: &Recall| -> Vec<usize> {
@@ -353,11 +360,10 @@ impl Recall {
             a.len == 0
                 || (a.record_size == b.record_size
                     && a.chunks.len() == b.chunks.len()
-                    && a.chunks.iter().zip(&b.chunks).all(|(x, y)| {
-                        x.0 == y.0
-                            && (Arc::ptr_eq(&x.1, &y.1)
-                                || (x.1.present == y.1.present && x.1.records == y.1.records))
-                    }))
+                    && a.chunks
+                        .iter()
+                        .zip(&b.chunks)
+                        .all(|(x, y)| x.0 == y.0 && (Arc::ptr_eq(&x.1, &y.1) || x.1 == y.1)))
         })
     }
 
@@ -580,6 +586,13 @@ mod tests {
         out
     }
 
+    fn base_of(snapshot: &Snapshot) -> Baseline<'_> {
+        Baseline {
+            sequence: 0,
+            snapshot,
+        }
+    }
+
     #[test]
     fn follows_the_chain() {
         let s = schema();
@@ -629,6 +642,14 @@ mod tests {
         assert!(Arc::ptr_eq(&c(&r1), &c(&r2)));
         assert!(!r1.same_as(&r2));
         assert!(r2.same_as(&r2.clone()));
+        // The same entities and records, one step further from the
+        // keyframe: not the same recall (they forget at other steps).
+        let later = Recall::keyframe(0)
+            .advance(base_of(&s0), &s0, 1, &l)
+            .advance(base_of(&s0), &s1, 1, &l);
+        assert_eq!(later.len(), r1.len());
+        assert_eq!(later.get(0, 1), r1.get(0, 1));
+        assert!(!later.same_as(&r1));
     }
 
     #[test]

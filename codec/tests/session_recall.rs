@@ -103,3 +103,60 @@ fn entities_leave_and_come_back_under_loss() {
         assert_eq!(client.stats().undecodable, 0);
     }
 }
+
+/// Two clients whose chains started at different ticks (so their recalls
+/// count steps differently) see the same world with the same view, and
+/// their recalls hold the same entities: one encode could serve both, but
+/// an entity gone for more than 4,096 steps is forgotten at a step count
+/// the two chains reach on different ticks. Every packet of both must
+/// still apply, with no resync.
+#[test]
+fn clients_with_different_chains_agree_on_forgetting() {
+    let s = Schema::builder()
+        .entity("e")
+        .field("x", Primitive::U32, 1)
+        .build()
+        .unwrap();
+    let world = |t: u32| {
+        let mut w = Snapshot::new(&s);
+        w.section_mut(0)
+            .unwrap()
+            .insert(1, &t.to_le_bytes())
+            .unwrap();
+        // Entity 2 is gone from tick 21 until it comes back at tick 4355.
+        if !(21..4355).contains(&t) {
+            w.section_mut(0).unwrap().insert(2, &[7, 0, 0, 0]).unwrap();
+        }
+        Arc::new(w)
+    };
+    let mut server = Server::new(s.clone(), ServerConfig::default()).unwrap();
+    let mut clients: Vec<(u16, Client)> = Vec::new();
+    for t in 0..4400u32 {
+        // Client 2 joins at tick 0, client 1 at tick 10; client 1 is sent
+        // first each tick.
+        for (id, at) in [(2u16, 0u32), (1, 10)] {
+            if t == at {
+                let mut c = Client::new(s.clone(), ClientConfig::default()).unwrap();
+                server
+                    .accept(id, &c.answer(&server.hello().to_bytes()).unwrap())
+                    .unwrap();
+                clients.push((id, c));
+                clients.sort_by_key(|c| c.0);
+            }
+        }
+        server.begin_tick(world(t));
+        for (id, c) in &mut clients {
+            let p = server.send(*id, &View::all()).unwrap();
+            match c.receive(&p) {
+                Received::Applied { .. } => {}
+                other => panic!("tick {t}, client {id}: {other:?}"),
+            }
+            assert_eq!(c.latest().unwrap().1, &*world(t), "tick {t}, client {id}");
+            server.handle_message(&c.message(*id).to_bytes()).unwrap();
+        }
+    }
+    for (id, c) in &clients {
+        assert_eq!(c.stats().resyncs, 0, "client {id}");
+        assert_eq!(c.stats().full, 1, "client {id}");
+    }
+}
