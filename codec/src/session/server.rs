@@ -54,8 +54,11 @@ pub struct ServerConfig {
     pub keyframe_dictionary: Option<Dictionary>,
     /// Sequence of the first tick (tests start near the wrap).
     pub first_sequence: u16,
-    /// Give clients with the same baseline and view the same bytes, encoded
-    /// once per tick. Default on; off only to measure what it saves.
+    /// Give clients with the same baseline, view and recall the same bytes,
+    /// encoded once per tick (a recall is the same when it counts the same
+    /// steps since its keyframe: clients whose chains started on different
+    /// ticks are encoded apart). Default on; off only to measure what it
+    /// saves.
     pub share_encodes: bool,
 }
 
@@ -407,7 +410,8 @@ impl Server {
     /// The packet for client `id` this tick: a delta against the newest
     /// snapshot it acked that is still in its ring (and that snapshot's
     /// recall), else a full snapshot. Clients with the same baseline,
-    /// recall and view get the same bytes, encoded once.
+    /// recall (see [`Recall::same_as`]) and view get the same bytes,
+    /// encoded once.
     pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
         let world = self.world.clone().ok_or(SessionError::NoTick)?;
         let world_codes = self.world_codes(&world)?;
