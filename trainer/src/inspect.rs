@@ -192,34 +192,17 @@ fn dictionary(path: &Path) -> Result<String, TrainerError> {
         path.display(),
         bytes.len()
     );
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let manifest = std::fs::read(dir.join(MANIFEST_FILE))
-        .ok()
-        .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok());
-    match manifest {
-        Some(m) => match m.dictionaries.iter().find(|d| d.sha256 == sha) {
-            Some(d) => {
-                let _ = writeln!(
-                    s,
-                    "in set {} {} ({:#010x}): the {} dictionary, id {:#010x} on the wire",
-                    m.game,
-                    m.version,
-                    m.set_id,
-                    d.kind.name(),
-                    d.id
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "not listed by the manifest beside it (damaged, or from another set)"
-                );
-            }
-        },
-        None => {
-            let _ = writeln!(s, "no readable manifest beside it");
-        }
-    }
+    membership(path, &mut s, |m| {
+        let d = m.dictionaries.iter().find(|d| d.sha256 == sha)?;
+        Some(format!(
+            "in set {} {} ({:#010x}): the {} dictionary, id {:#010x} on the wire",
+            m.game,
+            m.version,
+            m.set_id,
+            d.kind.name(),
+            d.id
+        ))
+    });
     Ok(s)
 }
 
@@ -277,38 +260,36 @@ fn model_file(path: &Path) -> Result<String, TrainerError> {
         bytes.len()
     );
     let _ = writeln!(s, "{}", model_facts(&table));
+    membership(path, &mut s, |m| {
+        let d = m
+            .dictionaries
+            .iter()
+            .find(|d| d.model.as_ref().is_some_and(|f| f.sha256 == sha))?;
+        Some(format!(
+            "in set {} {} ({:#010x}): the {} dictionary's model table",
+            m.game,
+            m.version,
+            m.set_id,
+            d.kind.name()
+        ))
+    });
+    Ok(s)
+}
+
+/// Appends which set the file at `path` belongs to, by the manifest beside
+/// it: `describe`'s line for the entry naming the file, else why none does.
+fn membership(path: &Path, s: &mut String, describe: impl Fn(&Manifest) -> Option<String>) {
     let dir = path.parent().unwrap_or(Path::new("."));
     let manifest = std::fs::read(dir.join(MANIFEST_FILE))
         .ok()
         .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok());
-    match manifest {
-        Some(m) => match m
-            .dictionaries
-            .iter()
-            .find(|d| d.model.as_ref().is_some_and(|f| f.sha256 == sha))
-        {
-            Some(d) => {
-                let _ = writeln!(
-                    s,
-                    "in set {} {} ({:#010x}): the {} dictionary's model table",
-                    m.game,
-                    m.version,
-                    m.set_id,
-                    d.kind.name()
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    s,
-                    "not listed by the manifest beside it (damaged, or from another set)"
-                );
-            }
-        },
-        None => {
-            let _ = writeln!(s, "no readable manifest beside it");
-        }
-    }
-    Ok(s)
+    let line = match manifest {
+        Some(m) => describe(&m).unwrap_or_else(|| {
+            "not listed by the manifest beside it (damaged, or from another set)".into()
+        }),
+        None => "no readable manifest beside it".into(),
+    };
+    let _ = writeln!(s, "{line}");
 }
 
 fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
