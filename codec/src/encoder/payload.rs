@@ -149,7 +149,7 @@ impl Encoder {
             }
         }
         if let Some(stream) = model {
-            if self.entropy != Entropy::Model && self.blocks_may_win(stream.len()) {
+            if self.tries_blocks(stream.len()) {
                 self.finish_blocks(out);
             }
             let blocks = out.len() - self.header.len();
@@ -175,10 +175,16 @@ impl Encoder {
         match &self.model_stream {
             ModelStream::Coded(stream) => {
                 (1..=block::MAX_BLOCK_CONTENT).contains(&stream.len())
-                    && (self.entropy == Entropy::Model || !self.blocks_may_win(stream.len()))
+                    && !self.tries_blocks(stream.len())
             }
             _ => false,
         }
+    }
+
+    /// Whether the blocks are built against a model stream of `model`
+    /// bytes, to keep the smaller.
+    fn tries_blocks(&self, model: usize) -> bool {
+        self.entropy != Entropy::Model && self.blocks_may_win(model)
     }
 
     /// Whether `Entropy::Best` tries the blocks against a model stream of
