@@ -152,3 +152,66 @@ fn repeated_undecodable_packets_ask_for_a_full_snapshot() {
     g.tick(&[]);
     assert!(g.in_sync());
 }
+
+#[test]
+fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
+    // A predicted field: a delta also names a prior, which must be a
+    // snapshot the (restarted) client acked after its request.
+    let schema = Schema::builder()
+        .entity("car")
+        .field_with(tickpack::Field {
+            name: "x".into(),
+            ty: Primitive::F32,
+            len: 1,
+            delta: Some(tickpack::DeltaOp::Predict),
+        })
+        .build()
+        .unwrap();
+    let config = ServerConfig {
+        history: 64,
+        ..ServerConfig::default()
+    };
+    let mut server = Server::new(schema.clone(), config).unwrap();
+    server.connect(1);
+    let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+    let mut tick = 0;
+    let mut step = |server: &mut Server, client: &mut Client| {
+        tick += 1;
+        let w = world(&schema, tick);
+        server.begin_tick(w.clone());
+        let packet = server.send(1, &View::all()).unwrap();
+        let got = client.receive(&packet);
+        server
+            .handle_message(&client.message(1).to_bytes())
+            .unwrap();
+        assert_eq!(client.latest().map(|(_, s)| s), Some(&*w), "tick {tick}");
+        got
+    };
+    for _ in 0..40 {
+        step(&mut server, &mut client);
+    }
+    // The client restarts: it holds nothing, and asks for a full snapshot.
+    let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+    client.request_full();
+    server
+        .handle_message(&client.message(1).to_bytes())
+        .unwrap();
+    assert_eq!(server.acked(1), None);
+    let full_before = server.stats().full;
+    assert!(matches!(
+        step(&mut server, &mut client),
+        Received::Applied { baseline: None, .. }
+    ));
+    assert_eq!(server.stats().full, full_before + 1);
+    // Every later packet decodes with what the new client holds: no
+    // baseline or prior from before the request.
+    for _ in 0..20 {
+        assert!(matches!(
+            step(&mut server, &mut client),
+            Received::Applied {
+                baseline: Some(_),
+                ..
+            }
+        ));
+    }
+}

@@ -112,8 +112,10 @@ struct Sent {
     held: Option<Arc<Snapshot>>,
     /// `world` in code form (quantised schemas).
     codes: Option<Arc<Snapshot>>,
-    /// The client acked this snapshot, so it holds it.
-    acked: bool,
+    /// The client's [`ClientSlot::epoch`] when it acked this snapshot:
+    /// it holds the snapshot, and may use it as a baseline while that
+    /// epoch lasts.
+    acked_in: Option<u64>,
     /// The recall of this snapshot (shared chunks with its baseline's).
     recall: Recall,
 }
@@ -187,6 +189,10 @@ struct ClientSlot {
     ring: Vec<Option<Sent>>,
     acked: Option<u16>,
     want_full: bool,
+    /// Raised by every request for a full snapshot: an ack taken in an
+    /// earlier epoch no longer counts, so a request forgets every ack in
+    /// one step whatever the history.
+    epoch: u64,
 }
 
 impl ClientSlot {
@@ -208,7 +214,7 @@ impl ClientSlot {
         self.ring
             .iter()
             .flatten()
-            .filter(|s| s.acked && seq_newer(b, s.sequence))
+            .filter(|s| s.acked_in == Some(self.epoch) && seq_newer(b, s.sequence))
             .filter(|s| {
                 u32::from(seq_distance(now, s.sequence)) <= u32::from(MAX_BASELINE_DISTANCE)
             })
@@ -378,6 +384,7 @@ impl Server {
                 ring: vec![None; self.history],
                 acked: None,
                 want_full: false,
+                epoch: 0,
             },
         );
     }
@@ -530,7 +537,7 @@ impl Server {
                 view: view.clone(),
                 held,
                 codes: world_codes,
-                acked: false,
+                acked_in: None,
                 recall,
             });
         }
@@ -569,7 +576,7 @@ impl Server {
             .as_mut()
             .filter(|s| s.sequence == sequence && !seq_newer(sequence, now));
         match entry {
-            Some(e) => e.acked = true,
+            Some(e) => e.acked_in = Some(slot.epoch),
             None => return Ok(AckOutcome::Unknown),
         }
         match slot.acked {
@@ -589,9 +596,7 @@ impl Server {
             .ok_or(SessionError::UnknownClient { id })?;
         slot.want_full = true;
         slot.acked = None;
-        for s in slot.ring.iter_mut().flatten() {
-            s.acked = false;
-        }
+        slot.epoch += 1;
         Ok(())
     }
 
