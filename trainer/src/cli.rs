@@ -129,10 +129,16 @@ pub struct ExportArgs {
     pub out: OutputArgs,
     /// Ticks to record.
     #[arg(long, value_name = "N", default_value_t = 600,
-          value_parser = clap::value_parser!(u64).range(1..=MAX_EXPORT_TICKS))]
+          value_parser = |s: &str| parse_whole(s, 1, MAX_EXPORT_TICKS), allow_negative_numbers = true)]
     pub ticks: u64,
     /// The scenario's random seed.
-    #[arg(long, value_name = "S", default_value_t = 1)]
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1,
+        value_parser = |s: &str| parse_whole(s, 0, u64::MAX),
+        allow_negative_numbers = true
+    )]
     pub seed: u64,
 }
 
@@ -141,13 +147,14 @@ pub struct ExportArgs {
 pub struct ModelArgs {
     /// Tick t against tick t - N (prior t - 2N); ticks without one are skipped.
     #[arg(long, value_name = "N", conflicts_with_all = ["rtt_ms", "jitter"],
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(tickpack::MAX_BASELINE_DISTANCE)))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(tickpack::MAX_BASELINE_DISTANCE)),
+          allow_negative_numbers = true)]
     pub baseline_distance: Option<u32>,
     /// Without recorded sends: the simulated client's round trip, milliseconds [default: 100].
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=MAX_RTT_MS as i64))]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u32).range(0..=MAX_RTT_MS as i64), allow_negative_numbers = true)]
     pub rtt_ms: Option<u32>,
     /// Without recorded sends: up to this many extra ticks of ack delay [default: 2].
-    #[arg(long, value_name = "TICKS", value_parser = clap::value_parser!(u32).range(0..=MAX_JITTER as i64))]
+    #[arg(long, value_name = "TICKS", value_parser = clap::value_parser!(u32).range(0..=MAX_JITTER as i64), allow_negative_numbers = true)]
     pub jitter: Option<u32>,
 }
 
@@ -195,14 +202,14 @@ pub struct TrainArgs {
     #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
     pub level: i32,
     /// Dictionary sizes tried, bytes, comma-separated [default: 512,1024,2048,4096,8192,16384].
-    #[arg(long, value_name = "SIZES", value_parser = parse_size, value_delimiter = ',', num_args = 1)]
+    #[arg(long, value_name = "SIZES", value_parser = parse_size, value_delimiter = ',', num_args = 1, allow_negative_numbers = true)]
     pub sizes: Vec<usize>,
     /// Fraction of each capture's ticks held out (the latest), above 0 and below 1.
-    #[arg(long, value_name = "F", default_value_t = 0.2, value_parser = parse_fraction)]
+    #[arg(long, value_name = "F", default_value_t = 0.2, value_parser = parse_fraction, allow_negative_numbers = true)]
     pub held_out: f64,
     /// A keyframe sample every N ticks.
     #[arg(long, value_name = "N", default_value_t = 10,
-          value_parser = clap::value_parser!(u64).range(1..=MAX_KEYFRAME_EVERY))]
+          value_parser = |s: &str| parse_whole(s, 1, MAX_KEYFRAME_EVERY), allow_negative_numbers = true)]
     pub keyframe_every: u64,
     /// Baselines.
     #[command(flatten)]
@@ -225,7 +232,7 @@ pub struct EvalArgs {
     /// each capture (alone: 0.2, train's default); F after an equals sign,
     /// `--held-out=0.3`.
     #[arg(long, value_name = "F", num_args = 0..=1, require_equals = true,
-          default_missing_value = "0.2", value_parser = parse_fraction)]
+          default_missing_value = "0.2", value_parser = parse_fraction, allow_negative_numbers = true)]
     pub held_out: Option<f64>,
     /// zstd level, for tickpack and the plain frames alike.
     #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
@@ -251,7 +258,7 @@ pub struct SuggestArgs {
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
     /// Candidate steps, comma-separated [default: 0.0001,0.001,0.01,0.1,1].
-    #[arg(long, value_name = "STEPS", value_parser = parse_step, value_delimiter = ',', num_args = 1)]
+    #[arg(long, value_name = "STEPS", value_parser = parse_step, value_delimiter = ',', num_args = 1, allow_negative_numbers = true)]
     pub steps: Vec<f64>,
 }
 
@@ -281,6 +288,14 @@ fn parse_level(s: &str) -> Result<i32, String> {
         Ok(v)
     } else {
         Err(format!("zstd level {v} is not in {lo}..={hi}"))
+    }
+}
+
+/// A whole number in `lo..=hi`.
+fn parse_whole(s: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!("{s} is not a whole number in {lo}..={hi}")),
     }
 }
 

@@ -213,6 +213,35 @@ fn numbers_are_range_checked_naming_the_flag() {
             "--ticks",
         ),
         (vec!["export", "racing", "x.tpcap", "--seed=-1"], "--seed"),
+        // A negative number as its own argument is the flag's value.
+        (
+            vec!["export", "racing", "x.tpcap", "--seed", "-1"],
+            "--seed",
+        ),
+        (
+            vec!["export", "racing", "x.tpcap", "--ticks", "-1"],
+            "--ticks",
+        ),
+        (vec!["eval", "a", "--rtt-ms", "-1"], "--rtt-ms"),
+        (vec!["eval", "a", "--jitter", "-1"], "--jitter"),
+        (
+            vec!["eval", "a", "--baseline-distance", "-1"],
+            "--baseline-distance",
+        ),
+        (vec!["eval", "a", "--held-out=-0.5"], "--held-out"),
+        (
+            vec!["train", "a", "--out", "d", "--held-out", "-0.5"],
+            "--held-out",
+        ),
+        (
+            vec!["train", "a", "--out", "d", "--keyframe-every", "-5"],
+            "--keyframe-every",
+        ),
+        (
+            vec!["train", "a", "--out", "d", "--sizes", "-512"],
+            "--sizes",
+        ),
+        (vec!["suggest", "a", "--steps", "-0.5"], "--steps"),
     ] {
         let m = usage(&args);
         assert!(m.contains(flag), "{args:?}: {m}");
