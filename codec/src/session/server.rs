@@ -54,11 +54,12 @@ pub struct ServerConfig {
     pub keyframe_dictionary: Option<Dictionary>,
     /// Sequence of the first tick (tests start near the wrap).
     pub first_sequence: u16,
-    /// Give clients with the same baseline, view and recall the same bytes,
-    /// encoded once per tick (a recall is the same when it counts the same
-    /// steps since its keyframe: clients whose chains started on different
-    /// ticks are encoded apart). Default on; off only to measure what it
-    /// saves.
+    /// Give clients with the same baseline, view and recalled records the
+    /// same bytes, encoded once per tick. A client whose chain started on
+    /// another tick than the encode's still takes its bytes; its own
+    /// recall is then derived from its own baseline recall, since recalls
+    /// forget by the steps since their keyframes. Default on; off only to
+    /// measure what it saves.
     pub share_encodes: bool,
 }
 
@@ -256,9 +257,20 @@ impl Shared {
             && self.view == *view
             && match (&self.base_recall, base_recall) {
                 (None, None) => true,
-                (Some(a), Some(b)) => a.same_as(b),
+                (Some(a), Some(b)) => a.same_content(b),
                 _ => false,
             }
+    }
+
+    /// Whether a sharer whose baseline recall is `base_recall` gets this
+    /// encode's recall too: not when its chain counts other steps (it
+    /// began on another tick), as its recall forgets and evicts on other
+    /// steps.
+    fn same_recall(&self, base_recall: Option<&Recall>) -> bool {
+        match (&self.base_recall, base_recall) {
+            (Some(a), Some(b)) => a.same_as(b),
+            _ => true,
+        }
     }
 }
 
@@ -416,9 +428,8 @@ impl Server {
 
     /// The packet for client `id` this tick: a delta against the newest
     /// snapshot it acked that is still in its ring (and that snapshot's
-    /// recall), else a full snapshot. Clients with the same baseline,
-    /// recall (see [`Recall::same_as`]) and view get the same bytes,
-    /// encoded once.
+    /// recall), else a full snapshot. Clients with the same baseline, view
+    /// and recalled records get the same bytes, encoded once.
     pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
         let world = self.world.clone().ok_or(SessionError::NoTick)?;
         let world_codes = self.world_codes(&world)?;
@@ -449,10 +460,38 @@ impl Server {
             .shared
             .iter()
             .find(|s| self.share && s.fits(&key, &prior_key, base_recall, view))
-            .map(|s| (s.bytes.clone(), s.held.clone(), s.recall.clone()));
-        let (bytes, held, recall) = match shared {
-            Some(b) => b,
-            None => {
+            .map(|s| {
+                let same = s.same_recall(base_recall);
+                (s.bytes.clone(), s.held.clone(), s.recall.clone(), same)
+            });
+        let (bytes, held, recall) = match (shared, &base, base_recall) {
+            (Some((bytes, held, recall, true)), _, _) => (bytes, held, recall),
+            (Some((bytes, held, _, false)), Some(b), Some(r)) => {
+                // The same bytes (the baseline recalls hold the same
+                // records), and this client's own recall after them: its
+                // baseline recall advanced over the same baseline and
+                // snapshot as the encode's.
+                let baseline = b.materialize(&mut self.base_view);
+                let cur: &Snapshot = if view.is_all() {
+                    &world
+                } else if view.has_held() {
+                    view.compose(
+                        &world,
+                        Some(baseline.snapshot),
+                        &mut self.cur_view,
+                        Some(&mut self.held_view),
+                    );
+                    &self.cur_view
+                } else {
+                    view.apply(&world, &mut self.cur_view);
+                    &self.cur_view
+                };
+                let recall = r.advance(baseline, cur, seq, &self.limits);
+                (bytes, held, recall)
+            }
+            // Without a baseline recall the encode's recall is the same.
+            (Some((bytes, held, recall, false)), _, _) => (bytes, held, recall),
+            (None, _, _) => {
                 let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
                 // Quantised, nothing held now or in the references: the
                 // code forms come from the worlds' (converted once per
