@@ -9,6 +9,15 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         seq_newer, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
     };
 
+    /// One client, its link, and the state each packet sent to it gives.
+    struct Peer {
+        id: u16,
+        client: Client,
+        joined: bool,
+        flight: Link,
+        sent: BTreeMap<u16, Snapshot>,
+    }
+
     let schema = arb_schema(u, 2, 3, 2)?;
     let history = u.int_in_range(1..=12usize)?;
     let config = ServerConfig {
@@ -24,40 +33,73 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         history,
         ..ClientConfig::default()
     };
-    let Ok(mut client) = Client::new(schema.clone(), client_cfg) else {
-        return Ok(());
-    };
+    // Client 1 is there from the start; client 2 joins when the input
+    // says, so the two chains of baselines (and recalls) begin on
+    // different ticks and may still share encodes.
+    let mut peers = Vec::new();
+    for id in [1u16, 2] {
+        let Ok(client) = Client::new(schema.clone(), client_cfg.clone()) else {
+            return Ok(());
+        };
+        peers.push(Peer {
+            id,
+            client,
+            joined: id == 1,
+            flight: Link::new(LinkConfig::default(), 0),
+            sent: BTreeMap::new(),
+        });
+    }
     server.connect(1);
     let mut world = arb_snapshot(u, &schema, false)?;
-    let mut sent: BTreeMap<u16, Arc<Snapshot>> = BTreeMap::new();
-    // Server to client; the input picks which packet in flight to deliver,
-    // drop or duplicate.
-    let mut flight = Link::new(LinkConfig::default(), 0);
     for _ in 0..u.int_in_range(1..=200usize)? {
         if u.is_empty() {
             break;
         }
-        let before = server.acked(1);
-        match u.int_in_range(0..=8u8)? {
+        let p = u.choose_index(peers.len())?;
+        let before = server.acked(peers[p].id);
+        match u.int_in_range(0..=9u8)? {
             0 | 1 => {
                 world = evolve_snapshot(u, &schema, &world, false)?;
                 let w = Arc::new(world.clone());
                 let seq = server.begin_tick(w.clone());
-                sent.insert(seq, w);
-                if let Ok(p) = server.send(1, &View::all()) {
-                    flight.send(0, &p);
+                // Every client sees the world whole or through this tick's
+                // filter, so equal views are common.
+                let mut ids = Vec::new();
+                for sec in w.sections() {
+                    let mut keep = Vec::new();
+                    for &id in sec.ids() {
+                        if u.ratio(3, 4)? {
+                            keep.push(id);
+                        }
+                    }
+                    ids.push(keep);
+                }
+                let filter = View::filter(ids);
+                for peer in peers.iter_mut().filter(|p| p.joined) {
+                    let view = if u.arbitrary()? {
+                        filter.clone()
+                    } else {
+                        View::all()
+                    };
+                    let mut want = Snapshot::default();
+                    view.apply(&w, &mut want);
+                    peer.sent.insert(seq, want);
+                    if let Ok(packet) = server.send(peer.id, &view) {
+                        peer.flight.send(0, &packet);
+                    }
                 }
             }
-            2 | 3 if flight.in_flight() > 0 => {
-                let i = u.choose_index(flight.in_flight())?;
-                let Some(p) = flight.take(i) else {
+            2 | 3 if peers[p].flight.in_flight() > 0 => {
+                let peer = &mut peers[p];
+                let i = u.choose_index(peer.flight.in_flight())?;
+                let Some(packet) = peer.flight.take(i) else {
                     continue;
                 };
-                match client.receive(&p) {
+                match peer.client.receive(&packet) {
                     Received::Applied { sequence, .. } => {
                         assert_eq!(
-                            client.get(sequence),
-                            sent.get(&sequence).map(|s| &**s),
+                            peer.client.get(sequence),
+                            peer.sent.get(&sequence),
                             "applied a wrong state"
                         );
                     }
@@ -67,44 +109,51 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
                     Received::Dropped(_) => {}
                 }
             }
-            4 if flight.in_flight() > 0 => {
-                let i = u.choose_index(flight.in_flight())?;
-                flight.drop_at(i);
+            4 if peers[p].flight.in_flight() > 0 => {
+                let i = u.choose_index(peers[p].flight.in_flight())?;
+                peers[p].flight.drop_at(i);
             }
-            5 if flight.in_flight() > 0 => {
-                let i = u.choose_index(flight.in_flight())?;
-                flight.duplicate(i);
+            5 if peers[p].flight.in_flight() > 0 => {
+                let i = u.choose_index(peers[p].flight.in_flight())?;
+                peers[p].flight.duplicate(i);
             }
-            6 => {
-                let _ = server.handle_message(&client.message(1).to_bytes());
+            6 if peers[p].joined => {
+                let m = peers[p].client.message(peers[p].id).to_bytes();
+                let _ = server.handle_message(&m);
             }
             7 => {
-                let _ = server.ack(1, u.arbitrary()?);
+                let _ = server.ack(peers[p].id, u.arbitrary()?);
                 let garbage: Vec<u8> = u.arbitrary()?;
                 let _ = server.handle_message(&garbage);
-                let r = client.receive(&garbage);
+                let peer = &mut peers[p];
+                let r = peer.client.receive(&garbage);
                 if let Received::Applied { sequence, .. } = r {
                     // Only a byte-exact copy of a real packet can apply.
-                    assert_eq!(client.get(sequence), sent.get(&sequence).map(|s| &**s));
+                    assert_eq!(peer.client.get(sequence), peer.sent.get(&sequence));
                 }
             }
-            _ => client.request_full(),
+            8 if !peers[p].joined => {
+                server.connect(peers[p].id);
+                peers[p].joined = true;
+            }
+            _ => peers[p].client.request_full(),
         }
-        if let Some((seq, snap)) = client.latest() {
+        let peer = &peers[p];
+        if let Some((seq, snap)) = peer.client.latest() {
             assert_eq!(
                 Some(snap),
-                sent.get(&seq).map(|s| &**s),
+                peer.sent.get(&seq),
                 "newest state not one the server sent"
             );
         }
-        if let (Some(b), Some(a)) = (before, server.acked(1)) {
+        if let (Some(b), Some(a)) = (before, server.acked(peer.id)) {
             assert!(
                 a == b || seq_newer(a, b),
                 "baseline moved backwards: {b} -> {a}"
             );
         }
-        if let Some(a) = server.acked(1) {
-            assert!(sent.contains_key(&a), "baseline {a} was never sent");
+        if let Some(a) = server.acked(peer.id) {
+            assert!(peer.sent.contains_key(&a), "baseline {a} was never sent");
         }
     }
     Ok(())
