@@ -16,21 +16,18 @@ pub struct Limits {
     pub max_decoded_bytes: usize,
     /// Most bytes a decoded snapshot may hold, counted as entities times
     /// (record size + 4 id bytes) over all sections. Default 1 MiB. It
-    /// bounds the output of one decode and each [`Recall`](crate::Recall)
-    /// (counted the same way), so what a session client keeps: at most
-    /// `history` snapshots and recalls of this size (recalls share most of
-    /// their records).
+    /// bounds the output of one decode and each [`Recall`](crate::Recall),
+    /// so what a session client keeps: at most `history` snapshots and
+    /// recalls of this size (recalls share most of their records).
     ///
-    /// A recall keeps its records in chunks of 32 consecutive ids, and a
-    /// chunk costs about 130 bytes of its own beside the counted bytes
-    /// (measured on x86_64 with glibc). With dense ids that is 4 bytes an
-    /// entity; with ids 32 apart, one entity per chunk, a sender can make
-    /// each recall cost up to about 27 times its counted size (1-byte
-    /// records): with the defaults about 9 MB per recall of one section's
-    /// 65,536 entities, about 28 MB with this limit's 209,715 over several
-    /// sections, and a session client keeps up to 32 distinct recalls.
-    /// Lower this limit, or `max_entities_per_section`, or the client's
-    /// history, where that matters.
+    /// A recall counts its entities the same way plus 128 bytes for every
+    /// group of 32 consecutive ids it holds any of (FORMAT.md 4.7): it
+    /// stores each group as one chunk, which costs about 130 bytes of its
+    /// own (measured on x86_64 with glibc). So sparse ids cannot make a
+    /// recall much larger than it counts: a sender moving 32,768 entities
+    /// with ids 32 apart and 1-byte records in and out of view every tick
+    /// leaves a session client at the defaults 45 MB (snapshots and 32
+    /// distinct recalls; `codec/tests/decoder_memory.rs`).
     pub max_snapshot_bytes: usize,
 }
 

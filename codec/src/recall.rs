@@ -36,8 +36,15 @@ pub(crate) const SWEEP_EVERY: u64 = 256;
 
 /// Ids per chunk: small enough that a chunk copied by a step costs little
 /// (32 Quake 3 entities are 6.6 KB), large enough that a chunk list stays
-/// short.
+/// short. Also the size of an id group in the counted bytes (FORMAT.md
+/// 4.7).
 const CHUNK_IDS: u32 = 32;
+
+/// Bytes a recall counts for each group of 32 ids it holds any of (FORMAT.md
+/// 4.7): about what the group's chunk costs beside its records and stamps,
+/// so that sparse ids cannot make a recall hold many times the memory it
+/// counts.
+pub(crate) const GROUP_BYTES: usize = 128;
 
 /// One chunk: the recalled entities among 32 consecutive ids.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -327,11 +334,16 @@ impl Recall {
     }
 
     /// Bytes the recall counts against [`Limits::max_snapshot_bytes`]:
-    /// entities times (record size + 4), over all sections.
+    /// entities times (record size + 4) plus 128 per group of 32 ids
+    /// (`id / 32`) holding any, over all sections (FORMAT.md 4.7).
     pub fn counted_bytes(&self) -> usize {
         self.sections
             .iter()
-            .map(|s| s.len.saturating_mul(s.record_size + 4))
+            .map(|s| {
+                s.len
+                    .saturating_mul(s.record_size + 4)
+                    .saturating_add(s.chunks.len().saturating_mul(GROUP_BYTES))
+            })
             .fold(0, usize::saturating_add)
     }
 
@@ -487,19 +499,48 @@ impl Recall {
                 *g = true;
             }
         }
+        // Entries left per chunk (each section's chunks in key order), so
+        // that a group's bytes go with its last entry.
+        let mut in_chunk: Vec<Vec<u32>> = self
+            .sections
+            .iter()
+            .map(|s| s.chunks.iter().map(|c| c.1.present.count_ones()).collect())
+            .collect();
+        let chunk_of = |sections: &[RecallSection], i: usize, id: u32| {
+            sections[i]
+                .chunks
+                .binary_search_by_key(&(id / CHUNK_IDS), |c| c.0)
+                .ok()
+        };
+        for (&(_, id, i), _) in order.iter().zip(&gone).filter(|(_, &g)| g) {
+            if let Some(k) = chunk_of(&self.sections, i, id) {
+                in_chunk[i][k] -= 1;
+            }
+        }
         let mut bytes = self
             .sections
             .iter()
             .zip(&left)
-            .map(|(s, &n)| n.saturating_mul(s.record_size + 4))
+            .zip(&in_chunk)
+            .map(|((s, &n), counts)| {
+                let groups = counts.iter().filter(|&&c| c > 0).count();
+                n.saturating_mul(s.record_size + 4)
+                    .saturating_add(groups.saturating_mul(GROUP_BYTES))
+            })
             .fold(0, usize::saturating_add);
-        for (&(_, _, i), g) in order.iter().zip(&mut gone) {
+        for (&(_, id, i), g) in order.iter().zip(&mut gone) {
             if bytes <= limits.max_snapshot_bytes {
                 break;
             }
             if !*g {
                 *g = true;
                 bytes -= self.sections[i].record_size + 4;
+                if let Some(k) = chunk_of(&self.sections, i, id) {
+                    in_chunk[i][k] -= 1;
+                    if in_chunk[i][k] == 0 {
+                        bytes -= GROUP_BYTES;
+                    }
+                }
             }
         }
         let mut ids: Vec<(usize, u32)> = order
@@ -711,14 +752,29 @@ mod tests {
         let r2 = r1.advance(base(&b), &c, 2, &l);
         assert_eq!(r2.len(), 2);
         assert!(r2.get(0, 7).is_some() && r2.get(0, 5).is_some());
+        // One entry (2-byte record, 4-byte id) and its group of 32 ids.
         let bytes = Limits {
-            max_snapshot_bytes: 6,
+            max_snapshot_bytes: 6 + GROUP_BYTES,
             ..Limits::default()
         };
         let r3 = r1.advance(base(&b), &c, 2, &bytes);
         assert_eq!(r3.len(), 1);
         assert!(r3.get(0, 7).is_some());
-        assert!(r3.counted_bytes() <= 6);
+        assert_eq!(r3.counted_bytes(), 6 + GROUP_BYTES);
+        // Entries in another group cost that group too: 5 and 6 share one,
+        // 40 has its own.
+        let d = snap(&s, &[(5, 1), (6, 1), (40, 1)]);
+        let r4 = Recall::keyframe(0).advance(base(&d), &c, 1, &Limits::default());
+        assert_eq!(r4.counted_bytes(), 3 * 6 + 2 * GROUP_BYTES);
+        let two_groups = Limits {
+            max_snapshot_bytes: 3 * 6 + 2 * GROUP_BYTES - 1,
+            ..Limits::default()
+        };
+        // Over by one byte: 40 (the larger id) goes, and its group with it.
+        let r5 = Recall::keyframe(0).advance(base(&d), &c, 1, &two_groups);
+        assert_eq!(r5.len(), 2);
+        assert!(r5.get(0, 40).is_none());
+        assert_eq!(r5.counted_bytes(), 2 * 6 + GROUP_BYTES);
     }
 
     /// The recall's rules on plain maps: per section, id → (record, stamp).
@@ -770,7 +826,11 @@ mod tests {
                 r.sections
                     .iter()
                     .zip(&sizes)
-                    .map(|(m, rs)| m.len() * (rs + 4))
+                    .map(|(m, rs)| {
+                        let groups: std::collections::BTreeSet<u32> =
+                            m.keys().map(|id| id / 32).collect();
+                        m.len() * (rs + 4) + groups.len() * 128
+                    })
                     .sum()
             };
             for &(_, id, i) in &order {

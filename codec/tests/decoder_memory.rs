@@ -222,3 +222,86 @@ fn client_holds_at_most(s: Schema, extra: usize) {
     eprintln!("client peak {peak}, bound {bound}");
     assert!(peak <= bound, "peak {peak}, bound {bound}");
 }
+
+/// A sender that moves 8,192 entities with ids 32 apart (one per group of
+/// the recall) in and out of view every tick, so that every recall the
+/// client keeps is new and sparse. Counting each group (FORMAT.md 4.7)
+/// keeps a recall's memory near its counted size: the client peaks within
+/// its history of snapshots and as many recalls of at most twice the
+/// snapshot limit, plus one decode.
+#[test]
+fn sparse_ids_in_and_out_of_view_keep_recalls_within_the_bound() {
+    use std::sync::Arc;
+    use tickpack::session::{Server, ServerConfig, View};
+
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 1)
+        .build()
+        .unwrap();
+    let limits = Limits {
+        max_snapshot_bytes: 256 << 10,
+        ..Limits::default()
+    };
+    let config = ClientConfig {
+        limits,
+        ..ClientConfig::default()
+    };
+    let history = config.history;
+    // The packets, made by a server whose client acks every one.
+    let mut server = Server::new(
+        s.clone(),
+        ServerConfig {
+            limits,
+            ..ServerConfig::default()
+        },
+    )
+    .unwrap();
+    let mut acker = Client::new(s.clone(), config.clone()).unwrap();
+    server
+        .accept(1, &acker.answer(&server.hello().to_bytes()).unwrap())
+        .unwrap();
+    let mut world = Snapshot::new(&s);
+    for k in 0..16_384u32 {
+        world.section_mut(0).unwrap().insert(k * 32, &[1]).unwrap();
+    }
+    let world = Arc::new(world);
+    let halves: Vec<View> = (0..2u32)
+        .map(|h| View::filter(vec![(0..8192u32).map(|k| (2 * k + h) * 32).collect()]))
+        .collect();
+    let mut packets = Vec::new();
+    for t in 0..2 * history {
+        server.begin_tick(world.clone());
+        let p = server.send(1, &halves[t % 2]).unwrap();
+        assert!(matches!(acker.receive(&p), Received::Applied { .. }));
+        server.handle_message(&acker.message(1).to_bytes()).unwrap();
+        packets.push(p);
+    }
+    drop((server, acker));
+    let mut client = Client::new(s.clone(), config).unwrap();
+    client
+        .answer(
+            &Server::new(
+                s,
+                ServerConfig {
+                    limits,
+                    ..ServerConfig::default()
+                },
+            )
+            .unwrap()
+            .hello()
+            .to_bytes(),
+        )
+        .unwrap();
+    let (applied, peak) = peak_of(|| {
+        packets
+            .iter()
+            .filter(|p| matches!(client.receive(p), Received::Applied { .. }))
+            .count()
+    });
+    assert_eq!(applied, packets.len());
+    let bound = history * 3 * limits.max_snapshot_bytes + decode_bound(&limits);
+    eprintln!("client peak {peak}, bound {bound}");
+    assert!(peak <= bound, "peak {peak}, bound {bound}");
+}
