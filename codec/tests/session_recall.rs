@@ -42,6 +42,19 @@ fn view(t: u32) -> View {
     View::filter(vec![(start..start + 20).collect()])
 }
 
+/// Whether `packet` was coded against the recall: a decoder given only its
+/// baseline (which `client` holds) says so.
+fn coded_against_recall(s: &Schema, client: &Client, packet: &[u8]) -> bool {
+    let (h, _) = PacketHeader::parse(packet).unwrap();
+    let Some((sequence, snapshot)) = h.baseline.and_then(|b| Some((b, client.get(b)?))) else {
+        return false;
+    };
+    matches!(
+        Decoder::new(s.clone()).decode(packet, Baseline { sequence, snapshot }),
+        Err(DecodeError::MissingRecall { .. })
+    )
+}
+
 #[test]
 fn entities_leave_and_come_back_under_loss() {
     let s = schema();
@@ -65,20 +78,7 @@ fn entities_leave_and_come_back_under_loss() {
             let (now, later): (Vec<_>, Vec<_>) = in_flight.drain(..).partition(|p| p.0 <= t);
             in_flight = later;
             for (_, p) in now {
-                let (h, _) = PacketHeader::parse(&p).unwrap();
-                // Was it coded against the recall? A decoder given only
-                // the baseline says so.
-                if let Some(base) = h.baseline.and_then(|b| client.get(b)) {
-                    let b = Baseline {
-                        sequence: h.baseline.unwrap(),
-                        snapshot: base,
-                    };
-                    if let Err(DecodeError::MissingRecall { .. }) =
-                        Decoder::new(s.clone()).decode(&p, b)
-                    {
-                        recalled += 1;
-                    }
-                }
+                recalled += usize::from(coded_against_recall(&s, &client, &p));
                 match client.receive(&p) {
                     Received::Applied { sequence, .. } => {
                         applied += 1;
@@ -204,18 +204,7 @@ fn late_joiners_share_encodes_and_keep_their_own_recalls() {
             let start = if start > 40 { 80 - start } else { start };
             let ids = core::iter::once(2).chain(start..start + 20).collect();
             let p = server.send(*id, &View::filter(vec![ids])).unwrap();
-            let (h, _) = PacketHeader::parse(&p).unwrap();
-            if let Some(base) = h.baseline.and_then(|b| c.get(b)) {
-                let b = Baseline {
-                    sequence: h.baseline.unwrap(),
-                    snapshot: base,
-                };
-                if let Err(DecodeError::MissingRecall { .. }) =
-                    Decoder::new(s.clone()).decode(&p, b)
-                {
-                    recalled += 1;
-                }
-            }
+            recalled += usize::from(coded_against_recall(&s, c, &p));
             match c.receive(&p) {
                 Received::Applied { sequence, .. } => {
                     assert!(server.sent_state(*id, sequence, &mut expected));
