@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use tickpack::session::{
-    Client, ClientConfig, DropReason, Received, Server, ServerConfig, View, DEFAULT_RESYNC_AFTER,
+    AckOutcome, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
+    DEFAULT_RESYNC_AFTER,
 };
 use tickpack::{Primitive, Schema, Snapshot};
 
@@ -214,4 +215,58 @@ fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
             }
         ));
     }
+}
+
+/// A message the old client sent before its request for a full snapshot,
+/// delivered after it: its ack names a snapshot the restarted client never
+/// held, so it must not become the baseline or a prior.
+#[test]
+fn a_late_ack_from_before_a_request_for_a_full_snapshot_is_ignored() {
+    let schema = Schema::builder()
+        .entity("car")
+        .field_with(tickpack::Field {
+            name: "x".into(),
+            ty: Primitive::F32,
+            len: 1,
+            delta: Some(tickpack::DeltaOp::Predict),
+        })
+        .build()
+        .unwrap();
+    let mut server = Server::new(schema.clone(), ServerConfig::default()).unwrap();
+    server.connect(1);
+    let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+    let mut late = None;
+    for tick in 1..=20 {
+        server.begin_tick(world(&schema, tick));
+        let p = server.send(1, &View::all()).unwrap();
+        client.receive(&p);
+        let m = client.message(1).to_bytes();
+        if tick == 18 {
+            late = Some(m); // delayed in the network
+        } else {
+            server.handle_message(&m).unwrap();
+        }
+    }
+    let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+    client.request_full();
+    server
+        .handle_message(&client.message(1).to_bytes())
+        .unwrap();
+    let mut drops = 0;
+    for tick in 21..=40 {
+        server.begin_tick(world(&schema, tick));
+        let p = server.send(1, &View::all()).unwrap();
+        if let Received::Dropped(_) = client.receive(&p) {
+            drops += 1;
+        }
+        server
+            .handle_message(&client.message(1).to_bytes())
+            .unwrap();
+        if tick == 21 {
+            // The old message arrives after the full was sent.
+            let (_, outcome) = server.handle_message(&late.take().unwrap()).unwrap();
+            assert_eq!(outcome, Some(AckOutcome::Unknown));
+        }
+    }
+    assert_eq!(drops, 0);
 }

@@ -86,7 +86,8 @@ pub enum AckOutcome {
     /// Not newer than the baseline already acked: ignored.
     Stale,
     /// No snapshot with this sequence is in the client's ring (never sent,
-    /// evicted, or garbage): ignored.
+    /// evicted, garbage, or sent before the client's latest request for a
+    /// full snapshot): ignored.
     Unknown,
 }
 
@@ -113,10 +114,11 @@ struct Sent {
     held: Option<Arc<Snapshot>>,
     /// `world` in code form (quantised schemas).
     codes: Option<Arc<Snapshot>>,
-    /// The client's [`ClientSlot::epoch`] when it acked this snapshot:
-    /// it holds the snapshot, and may use it as a baseline while that
-    /// epoch lasts.
-    acked_in: Option<u64>,
+    /// The client's [`ClientSlot::epoch`] when this was sent.
+    sent_in: u64,
+    /// The client acked this snapshot, so it holds it (while the epoch it
+    /// was sent in lasts).
+    acked: bool,
     /// The recall of this snapshot (shared chunks with its baseline's).
     recall: Recall,
 }
@@ -190,9 +192,12 @@ struct ClientSlot {
     ring: Vec<Option<Sent>>,
     acked: Option<u16>,
     want_full: bool,
-    /// Raised by every request for a full snapshot: an ack taken in an
-    /// earlier epoch no longer counts, so a request forgets every ack in
-    /// one step whatever the history.
+    /// Raised by every request for a full snapshot. Only snapshots sent in
+    /// the current epoch may be acked or used as a baseline or prior: a
+    /// client that asks for a full snapshot may hold nothing sent before
+    /// (it restarted, or dropped its state), and an ack it sent before
+    /// asking may arrive after. A request forgets every ack in one step
+    /// whatever the history.
     epoch: u64,
 }
 
@@ -215,7 +220,7 @@ impl ClientSlot {
         self.ring
             .iter()
             .flatten()
-            .filter(|s| s.acked_in == Some(self.epoch) && seq_newer(b, s.sequence))
+            .filter(|s| s.acked && s.sent_in == self.epoch && seq_newer(b, s.sequence))
             .filter(|s| {
                 u32::from(seq_distance(now, s.sequence)) <= u32::from(MAX_BASELINE_DISTANCE)
             })
@@ -576,7 +581,8 @@ impl Server {
                 view: view.clone(),
                 held,
                 codes: world_codes,
-                acked_in: None,
+                sent_in: slot.epoch,
+                acked: false,
                 recall,
             });
         }
@@ -613,9 +619,11 @@ impl Server {
             .ok_or(SessionError::UnknownClient { id })?;
         let entry = slot.ring[usize::from(sequence) % history]
             .as_mut()
-            .filter(|s| s.sequence == sequence && !seq_newer(sequence, now));
+            .filter(|s| {
+                s.sequence == sequence && s.sent_in == slot.epoch && !seq_newer(sequence, now)
+            });
         match entry {
-            Some(e) => e.acked_in = Some(slot.epoch),
+            Some(e) => e.acked = true,
             None => return Ok(AckOutcome::Unknown),
         }
         match slot.acked {
