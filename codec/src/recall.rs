@@ -921,4 +921,76 @@ mod tests {
             }
         }
     }
+
+    /// As [`steps_match_the_rules_on_plain_maps`], with three sections
+    /// that are often empty, sparse ids (up to 3,000: many groups), and
+    /// limits small enough that groups decide what is evicted.
+    #[test]
+    fn sparse_steps_match_the_rules_on_plain_maps() {
+        let schema = Schema::builder()
+            .entity("a")
+            .field("x", Primitive::U8, 2)
+            .entity("b")
+            .field("y", Primitive::U8, 3)
+            .entity("c")
+            .field("z", Primitive::U8, 1)
+            .build()
+            .unwrap();
+        let mut x = 0x1234_5678_9abc_def1_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..300 {
+            let ids: u32 = [40, 300, 3000][round % 3];
+            let limits = Limits {
+                max_entities_per_section: 1 + (next() % 60) as usize,
+                max_snapshot_bytes: (next() % 1200) as usize,
+                ..Limits::default()
+            };
+            let mut chain: Vec<(Snapshot, Recall, Reference)> = vec![(
+                Snapshot::new(&schema),
+                Recall::keyframe(0),
+                Reference::default(),
+            )];
+            for step in 1..60u16 {
+                let mut snap = Snapshot::new(&schema);
+                let density = next() % 30;
+                for section in 0..3 {
+                    if next() % 3 == 0 {
+                        continue;
+                    }
+                    let rs = [2, 3, 1][section];
+                    for _ in 0..density {
+                        let id = (next() % ids as u64) as u32;
+                        let v = next() as u8;
+                        let _ = snap.section_mut(section).unwrap().insert(id, &vec![v; rs]);
+                    }
+                }
+                let from = if next() % 3 == 0 {
+                    (next() as usize) % chain.len()
+                } else {
+                    chain.len() - 1
+                };
+                let (b, r, m) = &chain[from];
+                let base = Baseline {
+                    sequence: step - 1,
+                    snapshot: b,
+                };
+                let r2 = r.advance(base, &snap, step, &limits);
+                let m2 = m.advance(b, &snap, &limits);
+                let len: usize = m2.sections.iter().map(|m| m.len()).sum();
+                assert_eq!(r2.len(), len, "round {round} step {step}");
+                for (i, mm) in m2.sections.iter().enumerate() {
+                    for (&id, e) in mm {
+                        assert_eq!(r2.get(i, id), Some(&e.0[..]), "round {round} step {step}");
+                    }
+                }
+                assert!(r2.counted_bytes() <= limits.max_snapshot_bytes, "{round}");
+                chain.push((snap, r2, m2));
+            }
+        }
+    }
 }
