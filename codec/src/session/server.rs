@@ -279,6 +279,27 @@ impl Shared {
     }
 }
 
+/// The snapshot a client gets of `world` through `view`: `world` itself for
+/// a full view, else composed into `cur`, held entities with their records
+/// in `baseline` (also written to `held`).
+fn client_snapshot<'a>(
+    view: &View,
+    world: &'a Snapshot,
+    baseline: Option<&Snapshot>,
+    cur: &'a mut Snapshot,
+    held: &mut Snapshot,
+) -> &'a Snapshot {
+    if view.is_all() {
+        world
+    } else if view.has_held() {
+        view.compose(world, baseline, cur, Some(held));
+        cur
+    } else {
+        view.apply(world, cur);
+        cur
+    }
+}
+
 /// The server side of the protocol. See the [module docs](super).
 pub struct Server {
     schema: Schema,
@@ -477,20 +498,13 @@ impl Server {
                 // baseline recall advanced over the same baseline and
                 // snapshot as the encode's.
                 let baseline = b.materialize(&mut self.base_view);
-                let cur: &Snapshot = if view.is_all() {
-                    &world
-                } else if view.has_held() {
-                    view.compose(
-                        &world,
-                        Some(baseline.snapshot),
-                        &mut self.cur_view,
-                        Some(&mut self.held_view),
-                    );
-                    &self.cur_view
-                } else {
-                    view.apply(&world, &mut self.cur_view);
-                    &self.cur_view
-                };
+                let cur = client_snapshot(
+                    view,
+                    &world,
+                    Some(baseline.snapshot),
+                    &mut self.cur_view,
+                    &mut self.held_view,
+                );
                 let recall = r.advance(baseline, cur, seq, &self.limits);
                 (bytes, held, recall)
             }
@@ -506,22 +520,14 @@ impl Server {
                         && base.as_ref().is_none_or(|b| b.held.is_none())
                         && prior.as_ref().is_none_or(|p| p.held.is_none())
                 });
-                let mut held = None;
-                let cur: &Snapshot = if view.is_all() {
-                    &world
-                } else if view.has_held() {
-                    view.compose(
-                        &world,
-                        baseline.as_ref().map(|b| b.snapshot),
-                        &mut self.cur_view,
-                        Some(&mut self.held_view),
-                    );
-                    held = Some(Arc::new(self.held_view.clone()));
-                    &self.cur_view
-                } else {
-                    view.apply(&world, &mut self.cur_view);
-                    &self.cur_view
-                };
+                let cur = client_snapshot(
+                    view,
+                    &world,
+                    baseline.as_ref().map(|b| b.snapshot),
+                    &mut self.cur_view,
+                    &mut self.held_view,
+                );
+                let held = view.has_held().then(|| Arc::new(self.held_view.clone()));
                 if let Some(world_codes) = coded {
                     let cur_codes: &Snapshot = if view.is_all() {
                         world_codes
