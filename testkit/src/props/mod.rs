@@ -76,11 +76,12 @@ use transport::*;
 /// duplicate, reorder, ack, garbage ack, garbage packet, request full,
 /// a second client joining late) for two clients that each see the world
 /// whole or through the tick's filter (so they share encodes across
-/// chains that began on different ticks). After every step: whatever a
-/// client applied equals what the server sent it for that sequence, its
-/// newest state is a state the server sent it, the server's baseline only
-/// moves forward and is a snapshot it sent, and no packet the server made
-/// is ever undecodable.
+/// chains that began on different ticks), under the default limits or
+/// ones small enough that recalls evict on most steps. After every step:
+/// whatever a client applied equals what the server sent it for that
+/// sequence, its newest state is a state the server sent it, the server's
+/// baseline only moves forward and is a snapshot it sent, and no packet
+/// the server made is ever undecodable.
 pub fn session_ops(data: &[u8]) {
     let _ = session_ops_inner(&mut Unstructured::new(data));
 }

@@ -20,10 +20,22 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
 
     let schema = arb_schema(u, 2, 3, 2)?;
     let history = u.int_in_range(1..=12usize)?;
+    // Often limits small enough that recalls evict (by count and by
+    // groups of ids) on most steps; both ends use the same ones.
+    let limits = if u.arbitrary()? {
+        Limits {
+            max_entities_per_section: u.int_in_range(1..=64usize)?,
+            max_snapshot_bytes: u.int_in_range(0..=4096usize)?,
+            ..Limits::default()
+        }
+    } else {
+        Limits::default()
+    };
     let config = ServerConfig {
         history,
         first_sequence: u.arbitrary()?,
         checksum: u.arbitrary()?,
+        limits,
         ..ServerConfig::default()
     };
     let Ok(mut server) = Server::new(schema.clone(), config) else {
@@ -31,6 +43,7 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     };
     let client_cfg = ClientConfig {
         history,
+        limits,
         ..ClientConfig::default()
     };
     // Client 1 is there from the start; client 2 joins when the input
