@@ -19,8 +19,10 @@
 //! shipped dictionary set, racing and cube only), `set-zstd` (the same set
 //! with [`Entropy::Zstd`]: no context model), `set-model` (the set with
 //! [`Entropy::Model`]: the model stream without trying the blocks; not in
-//! the default list) and `zstd3` (a zstd -3 frame
-//! of the raw snapshot); default all. A suffix `@N` sets the zstd level
+//! the default list), `zstd3` (a zstd -3 frame
+//! of the raw snapshot) and `zstd3-dict` (the same frame with a 16 KiB
+//! dictionary trained now on the training ticks' raw snapshots; not in the
+//! default list); default all. A suffix `@N` sets the zstd level
 //! (`plain@1`, `zstd3@1`).
 #![forbid(unsafe_code)]
 
@@ -132,6 +134,20 @@ impl Codec for Frame {
         *out = raw::parse(&self.schema, &raw)?;
         Ok(())
     }
+}
+
+/// A zstd dictionary trained now on the training ticks' raw snapshots
+/// (for `zstd3-dict`: the frame with a dictionary of its own).
+fn raw_dictionary(sc: &Scenario, train_end: usize) -> Res<Vec<u8>> {
+    let samples: Vec<Vec<u8>> = training(train_end)
+        .into_iter()
+        .map(|i| {
+            let mut buf = Vec::new();
+            raw::write(&sc.ticks[i], &mut buf);
+            buf
+        })
+        .collect();
+    Ok(zstd::dict::from_samples(&samples, BLOCK_DICT_SIZE)?)
 }
 
 /// The training ticks that have a baseline, thinned as the report does.
@@ -288,6 +304,16 @@ fn main() -> Res<()> {
                     buf: Vec::new(),
                     schema: sc.schema.clone(),
                 }),
+                "zstd3-dict" => {
+                    let dict = raw_dictionary(&sc, train_end)?;
+                    let level = if label.contains('@') { level } else { 3 };
+                    Box::new(Frame {
+                        c: zstd::bulk::Compressor::with_dictionary(level, &dict)?,
+                        d: zstd::bulk::Decompressor::with_dictionary(&dict)?,
+                        buf: Vec::new(),
+                        schema: sc.schema.clone(),
+                    })
+                }
                 other => return Err(format!("unknown configuration {other}").into()),
             };
             let (b, e, d, h) = measure(codec.as_mut(), &sc.ticks, &measured, reps)?;
