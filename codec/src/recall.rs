@@ -842,13 +842,72 @@ mod tests {
             out
         }
 
-        fn check(&self, r: &Recall, ids: u32) {
+        /// `r` holds exactly this reference's entries: as many, each
+        /// with its record.
+        fn check(&self, r: &Recall) {
             let len: usize = self.sections.iter().map(|m| m.len()).sum();
             assert_eq!(r.len(), len);
             for (i, m) in self.sections.iter().enumerate() {
-                for id in 0..ids {
-                    assert_eq!(r.get(i, id), m.get(&id).map(|e| &e.0[..]), "{i} {id}");
+                for (&id, e) in m {
+                    assert_eq!(r.get(i, id), Some(&e.0[..]), "{i} {id}");
                 }
+            }
+        }
+    }
+
+    /// A xorshift generator.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// Chains of `steps` recall steps against the rules on plain maps, one
+    /// per round, each round under `limits` and each step to a snapshot
+    /// from `snapshot` (both given the round and the generator). The
+    /// baseline is mostly the last snapshot, sometimes an older one whose
+    /// recall shares chunks with later ones. Every recall holds exactly
+    /// the reference's entries within the byte limit, and no step changes
+    /// a recall it started from.
+    fn check_chains(
+        rounds: usize,
+        steps: u16,
+        next: &mut impl FnMut() -> u64,
+        mut limits: impl FnMut(usize, &mut dyn FnMut() -> u64) -> Limits,
+        mut snapshot: impl FnMut(usize, &mut dyn FnMut() -> u64) -> Snapshot,
+        empty: &Snapshot,
+    ) {
+        for round in 0..rounds {
+            let limits = limits(round, next);
+            let mut chain: Vec<(Snapshot, Recall, Reference)> =
+                vec![(empty.clone(), Recall::keyframe(0), Reference::default())];
+            for step in 1..steps {
+                let snap = snapshot(round, next);
+                let from = if next().is_multiple_of(4) {
+                    (next() as usize) % chain.len()
+                } else {
+                    chain.len() - 1
+                };
+                let (b, r, m) = &chain[from];
+                let base = Baseline {
+                    sequence: step - 1,
+                    snapshot: b,
+                };
+                let r2 = r.advance(base, &snap, step, &limits);
+                let m2 = m.advance(b, &snap, &limits);
+                m2.check(&r2);
+                assert!(
+                    r2.counted_bytes() <= limits.max_snapshot_bytes,
+                    "round {round}"
+                );
+                chain.push((snap, r2, m2));
+            }
+            for (_, r, m) in &chain {
+                m.check(r);
             }
         }
     }
@@ -862,32 +921,22 @@ mod tests {
             .field("y", Primitive::U8, 3)
             .build()
             .unwrap();
-        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        const IDS: u32 = 300;
-        for round in 0..20 {
-            let limits = Limits {
+        let empty = Snapshot::new(&schema);
+        check_chains(
+            20,
+            120,
+            &mut xorshift(0x9e37_79b9_7f4a_7c15),
+            |_, next| Limits {
                 max_entities_per_section: 5 + (next() % 200) as usize,
                 max_snapshot_bytes: 20 + (next() % 1500) as usize,
                 ..Limits::default()
-            };
-            // Every snapshot with its recall and the reference's.
-            let mut chain: Vec<(Snapshot, Recall, Reference)> = vec![(
-                Snapshot::new(&schema),
-                Recall::keyframe(0),
-                Reference::default(),
-            )];
-            for step in 1..120u16 {
-                let mut snap = Snapshot::new(&schema);
+            },
+            |_, next| {
+                let mut snap = empty.clone();
                 let density = next() % 100;
                 for section in 0..2 {
                     let rs = 2 + section;
-                    for id in 0..IDS {
+                    for id in 0..300 {
                         if next() % 100 < density {
                             let v = next() as u8;
                             snap.section_mut(section)
@@ -897,29 +946,10 @@ mod tests {
                         }
                     }
                 }
-                // Mostly the last snapshot as baseline, sometimes an older
-                // one whose recall shares chunks with later ones.
-                let from = if next() % 4 == 0 {
-                    (next() as usize) % chain.len()
-                } else {
-                    chain.len() - 1
-                };
-                let (b, r, m) = &chain[from];
-                let base = Baseline {
-                    sequence: step - 1,
-                    snapshot: b,
-                };
-                let r2 = r.advance(base, &snap, step, &limits);
-                let m2 = m.advance(b, &snap, &limits);
-                m2.check(&r2, IDS);
-                assert!(r2.counted_bytes() <= limits.max_snapshot_bytes, "{round}");
-                chain.push((snap, r2, m2));
-            }
-            // No step changed a recall it started from.
-            for (_, r, m) in &chain {
-                m.check(r, IDS);
-            }
-        }
+                snap
+            },
+            &empty,
+        );
     }
 
     /// As [`steps_match_the_rules_on_plain_maps`], with three sections
@@ -936,61 +966,35 @@ mod tests {
             .field("z", Primitive::U8, 1)
             .build()
             .unwrap();
-        let mut x = 0x1234_5678_9abc_def1_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for round in 0..300 {
-            let ids: u32 = [40, 300, 3000][round % 3];
-            let limits = Limits {
+        let empty = Snapshot::new(&schema);
+        check_chains(
+            300,
+            60,
+            &mut xorshift(0x1234_5678_9abc_def1),
+            |_, next| Limits {
                 max_entities_per_section: 1 + (next() % 60) as usize,
                 max_snapshot_bytes: (next() % 1200) as usize,
                 ..Limits::default()
-            };
-            let mut chain: Vec<(Snapshot, Recall, Reference)> = vec![(
-                Snapshot::new(&schema),
-                Recall::keyframe(0),
-                Reference::default(),
-            )];
-            for step in 1..60u16 {
-                let mut snap = Snapshot::new(&schema);
+            },
+            |round, next| {
+                let ids = [40u64, 300, 3000][round % 3];
+                let mut snap = empty.clone();
                 let density = next() % 30;
                 for section in 0..3 {
-                    if next() % 3 == 0 {
+                    if next().is_multiple_of(3) {
                         continue;
                     }
                     let rs = [2, 3, 1][section];
                     for _ in 0..density {
-                        let id = (next() % ids as u64) as u32;
+                        let id = (next() % ids) as u32;
                         let v = next() as u8;
+                        // A repeated id is refused: one record per id.
                         let _ = snap.section_mut(section).unwrap().insert(id, &vec![v; rs]);
                     }
                 }
-                let from = if next() % 3 == 0 {
-                    (next() as usize) % chain.len()
-                } else {
-                    chain.len() - 1
-                };
-                let (b, r, m) = &chain[from];
-                let base = Baseline {
-                    sequence: step - 1,
-                    snapshot: b,
-                };
-                let r2 = r.advance(base, &snap, step, &limits);
-                let m2 = m.advance(b, &snap, &limits);
-                let len: usize = m2.sections.iter().map(|m| m.len()).sum();
-                assert_eq!(r2.len(), len, "round {round} step {step}");
-                for (i, mm) in m2.sections.iter().enumerate() {
-                    for (&id, e) in mm {
-                        assert_eq!(r2.get(i, id), Some(&e.0[..]), "round {round} step {step}");
-                    }
-                }
-                assert!(r2.counted_bytes() <= limits.max_snapshot_bytes, "{round}");
-                chain.push((snap, r2, m2));
-            }
-        }
+                snap
+            },
+            &empty,
+        );
     }
 }

@@ -154,11 +154,10 @@ fn repeated_undecodable_packets_ask_for_a_full_snapshot() {
     assert!(g.in_sync());
 }
 
-#[test]
-fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
-    // A predicted field: a delta also names a prior, which must be a
-    // snapshot the (restarted) client acked after its request.
-    let schema = Schema::builder()
+/// [`schema`] with `x` predicted from two baselines: a delta also names a
+/// prior.
+fn predicted_schema() -> Schema {
+    Schema::builder()
         .entity("car")
         .field_with(tickpack::Field {
             name: "x".into(),
@@ -167,7 +166,14 @@ fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
             delta: Some(tickpack::DeltaOp::Predict),
         })
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
+    // A predicted field: a delta also names a prior, which must be a
+    // snapshot the (restarted) client acked after its request.
+    let schema = predicted_schema();
     let config = ServerConfig {
         history: 64,
         ..ServerConfig::default()
@@ -222,16 +228,7 @@ fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
 /// held, so it must not become the baseline or a prior.
 #[test]
 fn a_late_ack_from_before_a_request_for_a_full_snapshot_is_ignored() {
-    let schema = Schema::builder()
-        .entity("car")
-        .field_with(tickpack::Field {
-            name: "x".into(),
-            ty: Primitive::F32,
-            len: 1,
-            delta: Some(tickpack::DeltaOp::Predict),
-        })
-        .build()
-        .unwrap();
+    let schema = predicted_schema();
     let mut server = Server::new(schema.clone(), ServerConfig::default()).unwrap();
     server.connect(1);
     let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();

@@ -42,6 +42,15 @@ fn view(t: u32) -> View {
     View::filter(vec![(start..start + 20).collect()])
 }
 
+/// A client of schema `s` that joins `server` as `id` (handshake done).
+fn join(server: &mut Server, s: &Schema, id: u16) -> Client {
+    let mut c = Client::new(s.clone(), ClientConfig::default()).unwrap();
+    server
+        .accept(id, &c.answer(&server.hello().to_bytes()).unwrap())
+        .unwrap();
+    c
+}
+
 /// Whether `packet` was coded against the recall: a decoder given only its
 /// baseline (which `client` holds) says so.
 fn coded_against_recall(s: &Schema, client: &Client, packet: &[u8]) -> bool {
@@ -61,10 +70,7 @@ fn entities_leave_and_come_back_under_loss() {
     for (seed, loss) in [(1u64, 0u64), (2, 20), (3, 50)] {
         let mut rng = SplitMix64::new(seed);
         let mut server = Server::new(s.clone(), ServerConfig::default()).unwrap();
-        let mut client = Client::new(s.clone(), ClientConfig::default()).unwrap();
-        server
-            .accept(1, &client.answer(&server.hello().to_bytes()).unwrap())
-            .unwrap();
+        let mut client = join(&mut server, &s, 1);
         let mut in_flight: Vec<(u32, Arc<[u8]>)> = Vec::new();
         let (mut applied, mut recalled) = (0, 0);
         let mut expected = Snapshot::default();
@@ -136,11 +142,7 @@ fn clients_with_different_chains_agree_on_forgetting() {
         // first each tick.
         for (id, at) in [(2u16, 0u32), (1, 10)] {
             if t == at {
-                let mut c = Client::new(s.clone(), ClientConfig::default()).unwrap();
-                server
-                    .accept(id, &c.answer(&server.hello().to_bytes()).unwrap())
-                    .unwrap();
-                clients.push((id, c));
+                clients.push((id, join(&mut server, &s, id)));
                 clients.sort_by_key(|c| c.0);
             }
         }
@@ -189,11 +191,7 @@ fn late_joiners_share_encodes_and_keep_their_own_recalls() {
     for t in 0..4500u32 {
         for (id, at) in [(1u16, 0u32), (2, 5), (3, 301)] {
             if t == at {
-                let mut c = Client::new(s.clone(), ClientConfig::default()).unwrap();
-                server
-                    .accept(id, &c.answer(&server.hello().to_bytes()).unwrap())
-                    .unwrap();
-                clients.push((id, c));
+                clients.push((id, join(&mut server, &s, id)));
             }
         }
         server.begin_tick(world_at(t));
