@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 /// Caps derived from configuration, never from the input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Limits {
     /// Most entities one section may hold after decoding, and one section
     /// of a [`Recall`](crate::Recall). Default 65,536.

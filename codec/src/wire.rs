@@ -130,6 +130,13 @@ impl<'a> Reader<'a> {
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    #[inline]
+    pub(crate) fn u64_le(&mut self) -> Result<u64, DecodeError> {
+        let lo = self.u32_le()?;
+        let hi = self.u32_le()?;
+        Ok(u64::from(lo) | u64::from(hi) << 32)
+    }
+
     /// Reads a minimal LEB128 `u32`.
     #[inline]
     pub(crate) fn varint(&mut self) -> Result<u32, DecodeError> {

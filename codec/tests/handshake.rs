@@ -1,6 +1,6 @@
-//! The session handshake: schema and dictionaries are agreed at connect, a
-//! mismatch is a typed error there, and after it deltas (which name no
-//! dictionary) decode with the agreed one.
+//! The session handshake: schema, dictionaries and limits are agreed at
+//! connect, a mismatch is a typed error there, and after it deltas (which
+//! name no dictionary) decode with the agreed one.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tickpack::session::{
     Client, ClientConfig, Hello, Received, Server, ServerConfig, SessionError, View,
 };
-use tickpack::{Dictionary, Primitive, Schema, Snapshot};
+use tickpack::{Dictionary, Limits, Primitive, Schema, Snapshot};
 
 fn schema(ty: Primitive) -> Schema {
     Schema::builder()
@@ -57,8 +57,7 @@ fn mismatches_are_refused_at_connect() {
     // A client answering with something else is not connected.
     let wrong = Hello {
         schema_id: schema(Primitive::I32).id(),
-        dictionary: Some(11),
-        keyframe_dictionary: Some(22),
+        ..server.hello()
     };
     assert!(matches!(
         server.accept(1, &wrong.to_bytes()),
@@ -69,6 +68,59 @@ fn mismatches_are_refused_at_connect() {
         server.accept(1, &[9]),
         Err(SessionError::Handshake(_))
     ));
+}
+
+/// Both ends evict recalls by their limits (FORMAT.md 4.7), so a client
+/// with other limits than the server's would part from it on the first
+/// recall that reaches a cap: refused at connect, either way round.
+#[test]
+fn other_limits_are_refused_at_connect() {
+    let s = schema(Primitive::F32);
+    let server_limits = Limits {
+        max_snapshot_bytes: 64 << 10,
+        ..Limits::default()
+    };
+    let mut server = Server::new(
+        s.clone(),
+        ServerConfig {
+            limits: server_limits,
+            ..ServerConfig::default()
+        },
+    )
+    .unwrap();
+    let hello = server.hello();
+    assert_eq!(hello.limits, server_limits);
+    let mut client = Client::new(s.clone(), ClientConfig::default()).unwrap();
+    match client.answer(&hello.to_bytes()) {
+        Err(SessionError::HandshakeMismatch { ours, theirs }) => {
+            assert_eq!(ours.limits, Limits::default());
+            assert_eq!(theirs.limits, server_limits);
+        }
+        other => panic!("{other:?}"),
+    }
+    let other = Hello {
+        limits: Limits {
+            max_decoded_bytes: 1 << 20,
+            ..server_limits
+        },
+        ..hello
+    };
+    assert!(matches!(
+        server.accept(1, &other.to_bytes()),
+        Err(SessionError::HandshakeMismatch { .. })
+    ));
+    // The same limits connect.
+    let mut client = Client::new(
+        s,
+        ClientConfig {
+            limits: server_limits,
+            ..ClientConfig::default()
+        },
+    )
+    .unwrap();
+    let answer = client.answer(&hello.to_bytes()).unwrap();
+    server.accept(1, &answer).unwrap();
+    assert_eq!(server.clients().count(), 1);
 }
 
 #[test]

@@ -280,6 +280,7 @@ pub(crate) fn client(
         schema_id: set.schema().id(),
         dictionary: set.dictionary(DictKind::Delta).map(|d| d.id()),
         keyframe_dictionary: set.dictionary(DictKind::Keyframe).map(|d| d.id()),
+        limits: limits(c.limits),
     };
     client.answer(&hello.to_bytes())?;
     Ok(client)

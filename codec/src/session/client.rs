@@ -206,22 +206,21 @@ impl Client {
         })
     }
 
-    /// Answers the server's [`Hello`]: checks that its schema is this
-    /// client's ([`SessionError::HandshakeMismatch`]) and that this client
-    /// holds its dictionaries ([`SessionError::MissingDictionary`]), agrees
-    /// to decode deltas and keyframes with them, and returns the answer
-    /// for [`Server::accept`](super::Server::accept).
+    /// Answers the server's [`Hello`]: checks that its schema and limits
+    /// are this client's ([`SessionError::HandshakeMismatch`]) and that
+    /// this client holds its dictionaries
+    /// ([`SessionError::MissingDictionary`]), agrees to decode deltas and
+    /// keyframes with them, and returns the answer for
+    /// [`Server::accept`](super::Server::accept).
     pub fn answer(&mut self, server_hello: &[u8]) -> Result<Vec<u8>, SessionError> {
         let theirs = Hello::parse(server_hello).map_err(SessionError::Handshake)?;
-        let schema_id = self.decoder.schema().id();
-        if theirs.schema_id != schema_id {
-            return Err(SessionError::HandshakeMismatch {
-                ours: Hello {
-                    schema_id,
-                    ..theirs
-                },
-                theirs,
-            });
+        let ours = Hello {
+            schema_id: self.decoder.schema().id(),
+            limits: self.limits,
+            ..theirs
+        };
+        if theirs != ours {
+            return Err(SessionError::HandshakeMismatch { ours, theirs });
         }
         self.decoder
             .agree(theirs.dictionary, theirs.keyframe_dictionary)

@@ -28,8 +28,8 @@ pub enum SessionError {
         /// The value given.
         history: usize,
     },
-    /// The two ends of a connection disagree on the schema or the
-    /// dictionaries (handshake).
+    /// The two ends of a connection disagree on the schema, the
+    /// dictionaries or the limits (handshake).
     HandshakeMismatch {
         /// What this end uses.
         ours: super::Hello,
@@ -54,16 +54,26 @@ impl fmt::Display for SessionError {
             Self::Message(e) => write!(f, "client message: {e}"),
             Self::Dictionary(e) => write!(f, "dictionary: {e}"),
             Self::BadHistory { history } => write!(f, "history of {history} is not 1..=32767"),
-            Self::HandshakeMismatch { ours, theirs } => write!(
-                f,
-                "handshake mismatch: schema {:#010x}, dictionaries {:?}/{:?} here; schema {:#010x}, dictionaries {:?}/{:?} there",
-                ours.schema_id,
-                ours.dictionary,
-                ours.keyframe_dictionary,
-                theirs.schema_id,
-                theirs.dictionary,
-                theirs.keyframe_dictionary
-            ),
+            Self::HandshakeMismatch { ours, theirs } => {
+                let side = |h: &super::Hello| {
+                    let l = &h.limits;
+                    format!(
+                        "schema {:#010x}, dictionaries {:?}/{:?}, limits {}/{}/{}",
+                        h.schema_id,
+                        h.dictionary,
+                        h.keyframe_dictionary,
+                        l.max_entities_per_section,
+                        l.max_decoded_bytes,
+                        l.max_snapshot_bytes
+                    )
+                };
+                write!(
+                    f,
+                    "handshake mismatch: {} here; {} there",
+                    side(ours),
+                    side(theirs)
+                )
+            }
             Self::MissingDictionary { id } => write!(f, "dictionary {id:#010x} is not held"),
             Self::Handshake(e) => write!(f, "handshake message: {e}"),
         }

@@ -1,6 +1,7 @@
 //! The handshake: server and client agree once per connection on the
-//! schema and the dictionaries, so packets need not carry them (a delta
-//! header is 4 bytes). The server sends its [`Hello`]
+//! schema, the dictionaries and the limits, so packets need not carry them
+//! (a delta header is 4 bytes) and both ends derive the same recalls (the
+//! limits decide what a recall evicts, FORMAT.md 4.7). The server sends its [`Hello`]
 //! ([`Server::hello`](super::Server::hello)); the client checks it against
 //! its own schema and dictionaries, agrees to them and answers with the
 //! same hello ([`Client::answer`](super::Client::answer)); the server
@@ -15,11 +16,15 @@
 //! 5      1    flags: bit 0 delta dictionary, bit 1 keyframe dictionary; others 0
 //! 6      4    delta dictionary id, u32 LE (if bit 0)
 //! ..     4    keyframe dictionary id, u32 LE (if bit 1)
+//! ..     8    Limits::max_entities_per_section, u64 LE
+//! ..     8    Limits::max_decoded_bytes, u64 LE
+//! ..     8    Limits::max_snapshot_bytes, u64 LE
 //! ```
 
 #![forbid(unsafe_code)]
 
 use crate::error::DecodeError;
+use crate::limits::Limits;
 use crate::packet::FORMAT_VERSION;
 use crate::wire::Reader;
 
@@ -35,13 +40,15 @@ pub struct Hello {
     pub dictionary: Option<u32>,
     /// The dictionary keyframes are compressed with, if any.
     pub keyframe_dictionary: Option<u32>,
+    /// The limits both ends encode, decode and evict recalls by.
+    pub limits: Limits,
 }
 
 impl Hello {
     /// Largest encoded size.
-    pub const MAX_LEN: usize = 14;
+    pub const MAX_LEN: usize = 38;
 
-    /// Encodes the hello (6 to 14 bytes).
+    /// Encodes the hello (30 to 38 bytes).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(Self::MAX_LEN);
         out.push(FORMAT_VERSION);
@@ -58,6 +65,14 @@ impl Hello {
             .flatten()
         {
             out.extend_from_slice(&id.to_le_bytes());
+        }
+        let l = &self.limits;
+        for v in [
+            l.max_entities_per_section,
+            l.max_decoded_bytes,
+            l.max_snapshot_bytes,
+        ] {
+            out.extend_from_slice(&(v as u64).to_le_bytes());
         }
         out
     }
@@ -84,6 +99,16 @@ impl Hello {
         } else {
             None
         };
+        // A limit past this platform's `usize` is read as `usize::MAX`:
+        // no end here has it, so the hello does not match.
+        let mut limit = || -> Result<usize, DecodeError> {
+            Ok(usize::try_from(r.u64_le()?).unwrap_or(usize::MAX))
+        };
+        let limits = Limits {
+            max_entities_per_section: limit()?,
+            max_decoded_bytes: limit()?,
+            max_snapshot_bytes: limit()?,
+        };
         if r.remaining() != 0 {
             return Err(DecodeError::TrailingBytes {
                 count: r.remaining(),
@@ -93,6 +118,7 @@ impl Hello {
             schema_id,
             dictionary,
             keyframe_dictionary,
+            limits,
         })
     }
 }
@@ -104,15 +130,25 @@ mod tests {
 
     proptest! {
         #[test]
-        fn inverse(schema_id: u32, dictionary: Option<u32>, keyframe_dictionary: Option<u32>) {
-            let h = Hello { schema_id, dictionary, keyframe_dictionary };
+        fn inverse(
+            schema_id: u32,
+            dictionary: Option<u32>,
+            keyframe_dictionary: Option<u32>,
+            limits: (u32, u32, u32),
+        ) {
+            let limits = Limits {
+                max_entities_per_section: limits.0 as usize,
+                max_decoded_bytes: limits.1 as usize,
+                max_snapshot_bytes: limits.2 as usize,
+            };
+            let h = Hello { schema_id, dictionary, keyframe_dictionary, limits };
             let b = h.to_bytes();
             prop_assert!(b.len() <= Hello::MAX_LEN);
             prop_assert_eq!(Hello::parse(&b), Ok(h));
         }
 
         #[test]
-        fn parse_then_write_is_identity(bytes in proptest::collection::vec(any::<u8>(), 0..16)) {
+        fn parse_then_write_is_identity(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             if let Ok(h) = Hello::parse(&bytes) {
                 prop_assert_eq!(h.to_bytes(), bytes);
             }
@@ -129,8 +165,17 @@ mod tests {
             Hello::parse(&[2, 0, 0, 0, 0, 4]),
             Err(DecodeError::ReservedBits { flags: 4 })
         );
-        assert_eq!(
+        // A hello without its limits (24 bytes after the flags).
+        assert!(matches!(
             Hello::parse(&[2, 0, 0, 0, 0, 0, 9]),
+            Err(DecodeError::Truncated { .. })
+        ));
+        let mut long = vec![2, 0, 0, 0, 0, 0];
+        long.extend_from_slice(&[0; 24]);
+        assert!(Hello::parse(&long).is_ok());
+        long.push(9);
+        assert_eq!(
+            Hello::parse(&long),
             Err(DecodeError::TrailingBytes { count: 1 })
         );
     }

@@ -19,7 +19,8 @@
 //! let schema = Schema::builder().entity("car").field("x", Primitive::F32, 1).build()?;
 //! let mut server = Server::new(schema.clone(), ServerConfig::default())?;
 //! let mut client = Client::new(schema.clone(), ClientConfig::default())?;
-//! // The handshake: both ends agree on the schema and the dictionaries.
+//! // The handshake: both ends agree on the schema, the dictionaries and
+//! // the limits.
 //! let answer = client.answer(&server.hello().to_bytes())?;
 //! server.accept(1, &answer)?;
 //! for tick in 0..3u8 {

@@ -359,6 +359,7 @@ impl Server {
                 .as_ref()
                 .or(config.dictionary.as_ref())
                 .map(Dictionary::id),
+            limits: config.limits,
         };
         encoder
             .set_dictionary(config.dictionary.as_ref())
@@ -391,14 +392,14 @@ impl Server {
         })
     }
 
-    /// What this server encodes with: its schema and dictionaries, sent to
-    /// a client that connects (see [`Hello`]).
+    /// What this server encodes with: its schema, dictionaries and limits,
+    /// sent to a client that connects (see [`Hello`]).
     pub fn hello(&self) -> Hello {
         self.hello
     }
 
     /// Connects client `id` if its answer to [`Server::hello`] agrees
-    /// (schema and dictionaries); else
+    /// (schema, dictionaries and limits); else
     /// [`SessionError::HandshakeMismatch`] and nothing changes.
     pub fn accept(&mut self, id: u16, answer: &[u8]) -> Result<(), SessionError> {
         let theirs = Hello::parse(answer).map_err(SessionError::Handshake)?;
@@ -414,7 +415,7 @@ impl Server {
 
     /// Adds a client (or resets one that reconnects): its first packet is
     /// full. Without [`Server::accept`], nothing checks that the client has
-    /// the same schema and dictionaries until its first packet fails.
+    /// the same schema, dictionaries and limits until a packet fails.
     pub fn connect(&mut self, id: u16) {
         self.clients.insert(
             id,
