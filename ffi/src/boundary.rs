@@ -144,7 +144,7 @@ fn panic_text(payload: &(dyn Any + Send)) -> &str {
 }
 
 /// Moves `inner` into a new handle and writes it to `out`. Nothing is
-/// allocated when `out` is null.
+/// allocated when `out` is null or misaligned.
 ///
 /// # Safety
 /// `out` is null or valid for a write of one pointer.
@@ -152,12 +152,16 @@ pub(crate) unsafe fn new_handle<K: Kind>(out: *mut *mut K, inner: K::Inner) -> R
     if out.is_null() {
         return Err(Error::null("the handle out-parameter"));
     }
+    if !out.is_aligned() {
+        return Err(Error::invalid("the handle out-parameter is misaligned"));
+    }
     let slot = Box::new(Slot {
         magic: MAGIC,
         object: K::wrap(inner),
     });
-    // SAFETY: `out` is non-null and, by the caller's contract, valid for a
-    // write; `write` does not read the possibly uninitialised old value.
+    // SAFETY: `out` is non-null, aligned and, by the caller's contract,
+    // valid for a write; `write` does not read the possibly uninitialised
+    // old value.
     unsafe { out.write(Box::into_raw(slot).cast::<K>()) };
     Ok(())
 }

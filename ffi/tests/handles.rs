@@ -93,6 +93,29 @@ fn bad_schema_text() {
     );
 }
 
+/// A handle out-parameter that is not aligned for a pointer is refused,
+/// as every other out-parameter is, instead of being written through
+/// (undefined behaviour; in a debug build, an abort).
+#[test]
+fn a_misaligned_handle_out_parameter_is_refused() {
+    let mut words = [0usize; 2];
+    let misaligned = words
+        .as_mut_ptr()
+        .cast::<u8>()
+        .wrapping_add(1)
+        .cast::<*mut TpSchema>();
+    fails(
+        ffi!(tp_schema_from_json(
+            SCHEMA.as_ptr(),
+            SCHEMA.len(),
+            misaligned
+        )),
+        TpStatus::InvalidArgument,
+        "handle out-parameter is misaligned",
+    );
+    assert_eq!(words, [0, 0], "nothing written");
+}
+
 #[test]
 fn sections_sort_refuse_duplicates_and_read_back() {
     let s = schema();
