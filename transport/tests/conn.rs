@@ -164,6 +164,52 @@ fn a_replayed_request_from_a_spoofed_address_gets_only_a_smaller_challenge() {
 }
 
 #[test]
+fn a_challenge_echoed_from_another_address_gets_no_slot() {
+    let mut link = Link::new(4);
+    // The token's holder asks from its own address and reads the
+    // challenge there...
+    let mut request = link.client.poll_transmit(link.now).unwrap();
+    link.server
+        .handle_datagram(link.now, addr(CLIENT), &mut request)
+        .unwrap();
+    let mut challenge = link.server.poll_transmit().unwrap();
+    link.client
+        .handle_datagram(link.now, addr(SERVER), &mut challenge.datagram)
+        .unwrap();
+    let response = link.client.poll_transmit(link.now).unwrap();
+    // ...then echoes it from a victim's address, which never received
+    // anything from the server: the victim must not get a slot, and with
+    // it the game's stream, for the 109 bytes it "sent".
+    let victim = addr(7001);
+    let mut d = response.clone();
+    let received = d.len();
+    assert!(link
+        .server
+        .handle_datagram(link.now, victim, &mut d)
+        .is_err());
+    let mut sent = 0;
+    while let Some(t) = link.server.poll_transmit() {
+        assert_eq!(t.to, victim);
+        sent += t.datagram.len();
+    }
+    let mut out = Vec::new();
+    for _ in 0..100 {
+        if link.server.send(link.now, 0, &[7; 500], &mut out) == Ok(victim) {
+            sent += out.len();
+        }
+    }
+    assert!(sent <= 3 * received, "{sent} bytes for {received}");
+    assert_eq!(link.server.connected().count(), 0);
+    assert_eq!(link.server.poll_event(), None);
+    // The echo from the address the challenge went to connects.
+    let mut d = response;
+    link.server
+        .handle_datagram(link.now, addr(CLIENT), &mut d)
+        .unwrap();
+    assert_eq!(link.server.address(0), Some(addr(CLIENT)));
+}
+
+#[test]
 fn forged_packets_are_refused_at_every_byte() {
     let mut link = Link::new(4);
     link.connect();

@@ -5,7 +5,8 @@
 //! token's sealed part in a connection request; the server opens it, and
 //! replies with a challenge (smaller than the request, so a spoofed source
 //! address gains an attacker nothing) that only the token's holder can
-//! read. The client echoes the challenge token; only then does the server
+//! read. The client echoes the challenge token from the address the
+//! challenge went to (the token is bound to it); only then does the server
 //! give it a slot. From there every packet is sealed with
 //! ChaCha20-Poly1305 under a per-direction key from the token, with the
 //! packet's sequence as nonce, and accepted once (a [`REPLAY_WINDOW`]). A

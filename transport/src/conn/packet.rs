@@ -19,8 +19,9 @@
 //! bytes then the sequence (u64), and additional data = version, protocol
 //! id, the header bytes. The challenge token is the challenge sequence (u64)
 //! then, sealed under the server's challenge key with that sequence as
-//! nonce, the client id, timeout, both keys and the challenge's expiry (84
-//! bytes + 16).
+//! nonce and the address the challenge is sent to as additional data, the
+//! client id, timeout, both keys and the challenge's expiry (84 bytes +
+//! 16); only a response from that address opens it.
 
 use super::crypto::{fill_random, open_x, seal_x, Key, PacketKey, TAG_BYTES, XNONCE_BYTES};
 use super::token::{ConnectToken, Reader, PRIVATE_TOKEN_BYTES};

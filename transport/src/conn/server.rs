@@ -6,7 +6,7 @@
 //! connections, path validation) whose handlers share its tables.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use super::crypto::{fill_random, Key, PacketKey, TAG_BYTES};
@@ -209,7 +209,7 @@ impl Server {
             now.as_secs()
                 .saturating_add(u64::from(private.timeout_secs)),
         );
-        let token = self.seal_challenge_token(&private, challenge_expiry)?;
+        let token = self.seal_challenge_token(&private, challenge_expiry, from)?;
         let packet = seal_handshake(
             CHALLENGE,
             self.config.protocol_id,
@@ -220,10 +220,14 @@ impl Server {
         Ok(())
     }
 
+    /// Seals the challenge token for a challenge sent to `to`: only an
+    /// echo from `to` opens it, so the response proves the client receives
+    /// at the address it gets a slot for.
     fn seal_challenge_token(
         &mut self,
         private: &PrivateToken,
         expires_at: u64,
+        to: SocketAddr,
     ) -> Result<[u8; CHALLENGE_TOKEN_BYTES], ConnError> {
         let sequence = self.challenge_sequence;
         self.challenge_sequence += 1;
@@ -232,11 +236,10 @@ impl Server {
         private.write(&mut head);
         plain[..PRIVATE_PLAIN_BYTES].copy_from_slice(&head);
         plain[PRIVATE_PLAIN_BYTES..].copy_from_slice(&expires_at.to_le_bytes());
-        let tag = self.challenge_key.seal(
-            sequence,
-            &challenge_aad(self.config.protocol_id),
-            &mut plain,
-        )?;
+        let aad = ChallengeAad::new(self.config.protocol_id, to);
+        let tag = self
+            .challenge_key
+            .seal(sequence, aad.as_slice(), &mut plain)?;
         let mut token = [0u8; CHALLENGE_TOKEN_BYTES];
         token[..8].copy_from_slice(&sequence.to_le_bytes());
         token[8..8 + CHALLENGE_PLAIN_BYTES].copy_from_slice(&plain);
@@ -255,12 +258,12 @@ impl Server {
         let sequence = u64::from_le_bytes(r.array());
         let mut plain: [u8; CHALLENGE_PLAIN_BYTES] = r.array();
         let tag: [u8; TAG_BYTES] = r.array();
-        self.challenge_key.open(
-            sequence,
-            &challenge_aad(self.config.protocol_id),
-            &mut plain,
-            &tag,
-        )?;
+        // Sealed with the address the challenge went to: an echo from
+        // anywhere else (a copy, or the token's holder spoofing a victim's
+        // address) fails here and gets nothing.
+        let aad = ChallengeAad::new(self.config.protocol_id, from);
+        self.challenge_key
+            .open(sequence, aad.as_slice(), &mut plain, &tag)?;
         let mut r = Reader(&plain);
         let head: [u8; PRIVATE_PLAIN_BYTES] = r.array();
         let private = PrivateToken::read(&head);
@@ -581,11 +584,37 @@ fn seal_denied(config: &ServerConfig, key: &Key) -> Result<Vec<u8>, ConnError> {
     seal_handshake(DENIED, config.protocol_id, key, &[])
 }
 
-fn challenge_aad(protocol_id: u64) -> [u8; 16] {
-    let mut aad = [0u8; 16];
-    aad[..8].copy_from_slice(&VERSION);
-    aad[8..].copy_from_slice(&protocol_id.to_le_bytes());
-    aad
+/// The additional data of a challenge token: version, protocol id, and
+/// the address the challenge was sent to (family, port, IP), on the stack.
+struct ChallengeAad {
+    bytes: [u8; 16 + 1 + 2 + 16],
+    len: usize,
+}
+
+impl ChallengeAad {
+    fn new(protocol_id: u64, to: SocketAddr) -> Self {
+        let mut bytes = [0u8; 16 + 1 + 2 + 16];
+        bytes[..8].copy_from_slice(&VERSION);
+        bytes[8..16].copy_from_slice(&protocol_id.to_le_bytes());
+        bytes[17..19].copy_from_slice(&to.port().to_le_bytes());
+        let len = match to.ip() {
+            IpAddr::V4(ip) => {
+                bytes[16] = 4;
+                bytes[19..23].copy_from_slice(&ip.octets());
+                23
+            }
+            IpAddr::V6(ip) => {
+                bytes[16] = 6;
+                bytes[19..35].copy_from_slice(&ip.octets());
+                35
+            }
+        };
+        Self { bytes, len }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 fn check_expiry(expires_at: u64, now: Duration) -> Result<(), ConnError> {
