@@ -23,6 +23,8 @@ struct Link {
     key: Key,
     server: Server,
     client: Client,
+    /// The client's connect token.
+    token: ConnectToken,
     now: Duration,
     /// Bytes the server sent to the client's address before it connected.
     sent_unverified: usize,
@@ -50,10 +52,12 @@ impl Link {
         let key = Key::generate().unwrap();
         let mut config = ServerConfig::new(PROTOCOL, key.clone());
         config.max_clients = max_clients;
-        let client = Client::new(T0, addr(SERVER), token(&key, 42), 1200);
+        let token = token(&key, 42);
+        let client = Client::new(T0, addr(SERVER), token.clone(), 1200);
         Self {
             server: Server::new(config).unwrap(),
             client,
+            token,
             key,
             now: T0,
             sent_unverified: 0,
@@ -494,6 +498,49 @@ fn same_token_request(link: &Link) -> Vec<u8> {
     let t = token(&link.key, 42);
     let mut c = Client::new(link.now, addr(SERVER), t, 1200);
     c.poll_transmit(link.now).unwrap()
+}
+
+#[test]
+fn a_token_connects_once_so_its_first_connections_packets_cannot_be_replayed() {
+    let mut link = Link::new(4);
+    link.connect();
+    // An on-path attacker records the first connection's packets: a
+    // payload, and one of the client's three disconnect packets (the
+    // first reaches the server).
+    let old = link.client_packet(b"fire");
+    let mut d = old.clone();
+    assert!(link
+        .server
+        .handle_datagram(link.now, addr(CLIENT), &mut d)
+        .is_ok());
+    let mut bye = link.client.disconnect(link.now);
+    let late_bye = bye.pop().unwrap();
+    link.server
+        .handle_datagram(link.now, addr(CLIENT), &mut bye[0])
+        .unwrap();
+    assert_eq!(link.server.connected().count(), 0);
+    // The same token again: a new connection under the same keys would
+    // start both directions' sequences over, so every recorded packet
+    // would authenticate and pass the new replay window.
+    link.client = Client::new(link.now, addr(SERVER), link.token.clone(), 1200);
+    for _ in 0..10 {
+        link.step();
+    }
+    while link.server.poll_event().is_some() {}
+    let mut d = old.clone();
+    let r = link.server.handle_datagram(link.now, addr(CLIENT), &mut d);
+    assert!(
+        !matches!(r, Ok(Some(_))),
+        "replayed payload delivered: {r:?}"
+    );
+    let mut d = late_bye;
+    let _ = link.server.handle_datagram(link.now, addr(CLIENT), &mut d);
+    assert_eq!(
+        link.server.poll_event(),
+        None,
+        "a replay ended a connection"
+    );
+    assert!(!link.client.is_connected());
 }
 
 #[test]

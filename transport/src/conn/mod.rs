@@ -86,7 +86,8 @@ pub enum DisconnectReason {
     ByPeer,
     /// This side called `disconnect`.
     ByLocal,
-    /// The server refused the connection (full).
+    /// The server refused the connection (full, or the connect token was
+    /// used for a connection before).
     Denied,
     /// The connect token expired before the client connected.
     TokenExpired,
@@ -176,6 +177,12 @@ pub enum ConnError {
         /// The client id.
         client_id: u64,
     },
+    /// A request or response with a connect token that already got a
+    /// connection: each token connects once (reconnect with a new one).
+    TokenUsed {
+        /// The client id.
+        client_id: u64,
+    },
     /// A payload packet with no payload.
     EmptyPayload,
     /// A payload longer than the configured maximum.
@@ -231,6 +238,12 @@ impl std::fmt::Display for ConnError {
             Self::ServerFull { max_clients } => write!(f, "server full ({max_clients} clients)"),
             Self::AlreadyConnected { client_id } => {
                 write!(f, "client {client_id} is connected from another address")
+            }
+            Self::TokenUsed { client_id } => {
+                write!(
+                    f,
+                    "the connect token of client {client_id} was used already"
+                )
             }
             Self::EmptyPayload => f.write_str("empty payload"),
             Self::PayloadTooLarge { len, max } => {

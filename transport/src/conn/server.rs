@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use super::crypto::{fill_random, Key, PacketKey, TAG_BYTES};
+use super::crypto::{fill_random, Key, PacketKey, KEY_BYTES, TAG_BYTES};
 use super::packet::{
     check_len, open_packet, parse_header, parse_request, seal_handshake, seal_packet, Header,
     CHALLENGE, CHALLENGE_PLAIN_BYTES, CHALLENGE_TOKEN_BYTES, CLIENT_OVERHEAD, DENIED, DISCONNECT,
@@ -25,6 +25,11 @@ use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, VERSION};
 const MAX_QUEUED: usize = 1024;
 /// Copies of a disconnect packet sent, since any of them may be lost.
 const DISCONNECT_COPIES: usize = 3;
+/// Connect tokens remembered as used, per client slot (as netcode.io's
+/// token entries): a token connects once, since a second connection under
+/// its keys would start both directions' sequences over and every packet
+/// of the first would authenticate again.
+const USED_TOKENS_PER_SLOT: usize = 8;
 
 /// How a [`Server`] accepts clients.
 #[derive(Debug, Clone)]
@@ -126,6 +131,9 @@ pub struct Server {
     challenge_sequence: u64,
     slots: Vec<Option<Connection>>,
     by_client_id: HashMap<u64, u16>,
+    /// Client-to-server keys of the tokens that got a slot, oldest first
+    /// (at most `USED_TOKENS_PER_SLOT` per slot).
+    used_tokens: VecDeque<[u8; KEY_BYTES]>,
     events: VecDeque<ServerEvent>,
     transmits: VecDeque<Transmit>,
 }
@@ -140,6 +148,7 @@ impl Server {
             challenge_sequence: 0,
             slots,
             by_client_id: HashMap::new(),
+            used_tokens: VecDeque::new(),
             events: VecDeque::new(),
             transmits: VecDeque::new(),
             config,
@@ -195,6 +204,15 @@ impl Server {
         )?;
         if let Some(&slot) = self.by_client_id.get(&private.client_id) {
             return self.welcome_again(now, slot, from, private.client_id);
+        }
+        if self.token_used(&private) {
+            self.queue(
+                from,
+                seal_denied(&self.config, &private.server_to_client_key)?,
+            );
+            return Err(ConnError::TokenUsed {
+                client_id: private.client_id,
+            });
         }
         if self.free_slot().is_none() {
             self.queue(
@@ -271,6 +289,11 @@ impl Server {
         if let Some(&slot) = self.by_client_id.get(&private.client_id) {
             return self.welcome_again(now, slot, from, private.client_id);
         }
+        if self.token_used(&private) {
+            return Err(ConnError::TokenUsed {
+                client_id: private.client_id,
+            });
+        }
         let Some(slot) = self.free_slot() else {
             self.queue(
                 from,
@@ -294,6 +317,12 @@ impl Server {
             path: None,
         });
         self.by_client_id.insert(private.client_id, slot);
+        let remembered = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
+        if self.used_tokens.len() >= remembered {
+            self.used_tokens.pop_front();
+        }
+        self.used_tokens
+            .push_back(*private.client_to_server_key.as_bytes());
         self.events.push_back(ServerEvent::Connected {
             slot,
             client_id: private.client_id,
@@ -507,6 +536,12 @@ impl Server {
             .get_mut(usize::from(slot))
             .and_then(Option::as_mut)
             .ok_or(ConnError::UnknownSlot { slot })
+    }
+
+    /// Whether `private`'s token got a slot before.
+    fn token_used(&self, private: &PrivateToken) -> bool {
+        let key = private.client_to_server_key.as_bytes();
+        self.used_tokens.iter().any(|k| k == key)
     }
 
     fn free_slot(&self) -> Option<u16> {
