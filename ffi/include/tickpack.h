@@ -856,6 +856,10 @@ TpStatus tp_server_encode(struct TpServer *server,
  * clients give `TP_STATUS_SESSION`; late, duplicate or bogus acks are
  * ignored.
  *
+ * The client is the one the message names: any peer can name any client,
+ * ack for it or make it resynchronise. When your transport knows which
+ * client a message came from, use `tp_server_on_message_from`.
+ *
  * # Safety
  * `server` is a live handle; `message` is valid for reads of `len` bytes;
  * `client_id` is null or valid for a write.
@@ -864,6 +868,21 @@ TpStatus tp_server_on_message(struct TpServer *server,
                               const uint8_t *message,
                               size_t len,
                               uint16_t *client_id);
+
+/**
+ * Takes a message that arrived on client `client_id`'s own connection
+ * (one your transport authenticated), as `tp_server_on_message` does, but
+ * as that client's only: a message naming another client gives
+ * `TP_STATUS_SESSION` and changes nothing, so that no peer can ack for
+ * another client or make it resynchronise.
+ *
+ * # Safety
+ * `server` is a live handle; `message` is valid for reads of `len` bytes.
+ */
+TpStatus tp_server_on_message_from(struct TpServer *server,
+                                   uint16_t client_id,
+                                   const uint8_t *message,
+                                   size_t len);
 
 /**
  * Writes the server's counters to `*stats`.

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tickpack::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder};
 use tickpack::session::{
-    Client, ClientConfig, DropReason, Hello, Received, Server, ServerConfig, SessionError, View,
+    Client, ClientConfig, ClientMessage, DropReason, Hello, Received, Server, ServerConfig,
+    SessionError, View,
 };
 use tickpack::{
     Baseline, DecodeError, Decoder, EncodeError, Limits, PacketHeader, Schema, Snapshot,
@@ -228,6 +229,28 @@ pub(crate) fn send(server: &mut Server, id: u16) -> Result<Arc<[u8]>, SessionErr
 /// Takes a client's message; returns its client id.
 pub(crate) fn handle_message(server: &mut Server, message: &[u8]) -> Result<u16, SessionError> {
     server.handle_message(message).map(|(id, _)| id)
+}
+
+/// Takes a message that arrived on client `id`'s connection: its ack and
+/// its request for a full snapshot are that client's. `Ok(Some(claimed))`
+/// without a change when the message claims another id.
+pub(crate) fn handle_message_from(
+    server: &mut Server,
+    id: u16,
+    message: &[u8],
+) -> Result<Option<u16>, SessionError> {
+    let m = ClientMessage::parse(message).map_err(SessionError::Message)?;
+    if m.client_id != id {
+        return Ok(Some(m.client_id));
+    }
+    if m.request_full {
+        server.request_full(id)?;
+    } else if let Some(ack) = m.ack {
+        server.ack(id, ack)?;
+    } else if !server.clients().any(|c| c == id) {
+        return Err(SessionError::UnknownClient { id });
+    }
+    Ok(None)
 }
 
 /// The server's counters.

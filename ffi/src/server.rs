@@ -254,6 +254,10 @@ pub unsafe extern "C" fn tp_server_encode(
 /// clients give `TP_STATUS_SESSION`; late, duplicate or bogus acks are
 /// ignored.
 ///
+/// The client is the one the message names: any peer can name any client,
+/// ack for it or make it resynchronise. When your transport knows which
+/// client a message came from, use `tp_server_on_message_from`.
+///
 /// # Safety
 /// `server` is a live handle; `message` is valid for reads of `len` bytes;
 /// `client_id` is null or valid for a write.
@@ -270,6 +274,36 @@ pub unsafe extern "C" fn tp_server_on_message(
         let id = adapter::handle_message(&mut state.server, message)?;
         // SAFETY: as above.
         unsafe { put_opt(client_id, id, "client_id") }
+    })
+}
+
+/// Takes a message that arrived on client `client_id`'s own connection
+/// (one your transport authenticated), as `tp_server_on_message` does, but
+/// as that client's only: a message naming another client gives
+/// `TP_STATUS_SESSION` and changes nothing, so that no peer can ack for
+/// another client or make it resynchronise.
+///
+/// # Safety
+/// `server` is a live handle; `message` is valid for reads of `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tp_server_on_message_from(
+    server: *mut TpServer,
+    client_id: u16,
+    message: *const u8,
+    len: usize,
+) -> TpStatus {
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        let (state, message) = unsafe { (get_mut(server)?, slice(message, len, "message")?) };
+        match adapter::handle_message_from(&mut state.server, client_id, message)? {
+            None => Ok(()),
+            Some(claimed) => Err(Error::new(
+                TpStatus::Session,
+                format_args!(
+                    "session: a message on client {client_id}'s connection claims client {claimed}"
+                ),
+            )),
+        }
     })
 }
 

@@ -186,6 +186,84 @@ fn session_errors_and_outcomes() {
     ok(ffi!(tp_schema_free(s)));
 }
 
+/// A message that arrives on one client's (authenticated) connection but
+/// claims another client's id: handled as that connection's, it is refused
+/// and the other client keeps its baseline.
+#[test]
+fn a_message_claiming_another_client_is_refused_on_its_senders_connection() {
+    let s = schema();
+    let world = snapshot_with(s, &[4], &[car(4.0, 4)]);
+    let mut server = null_mut();
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    let mut clients = [null_mut(), null_mut()];
+    let mut buf = [0u8; 1024];
+    let (mut n, mut m) = (0usize, 0usize);
+    let mut msg = [0u8; TP_CLIENT_MESSAGE_MAX];
+    let mut r = TpReceived {
+        outcome: TpOutcome::Other,
+        sequence: 0,
+        has_baseline: false,
+        baseline: 0,
+    };
+    for (id, client) in (1u16..).zip(clients.iter_mut()) {
+        ok(ffi!(tp_client_new(s, null(), null(), client)));
+        ok(ffi!(tp_server_add_client(server, id)));
+    }
+    for _ in 0..2 {
+        ok(ffi!(tp_server_begin_tick(server, world, null_mut())));
+        for (id, &client) in (1u16..).zip(&clients) {
+            ok(ffi!(tp_server_encode(
+                server,
+                id,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut n
+            )));
+            ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+            ok(ffi!(tp_client_message(
+                client,
+                id,
+                msg.as_mut_ptr(),
+                msg.len(),
+                &mut m
+            )));
+            ok(ffi!(tp_server_on_message_from(server, id, msg.as_ptr(), m)));
+        }
+    }
+    // Client 2's peer asks for a full snapshot in client 1's name.
+    let forged = [1u8, 0, 2];
+    fails(
+        ffi!(tp_server_on_message_from(
+            server,
+            2,
+            forged.as_ptr(),
+            forged.len()
+        )),
+        TpStatus::Session,
+        "claims client 1",
+    );
+    ok(ffi!(tp_server_begin_tick(server, world, null_mut())));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    ok(ffi!(tp_client_receive(clients[0], buf.as_ptr(), n, &mut r)));
+    assert_eq!(
+        (r.outcome, r.has_baseline),
+        (TpOutcome::Applied, true),
+        "client 1 was reset by client 2's peer"
+    );
+    for client in clients {
+        ok(ffi!(tp_client_free(client)));
+    }
+    ok(ffi!(tp_server_free(server)));
+    ok(ffi!(tp_snapshot_free(world)));
+    ok(ffi!(tp_schema_free(s)));
+}
+
 /// Damaged packets and messages (bit flips, truncations, garbage) through
 /// every entry point that takes wire bytes: typed statuses, never a panic.
 #[test]
