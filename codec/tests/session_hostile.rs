@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use tickpack::session::{
-    AckOutcome, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
-    DEFAULT_RESYNC_AFTER,
+    AckOutcome, Client, ClientConfig, DropReason, Received, Server, ServerConfig, SessionError,
+    View, DEFAULT_RESYNC_AFTER,
 };
 use tickpack::{Primitive, Schema, Snapshot};
 
@@ -266,4 +266,42 @@ fn a_late_ack_from_before_a_request_for_a_full_snapshot_is_ignored() {
         }
     }
     assert_eq!(drops, 0);
+}
+
+#[test]
+fn a_message_on_one_clients_connection_cannot_act_for_another() {
+    let mut g = Game::new();
+    g.server.connect(2);
+    for _ in 0..5 {
+        assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+    }
+    let acked = g.server.acked(1);
+    assert!(acked.is_some());
+    // Client 2's peer forges a request for a full snapshot in client 1's
+    // name: refused, and client 1 keeps its baseline.
+    let forged = tickpack::session::ClientMessage {
+        client_id: 1,
+        ack: None,
+        request_full: true,
+    }
+    .to_bytes();
+    assert_eq!(
+        g.server.handle_message_from(2, &forged),
+        Err(SessionError::WrongClient {
+            connection: 2,
+            claimed: 1
+        })
+    );
+    assert_eq!(g.server.acked(1), acked);
+    // Client 1's own message on its own connection applies.
+    let own = g.client.message(1).to_bytes();
+    assert!(matches!(
+        g.server.handle_message_from(1, &own),
+        Ok(Some(AckOutcome::Stale))
+    ));
+    assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+    assert!(g.in_sync());
+    // Without the connection's id the same forged bytes do reset client 1.
+    g.server.handle_message(&forged).unwrap();
+    assert_eq!(g.server.acked(1), None);
 }

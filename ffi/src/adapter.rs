@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use tickpack::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder};
 use tickpack::session::{
-    Client, ClientConfig, ClientMessage, DropReason, Hello, Received, Server, ServerConfig,
-    SessionError, View,
+    Client, ClientConfig, DropReason, Hello, Received, Server, ServerConfig, SessionError, View,
 };
 use tickpack::{
     Baseline, DecodeError, Decoder, EncodeError, Limits, PacketHeader, Schema, Snapshot,
@@ -232,25 +231,14 @@ pub(crate) fn handle_message(server: &mut Server, message: &[u8]) -> Result<u16,
 }
 
 /// Takes a message that arrived on client `id`'s connection: its ack and
-/// its request for a full snapshot are that client's. `Ok(Some(claimed))`
-/// without a change when the message claims another id.
+/// its request for a full snapshot are that client's, and a message naming
+/// another client is refused without a change.
 pub(crate) fn handle_message_from(
     server: &mut Server,
     id: u16,
     message: &[u8],
-) -> Result<Option<u16>, SessionError> {
-    let m = ClientMessage::parse(message).map_err(SessionError::Message)?;
-    if m.client_id != id {
-        return Ok(Some(m.client_id));
-    }
-    if m.request_full {
-        server.request_full(id)?;
-    } else if let Some(ack) = m.ack {
-        server.ack(id, ack)?;
-    } else if !server.clients().any(|c| c == id) {
-        return Err(SessionError::UnknownClient { id });
-    }
-    Ok(None)
+) -> Result<(), SessionError> {
+    server.handle_message_from(id, message).map(|_| ())
 }
 
 /// The server's counters.

@@ -295,15 +295,11 @@ pub unsafe extern "C" fn tp_server_on_message_from(
     call(|| {
         // SAFETY: forwarded from this function's contract.
         let (state, message) = unsafe { (get_mut(server)?, slice(message, len, "message")?) };
-        match adapter::handle_message_from(&mut state.server, client_id, message)? {
-            None => Ok(()),
-            Some(claimed) => Err(Error::new(
-                TpStatus::Session,
-                format_args!(
-                    "session: a message on client {client_id}'s connection claims client {claimed}"
-                ),
-            )),
-        }
+        Ok(adapter::handle_message_from(
+            &mut state.server,
+            client_id,
+            message,
+        )?)
     })
 }
 
