@@ -5,7 +5,7 @@
 //! Over 600 lines on purpose: one state machine (pending handshakes,
 //! connections, path validation) whose handlers share its tables.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -132,8 +132,10 @@ pub struct Server {
     slots: Vec<Option<Connection>>,
     by_client_id: HashMap<u64, u16>,
     /// Client-to-server keys of the tokens that got a slot, oldest first
-    /// (at most `USED_TOKENS_PER_SLOT` per slot).
+    /// (at most `USED_TOKENS_PER_SLOT` per slot), and the same keys as a
+    /// set, so that a flood of requests costs one lookup each.
     used_tokens: VecDeque<[u8; KEY_BYTES]>,
+    used_token_set: HashSet<[u8; KEY_BYTES]>,
     events: VecDeque<ServerEvent>,
     transmits: VecDeque<Transmit>,
 }
@@ -149,6 +151,7 @@ impl Server {
             slots,
             by_client_id: HashMap::new(),
             used_tokens: VecDeque::new(),
+            used_token_set: HashSet::new(),
             events: VecDeque::new(),
             transmits: VecDeque::new(),
             config,
@@ -319,10 +322,14 @@ impl Server {
         self.by_client_id.insert(private.client_id, slot);
         let remembered = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
         if self.used_tokens.len() >= remembered {
-            self.used_tokens.pop_front();
+            if let Some(oldest) = self.used_tokens.pop_front() {
+                self.used_token_set.remove(&oldest);
+            }
         }
-        self.used_tokens
-            .push_back(*private.client_to_server_key.as_bytes());
+        let key = *private.client_to_server_key.as_bytes();
+        if self.used_token_set.insert(key) {
+            self.used_tokens.push_back(key);
+        }
         self.events.push_back(ServerEvent::Connected {
             slot,
             client_id: private.client_id,
@@ -540,8 +547,8 @@ impl Server {
 
     /// Whether `private`'s token got a slot before.
     fn token_used(&self, private: &PrivateToken) -> bool {
-        let key = private.client_to_server_key.as_bytes();
-        self.used_tokens.iter().any(|k| k == key)
+        self.used_token_set
+            .contains(private.client_to_server_key.as_bytes())
     }
 
     fn free_slot(&self) -> Option<u16> {
