@@ -11,7 +11,8 @@
 //! - A dictionary set is written to a new directory beside its target,
 //!   loaded back, and then swapped in: the old set is moved aside and
 //!   removed only after the new one is in place, so a directory never holds
-//!   a mix of old dictionaries and a new manifest.
+//!   a mix of old dictionaries and a new manifest. Without force a set that
+//!   appeared there meanwhile is refused, not replaced.
 
 #![forbid(unsafe_code)]
 
@@ -227,9 +228,22 @@ pub fn check_set_output(inputs: &[&Path], out: &Path, force: bool) -> Result<(),
 
 /// Writes `set` to `out` as a whole: into a new directory beside `out`,
 /// loaded back and verified there, then swapped in for whatever set `out`
-/// held. Returns the set as loaded from `out`.
-pub fn save_set(set: &DictionarySet, out: &Path) -> Result<DictionarySet, TrainerError> {
+/// held. A set at `out` is replaced only when `force` is on, even one that
+/// appeared after [`check_set_output`] (while training). Returns the set
+/// as loaded from `out`.
+pub fn save_set(
+    set: &DictionarySet,
+    out: &Path,
+    force: bool,
+) -> Result<DictionarySet, TrainerError> {
     let target = set_target(out)?;
+    if matches!(target, Target::Set) && !force {
+        return Err(refuse(format!(
+            "{} holds a dictionary set (it appeared while training): \
+             add --force to replace it",
+            out.display()
+        )));
+    }
     let parent = parent_of(out);
     std::fs::create_dir_all(parent).map_err(|e| TrainerError::io(parent, e))?;
     let staging = tempfile::Builder::new()

@@ -542,7 +542,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     if let Some((table, _)) = model.as_ref().filter(|(_, r)| r.kept) {
         set = set.with_model(DictKind::Delta, table)?;
     }
-    let set = save_set(&set, &opts.out)?;
+    let set = save_set(&set, &opts.out, opts.force)?;
     let report = TrainReport {
         out: opts.out.display().to_string(),
         seconds: started.elapsed().as_secs_f64(),

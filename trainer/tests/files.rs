@@ -215,3 +215,50 @@ fn train_replaces_a_set_as_a_whole() {
     assert!(inside.is_file());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_set_that_appears_while_training_is_not_replaced_without_force() {
+    use tickpack_trainer::output::{check_set_output, save_set};
+    use tickpack_trainer::train::{train, TrainOptions};
+    let dir = tmp("appeared");
+    let cap = dir.join("c.tpcap");
+    cmd(&[&"export", &"cubes", &cap, &"--ticks", &"60"]).unwrap();
+    let (set, _) = train(&TrainOptions {
+        captures: vec![cap.clone()],
+        out: dir.join("first"),
+        sizes: vec![1024],
+        progress: false,
+        ..TrainOptions::default()
+    })
+    .unwrap();
+
+    // `train` checks its --out when it starts: nothing there yet.
+    let out = dir.join("second");
+    check_set_output(&[&cap], &out, false).unwrap();
+    // While it trains, another run (or the user) puts a set there.
+    std::fs::create_dir_all(&out).unwrap();
+    for f in listing(&dir.join("first")) {
+        std::fs::copy(dir.join("first").join(&f), out.join(&f)).unwrap();
+    }
+    std::fs::write(out.join("notes.txt"), b"keep me").unwrap();
+    let before = listing(&out);
+
+    // Without --force the finished set does not replace it.
+    let e = save_set(&set, &out, false).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("--force")),
+        "{e}"
+    );
+    assert_eq!(listing(&out), before);
+    assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"keep me");
+    assert_eq!(
+        listing(&dir),
+        ["c.tpcap", "first", "second"],
+        "nothing left beside"
+    );
+
+    // With --force it is replaced as a whole.
+    save_set(&set, &out, true).unwrap();
+    assert!(!out.join("notes.txt").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
