@@ -9,7 +9,9 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use tickpack::capture::{CaptureReader, Record, MAGIC};
-use tickpack::dictset::{sha256_hex, DictSetError, DictionarySet, Manifest, MANIFEST_FILE};
+use tickpack::dictset::{
+    sha256_hex, DictSetError, DictionarySet, Manifest, SetLimits, MANIFEST_FILE,
+};
 use tickpack::model::{ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 use tickpack::Schema;
 
@@ -179,8 +181,30 @@ fn capture(path: &Path) -> Result<Inspected, TrainerError> {
     Ok(Inspected { text: s, damaged })
 }
 
+/// Reads `path` whole if it holds at most `limit` bytes, reading no more
+/// than one byte past the limit (a set loads no larger file).
+fn read_capped(path: &Path, limit: usize) -> Result<Vec<u8>, DictSetError> {
+    let io = |e: std::io::Error| DictSetError::Io {
+        file: path.to_owned(),
+        kind: e.kind(),
+        message: e.to_string(),
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    f.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() > limit {
+        return Err(DictSetError::TooLarge {
+            file: path.display().to_string(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
 fn dictionary(path: &Path) -> Result<String, TrainerError> {
-    let bytes = std::fs::read(path).map_err(|e| TrainerError::io(path, e))?;
+    let bytes = read_capped(path, SetLimits::default().max_dictionary_bytes)?;
     let sha = sha256_hex(&bytes);
     let zid = bytes
         .get(4..8)
@@ -280,9 +304,12 @@ fn model_file(path: &Path) -> Result<String, TrainerError> {
 /// it: `describe`'s line for the entry naming the file, else why none does.
 fn membership(path: &Path, s: &mut String, describe: impl Fn(&Manifest) -> Option<String>) {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let manifest = std::fs::read(dir.join(MANIFEST_FILE))
-        .ok()
-        .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok());
+    let manifest = read_capped(
+        &dir.join(MANIFEST_FILE),
+        SetLimits::default().max_manifest_bytes,
+    )
+    .ok()
+    .and_then(|m| serde_json::from_slice::<Manifest>(&m).ok());
     let line = match manifest {
         Some(m) => describe(&m).unwrap_or_else(|| {
             "not listed by the manifest beside it (damaged, or from another set)".into()
@@ -298,16 +325,14 @@ fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
         damaged: true,
     };
     let mut s = String::new();
-    let text = match std::fs::read(manifest) {
+    // The limits `DictionarySet::load` reads a set under.
+    let limits = SetLimits::default();
+    let text = match read_capped(manifest, limits.max_manifest_bytes) {
         Ok(t) => t,
-        Err(e) => return damaged(format!("{}: {e}\n", manifest.display())),
+        Err(e) => return damaged(format!("{e}\n")),
     };
     let verified = DictionarySet::from_manifest(&text, |file| {
-        std::fs::read(dir.join(file)).map_err(|e| DictSetError::Io {
-            file: dir.join(file),
-            kind: e.kind(),
-            message: e.to_string(),
-        })
+        read_capped(&dir.join(file), limits.max_dictionary_bytes)
     });
     let m = match (&verified, serde_json::from_slice::<Manifest>(&text)) {
         (Ok(set), _) => set.manifest().clone(),

@@ -218,3 +218,80 @@ fn a_line_of_millions_of_entities_is_refused_while_parsing() {
     assert!(!out.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn inspect_reads_no_more_of_a_set_than_loading_it_would() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("inspect");
+    let schema = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::U8, 14)
+        .build()
+        .unwrap();
+    let manifest = tickpack::dictset::Manifest {
+        format: 0,
+        game: "g".into(),
+        version: "1".into(),
+        set_id: 0,
+        schema_id: 0,
+        base_schema_id: 0,
+        schema: serde_json::Value::Null,
+        default_records: Vec::new(),
+        fields: Vec::new(),
+        dictionaries: Vec::new(),
+        training: Default::default(),
+        measured: Default::default(),
+    };
+    let dicts = vec![(tickpack::dictset::DictKind::Delta, vec![7u8; 1024], 1024)];
+    let id = schema.id();
+    let set = dir.join("set");
+    tickpack::dictset::DictionarySet::assemble(manifest, schema, id, dicts)
+        .unwrap()
+        .save(&set)
+        .unwrap();
+    tickpack::dictset::DictionarySet::load(&set).unwrap();
+    let manifest = std::fs::read_to_string(set.join("manifest.json")).unwrap();
+    // A hostile (or damaged) set: a file the manifest names is huge. A
+    // sparse file: 256 MiB long, no disk.
+    let huge = 256u64 << 20;
+    let named: Vec<String> = std::fs::read_dir(&set)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f != "manifest.json" && manifest.contains(&format!("\"{f}\"")))
+        .collect();
+    assert!(!named.is_empty(), "the set names no file");
+    for f in &named {
+        std::fs::File::create(set.join(f))
+            .unwrap()
+            .set_len(huge)
+            .unwrap();
+    }
+    let limit = tickpack::dictset::SetLimits::default().max_dictionary_bytes;
+    let (r, peak) = counting::peak_of(|| tickpack_trainer::inspect::inspect(&set));
+    assert!(peak < 4 * limit, "peak heap {peak} for a {huge}-byte file");
+    let r = r.unwrap();
+    assert!(r.damaged, "{}", r.text);
+    assert!(r.text.contains("larger than"), "{}", r.text);
+    // The manifest itself, and a dictionary inspected on its own.
+    let dict = set.join(&named[0]);
+    let f = std::fs::OpenOptions::new().write(true).open(&dict).unwrap();
+    std::io::Write::write_all(&mut &f, &[0x37, 0xa4, 0x30, 0xec]).unwrap();
+    drop(f);
+    let (r, peak) = counting::peak_of(|| tickpack_trainer::inspect::inspect(&dict));
+    assert!(r.is_err(), "{r:?}");
+    assert!(
+        peak < 4 * limit,
+        "peak heap {peak} for a {huge}-byte dictionary"
+    );
+    std::fs::File::create(set.join("manifest.json"))
+        .unwrap()
+        .set_len(huge)
+        .unwrap();
+    let (r, peak) = counting::peak_of(|| tickpack_trainer::inspect::inspect(&set));
+    assert!(r.unwrap().damaged);
+    assert!(
+        peak < 4 * limit,
+        "peak heap {peak} for a {huge}-byte manifest"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
