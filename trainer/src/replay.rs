@@ -169,13 +169,31 @@ fn recorded(ticks: &[TickMeta]) -> Vec<Packet> {
 /// after it was sent, and each packet is coded against the newest tick
 /// whose ack has arrived (so baselines never move backwards), with the ack
 /// before that one as its prior, as the session server does.
+///
+/// Time is `O(ticks × (log ticks + jitter))` whatever the delay (a capture's
+/// header sets its tick rate): ticks too recent to be acked are skipped by
+/// a binary search, not scanned.
 fn simulated(ticks: &[TickMeta], delay: u64, jitter: u32) -> Vec<Packet> {
-    let arrives = |s: u64| s + delay + SplitMix64::new(s).below(u64::from(jitter) + 1);
+    // `None`: after the largest tick number, never.
+    let arrives = |s: u64| {
+        s.checked_add(delay)?
+            .checked_add(SplitMix64::new(s).below(u64::from(jitter) + 1))
+    };
     let mut out = Vec::with_capacity(ticks.len());
     let (mut acked, mut prior): (Option<usize>, Option<usize>) = (None, None);
     for (i, t) in ticks.iter().enumerate() {
         let from = acked.map_or(0, |a| a + 1);
-        if let Some(k) = (from..i).rev().find(|&k| arrives(ticks[k].tick) <= t.tick) {
+        // Ticks sent after `t.tick - delay` cannot be acked by now (jitter
+        // only adds to the delay); the tick numbers increase.
+        let recent = ticks.get(from..i).unwrap_or_default();
+        let old_enough = t
+            .tick
+            .checked_sub(delay)
+            .map_or(0, |last| recent.partition_point(|x| x.tick <= last));
+        if let Some(k) = (from..from + old_enough)
+            .rev()
+            .find(|&k| arrives(ticks[k].tick).is_some_and(|a| a <= t.tick))
+        {
             prior = acked;
             acked = Some(k);
         }
@@ -282,6 +300,43 @@ mod tests {
             took < std::time::Duration::from_secs(3),
             "planning took {took:?}"
         );
+    }
+
+    #[test]
+    fn simulated_acks_are_planned_in_time_linear_in_the_capture() {
+        // A capture's header sets its tick rate: at u32::MAX Hz a 100 ms
+        // round trip is 429 million ticks, so no ack ever arrives.
+        let n = 30_000u64;
+        let c = capture(&(0..n).collect::<Vec<_>>());
+        let started = std::time::Instant::now();
+        let (p, _) = plan(&c.ticks, u32::MAX, BaselineModel::Auto(Rtt::default()));
+        let took = started.elapsed();
+        assert_eq!(p.len(), n as usize);
+        assert!(p.iter().all(|q| q.baseline.is_none()));
+        assert!(
+            took < std::time::Duration::from_secs(3),
+            "planning took {took:?}"
+        );
+    }
+
+    #[test]
+    fn simulated_acks_near_the_largest_tick_number_do_not_overflow() {
+        let c = capture(&[u64::MAX - 9, u64::MAX - 1, u64::MAX]);
+        // At 60 Hz (6 ticks, +0..2) tick u64::MAX - 9 is acked by the last
+        // two ticks.
+        let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(Rtt::default()));
+        let pairs: Vec<_> = p.iter().map(|q| (q.tick, q.baseline)).collect();
+        assert_eq!(pairs, vec![(0, None), (1, Some(0)), (2, Some(0))]);
+        // An ack due after the largest tick number never arrives.
+        let (p, _) = plan(&c.ticks, u32::MAX, BaselineModel::Auto(Rtt::default()));
+        assert_eq!(p.len(), 3);
+        assert!(p.iter().all(|q| q.baseline.is_none()), "{p:?}");
+        let j = Rtt {
+            jitter_ticks: 10_000,
+            ..Rtt::default()
+        };
+        let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(j));
+        assert_eq!(p.len(), 3);
     }
 
     #[test]
