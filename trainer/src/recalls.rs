@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use tickpack::{Baseline, Limits, Recall, Snapshot};
 
-use crate::captures::Scanned;
+use crate::captures::{snapshot_bytes, Scanned};
 use crate::replay::Packet;
 use crate::TrainerError;
 
@@ -73,11 +73,13 @@ impl RecallChain {
 
 /// Replays every packet of `sc` (`packets`, in tick order) and returns the
 /// recall of each tick in `wanted`. Holds only the snapshots and recalls a
-/// later packet still needs.
+/// later packet still needs, and refuses ([`TrainerError::TooMuchHeld`])
+/// to hold more than `max_held_bytes` of snapshots.
 pub fn recalls_for(
     sc: &Scanned,
     packets: &[Packet],
     wanted: &HashSet<usize>,
+    max_held_bytes: u64,
 ) -> Result<HashMap<usize, Recall>, TrainerError> {
     let mut last_use: HashMap<usize, usize> = HashMap::new();
     for p in packets {
@@ -88,10 +90,21 @@ pub fn recalls_for(
     }
     let mut chain = RecallChain::new();
     let mut held: HashMap<usize, Snapshot> = HashMap::new();
+    let mut held_bytes = 0u64;
     let mut out = HashMap::new();
     let mut next = 0usize;
     sc.stream(|i, snap| {
         if last_use.contains_key(&i) {
+            held_bytes += snapshot_bytes(snap);
+            if held_bytes > max_held_bytes {
+                return Err(TrainerError::TooMuchHeld {
+                    file: sc.path.display().to_string(),
+                    tick: sc.ticks.get(i).map_or(0, |t| t.tick),
+                    snapshots: held.len() + 1,
+                    bytes: held_bytes,
+                    limit: max_held_bytes,
+                });
+            }
             held.insert(i, snap.clone());
         }
         while let Some(p) = packets.get(next).filter(|p| p.tick <= i) {
@@ -108,7 +121,12 @@ pub fn recalls_for(
             }
         }
         let keep = |k: usize| last_use.get(&k).is_some_and(|&u| u > i);
-        held.retain(|&k, _| keep(k));
+        held.retain(|&k, s| {
+            if !keep(k) {
+                held_bytes -= snapshot_bytes(s);
+            }
+            keep(k)
+        });
         chain.retain(keep);
         Ok(())
     })?;

@@ -270,7 +270,7 @@ fn chain_recalls(
                 return Ok(HashMap::new());
             }
             let (packets, _) = plan(&sc.ticks, sc.header.tick_rate, opts.model);
-            recalls_for(sc, &packets, &wanted)
+            recalls_for(sc, &packets, &wanted, opts.max_held_bytes)
         })
         .collect()
 }
@@ -312,14 +312,16 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     let base = first.schema.clone();
     let mut planned = plan_all(&scanned, opts);
     let need = sample(&mut planned, &scanned, opts.max_held_bytes);
+    // Every packet is coded with its baseline's recall, as a session does.
+    // Replaying the sends for them holds at most `max_held_bytes` of
+    // snapshots, and is done before the sampled snapshots are loaded.
+    let recalls = chain_recalls(&scanned, opts, &[&planned.train_delta, &planned.held_delta])?;
     let held: Vec<HashMap<usize, Snapshot>> = scanned
         .iter()
         .enumerate()
         .map(|(ci, sc)| sc.load(|i| need.contains(&(ci, i))))
         .collect::<Result<_, _>>()?;
     let snapshots_held = held.iter().map(HashMap::len).sum();
-    // Every packet is coded with its baseline's recall, as a session does.
-    let recalls = chain_recalls(&scanned, opts, &[&planned.train_delta, &planned.held_delta])?;
     let jobs = Split {
         train_delta: jobs(&planned.train_delta, &scanned, &held, &recalls)?,
         train_key: jobs(&planned.train_key, &scanned, &held, &recalls)?,

@@ -295,3 +295,41 @@ fn inspect_reads_no_more_of_a_set_than_loading_it_would() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn train_refuses_baselines_that_reach_too_far_back() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("train-far");
+    let cap = dir.join("zeros.tpcap");
+    let per_tick = zeros(&cap, 300, 1024);
+    // Tick t against t - 100: replaying the chain of sends for the
+    // baselines' recalls keeps 101 snapshots live at once.
+    let budget = 50 * per_tick as u64;
+    let opts = TrainOptions {
+        captures: vec![cap],
+        out: dir.join("set"),
+        sizes: vec![1024],
+        progress: false,
+        model: BaselineModel::Distance(100),
+        max_held_bytes: budget,
+        ..TrainOptions::default()
+    };
+    let (r, peak) = counting::peak_of(|| train(&opts));
+    // Whatever it does, it holds no more snapshots than the budget (plus
+    // the reader's and the codec's buffers), not the 101 snapshots (1.8 MB)
+    // of the window beside the 50 it sampled.
+    assert!(
+        peak < (budget + budget / 2) as usize,
+        "peak heap {peak}, budget {budget}: {:?}",
+        r.as_ref().map(|(_, rep)| rep.snapshots_held)
+    );
+    match r {
+        Err(tickpack_trainer::TrainerError::TooMuchHeld { bytes, limit, .. }) => {
+            assert_eq!(limit, budget);
+            assert!(bytes > budget);
+        }
+        other => panic!("{:?}", other.map(|(_, rep)| rep.snapshots_held)),
+    }
+    assert!(!dir.join("set").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
