@@ -5,11 +5,11 @@
 #![forbid(unsafe_code)]
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use tickpack::dictset::{DictKind, DictionarySet, SetEncoder, MANIFEST_FILE};
+use tickpack::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder, MANIFEST_FILE};
 use tickpack::{Decoder, Encoder, Snapshot};
 
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
@@ -113,12 +113,26 @@ pub struct EvalContext {
 }
 
 /// Loads the set for `dir` (a set, or a root holding `<game>/<version>/`).
+/// In a root, `game` and `version` (a capture's, untrusted) must each be
+/// one plain path component, so the set is looked for inside the root.
 pub fn load_set(dir: &Path, game: &str, version: &str) -> Result<DictionarySet, TrainerError> {
     if dir.join(MANIFEST_FILE).is_file() {
-        Ok(DictionarySet::load(dir)?)
-    } else {
-        Ok(DictionarySet::load(dir.join(game).join(version))?)
+        return Ok(DictionarySet::load(dir)?);
     }
+    for name in [game, version] {
+        let mut parts = Path::new(name).components();
+        let plain = matches!(
+            (parts.next(), parts.next()),
+            (Some(Component::Normal(n)), None) if n == name
+        );
+        if !plain {
+            return Err(DictSetError::BadName {
+                name: name.to_owned(),
+            }
+            .into());
+        }
+    }
+    Ok(DictionarySet::load(dir.join(game).join(version))?)
 }
 
 enum Codec {

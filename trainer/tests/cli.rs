@@ -501,3 +501,38 @@ fn inspect_describes_model_tables() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn eval_looks_for_a_set_only_inside_the_root_it_is_given() {
+    let dir = tmp("escape");
+    let cap = dir.join("cubes.tpcap");
+    cmd(&[&"export", &"cubes", &cap, &"--ticks", &"60"]).unwrap();
+    // A set outside the root.
+    let outside = dir.join("outside/1");
+    cmd(&[&"train", &cap, &"--out", &outside, &"--quiet"]).unwrap();
+    let root = dir.join("sets");
+    std::fs::create_dir_all(&root).unwrap();
+    // A capture whose header names `../outside` as its game: the root's
+    // `<game>/<version>/` would be `sets/../outside/1`.
+    let mut c = read(&cap);
+    for game in ["../outside", "/abs", "a/../../outside"] {
+        c.header.game = game.into();
+        let hostile = dir.join("hostile.tpcap");
+        let f = std::fs::File::create(&hostile).unwrap();
+        c.write(f, Default::default()).unwrap();
+        let r = cmd(&[&"eval", &hostile, &"--dictionaries", &root, &"--json"]);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains(game), "{game}: {e}");
+    }
+    // Plain names are still looked up under the root.
+    c.header.game = "outside".into();
+    let fine = dir.join("fine.tpcap");
+    c.write(std::fs::File::create(&fine).unwrap(), Default::default())
+        .unwrap();
+    let e = cmd(&[&"eval", &fine, &"--dictionaries", &root]).unwrap_err();
+    assert!(matches!(e, TrainerError::DictSet(_)), "{e}");
+    std::fs::rename(dir.join("outside"), root.join("outside")).unwrap();
+    let text = cmd(&[&"eval", &fine, &"--dictionaries", &root, &"--json"]).unwrap();
+    assert_eq!(eval_json(&text)["roundtrip_ok"], true);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
