@@ -17,11 +17,11 @@
 #![forbid(unsafe_code)]
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
-use tickpack::dictset::{DictionarySet, MANIFEST_FILE};
+use tickpack::dictset::{DictionarySet, Manifest, SetLimits, MANIFEST_FILE};
 
 use crate::TrainerError;
 
@@ -182,8 +182,24 @@ fn set_target(out: &Path) -> Result<Target, TrainerError> {
             out.display()
         )));
     }
-    if out.join(MANIFEST_FILE).is_file() {
-        return Ok(Target::Set);
+    let manifest = out.join(MANIFEST_FILE);
+    if manifest.is_file() {
+        // Only a dictionary set's manifest makes the directory a set
+        // (`--force` replaces it whole); another program's manifest.json
+        // (a web app's, say) leaves it a directory that is not ours.
+        let limit = SetLimits::default().max_manifest_bytes;
+        let mut text = Vec::new();
+        File::open(&manifest)
+            .and_then(|f| f.take(limit as u64 + 1).read_to_end(&mut text))
+            .map_err(|e| TrainerError::io(&manifest, e))?;
+        if text.len() <= limit && serde_json::from_slice::<Manifest>(&text).is_ok() {
+            return Ok(Target::Set);
+        }
+        return Err(refuse(format!(
+            "{} holds a {MANIFEST_FILE} that is not a dictionary set's: \
+             give a new directory, an empty one, or an existing set",
+            out.display()
+        )));
     }
     let mut entries = std::fs::read_dir(out).map_err(|e| TrainerError::io(out, e))?;
     if entries.next().is_none() {

@@ -262,3 +262,38 @@ fn a_set_that_appears_while_training_is_not_replaced_without_force() {
     assert!(!out.join("notes.txt").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn force_replaces_only_a_dictionary_set_not_any_directory_with_a_manifest() {
+    let dir = tmp("pwa");
+    let cap = dir.join("c.tpcap");
+    cmd(&[&"export", &"cubes", &cap, &"--ticks", &"60"]).unwrap();
+    // A web app: its own manifest.json, and files beside it.
+    let app = dir.join("app");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(
+        app.join("manifest.json"),
+        br#"{"name":"My app","icons":[]}"#,
+    )
+    .unwrap();
+    std::fs::write(app.join("index.html"), b"<h1>keep me</h1>").unwrap();
+    let before = listing(&app);
+    for force in [true, false] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            vec![&"train", &cap, &"--out", &app, &"--quiet"];
+        if force {
+            args.push(&"--force");
+        }
+        let e = cmd(&args).unwrap_err();
+        assert!(
+            matches!(&e, TrainerError::Output(m) if m.contains("not a dictionary set")),
+            "--force {force}: {e}"
+        );
+        assert_eq!(listing(&app), before);
+        assert_eq!(
+            std::fs::read(app.join("index.html")).unwrap(),
+            b"<h1>keep me</h1>"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
