@@ -269,11 +269,12 @@ mod tests {
     }
 
     #[test]
-    fn recorded_sends_are_planned_in_time_linear_in_the_capture() {
+    fn the_largest_ticks_of_sends_after_a_long_capture_are_planned() {
         // A hostile capture (about 1 MB on disk): 40,000 ticks, then two
         // ticks of 65,536 sends (the most a tick may hold). The first
         // tick's sends name a baseline sequence no tick has; the second's
-        // all resolve, each to a different baseline and prior.
+        // all resolve, each to a different baseline and prior. (Planning
+        // by scanning earlier ticks took 38 s here; by hash maps 0.2 s.)
         let n = 40_000u64;
         let mut c = capture(&(0..n + 2).collect::<Vec<_>>());
         let limit = crate::captures::MAX_SENT_PER_TICK as u32;
@@ -291,32 +292,21 @@ mod tests {
                 send(k, (n - 1 - b) as u16, (n - 300 - q) as u16)
             })
             .collect();
-        let started = std::time::Instant::now();
         let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(Rtt::default()));
-        let took = started.elapsed();
         assert_eq!(p.len(), limit as usize, "one packet per distinct send");
         assert!(p.iter().all(|q| q.tick == n as usize + 1));
-        assert!(
-            took < std::time::Duration::from_secs(3),
-            "planning took {took:?}"
-        );
     }
 
     #[test]
-    fn simulated_acks_are_planned_in_time_linear_in_the_capture() {
+    fn a_tick_rate_so_high_that_no_ack_arrives_plans_keyframes() {
         // A capture's header sets its tick rate: at u32::MAX Hz a 100 ms
-        // round trip is 429 million ticks, so no ack ever arrives.
+        // round trip is 429 million ticks, so no ack ever arrives. (A
+        // scan of every unacked tick per tick took 8 s here.)
         let n = 30_000u64;
         let c = capture(&(0..n).collect::<Vec<_>>());
-        let started = std::time::Instant::now();
         let (p, _) = plan(&c.ticks, u32::MAX, BaselineModel::Auto(Rtt::default()));
-        let took = started.elapsed();
         assert_eq!(p.len(), n as usize);
         assert!(p.iter().all(|q| q.baseline.is_none()));
-        assert!(
-            took < std::time::Duration::from_secs(3),
-            "planning took {took:?}"
-        );
     }
 
     #[test]
