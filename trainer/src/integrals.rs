@@ -2,7 +2,8 @@
 //! float field, the velocity field (same length) and time field (a scalar)
 //! of its entity type whose prediction `b + ((v + v_b) / 2) · Δt · scale`
 //! makes its tick-to-tick changes cheapest (time fields: scalars that
-//! change in at least half of the changed records), with the scale
+//! change in at least half of the changed records, the [`MAX_CLOCKS`]
+//! that grew most often), with the scale
 //! fitted (the median ratio, three significant digits, or a round value
 //! near it when that predicts as well). It works on a uniform sample of at
 //! most [`RECORD_PAIRS`] (previous, current) record pairs per entity type
@@ -92,25 +93,49 @@ fn round3(x: f64) -> f64 {
     (x * p).round() / p
 }
 
-/// The best integration of each float field of `ty` found in `sample`.
-pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
+/// Most time fields tried per entity type: the search costs fields² ×
+/// time fields × sampled changes, so a type of 256 changing scalars stays
+/// a search of seconds, not hours.
+const MAX_CLOCKS: usize = 4;
+
+/// The time fields of `ty` to try: unquantised scalars that change in at
+/// least half of the sampled pairs (a clock runs whenever an entity
+/// changes), at most [`MAX_CLOCKS`] of them, those that grew in the most
+/// pairs first (a clock only grows), then in declaration order.
+fn clocks(ty: &EntityType, sample: &PairSample) -> Vec<usize> {
     let fields = ty.fields();
     let offsets = ty.offsets();
     let quantised = |i: usize| ty.quantization().get(i).is_some_and(Option::is_some);
-    // Time fields: scalars that change in at least half of the pairs (a
-    // clock runs whenever an entity changes), which also bounds the search.
-    let clocks: Vec<usize> = (0..fields.len())
+    let mut ranked: Vec<(usize, usize)> = (0..fields.len())
         .filter(|&t| fields[t].len == 1 && !quantised(t))
-        .filter(|&t| {
+        .filter_map(|t| {
             let r = offsets[t]..offsets[t] + fields[t].ty.size();
             let moved = sample
                 .pairs
                 .iter()
                 .filter(|(a, b)| a.get(r.clone()) != b.get(r.clone()))
                 .count();
-            moved * 2 >= sample.pairs.len()
+            let grew = sample
+                .pairs
+                .iter()
+                .filter(|(a, b)| {
+                    read(b, offsets[t], fields[t].ty) > read(a, offsets[t], fields[t].ty)
+                })
+                .count();
+            (moved * 2 >= sample.pairs.len()).then_some((t, grew))
         })
         .collect();
+    ranked.sort_by_key(|&(t, grew)| (core::cmp::Reverse(grew), t));
+    ranked.truncate(MAX_CLOCKS);
+    ranked.into_iter().map(|(t, _)| t).collect()
+}
+
+/// The best integration of each float field of `ty` found in `sample`.
+pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
+    let fields = ty.fields();
+    let offsets = ty.offsets();
+    let quantised = |i: usize| ty.quantization().get(i).is_some_and(Option::is_some);
+    let clocks = clocks(ty, sample);
     let mut out = Vec::new();
     for (x, fx) in fields.iter().enumerate() {
         let declared = ty.integrations().get(x).is_some_and(Option::is_some);
@@ -234,4 +259,45 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
         out.extend(best.filter(|b| b.bits.1 < GAIN * b.bits.0));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::Schema;
+
+    fn record(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn at_most_four_clocks_are_tried_those_that_grow_first() {
+        // 40 scalars that all change in every pair: 38 swing up and down,
+        // fields 30 and 35 only grow.
+        let mut b = Schema::builder().entity("e");
+        for i in 0..40 {
+            b = b.field(&format!("f{i}"), Primitive::F32, 1);
+        }
+        let schema = b.build().unwrap();
+        let ty = &schema.sections()[0];
+        let value = |i: usize, p: usize| match i {
+            30 | 35 => p as f32,
+            _ if p.is_multiple_of(2) => i as f32,
+            _ => -(i as f32) - 1.0,
+        };
+        let sample = PairSample {
+            pairs: (0..64)
+                .map(|p| {
+                    let a: Vec<f32> = (0..40).map(|i| value(i, p)).collect();
+                    let b: Vec<f32> = (0..40).map(|i| value(i, p + 1)).collect();
+                    (record(&a), record(&b))
+                })
+                .collect(),
+            seen: 64,
+            cap: 64,
+        };
+        let c = clocks(ty, &sample);
+        assert_eq!(c.len(), MAX_CLOCKS);
+        assert_eq!(&c[..2], &[30, 35]);
+    }
 }
