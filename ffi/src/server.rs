@@ -73,6 +73,17 @@ struct Pending {
     bytes: Arc<[u8]>,
 }
 
+impl ServerState {
+    /// Drops the packet kept for client `id`: a client added or removed
+    /// since was not sent it (a new peer under the id would get a packet
+    /// of the old one's history).
+    fn forget_pending(&mut self, id: u16) {
+        if self.pending.as_ref().is_some_and(|p| p.client == id) {
+            self.pending = None;
+        }
+    }
+}
+
 /// Writes the default server settings to `*config`.
 ///
 /// # Safety
@@ -157,7 +168,9 @@ pub unsafe extern "C" fn tp_server_free(server: *mut TpServer) -> TpStatus {
 pub unsafe extern "C" fn tp_server_add_client(server: *mut TpServer, client_id: u16) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        adapter::connect(&mut unsafe { get_mut(server)? }.server, client_id);
+        let state = unsafe { get_mut(server)? };
+        state.forget_pending(client_id);
+        adapter::connect(&mut state.server, client_id);
         Ok(())
     })
 }
@@ -175,7 +188,9 @@ pub unsafe extern "C" fn tp_server_remove_client(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let removed = adapter::disconnect(&mut unsafe { get_mut(server)? }.server, client_id);
+        let state = unsafe { get_mut(server)? };
+        state.forget_pending(client_id);
+        let removed = adapter::disconnect(&mut state.server, client_id);
         // SAFETY: as above.
         unsafe { put_opt(was_connected, removed, "was_connected") }
     })

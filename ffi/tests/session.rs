@@ -452,3 +452,73 @@ fn a_quantised_world_is_quantised_through_the_api() {
     ok(ffi!(tp_schema_free(other)));
     ok(ffi!(tp_schema_free(s)));
 }
+
+#[test]
+fn a_client_added_again_after_a_too_small_buffer_gets_a_full_snapshot() {
+    let s = schema();
+    let (mut server, mut client, mut fresh) = (null_mut(), null_mut(), null_mut());
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    ok(ffi!(tp_client_new(s, null(), null(), &mut client)));
+    ok(ffi!(tp_client_new(s, null(), null(), &mut fresh)));
+    ok(ffi!(tp_server_add_client(server, 1)));
+    let mut buf = [0u8; 1024];
+    let (mut n, mut seq) = (0usize, 0u16);
+    let mut r = TpReceived {
+        outcome: TpOutcome::Undecodable,
+        sequence: 0,
+        has_baseline: false,
+        baseline: 0,
+    };
+    let mut msg = [0u8; TP_CLIENT_MESSAGE_MAX];
+    let mut m = 0usize;
+    for tick in 0..3u32 {
+        let world = snapshot_with(s, &[4], &[car(tick as f32, 4)]);
+        ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+        ok(ffi!(tp_server_encode(
+            server,
+            1,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )));
+        ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+        ok(ffi!(tp_client_message(
+            client,
+            1,
+            msg.as_mut_ptr(),
+            msg.len(),
+            &mut m
+        )));
+        ok(ffi!(tp_server_on_message_from(server, 1, msg.as_ptr(), m)));
+        ok(ffi!(tp_snapshot_free(world)));
+    }
+    assert!(r.has_baseline, "the session is sending deltas");
+    // A delta for client 1 waits for a bigger buffer; then client 1 leaves
+    // and a new client 1 (another peer, no snapshots) takes its id.
+    let world = snapshot_with(s, &[4], &[car(9.0, 4)]);
+    ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+    fails(
+        ffi!(tp_server_encode(server, 1, null_mut(), 0, &mut n)),
+        TpStatus::BufferTooSmall,
+        "needs",
+    );
+    ok(ffi!(tp_server_remove_client(server, 1, null_mut())));
+    ok(ffi!(tp_server_add_client(server, 1)));
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    ok(ffi!(tp_client_receive(fresh, buf.as_ptr(), n, &mut r)));
+    assert_eq!(
+        (r.outcome, r.sequence, r.has_baseline),
+        (TpOutcome::Applied, seq, false)
+    );
+    for h in [client, fresh] {
+        ok(ffi!(tp_client_free(h)));
+    }
+    ok(ffi!(tp_snapshot_free(world)));
+    ok(ffi!(tp_server_free(server)));
+}
