@@ -2,7 +2,7 @@
 //! float field, the velocity field (same length) and time field (a scalar)
 //! of its entity type whose prediction `b + ((v + v_b) / 2) · Δt · scale`
 //! makes its tick-to-tick changes cheapest (time fields: scalars that
-//! change in at least half of the changed records, the [`MAX_CLOCKS`]
+//! change in at least half of the changed records, the four
 //! that grew most often), with the scale
 //! fitted (the median ratio, three significant digits, or a round value
 //! near it when that predicts as well). It works on a uniform sample of at
