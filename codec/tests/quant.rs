@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 use tickpack::quant::{field_errors, AngleUnit, Quantize, QuantizeError};
 use tickpack::{
-    Baseline, DecodeError, Decoder, DeltaOp, EncodeError, Encoder, Primitive, Reference, Schema,
-    SchemaError, Snapshot, SnapshotError,
+    Baseline, DecodeError, Decoder, DeltaOp, EncodeError, Encoder, Integrate, Primitive, Reference,
+    Schema, SchemaError, Snapshot, SnapshotError,
 };
 
 /// A car with every kind of quantisation: fixed-point position (ranged,
@@ -721,6 +721,44 @@ fields = [
         ),
         Err(SchemaError::Parse { .. })
     ));
+}
+
+/// A positive finite `f64` with any mantissa, `2^lo ..= 2^hi` in magnitude.
+fn any_positive(lo: i32, hi: i32) -> impl Strategy<Value = f64> {
+    (2f64.powi(lo).to_bits()..=2f64.powi(hi).to_bits()).prop_map(f64::from_bits)
+}
+
+proptest! {
+    /// `Schema::from_json(&schema.to_json())` is the schema: every float
+    /// of a declaration (a step and its range, a grid step, an integration
+    /// scale) comes back with the same bits, so the schema id (which hashes
+    /// those bits) is the same, as a capture's header needs. JSON's
+    /// shortest decimal forms of such floats have up to 17 digits and
+    /// exponents far beyond 22: a parse that is not correctly rounded reads
+    /// a neighbouring float.
+    #[test]
+    fn json_form_keeps_every_float_of_a_declaration(
+        step in any_positive(-900, 900),
+        span in any_positive(0, 40),
+        grid in any_positive(-1000, 1000),
+        scale in any_positive(-1000, 1000),
+    ) {
+        let schema = Schema::builder()
+            .entity("body")
+            .field("t", Primitive::U32, 1)
+            .field("v", Primitive::F64, 1)
+            .field("p", Primitive::F64, 1)
+            .integrate(Integrate::new("v", "t", scale))
+            .field("g", Primitive::F64, 1)
+            .grid(grid)
+            .field("x", Primitive::F64, 1)
+            .quantize(Quantize::step(step).with_range(-span * step, span * step))
+            .build()
+            .unwrap();
+        let back = Schema::from_json(&schema.to_json()).unwrap();
+        prop_assert_eq!(back.id(), schema.id());
+        prop_assert_eq!(back, schema);
+    }
 }
 
 /// An `f64` quaternion's codes are whole `i64`s: the most negative one is
