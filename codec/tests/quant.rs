@@ -396,6 +396,52 @@ fn quaternion_bound_is_tight() {
     }
 }
 
+/// `max_error` bounds the error of `f64` fields too, where the code limits
+/// let `x / step` and `code · step` each round by up to an eighth of a
+/// step (fixed point up to ±2^50 codes; angles of 50 bits within a turn of
+/// zero): a seeded sweep of values up to those limits, on steps that are
+/// and are not powers of two.
+#[test]
+fn f64_errors_stay_within_the_stated_bound() {
+    let turn = |u: AngleUnit| u.turn();
+    let mut st = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = || {
+        st ^= st << 13;
+        st ^= st >> 7;
+        st ^= st << 17;
+        (st >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let limit = 2f64.powi(50);
+    let mut cases: Vec<(Quantize, f64)> = [0.1, 0.001, 3.0, 1.0 / 3.0, 0.25]
+        .into_iter()
+        .map(|step| (Quantize::step(step), limit * step))
+        .collect();
+    for unit in [AngleUnit::Degrees, AngleUnit::Radians] {
+        for bits in [40u8, 48, 50] {
+            cases.push((Quantize::angle(bits, unit), turn(unit)));
+        }
+    }
+    for (q, most) in cases {
+        let schema = Schema::builder()
+            .entity("e")
+            .field("x", Primitive::F64, 1)
+            .quantize(q)
+            .build()
+            .unwrap();
+        let ty = &schema.sections()[0];
+        let bound = q.max_error(Primitive::F64);
+        let mut errs = [0.0];
+        for _ in 0..20_000 {
+            let x = rnd() * most;
+            let orig = x.to_le_bytes().to_vec();
+            let mut rec = orig.clone();
+            ty.quantize_records(&mut rec).unwrap();
+            field_errors(ty, &orig, &rec, &mut errs).unwrap();
+            assert!(errs[0] <= bound, "{q}: {x:e}: {} > {bound}", errs[0]);
+        }
+    }
+}
+
 #[test]
 fn declared_errors() {
     let schema = car_schema();

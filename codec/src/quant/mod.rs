@@ -214,16 +214,21 @@ impl Quantize {
 
     /// The largest reconstruction error of one value, in the field's unit
     /// (radians of rotation for [`Quantize::SmallestThree`]), not counting
-    /// clamping: half a step, plus for `f32` fields the rounding of the
-    /// result to `f32` (at most a quarter step by the code limits). For
+    /// clamping: half a step, plus a quarter step for the roundings by the
+    /// code limits. For `f32` fields that is the rounding of the result to
+    /// `f32`; for `f64` fields `x / step` and `code · step` each round by
+    /// up to an eighth of a step at ±[`MAX_F64_CODE`] codes (angles of 50
+    /// bits: at a turn from zero; an angle further out than a turn rounds
+    /// `x / turn` by up to `|x / turn| · 2^(bits − 53)` steps). For
     /// quaternions see FORMAT.md, "Quantised fields", for the derivation.
     /// Integers are exact (0).
     pub fn max_error(&self, ty: Primitive) -> f64 {
-        let f32_slack = if ty == Primitive::F32 { 1.5 } else { 1.0 };
+        // Half a step and a quarter.
+        let slack = 1.5;
         match *self {
-            Self::Fixed { step, .. } => 0.5 * step * f32_slack,
+            Self::Fixed { step, .. } => 0.5 * step * slack,
             Self::Range { .. } => 0.0,
-            Self::Angle { bits, unit } => 0.5 * scalar::angle_step(bits, unit) * f32_slack,
+            Self::Angle { bits, unit } => 0.5 * scalar::angle_step(bits, unit) * slack,
             Self::SmallestThree { bits } => quat::max_angle(bits, ty),
         }
     }
