@@ -11,17 +11,22 @@ use crate::boundary::{call, free, get, new_handle, put, text};
 use crate::error::{Error, TpStatus};
 use crate::{TpDictSet, TpSchema};
 
-fn parse(
+/// Parses the text at `text_ptr` with `parse` into a new handle in `*out`.
+///
+/// # Safety
+/// `text_ptr` is null or valid for reads of `len` bytes; `out` is null or
+/// valid for a write.
+unsafe fn parse(
     text_ptr: *const u8,
     len: usize,
     out: *mut *mut TpSchema,
     parse: fn(&str) -> Result<Schema, tickpack::SchemaError>,
 ) -> TpStatus {
     call(|| {
-        // SAFETY: the caller passes `len` readable bytes at `text_ptr`.
+        // SAFETY: forwarded from this function's contract.
         let text = unsafe { text(text_ptr, len, "text")? };
         let schema = parse(text)?;
-        // SAFETY: the caller passes a writable `out`.
+        // SAFETY: forwarded from this function's contract.
         unsafe { new_handle(out, schema) }
     })
 }
@@ -40,7 +45,8 @@ pub unsafe extern "C" fn tp_schema_from_json(
     len: usize,
     out: *mut *mut TpSchema,
 ) -> TpStatus {
-    parse(text, len, out, Schema::from_json)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { parse(text, len, out, Schema::from_json) }
 }
 
 /// Parses a schema from TOML text (`len` bytes of UTF-8 at `text`) into a
@@ -54,7 +60,8 @@ pub unsafe extern "C" fn tp_schema_from_toml(
     len: usize,
     out: *mut *mut TpSchema,
 ) -> TpStatus {
-    parse(text, len, out, Schema::from_toml)
+    // SAFETY: forwarded from this function's contract.
+    unsafe { parse(text, len, out, Schema::from_toml) }
 }
 
 /// Frees a schema. Null is accepted and does nothing. Handles made from it
