@@ -40,6 +40,7 @@ const N_PLAYER: usize = 112;
 const N_ENTITY: usize = 52;
 // Indices into `meta` (the README's order).
 const MESSAGE_NUM: usize = 0;
+const SERVER_TIME: usize = 1;
 const DELTA_NUM: usize = 2;
 const SNAP_FLAGS: usize = 3;
 const SNAP_BITS: usize = 6;
@@ -122,8 +123,12 @@ pub fn read_demo(path: &Path, max: usize) -> Res<Demo> {
             Primitive::I32
         }
     };
+    // Quake 3's snapshot bytes include the server time (`MSG_WriteLong`),
+    // which the message number does not give (steps of 33, 50 or 66 ms,
+    // and jumps): the frame carries it too, so both send the same.
     let mut b = Schema::builder()
         .entity("frame")
+        .field("server_time", Primitive::I32, 1)
         .field("snap_flags", Primitive::I32, 1)
         .field("areamask", Primitive::U8, 32)
         .entity("player");
@@ -176,7 +181,8 @@ pub fn read_demo(path: &Path, max: usize) -> Res<Demo> {
             break;
         }
         let mut snap = Snapshot::new(&demo.schema);
-        let mut rec = meta[SNAP_FLAGS].to_le_bytes().to_vec();
+        let mut rec = meta[SERVER_TIME].to_le_bytes().to_vec();
+        rec.extend(meta[SNAP_FLAGS].to_le_bytes());
         rec.extend(area.iter().flat_map(|w| w.to_le_bytes()));
         snap.section_mut(0)
             .ok_or("no frame section")?
