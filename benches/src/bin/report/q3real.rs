@@ -85,8 +85,8 @@ pub(crate) fn section(quick: bool) -> Res<String> {
         "The first {max} snapshots of each demo in `../shared/data/q3/`, each sent against the \
          baseline Quake 3 used for it; the anchor is Quake 3's own bytes for the snapshot \
          (`snap_bits / 8`: server time, delta number, area mask, player state and entities, \
-         Huffman-coded). The frame carries the server time as well, which Quake 3's bytes \
-         include. The schema declares the view angles on their 360/65536 grid and \
+         Huffman-coded). The player record carries the server time as well (before the command \
+         time), which Quake 3's bytes include. The schema declares the view angles on their 360/65536 grid and \
          the player origin integrated from its velocity over the command time; every packet \
          carries its baseline's recall. tickpack bytes are whole packets, header included. \
          \"trained\": a \
