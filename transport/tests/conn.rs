@@ -649,3 +649,33 @@ fn a_new_address_gets_at_most_three_times_what_it_sent_until_it_echoes() {
         );
     }
 }
+
+#[test]
+fn a_flood_of_connection_requests_leaves_room_for_connected_clients_packets() {
+    let mut link = Link::new(4);
+    link.connect();
+    while link.server.poll_transmit().is_some() {}
+    // Another token's holder replays its request from 2,000 spoofed
+    // addresses before the application drains the queue: each would get a
+    // challenge.
+    let mut attacker = Client::new(link.now, addr(SERVER), token(&link.key, 7), 1200);
+    let request = attacker.poll_transmit(link.now).unwrap();
+    for k in 0..2000u16 {
+        let mut d = request.clone();
+        let from = SocketAddr::from(([10, 0, (k >> 8) as u8, k as u8], 6000));
+        let _ = link.server.handle_datagram(link.now, from, &mut d);
+    }
+    // The connected client's keep-alive is still queued.
+    link.server
+        .handle_timeout(link.now + Duration::from_secs(1));
+    let mut to_client = 0;
+    let mut queued = 0;
+    while let Some(t) = link.server.poll_transmit() {
+        queued += 1;
+        if t.to == addr(CLIENT) {
+            to_client += 1;
+        }
+    }
+    assert!(queued > 1, "the flood was queued ({queued})");
+    assert_eq!(to_client, 1, "the keep-alive to the connected client");
+}

@@ -23,6 +23,10 @@ use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, VERSION};
 /// Most handshake replies and keep-alives queued for [`Server::poll_transmit`];
 /// further ones are dropped (the client resends its request).
 const MAX_QUEUED: usize = 1024;
+/// Most queued packets under which a handshake reply is still queued: half
+/// the queue, the other half kept for connected clients' keep-alives,
+/// disconnects and path checks.
+const MAX_QUEUED_HANDSHAKES: usize = MAX_QUEUED / 2;
 /// Copies of a disconnect packet sent, since any of them may be lost.
 const DISCONNECT_COPIES: usize = 3;
 /// Connect tokens remembered as used, per client slot (as netcode.io's
@@ -209,7 +213,7 @@ impl Server {
             return self.welcome_again(now, slot, from, private.client_id);
         }
         if self.token_used(&private) {
-            self.queue(
+            self.queue_handshake(
                 from,
                 seal_denied(&self.config, &private.server_to_client_key)?,
             );
@@ -218,7 +222,7 @@ impl Server {
             });
         }
         if self.free_slot().is_none() {
-            self.queue(
+            self.queue_handshake(
                 from,
                 seal_denied(&self.config, &private.server_to_client_key)?,
             );
@@ -237,7 +241,7 @@ impl Server {
             &private.server_to_client_key,
             &token,
         )?;
-        self.queue(from, packet);
+        self.queue_handshake(from, packet);
         Ok(())
     }
 
@@ -298,7 +302,7 @@ impl Server {
             });
         }
         let Some(slot) = self.free_slot() else {
-            self.queue(
+            self.queue_handshake(
                 from,
                 seal_denied(&self.config, &private.server_to_client_key)?,
             );
@@ -606,6 +610,15 @@ impl Server {
 
     fn queue(&mut self, to: SocketAddr, datagram: Vec<u8>) {
         if self.transmits.len() < MAX_QUEUED {
+            self.transmits.push_back(Transmit { to, datagram });
+        }
+    }
+
+    /// Queues a reply to a connection request or response (a challenge or
+    /// a denial) within [`MAX_QUEUED_HANDSHAKES`], so that a flood of
+    /// requests leaves room for the connected clients' own packets.
+    fn queue_handshake(&mut self, to: SocketAddr, datagram: Vec<u8>) {
+        if self.transmits.len() < MAX_QUEUED_HANDSHAKES {
             self.transmits.push_back(Transmit { to, datagram });
         }
     }
