@@ -575,3 +575,41 @@ fn a_spoofed_ack_for_unsent_slices_is_ignored() {
     assert_eq!(s.stats().chunks_sent, 0);
     assert_eq!(s.chunk_id(), 0);
 }
+
+#[test]
+fn a_spoofed_slice_after_an_idle_spell_cannot_make_a_read_chunk_arrive_again() {
+    // Chunk 0 completes and is read; the sender never hears the final ack,
+    // so its slices keep arriving. After the receiver has been idle for
+    // the stall timeout, a spoofed slice of another chunk, too large to be
+    // taken, restarts it without progress; the resent slices of chunk 0
+    // must still be taken as late resends.
+    let data = chunk(2 * SLICE_SIZE, 11);
+    let mut s = ChunkSender::new(ChunkConfig::default());
+    let mut r = ChunkReceiver::new(4 * SLICE_SIZE);
+    s.send(data.clone()).unwrap();
+    let mut slices = Vec::new();
+    let mut t = Duration::ZERO;
+    while slices.len() < 2 && t < Duration::from_secs(5) {
+        t += Duration::from_millis(10);
+        while let Some(p) = s.poll_transmit(t) {
+            slices.push(p);
+        }
+    }
+    assert_eq!(slices.len(), 2);
+    for p in &slices {
+        r.handle_slice(p).unwrap();
+    }
+    assert_eq!(r.poll_chunk(), Some(data));
+    t += DEFAULT_STALL_TIMEOUT + Duration::from_millis(10);
+    r.handle_timeout(t);
+    let mut spoofed = SPOOFED_SLICE;
+    spoofed[1] = 5; // chunk 5, of 256 slices
+    assert!(matches!(
+        r.handle_slice(&spoofed),
+        Err(ChunkError::ChunkTooLarge { .. })
+    ));
+    for p in &slices {
+        let _ = r.handle_slice(p);
+    }
+    assert_eq!(r.poll_chunk(), None, "chunk 0 was delivered twice");
+}

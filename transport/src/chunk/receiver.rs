@@ -218,15 +218,15 @@ impl ChunkReceiver {
         Ok(())
     }
 
-    /// Gives up the current transfer and expects `chunk_id`.
+    /// Gives up the current transfer and expects `chunk_id`. The chunk read
+    /// last stays known, so its late resends are re-acked and never taken
+    /// for a new transfer (which would deliver it twice).
     fn restart(&mut self, chunk_id: u16) {
         if self.current.take().is_some() {
             self.resets += 1;
         }
         self.chunk_id = chunk_id;
-        self.previous = None;
         self.ack_pending = false;
-        self.prev_ack_pending = false;
     }
 
     /// The next ack packet to send, if slices arrived since the last one.
