@@ -753,3 +753,26 @@ fn a_baseline_over_the_limit_is_refused() {
         })
     );
 }
+
+#[test]
+fn a_zstd_block_that_regenerates_nothing_is_refused() {
+    // FORMAT.md 3.2: a block regenerates 1..=32768 bytes. A zstd block of
+    // raw literals of size 0 and no sequences regenerates nothing: as the
+    // packet's only block it would be a second spelling of the empty
+    // payload, before another block a second spelling of that block.
+    let s = schema();
+    let empty = [0x00, 0x00];
+    let mut alone = vec![0x05];
+    alone.extend_from_slice(&empty);
+    let mut before = vec![0x04, 0x01, 0x00];
+    before.extend_from_slice(&empty);
+    before.extend_from_slice(&raw(&[4, 1, 5, 3, 1, 1, 4, 2]));
+    for blocks in [alone, before] {
+        let p = packet(Some((s.id(), 0)), None, false, &blocks);
+        let got = tickpack::decode(&s, &p, None);
+        assert!(
+            matches!(got, Err(DecodeError::Zstd { offset: 7, .. })),
+            "{got:?}"
+        );
+    }
+}

@@ -266,15 +266,26 @@ pub(crate) fn decode_blocks<B: Backend>(
             BlockType::Zstd => {
                 let src = r.bytes(h.size)?;
                 let cap = MAX_BLOCK_CONTENT.min(room);
-                if let Err(message) = backend.decompress(src, cap, out, dict) {
-                    return Err(if cap < MAX_BLOCK_CONTENT {
-                        DecodeError::DecodedTooLarge { limit: max_decoded }
-                    } else {
-                        DecodeError::Zstd {
+                match backend.decompress(src, cap, out, dict) {
+                    // A block regenerates 1..=32768 bytes (an empty one
+                    // would be a second spelling of what the others say).
+                    Ok(0) => {
+                        return Err(DecodeError::Zstd {
                             offset: at,
-                            message,
-                        }
-                    });
+                            message: "zstd block regenerates nothing",
+                        })
+                    }
+                    Ok(_) => {}
+                    Err(message) => {
+                        return Err(if cap < MAX_BLOCK_CONTENT {
+                            DecodeError::DecodedTooLarge { limit: max_decoded }
+                        } else {
+                            DecodeError::Zstd {
+                                offset: at,
+                                message,
+                            }
+                        });
+                    }
                 }
             }
             BlockType::Model => return Err(DecodeError::ModelBlockNotAlone { offset: at }),
