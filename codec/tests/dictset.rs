@@ -371,6 +371,44 @@ fn two_versions_side_by_side() {
     assert_eq!(sets.len(), 1);
 }
 
+/// A keyframe that names another set but does not decode (damaged, or
+/// sent by someone else) leaves the deltas with the set of the latest
+/// keyframe that did.
+#[test]
+fn a_keyframe_that_fails_leaves_the_deltas_set_alone() {
+    let (v1, v2) = (
+        set("arena", "1", DeltaOp::Int),
+        set("arena", "2", DeltaOp::Xor),
+    );
+    let mut sets = DictionarySets::new();
+    sets.insert(v1.clone()).unwrap();
+    sets.insert(v2.clone()).unwrap();
+    let mut e1 = v1.encoder(3).unwrap();
+    let t1 = ticks(v1.schema(), 2);
+    let key = e1.encode(&t1[0], 0, None).unwrap();
+    assert_eq!(sets.decode(&key, None).unwrap().1, t1[0]);
+
+    // Version 2's keyframe header (flags, sequence, schema and dictionary
+    // ids), then a zstd block that does not decode.
+    let t2 = ticks(v2.schema(), 1);
+    let mut bad = v2.encoder(3).unwrap().encode(&t2[0], 5, None).unwrap();
+    let (h, n) = PacketHeader::parse(&bad).unwrap();
+    assert!(h.ids.unwrap().dictionary_id.is_some());
+    bad.truncate(n);
+    bad.extend_from_slice(&[0x05, 0xde, 0xad]);
+    assert!(matches!(
+        sets.decode(&bad, None),
+        Err(DictSetError::Decode(_))
+    ));
+
+    let b = Baseline {
+        sequence: 0,
+        snapshot: &t1[0],
+    };
+    let delta = e1.encode(&t1[1], 1, b).unwrap();
+    assert_eq!(sets.decode(&delta, b).unwrap().1, t1[1]);
+}
+
 /// Two versions whose dictionary ids collide by chance (found by a search
 /// over version names: 32-bit ids collide once in about 77,000 sets).
 #[test]

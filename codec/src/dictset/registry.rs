@@ -32,8 +32,8 @@ pub struct DictionarySets {
     /// One decoder per schema id, holding every dictionary of the sets with
     /// that schema. Built on first use, dropped when the sets change.
     decoders: HashMap<u32, Decoder>,
-    /// The set of the latest packet that named its ids (a keyframe): the
-    /// one deltas, which name none, are decoded with.
+    /// The set of the latest packet that decoded (a keyframe names its
+    /// ids): the one deltas, which name none, are decoded with.
     current: Option<u32>,
 }
 
@@ -152,7 +152,7 @@ impl DictionarySets {
     /// Decodes a packet made with any set held: a keyframe picks the set
     /// by the dictionary (or schema) id it names (an unknown id is
     /// [`DictSetError::UnknownDictionary`]); a delta, which names none, is
-    /// decoded with the set of the latest keyframe.
+    /// decoded with the set of the latest keyframe that decoded.
     pub fn decode<'r>(
         &mut self,
         packet: &[u8],
@@ -180,15 +180,16 @@ impl DictionarySets {
         if let Some(d) = self.decoders.get_mut(&schema_id) {
             set.agree(d)?;
         }
-        self.current = Some(set_id);
         let mut out = Snapshot::default();
-        match self.decoders.get_mut(&schema_id) {
+        let h = match self.decoders.get_mut(&schema_id) {
             Some(d) => d
                 .decode_into(packet, reference, &mut out)
-                .map(|h| (h, out))
-                .map_err(DictSetError::Decode),
-            None => Err(DictSetError::UnknownSchema { id: schema_id }),
-        }
+                .map_err(DictSetError::Decode)?,
+            None => return Err(DictSetError::UnknownSchema { id: schema_id }),
+        };
+        // Only a packet that decoded picks the set of the deltas after it.
+        self.current = Some(set_id);
+        Ok((h, out))
     }
 }
 
