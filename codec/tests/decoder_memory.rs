@@ -197,6 +197,36 @@ fn a_quantised_session_client_holds_at_most_that_and_its_code_cache() {
     );
 }
 
+/// A quantised decoder's code forms stay within their bound whatever the
+/// order of snapshot sizes: the 32 entries small snapshots may take are
+/// not all refilled with large ones, and entries sized for large ones do
+/// not stay when smaller ones get more entries.
+#[test]
+fn a_quantised_decoder_keeps_its_code_cache_bound_whatever_the_sizes() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = quantised_schema();
+    let limits = Limits::default();
+    let mut dec = Decoder::new(s.clone());
+    let mut out = Snapshot::new(&s);
+    let large = entities_for(&limits);
+    // 32 keyframes of one entity, then 40 of the largest, then 40 each of
+    // half, a quarter and an eighth of that.
+    let sizes = [1, large, large / 2, large / 4, large / 8];
+    let (decoded, peak) = peak_of(|| {
+        (0..192u16)
+            .filter(|&seq| {
+                let entities = sizes[(usize::from(seq) + 8) / 40];
+                let p = zero_bomb(&s, seq, entities);
+                dec.decode_into(&p, None, &mut out).is_ok()
+            })
+            .count()
+    });
+    assert_eq!(decoded, 192);
+    let bound = decode_bound(&limits) + code_cache_bound(&limits);
+    eprintln!("decoder peak {peak}, bound {bound}");
+    assert!(peak <= bound, "peak {peak}, bound {bound}");
+}
+
 /// A session client applying twice its history of the largest keyframes
 /// the limits accept peaks within its history of snapshots, one decode and
 /// `extra` bytes.

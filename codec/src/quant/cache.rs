@@ -30,6 +30,9 @@ struct Entry {
     codes: Snapshot,
     /// When the entry was last used (`0`: empty).
     used: u64,
+    /// The most record bytes its values held since it was emptied: what
+    /// its buffers are sized for.
+    held: usize,
 }
 
 /// Recently converted snapshots, least recently used replaced first.
@@ -77,9 +80,11 @@ impl CodeCache {
             self.entries[i].used = self.clock;
             return Ok(i);
         }
-        let i = self.free(values.raw_len());
+        let bytes = values.raw_len();
+        let i = self.free(bytes);
         let e = &mut self.entries[i];
         e.used = 0;
+        e.held = e.held.max(bytes);
         codes::snapshot_to_codes(schema, values, &mut e.codes)?;
         copy(&mut e.values, values.sections().iter().map(|s| s.as_ref()));
         e.sequence = sequence;
@@ -102,29 +107,51 @@ impl CodeCache {
         codes: &mut Snapshot,
     ) {
         self.clock += 1;
-        let i = self.free(codes.raw_len());
+        let bytes = codes.raw_len();
+        let i = self.free(bytes);
         let e = &mut self.entries[i];
+        e.held = e.held.max(bytes);
         core::mem::swap(&mut e.codes, codes);
         copy(&mut e.values, values);
         e.sequence = sequence;
         e.used = self.clock;
     }
 
-    /// The index of an empty or the least recently used entry, for a
-    /// snapshot of about `bytes` record bytes.
+    /// The index of the entry to fill with a snapshot of `bytes` record
+    /// bytes (values and codes take twice that): an emptied or a new one,
+    /// or the least recently used. Entries that would take the cache past
+    /// its bytes (counted as what each entry's buffers were last sized
+    /// for) give their memory back, least recently used first, down to
+    /// the 3 entries one packet needs; their places stay, so that the
+    /// indices handed out keep naming their entries.
     fn free(&mut self, bytes: usize) -> usize {
-        let cap = (self.max_bytes / (2 * bytes.max(1))).clamp(MIN_ENTRIES, self.max_entries);
-        if self.entries.len() < cap {
-            self.entries.push(Entry::default());
-            return self.entries.len() - 1;
-        }
-        let mut oldest = 0;
-        for (i, e) in self.entries.iter().enumerate() {
-            if e.used < self.entries[oldest].used {
-                oldest = i;
+        let budget = self.max_bytes.max(MIN_ENTRIES.saturating_mul(2 * bytes));
+        loop {
+            let held: usize = self.entries.iter().map(|e| 2 * e.held).sum();
+            // What the entries hold once entry `i` (or a new one) is refilled.
+            let refilled = |i: Option<usize>| {
+                let h = i.map_or(0, |i| self.entries[i].held);
+                held - 2 * h + 2 * h.max(bytes)
+            };
+            let live = self.entries.iter().filter(|e| e.used != 0).count();
+            let empty = self.entries.iter().position(|e| e.used == 0);
+            if live < MIN_ENTRIES || (live < self.max_entries && refilled(empty) <= budget) {
+                return empty.unwrap_or_else(|| {
+                    self.entries.push(Entry::default());
+                    self.entries.len() - 1
+                });
             }
+            let Some(oldest) = (0..self.entries.len())
+                .filter(|&i| self.entries[i].used != 0)
+                .min_by_key(|&i| self.entries[i].used)
+            else {
+                return empty.unwrap_or(0);
+            };
+            if refilled(Some(oldest)) <= budget {
+                return oldest;
+            }
+            self.entries[oldest] = Entry::default();
         }
-        oldest
     }
 }
 
