@@ -1,14 +1,16 @@
 //! Blocks: the payload cut into pieces of at most [`MAX_BLOCK_CONTENT`]
-//! bytes, each behind a 2-byte header and stored raw, run-length, or as a raw
-//! zstd block, whichever is smallest.
+//! bytes, each behind a header and stored raw, run-length, as a raw zstd
+//! block or Huffman codes, whichever is smallest (FORMAT.md 3.2).
 //!
 //! ```text
-//! bit  0      Last_Block   1 on the packet's final block
-//! bits 1-2    Block_Type   0 raw, 1 RLE, 2 zstd, 3 Huffman (the dictionary's table)
-//! bits 3-15   Block_Size   size - 1: raw/RLE = content bytes, zstd = compressed bytes
+//! byte 0   bit 0 Last_Block (1 on the packet's final block), bits 1-3
+//!          Block_Type: 0 raw, 1 RLE, 2 zstd, 3 Huffman (the dictionary's
+//!          table), 4 model (the packet's only block); bits 4-7 zero
+//! not last: u16 LE Block_Size - 1
+//! last, RLE: varint Block_Size; last, other types: the rest of the packet
 //! ```
-//! The header is a little-endian `u16`. A block's content never exceeds
-//! 32768 bytes, so a compressed block may regenerate at most that much.
+//! A block's content never exceeds 32768 bytes, so a compressed block may
+//! regenerate at most that much.
 
 // This file holds no code: `header` and `stream` open with
 // `#![forbid(unsafe_code)]`; `zstd_raw` is the crate's one unsafe module.
