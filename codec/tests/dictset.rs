@@ -286,6 +286,16 @@ fn damage_gives_typed_errors() {
         damaged("name", name),
         DictSetError::BadName { .. }
     ));
+    // `u8::from_str_radix` takes a sign: "+0" is not hex all the same.
+    let sign = |dir: &Path| {
+        edit_manifest(dir, |v| {
+            v["default_records"] = serde_json::json!([format!("+0{}", "00".repeat(13))])
+        })
+    };
+    assert!(matches!(
+        damaged("sign", sign),
+        DictSetError::Manifest { .. }
+    ));
     let twice = |dir: &Path| {
         edit_manifest(dir, |v| {
             let d = v["dictionaries"][0].clone();

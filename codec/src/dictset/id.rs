@@ -18,7 +18,8 @@ pub(super) fn hex(bytes: &[u8]) -> String {
 }
 
 pub(super) fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
+    // `from_str_radix` alone would take a sign ("+f").
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     (0..s.len())
