@@ -515,3 +515,42 @@ fn huffman_tables_travel_with_the_set() {
         Err(DictSetError::Manifest { .. })
     ));
 }
+
+/// Two versions with the same schema whose keyframes carry no dictionary
+/// (the trainer leaves the keyframe dictionary out when it does not help):
+/// a keyframe then names only the schema id, which either set could have
+/// made, and the deltas after it would be decoded with whichever set is
+/// found first. Such a pair is refused when the second set is added.
+#[test]
+fn sets_sharing_a_schema_without_keyframe_dictionaries_are_refused() {
+    let delta_only = |version: &str, seed: u8| {
+        DictionarySet::assemble(
+            empty_manifest("arena", version),
+            trained_schema(DeltaOp::Int),
+            base_schema().id(),
+            vec![(DictKind::Delta, dict_bytes(seed), 2048)],
+        )
+        .unwrap()
+    };
+    let mut sets = DictionarySets::new();
+    sets.insert(delta_only("1", 2)).unwrap();
+    assert!(matches!(
+        sets.insert(delta_only("2", 3)),
+        Err(DictSetError::AmbiguousSchema { .. })
+    ));
+    // Another schema, or both with keyframe dictionaries, is fine.
+    sets.insert(set("arena", "3", DeltaOp::Xor)).unwrap();
+    let mut both = DictionarySets::new();
+    both.insert(set("arena", "1", DeltaOp::Int)).unwrap();
+    both.insert(set("arena", "2", DeltaOp::Int)).unwrap();
+    assert_eq!(both.len(), 2);
+    // A keyframe-dictionary set beside a held set of the same schema
+    // without one is refused too (either's keyframes may name the schema
+    // only).
+    let mut mixed = DictionarySets::new();
+    mixed.insert(delta_only("1", 2)).unwrap();
+    assert!(matches!(
+        mixed.insert(set("arena", "2", DeltaOp::Int)),
+        Err(DictSetError::AmbiguousSchema { .. })
+    ));
+}

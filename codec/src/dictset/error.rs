@@ -129,6 +129,14 @@ pub enum DictSetError {
         /// The id.
         id: u32,
     },
+    /// A set being added has the schema of a held set, and one of the two
+    /// has no keyframe dictionary: its keyframes name only the schema id,
+    /// which either set could have made, so the deltas after them could
+    /// not be told apart.
+    AmbiguousSchema {
+        /// The schema id both sets have.
+        id: u32,
+    },
     /// A set for this game version is already held.
     DuplicateSet {
         /// Game.
@@ -210,6 +218,11 @@ impl fmt::Display for DictSetError {
             Self::IdCollision { id } => {
                 write!(f, "dictionary id {id:#010x} is already held by another set")
             }
+            Self::AmbiguousSchema { id } => write!(
+                f,
+                "a held set has schema {id:#010x} too, and without a keyframe dictionary in both \
+                 a keyframe cannot say which set made it"
+            ),
             Self::DuplicateSet { game, version } => {
                 write!(f, "a set for {game} {version} is already held")
             }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{DictSetError, DictionarySet, SetLimits, MANIFEST_FILE};
+use super::{DictKind, DictSetError, DictionarySet, SetLimits, MANIFEST_FILE};
 use crate::decoder::Decoder;
 use crate::packet::PacketHeader;
 use crate::snapshot::Reference;
@@ -57,8 +57,13 @@ impl DictionarySets {
         Ok(out)
     }
 
-    /// Adds a set. Refuses a second set for the same game version, and a
-    /// set whose dictionary ids are already held ([`DictSetError::IdCollision`]).
+    /// Adds a set. Refuses a second set for the same game version, a set
+    /// whose dictionary ids are already held ([`DictSetError::IdCollision`]),
+    /// and a set with the schema of a held set when one of the two has no
+    /// keyframe dictionary ([`DictSetError::AmbiguousSchema`]): keyframes
+    /// name a dictionary only when they use one, so such a set's keyframes
+    /// name just the schema id, and the deltas after them would be decoded
+    /// with whichever of the two sets was found first.
     pub fn insert(&mut self, set: DictionarySet) -> Result<(), DictSetError> {
         if self.get(set.game(), set.version()).is_some() {
             return Err(DictSetError::DuplicateSet {
@@ -70,6 +75,14 @@ impl DictionarySets {
             if self.by_dictionary(d.id()).is_ok() {
                 return Err(DictSetError::IdCollision { id: d.id() });
             }
+        }
+        let has_keyframe = |s: &DictionarySet| s.dictionary(DictKind::Keyframe).is_some();
+        if self.sets.iter().any(|s| {
+            s.schema().id() == set.schema().id() && !(has_keyframe(s) && has_keyframe(&set))
+        }) {
+            return Err(DictSetError::AmbiguousSchema {
+                id: set.schema().id(),
+            });
         }
         self.decoders.remove(&set.schema().id());
         self.sets.push(set);
