@@ -305,3 +305,47 @@ fn a_message_on_one_clients_connection_cannot_act_for_another() {
     g.server.handle_message(&forged).unwrap();
     assert_eq!(g.server.acked(1), None);
 }
+
+/// A client the server did not send to for 65,536 ticks (a peer that held
+/// back the last ack of its connect chunk, say) still has its baseline at
+/// the same 16-bit sequence as another client's fresh one. Its encode is
+/// against that old world: another client acking the same sequence must
+/// not be given those bytes.
+#[test]
+fn a_baseline_from_before_the_sequence_wrap_is_not_shared_with_another_client() {
+    let schema = schema();
+    let mut server = Server::new(schema.clone(), ServerConfig::default()).unwrap();
+    server.connect(1);
+    server.connect(2);
+    let mut old = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+    let mut other = Client::new(schema.clone(), ClientConfig::default()).unwrap();
+    // Tick 1: client 1 gets and acks a full snapshot.
+    let s0 = server.begin_tick(world(&schema, 1));
+    let p = server.send(1, &View::all()).unwrap();
+    assert!(matches!(old.receive(&p), Received::Applied { .. }));
+    assert_eq!(server.ack(1, s0), Ok(AckOutcome::Advanced(s0)));
+    // 65,535 ticks nobody is sent anything; then client 2 gets the tick
+    // with client 1's sequence, of another world, and acks it.
+    for tick in 2..=65536 {
+        server.begin_tick(world(&schema, tick));
+    }
+    assert_eq!(server.begin_tick(world(&schema, 65537)), s0);
+    let p = server.send(2, &View::all()).unwrap();
+    assert!(matches!(other.receive(&p), Received::Applied { .. }));
+    assert_eq!(server.ack(2, s0), Ok(AckOutcome::Advanced(s0)));
+    // The next tick both are sent a delta against their own baseline.
+    let now = world(&schema, 65538);
+    server.begin_tick(now.clone());
+    let p1 = server.send(1, &View::all()).unwrap();
+    let p2 = server.send(2, &View::all()).unwrap();
+    assert!(matches!(old.receive(&p1), Received::Applied { .. }));
+    assert_eq!(old.latest().map(|(_, s)| s), Some(&*now));
+    assert_eq!(
+        other.receive(&p2),
+        Received::Applied {
+            sequence: s0.wrapping_add(1),
+            baseline: Some(s0)
+        }
+    );
+    assert_eq!(other.latest().map(|(_, s)| s), Some(&*now));
+}

@@ -160,17 +160,21 @@ impl Sent {
     fn key(&self) -> SentKey {
         SentKey {
             sequence: self.sequence,
+            world: self.world.clone(),
             view: self.view.clone(),
             held: self.held.clone(),
         }
     }
 }
 
-/// Identifies a sent snapshot's content: its sequence (hence its world),
-/// the view it was sent with and the records its held entities got.
+/// Identifies a sent snapshot's content: its sequence, its world (the
+/// same sequence names another tick's world after the sequence wraps, for
+/// a client not sent anything since), the view it was sent with and the
+/// records its held entities got.
 #[derive(Debug, Clone)]
 struct SentKey {
     sequence: u16,
+    world: Arc<Snapshot>,
     view: View,
     held: Option<Arc<Snapshot>>,
 }
@@ -178,6 +182,7 @@ struct SentKey {
 impl PartialEq for SentKey {
     fn eq(&self, other: &Self) -> bool {
         self.sequence == other.sequence
+            && Arc::ptr_eq(&self.world, &other.world)
             && self.view == other.view
             && match (&self.held, &other.held) {
                 (None, None) => true,
