@@ -349,3 +349,40 @@ fn a_baseline_from_before_the_sequence_wrap_is_not_shared_with_another_client() 
     );
     assert_eq!(other.latest().map(|(_, s)| s), Some(&*now));
 }
+
+/// A client whose acks did not arrive for 32,768 ticks or more must get
+/// deltas again once they do: its last ack that arrived is no baseline any
+/// more, and must not make every new ack look stale.
+#[test]
+fn acks_after_32768_ticks_without_one_move_the_baseline_again() {
+    let mut g = Game::new();
+    for _ in 0..5 {
+        assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+    }
+    assert!(g.server.acked(1).is_some());
+    // 40,000 ticks: the client applies a snapshot every 1,000 (within its
+    // jump bound) and none of its acks arrives.
+    for t in 0..40_000u32 {
+        g.tick += 1;
+        g.server.begin_tick(world(&g.schema, g.tick));
+        if t % 1000 == 999 {
+            let p = g.server.send(1, &View::all()).unwrap();
+            assert!(matches!(g.client.receive(&p), Received::Applied { .. }));
+        }
+    }
+    assert!(g.in_sync());
+    // Acks arrive again: after the first, every packet is a delta.
+    g.tick(&[]);
+    let full = g.server.stats().full;
+    for _ in 0..10 {
+        assert!(matches!(
+            g.tick(&[]),
+            Received::Applied {
+                baseline: Some(_),
+                ..
+            }
+        ));
+        assert!(g.in_sync());
+    }
+    assert_eq!(g.server.stats().full, full);
+}

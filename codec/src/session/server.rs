@@ -639,7 +639,12 @@ impl Server {
             None => return Ok(AckOutcome::Unknown),
         }
         match slot.acked {
-            Some(a) if !seq_newer(sequence, a) => Ok(AckOutcome::Stale),
+            // An ack further back than a packet can name is no baseline,
+            // and 16-bit sequences that far apart do not order: any ack
+            // of a snapshot in the ring replaces it.
+            Some(a) if !seq_newer(sequence, a) && seq_distance(now, a) <= MAX_BASELINE_DISTANCE => {
+                Ok(AckOutcome::Stale)
+            }
             _ => {
                 slot.acked = Some(sequence);
                 Ok(AckOutcome::Advanced(sequence))
