@@ -386,3 +386,28 @@ fn acks_after_32768_ticks_without_one_move_the_baseline_again() {
     }
     assert_eq!(g.server.stats().full, full);
 }
+
+/// 65,536 ticks after a client's last ack, the server sends it the same
+/// sequence again (a new snapshot) and that packet is lost: the ack names
+/// the snapshot the client holds, not the new one, which it never acked
+/// and must not be coded against.
+#[test]
+fn a_snapshot_sent_again_under_an_acked_sequence_is_no_baseline() {
+    let mut g = Game::new();
+    assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+    let acked = g.server.acked(1).unwrap();
+    // 65,535 ticks nothing is sent; then the tick with the acked sequence
+    // is sent and lost.
+    for _ in 1..65_536 {
+        g.tick += 1;
+        g.server.begin_tick(world(&g.schema, g.tick));
+    }
+    g.tick += 1;
+    assert_eq!(g.server.begin_tick(world(&g.schema, g.tick)), acked);
+    g.server.send(1, &View::all()).unwrap();
+    assert_eq!(g.server.acked(1), Some(acked));
+    for _ in 0..5 {
+        assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+        assert!(g.in_sync());
+    }
+}

@@ -207,13 +207,14 @@ struct ClientSlot {
 }
 
 impl ClientSlot {
-    /// The sent snapshot `seq`, if still in the ring and within the
-    /// distance a packet at `now` can name.
-    fn sent_at(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
+    /// The acked snapshot `seq`, if still in the ring and within the
+    /// distance a packet at `now` can name (65,536 ticks after an ack, the
+    /// ring may hold a snapshot sent again under its sequence, not acked).
+    fn acked_at(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
         let seq = seq?;
         self.ring[usize::from(seq) % self.ring.len()]
             .as_ref()
-            .filter(|s| s.sequence == seq)
+            .filter(|s| s.sequence == seq && s.acked)
             .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(now, seq)))
     }
 
@@ -474,7 +475,7 @@ impl Server {
         let (base, prior) = if slot.want_full {
             (None, None)
         } else {
-            let base = slot.sent_at(slot.acked, seq).cloned();
+            let base = slot.acked_at(slot.acked, seq).cloned();
             // A held entity keeps its baseline record: against a prediction
             // that is a change (its last motion), against the baseline none.
             let prior = match (&base, self.predicts) {
