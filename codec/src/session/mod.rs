@@ -60,8 +60,8 @@ pub use tickpack_seq::{seq_distance, seq_newer};
 pub use view::View;
 
 /// Default number of snapshots kept per client, as in Quake 3: enough for
-/// round trips up to about 400 ms at 60 Hz. Longer round trips need
-/// [`history_for`].
+/// round trips up to 200 ms at 60 Hz by [`history_for`]'s rule (twice the
+/// round trip in ticks, plus 8). Longer round trips need [`history_for`].
 pub const DEFAULT_HISTORY: usize = 32;
 
 /// The history (for [`ServerConfig::history`] and [`ClientConfig::history`])
