@@ -16,6 +16,7 @@ use tickpack_transport::{
     TokenBucketConfig,
 };
 
+use super::traffic::{Traffic, TrafficTable};
 use super::{Channel, Clock, WIRE_OVERHEAD};
 
 /// Views kept per client for the final check: the newest snapshot a
@@ -58,13 +59,6 @@ pub(crate) struct PeerStats {
     pub(crate) addr_changes: u64,
 }
 
-/// Bytes exchanged with one address.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Traffic {
-    pub(crate) received: u64,
-    pub(crate) sent: u64,
-}
-
 /// The server side of the lobby.
 pub(crate) struct Host {
     pub(crate) conn: conn::Server,
@@ -77,7 +71,7 @@ pub(crate) struct Host {
     bucket_cfg: TokenBucketConfig,
     /// By session id (the connect token's client id).
     pub(crate) peers: HashMap<u16, Peer>,
-    pub(crate) traffic: HashMap<SocketAddr, Traffic>,
+    pub(crate) traffic: TrafficTable,
     /// Addresses that proved they receive there (connected clients').
     pub(crate) verified: HashSet<SocketAddr>,
     /// Datagrams refused by the connection layer / bad session messages.
@@ -116,7 +110,7 @@ impl Host {
             chunk_cfg,
             bucket_cfg,
             peers: HashMap::new(),
-            traffic: HashMap::new(),
+            traffic: TrafficTable::default(),
             verified: HashSet::new(),
             rejected: 0,
             bad_messages: 0,
@@ -135,7 +129,7 @@ impl Host {
         payload.extend_from_slice(body);
         if let Ok(to) = self.conn.send(clock.unix(), slot, &payload, &mut self.out) {
             let datagram = std::mem::take(&mut self.out);
-            self.traffic.entry(to).or_default().sent += datagram.len() as u64;
+            self.traffic.sent(to, datagram.len());
             out.push((to, datagram));
         }
     }
@@ -212,7 +206,7 @@ impl Host {
     pub(crate) fn poll(&mut self, clock: &Clock, out: &mut Outbox) {
         self.conn.handle_timeout(clock.unix());
         while let Some(t) = self.conn.poll_transmit() {
-            self.traffic.entry(t.to).or_default().sent += t.datagram.len() as u64;
+            self.traffic.sent(t.to, t.datagram.len());
             out.push((t.to, t.datagram));
         }
         let mut slices = Vec::new();
@@ -241,7 +235,7 @@ impl Host {
         datagram: &mut [u8],
         out: &mut Outbox,
     ) -> Result<(), Box<dyn std::error::Error>> {
-        self.traffic.entry(from).or_default().received += datagram.len() as u64;
+        self.traffic.received(from, datagram.len());
         let payload = match self.conn.handle_datagram(clock.unix(), from, datagram) {
             Ok(Some((slot, payload))) => Some((slot, payload.to_vec())),
             Ok(None) => None,
@@ -386,11 +380,7 @@ impl Host {
 
     /// Addresses never verified that were sent more than they sent.
     pub(crate) fn amplified(&self) -> Vec<(SocketAddr, Traffic)> {
-        self.traffic
-            .iter()
-            .filter(|(a, t)| !self.verified.contains(a) && t.sent > t.received)
-            .map(|(a, t)| (*a, *t))
-            .collect()
+        self.traffic.amplified(&self.verified)
     }
 }
 

@@ -27,6 +27,7 @@ mod host;
 mod link;
 mod player;
 mod report;
+mod traffic;
 
 use std::error::Error;
 use std::io::ErrorKind;
