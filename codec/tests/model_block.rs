@@ -242,3 +242,45 @@ fn a_model_block_needs_the_model_table() {
         .count();
     assert!(errs > 0);
 }
+
+/// `Entropy::Model` sends the model stream without comparing it with the
+/// blocks, and a table trained on other traffic may make that stream
+/// longer than the payload: `max_encoded_len` still bounds the packet, so
+/// `encode_into` with a buffer of that size succeeds.
+#[test]
+fn max_encoded_len_bounds_a_mispredicted_model_stream() {
+    let schema = Schema::builder()
+        .entity("crate")
+        .field("b", Primitive::U8, 64)
+        .build()
+        .unwrap();
+    let all = |v: u8| {
+        let mut snap = Snapshot::new(&schema);
+        for id in 0..4 {
+            snap.section_mut(0).unwrap().insert(id, &[v; 64]).unwrap();
+        }
+        snap
+    };
+    let (zero, one, down) = (all(0), all(1), all(0u8.wrapping_sub(97)));
+    let base = Baseline {
+        sequence: 0,
+        snapshot: &zero,
+    };
+    // Trained where every element goes up by one; coded where every
+    // element goes down by 97.
+    let mut enc = Encoder::new(schema.clone());
+    let mut stats = ModelStats::new(enc.model_shape().unwrap()).unwrap();
+    for _ in 0..50 {
+        enc.model_tokens(&one, 1, base, &mut stats).unwrap();
+    }
+    let dict = Dictionary::new(9, vec![0; 64]).with_model(ModelTable::from_stats(&stats));
+    enc.set_dictionary(Some(&dict)).unwrap();
+    enc.set_entropy(Entropy::Model);
+    let packet = enc.encode(&down, 1, base).unwrap();
+    let mut out = vec![0u8; enc.max_encoded_len(&down, Some(&zero))];
+    let n = enc.encode_into(&down, 1, base, &mut out).unwrap();
+    assert_eq!(out[..n], packet[..]);
+    let mut dec = Decoder::new(schema);
+    dec.add_dictionary(&dict).unwrap();
+    assert_eq!(dec.decode(&packet, base).unwrap().1, down);
+}

@@ -357,7 +357,18 @@ impl Encoder {
             let rows = s.len() * values::max_row_len(&self.elements[i]);
             payload += 1 + 2 * (10 + 1 + b.div_ceil(8)) + 10 + 5 * s.len() + rows;
         }
-        MAX_HEADER_LEN + block::max_blocks_len(payload)
+        let blocks = MAX_HEADER_LEN + block::max_blocks_len(payload);
+        // `Entropy::Model` sends the model stream (at most one block's
+        // content) without comparing it with the blocks, and a table that
+        // mispredicts the packet makes it longer than the payload.
+        let model = self.entropy == Entropy::Model
+            && active(&self.dict, &self.keyframe_dict, baseline.is_none())
+                .is_some_and(|p| p.model.is_some());
+        if model {
+            blocks.max(MAX_HEADER_LEN + block::BLOCK_HEADER_LEN + block::MAX_BLOCK_CONTENT)
+        } else {
+            blocks
+        }
     }
 
     /// Encodes `snapshot` as packet `sequence` against `reference` (a
