@@ -12,7 +12,8 @@
 //! schema, and the set id against all of it; damage gives a typed
 //! [`DictSetError`]. [`DictionarySets`] holds several sets side by side
 //! (two versions of a game during a rollover) and picks the set a packet
-//! needs by its dictionary id.
+//! needs by its dictionary id (sets sharing a schema must each have a
+//! keyframe dictionary, so that their keyframes name them).
 //!
 //! ```no_run
 //! use tickpack::dictset::DictionarySet;
