@@ -26,7 +26,7 @@ mod zstd_raw;
 
 pub use header::MAX_BLOCK_CONTENT;
 #[cfg(not(feature = "internals"))]
-pub(crate) use header::{BlockHeader, BlockType};
+pub(crate) use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 #[cfg(feature = "internals")]
 pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 pub use huffman::{HuffmanError, HuffmanTable};
