@@ -679,3 +679,42 @@ fn a_flood_of_connection_requests_leaves_room_for_connected_clients_packets() {
     assert!(queued > 1, "the flood was queued ({queued})");
     assert_eq!(to_client, 1, "the keep-alive to the connected client");
 }
+
+#[test]
+fn a_connected_peer_replaying_its_request_leaves_room_for_other_clients_packets() {
+    let mut link = Link::new(4);
+    link.connect();
+    // A second player connects from its own address.
+    let peer_addr = addr(6000);
+    let peer_token = token(&link.key, 7);
+    let mut peer = Client::new(link.now, addr(SERVER), peer_token.clone(), 1200);
+    for _ in 0..10 {
+        link.now += STEP;
+        if let Some(mut d) = peer.poll_transmit(link.now) {
+            let _ = link.server.handle_datagram(link.now, peer_addr, &mut d);
+        }
+        while let Some(mut t) = link.server.poll_transmit() {
+            if t.to == peer_addr {
+                let _ = peer.handle_datagram(link.now, addr(SERVER), &mut t.datagram);
+            }
+        }
+    }
+    assert!(peer.is_connected());
+    // It replays its own request 2,000 times before the application drains
+    // the queue: each is answered with a welcome (a keep-alive) again.
+    let mut fresh = Client::new(link.now, addr(SERVER), peer_token, 1200);
+    let request = fresh.poll_transmit(link.now).unwrap();
+    for _ in 0..2000 {
+        let mut d = request.clone();
+        let _ = link.server.handle_datagram(link.now, peer_addr, &mut d);
+    }
+    link.server
+        .handle_timeout(link.now + Duration::from_secs(1));
+    let mut to_client = 0;
+    while let Some(t) = link.server.poll_transmit() {
+        if t.to == addr(CLIENT) {
+            to_client += 1;
+        }
+    }
+    assert_eq!(to_client, 1, "the keep-alive to the other client");
+}

@@ -359,6 +359,12 @@ impl Server {
         if conn.addr != from {
             return Err(ConnError::AlreadyConnected { client_id });
         }
+        // A reply to a request or response, so within the handshake share of
+        // the queue: replays of them must not crowd out other clients'
+        // packets (the client resends until welcomed).
+        if self.transmits.len() >= MAX_QUEUED_HANDSHAKES {
+            return Ok(());
+        }
         self.queue_keepalive(now, slot)
     }
 
