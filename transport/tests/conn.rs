@@ -718,3 +718,82 @@ fn a_connected_peer_replaying_its_request_leaves_room_for_other_clients_packets(
     }
     assert_eq!(to_client, 1, "the keep-alive to the other client");
 }
+
+#[test]
+fn a_lost_path_token_is_sent_again_so_a_moved_client_is_validated() {
+    let mut link = Link::new(4);
+    link.connect();
+    while link.server.poll_transmit().is_some() {}
+    // The client's NAT rebinds: its next packet comes from a new address,
+    // and the server's path token to that address is lost.
+    let moved = addr(5001);
+    let mut d = link.client_packet(b"input");
+    link.server
+        .handle_datagram(link.now, moved, &mut d)
+        .unwrap();
+    assert_eq!(link.server.address(0), Some(moved));
+    while link.server.poll_transmit().is_some() {}
+    // Both sides go on with keep-alives from there, delivering everything.
+    for _ in 0..40 {
+        link.now += STEP;
+        if let Some(mut d) = link.client.poll_transmit(link.now) {
+            let _ = link.server.handle_datagram(link.now, moved, &mut d);
+        }
+        link.server.handle_timeout(link.now);
+        while let Some(mut t) = link.server.poll_transmit() {
+            assert_eq!(t.to, moved);
+            let _ = link
+                .client
+                .handle_datagram(link.now, addr(SERVER), &mut t.datagram);
+        }
+    }
+    // The client was sent the token again and echoed it: the server sends
+    // it snapshots without the unvalidated address's limit.
+    let mut out = Vec::new();
+    for _ in 0..10 {
+        assert_eq!(
+            link.server.send(link.now, 0, &[7; 500], &mut out),
+            Ok(moved)
+        );
+    }
+}
+
+#[test]
+fn a_lost_path_token_is_sent_again_while_the_server_keeps_sending() {
+    let mut link = Link::new(4);
+    link.connect();
+    while link.server.poll_transmit().is_some() {}
+    let moved = addr(5001);
+    let mut d = link.client_packet(b"input");
+    link.server
+        .handle_datagram(link.now, moved, &mut d)
+        .unwrap();
+    while link.server.poll_transmit().is_some() {}
+    // The path token was lost; the server sends the client small snapshots
+    // every step, those its limit allows, so it never falls silent long
+    // enough for a keep-alive.
+    let mut out = Vec::new();
+    for _ in 0..40 {
+        link.now += STEP;
+        if let Some(mut d) = link.client.poll_transmit(link.now) {
+            let _ = link.server.handle_datagram(link.now, moved, &mut d);
+        }
+        if link.server.send(link.now, 0, &[7; 16], &mut out).is_ok() {
+            let _ = link
+                .client
+                .handle_datagram(link.now, addr(SERVER), &mut out);
+        }
+        link.server.handle_timeout(link.now);
+        while let Some(mut t) = link.server.poll_transmit() {
+            let _ = link
+                .client
+                .handle_datagram(link.now, addr(SERVER), &mut t.datagram);
+        }
+    }
+    for _ in 0..10 {
+        assert_eq!(
+            link.server.send(link.now, 0, &[7; 500], &mut out),
+            Ok(moved)
+        );
+    }
+}

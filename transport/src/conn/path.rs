@@ -4,6 +4,8 @@
 //! rule), so a copied packet resent from a victim's address cannot turn
 //! the client's stream into a flood at the victim.
 
+use std::time::Duration;
+
 use super::ConnError;
 
 /// Most bytes sent to an unvalidated address per byte received from it.
@@ -15,15 +17,19 @@ pub(crate) const PATH_TOKEN_BYTES: usize = 8;
 #[derive(Debug, Clone)]
 pub(crate) struct PathCheck {
     pub(crate) token: [u8; PATH_TOKEN_BYTES],
+    /// When the token was last sent.
+    pub(crate) sent_at: Duration,
     received: u64,
     sent: u64,
 }
 
 impl PathCheck {
-    /// A check started by a `received`-byte datagram from the new address.
-    pub(crate) fn new(token: [u8; PATH_TOKEN_BYTES], received: usize) -> Self {
+    /// A check started at `now` by a `received`-byte datagram from the new
+    /// address.
+    pub(crate) fn new(token: [u8; PATH_TOKEN_BYTES], received: usize, now: Duration) -> Self {
         Self {
             token,
+            sent_at: now,
             received: received as u64,
             sent: 0,
         }

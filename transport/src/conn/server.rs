@@ -399,7 +399,7 @@ impl Server {
             conn.addr = from;
             let mut token = [0u8; PATH_TOKEN_BYTES];
             fill_random(&mut token)?;
-            conn.path = Some(PathCheck::new(token, len));
+            conn.path = Some(PathCheck::new(token, len, now));
             challenge = Some(token);
         } else if let Some(path) = conn.path.as_mut().filter(|_| from == conn.addr) {
             path.received(len);
@@ -463,7 +463,9 @@ impl Server {
 
     /// Drops connections silent for longer than their timeout and queues
     /// keep-alives for connections the server has sent nothing to for
-    /// [`KEEPALIVE_INTERVAL`]. Call it every tick.
+    /// [`KEEPALIVE_INTERVAL`], and sends a client whose new address has not
+    /// echoed its path token the token again every [`KEEPALIVE_INTERVAL`].
+    /// Call it every tick.
     pub fn handle_timeout(&mut self, now: Duration) {
         for slot in 0..self.config.max_clients {
             let Some(conn) = self.slots[usize::from(slot)].as_ref() else {
@@ -471,6 +473,23 @@ impl Server {
             };
             if now.saturating_sub(conn.last_received) > conn.timeout {
                 self.remove(slot, DisconnectReason::TimedOut);
+            } else if let Some(token) = conn
+                .path
+                .as_ref()
+                .filter(|p| now.saturating_sub(p.sent_at) >= KEEPALIVE_INTERVAL)
+                .map(|p| p.token)
+            {
+                // The token or its echo may have been lost: it is sent
+                // again (which also keeps the client alive), until echoed;
+                // a send refused by the path's budget is tried next time.
+                if self.queue_sealed(now, slot, PATH, &token).is_ok() {
+                    if let Some(path) = self.slots[usize::from(slot)]
+                        .as_mut()
+                        .and_then(|c| c.path.as_mut())
+                    {
+                        path.sent_at = now;
+                    }
+                }
             } else if now.saturating_sub(conn.last_sent) >= KEEPALIVE_INTERVAL {
                 // Sealing a 4-byte body cannot fail; a failure only skips
                 // this keep-alive.
