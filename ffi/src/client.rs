@@ -167,8 +167,13 @@ pub unsafe extern "C" fn tp_client_receive(
 ) -> TpStatus {
     let mut reason = None;
     let status = call(|| {
+        // Checked before the packet is applied, so a failed call changes
+        // nothing.
         if result.is_null() {
             return Err(Error::null("result"));
+        }
+        if !result.is_aligned() {
+            return Err(Error::invalid("result is misaligned"));
         }
         // SAFETY: forwarded from this function's contract.
         let (client, packet) = unsafe { (get_mut(client)?, slice(packet, len, "packet")?) };

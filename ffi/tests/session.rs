@@ -522,3 +522,56 @@ fn a_client_added_again_after_a_too_small_buffer_gets_a_full_snapshot() {
     ok(ffi!(tp_snapshot_free(world)));
     ok(ffi!(tp_server_free(server)));
 }
+
+/// A misaligned `result` is refused before the packet is applied, so the
+/// call that fails changes nothing and the retry gets the packet's outcome.
+#[test]
+fn a_misaligned_receive_result_is_refused_before_the_packet_is_applied() {
+    let s = schema();
+    let (mut server, mut client, mut seen) = (null_mut(), null_mut(), null_mut());
+    ok(ffi!(tp_server_new(s, null(), null(), &mut server)));
+    ok(ffi!(tp_client_new(s, null(), null(), &mut client)));
+    ok(ffi!(tp_snapshot_new(s, &mut seen)));
+    ok(ffi!(tp_server_add_client(server, 1)));
+    let world = snapshot_with(s, &[4], &[car(1.0, 4)]);
+    let mut seq = 0u16;
+    ok(ffi!(tp_server_begin_tick(server, world, &mut seq)));
+    let mut buf = [0u8; 1024];
+    let mut n = 0usize;
+    ok(ffi!(tp_server_encode(
+        server,
+        1,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &mut n
+    )));
+    let mut words = [0u64; 4];
+    let misaligned = words
+        .as_mut_ptr()
+        .cast::<u8>()
+        .wrapping_add(1)
+        .cast::<TpReceived>();
+    fails(
+        ffi!(tp_client_receive(client, buf.as_ptr(), n, misaligned)),
+        TpStatus::InvalidArgument,
+        "misaligned",
+    );
+    assert_eq!(words, [0; 4], "nothing written");
+    fails(
+        ffi!(tp_client_latest(client, seen, null_mut())),
+        TpStatus::Empty,
+        "no packet applied",
+    );
+    let mut r = TpReceived {
+        outcome: TpOutcome::Undecodable,
+        sequence: 0,
+        has_baseline: false,
+        baseline: 0,
+    };
+    ok(ffi!(tp_client_receive(client, buf.as_ptr(), n, &mut r)));
+    assert_eq!((r.outcome, r.sequence), (TpOutcome::Applied, seq));
+    ok(ffi!(tp_client_free(client)));
+    ok(ffi!(tp_snapshot_free(seen)));
+    ok(ffi!(tp_snapshot_free(world)));
+    ok(ffi!(tp_server_free(server)));
+}
