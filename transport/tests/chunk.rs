@@ -613,3 +613,38 @@ fn a_spoofed_slice_after_an_idle_spell_cannot_make_a_read_chunk_arrive_again() {
     }
     assert_eq!(r.poll_chunk(), None, "chunk 0 was delivered twice");
 }
+
+#[test]
+fn a_late_copy_of_a_chunk_read_before_the_last_is_not_delivered_again() {
+    // Chunks 0 and 1, one slice each, arrive and are read. After the
+    // receiver has been idle for the stall timeout, a late copy of chunk
+    // 0's slice (duplicated by the network, or replayed) arrives: the
+    // receiver read it two chunks ago and must not take it for a new
+    // transfer.
+    let mut s = ChunkSender::new(ChunkConfig::default());
+    let mut r = ChunkReceiver::new(4 * SLICE_SIZE);
+    let mut t = Duration::ZERO;
+    let mut first = None;
+    for k in 0..2u64 {
+        let data = chunk(100, 20 + k);
+        s.send(data.clone()).unwrap();
+        let mut got = None;
+        while got.is_none() && t < Duration::from_secs(5) {
+            t += Duration::from_millis(10);
+            r.handle_timeout(t);
+            while let Some(p) = s.poll_transmit(t) {
+                first.get_or_insert_with(|| p.clone());
+                r.handle_slice(&p).unwrap();
+            }
+            while let Some(a) = r.poll_transmit() {
+                s.handle_ack(&a).unwrap();
+            }
+            got = r.poll_chunk();
+        }
+        assert_eq!(got, Some(data));
+    }
+    t += DEFAULT_STALL_TIMEOUT + Duration::from_millis(10);
+    r.handle_timeout(t);
+    let _ = r.handle_slice(&first.unwrap());
+    assert_eq!(r.poll_chunk(), None, "chunk 0 was delivered again");
+}

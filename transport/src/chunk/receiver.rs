@@ -29,8 +29,8 @@ pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// It never stays stuck on a transfer it cannot finish (a forged first
 /// slice announcing another slice count or chunk id, or a chunk the sender
 /// gave up): once no new slice has arrived for the stall timeout, the next
-/// slice that conflicts with the transfer, or names another chunk, starts
-/// over.
+/// slice that conflicts with the transfer, or names another chunk than one
+/// read already, starts over.
 #[derive(Debug)]
 pub struct ChunkReceiver {
     max_chunk_size: usize,
@@ -42,6 +42,9 @@ pub struct ChunkReceiver {
     /// Transfers given up for stalling.
     resets: u64,
     chunk_id: u16,
+    /// The id after the last chunk read (0 before any): older ids were
+    /// delivered, so their slices never start a transfer.
+    unread: u16,
     current: Option<Incoming>,
     ready: Option<Vec<u8>>,
     /// The previous chunk's id and slice count, acked in full if its slices
@@ -62,6 +65,7 @@ impl ChunkReceiver {
             progress_at: Duration::ZERO,
             resets: 0,
             chunk_id: 0,
+            unread: 0,
             current: None,
             ready: None,
             previous: None,
@@ -133,9 +137,10 @@ impl ChunkReceiver {
         }
         if s.chunk_id != self.chunk_id {
             // Another chunk: after a stall it starts over (the sender moved
-            // on, or the expected id was a forged slice's); before, older
-            // ones are late resends and newer ones an error.
-            if self.ready.is_none() && self.stalled() {
+            // on, or the expected id was a forged slice's) unless it is a
+            // chunk read already; before, older ones are late resends and
+            // newer ones an error.
+            if self.ready.is_none() && self.stalled() && !seq_newer(self.unread, s.chunk_id) {
                 self.restart(s.chunk_id);
             } else if seq_newer(self.chunk_id, s.chunk_id) {
                 return Ok(());
@@ -255,6 +260,7 @@ impl ChunkReceiver {
         self.progress_at = self.clock;
         self.previous = Some((self.chunk_id, data.len().div_ceil(SLICE_SIZE)));
         self.chunk_id = self.chunk_id.wrapping_add(1);
+        self.unread = self.chunk_id;
         self.current = None;
         // An ack not yet sent now acks the chunk just read, in full.
         if self.ack_pending {
