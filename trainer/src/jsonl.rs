@@ -246,7 +246,10 @@ impl<'de> Visitor<'de> for EntitySeed<'_> {
                 if id.is_some() {
                     return Err(de::Error::custom(format!("`{name}` entity has `id` twice")));
                 }
-                let v: Value = map.next_value()?;
+                let v: Value = map.next_value_seed(&mut Bounded {
+                    budget: 1,
+                    what: "`id`",
+                })?;
                 id = Some(
                     v.as_u64()
                         .and_then(|v| u32::try_from(v).ok())
@@ -264,7 +267,13 @@ impl<'de> Visitor<'de> for EntitySeed<'_> {
                     "`{name}` entity has field `{key}` twice"
                 )));
             }
-            values[f] = Some(map.next_value()?);
+            // An element may be `{"bits": N}` (two values), in an array.
+            let what = format!("field `{key}`");
+            let len = fields.get(f).map_or(1, |f| f.len);
+            values[f] = Some(map.next_value_seed(&mut Bounded {
+                budget: len.saturating_mul(3).saturating_add(1),
+                what: &what,
+            })?);
         }
         let id =
             id.ok_or_else(|| de::Error::custom(format!("`{name}` entity without a u32 `id`")))?;
@@ -297,6 +306,99 @@ impl<'de> Visitor<'de> for EntitySeed<'_> {
             }
         }
         Ok(id)
+    }
+}
+
+/// A JSON value of at most `budget` values (an array or object counts as
+/// one, and so does each element and member): a field's value is built as
+/// a tree only as large as the field could need, so a line of one huge
+/// array costs its bytes, not a tree of 32 bytes a value.
+struct Bounded<'a> {
+    budget: usize,
+    /// What the value is, for the error: "field `x`".
+    what: &'a str,
+}
+
+impl Bounded<'_> {
+    fn take<E: de::Error>(&mut self) -> Result<(), E> {
+        match self.budget.checked_sub(1) {
+            Some(b) => {
+                self.budget = b;
+                Ok(())
+            }
+            None => Err(E::custom(format!(
+                "{} holds more JSON values than it can use",
+                self.what
+            ))),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for &mut Bounded<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for &mut Bounded<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        self.take()?;
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.take()?;
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(&mut *self)? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.take()?;
+        let mut members = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(&mut *self)?;
+            members.insert(k, v);
+        }
+        Ok(Value::Object(members))
     }
 }
 

@@ -333,3 +333,30 @@ fn train_refuses_baselines_that_reach_too_far_back() {
     assert!(!dir.join("set").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_field_given_a_huge_array_is_refused_without_parsing_it_whole() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("jsonl-array");
+    let input = dir.join("big.jsonl");
+    let mut text = String::from(
+        r#"{"game":"g","version":"1","schema":{"entities":[{"name":"e","fields":[{"name":"x","type":"u8","len":2}]}]}}"#,
+    );
+    // One entity whose 2-element field is given 2,000,000 values: a
+    // 4 MB line that, built as a JSON tree, takes 32 bytes a value.
+    text += "\n{\"tick\":0,\"sections\":{\"e\":[{\"id\":1,\"x\":[0";
+    text += &",0".repeat(2_000_000);
+    text += "]}]}}\n";
+    let line = text.len();
+    std::fs::write(&input, text).unwrap();
+    let out = dir.join("big.tpcap");
+    let (r, peak) = counting::peak_of(|| tickpack_trainer::import::jsonl(&input, &out, false));
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("line 2") && e.contains("`x`"), "{e}");
+    assert!(
+        peak < 2 * line + (8 << 20),
+        "peak heap {peak} for a {line}-byte line"
+    );
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
