@@ -169,9 +169,12 @@ pub const MAX_HELD_BYTES: u64 = 1 << 30;
 pub const MAX_FRAME_DICT_SAMPLES: u64 = 16 << 20;
 
 /// The packets of one capture, with the tick index after which each tick's
-/// snapshot is no longer needed.
+/// snapshot is no longer needed. Packets of ticks before `start` are not
+/// measured, only replayed for the recalls of the packets after them, as a
+/// session sent them.
 struct Planned {
     packets: Vec<Packet>,
+    start: usize,
     last_use: HashMap<usize, usize>,
 }
 
@@ -183,7 +186,6 @@ fn planned(sc: &Scanned, opts: &EvalOptions, baselines: &mut String) -> Planned 
     } else {
         0
     };
-    let packets: Vec<Packet> = packets.into_iter().filter(|p| p.tick >= start).collect();
     let mut last_use: HashMap<usize, usize> = HashMap::new();
     for p in &packets {
         for i in [Some(p.tick), p.baseline, p.baseline.and(p.prior)]
@@ -194,7 +196,11 @@ fn planned(sc: &Scanned, opts: &EvalOptions, baselines: &mut String) -> Planned 
             *e = (*e).max(p.tick);
         }
     }
-    Planned { packets, last_use }
+    Planned {
+        packets,
+        start,
+        last_use,
+    }
 }
 
 /// Replays the captures and measures. Each capture is read three times
@@ -267,6 +273,10 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                 next += 1;
                 let recall = chain.of(&p).cloned();
                 let j = Job::new(&sc.ticks, &held, p)?.with_recall(recall.as_ref());
+                if p.tick < pl.start {
+                    chain.sent(&p, j.sequence, j.baseline, j.snapshot);
+                    continue;
+                }
                 raw += j.snapshot.raw_len() as u64;
                 keyframes += u64::from(j.baseline.is_none());
                 let t = Instant::now();
@@ -441,8 +451,11 @@ impl Frames {
         for (sc, pl) in scanned.iter().zip(plans) {
             let mut next = 0usize;
             sc.stream(|i, snap| {
-                while pl.packets.get(next).is_some_and(|p| p.tick <= i) {
+                while let Some(p) = pl.packets.get(next).filter(|p| p.tick <= i) {
                     next += 1;
+                    if p.tick < pl.start {
+                        continue;
+                    }
                     raw_snapshot(snap, &mut self.raw);
                     self.frame.clear();
                     self.frame

@@ -536,3 +536,87 @@ fn eval_looks_for_a_set_only_inside_the_root_it_is_given() {
     assert_eq!(eval_json(&text)["roundtrip_ok"], true);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn eval_held_out_codes_packets_with_the_recall_of_the_whole_chain() {
+    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
+    use tickpack::{Encoder, Primitive, Schema, Section, Snapshot};
+    use tickpack_trainer::eval::{eval, EvalOptions};
+    use tickpack_trainer::measure::{encode, Job};
+    use tickpack_trainer::recalls::RecallChain;
+    use tickpack_trainer::replay::{BaselineModel, Packet};
+
+    // Entity 100 leaves view at tick 6 and is back at tick 8, the first
+    // held-out tick (10 ticks, 0.2 held out): a session codes it against
+    // what tick 5 said of it (the recall), not as a new entity.
+    let dir = tmp("held-out-recall");
+    let cap = dir.join("c.tpcap");
+    let schema = Schema::builder()
+        .entity("e")
+        .field("v", Primitive::I32, 4)
+        .build()
+        .unwrap();
+    let back: Vec<u8> = (0..16u32).map(|k| (k * 97 + 13) as u8).collect();
+    let snap = |t: u32| {
+        let mut ids = Vec::new();
+        let mut recs = Vec::new();
+        for id in 0..8u32 {
+            ids.push(id);
+            for k in 0..4u32 {
+                recs.extend_from_slice(&((id * 1000 + k * 10 + t) as i32).to_le_bytes());
+            }
+        }
+        if !(6..=7).contains(&t) {
+            ids.push(100);
+            recs.extend_from_slice(&back);
+        }
+        let sec = Section::from_parts(ids, recs, 16).unwrap();
+        Snapshot::from_sections(&schema, vec![sec]).unwrap()
+    };
+    let header = CaptureHeader::new("g", "1", 60, schema.clone());
+    let f = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+    let mut w = CaptureWriter::new(f, &header, CaptureOptions::default()).unwrap();
+    for t in 0..10u32 {
+        w.tick(u64::from(t), &snap(t)).unwrap();
+    }
+    w.finish().unwrap();
+
+    let opts = EvalOptions {
+        captures: vec![cap.clone()],
+        model: BaselineModel::Distance(1),
+        held_out: true,
+        held_out_fraction: 0.2,
+        ..EvalOptions::default()
+    };
+    let (report, _) = eval(&opts).unwrap();
+    assert_eq!(report.packets, 2);
+    assert!(report.roundtrip_ok);
+
+    // The held-out packets (ticks 8 and 9) coded as a session codes them:
+    // every packet since tick 1 carried along the recall chain.
+    let sc = &tickpack_trainer::captures::scan_all(std::slice::from_ref(&cap)).unwrap()[0];
+    let held = sc.load(|_| true).unwrap();
+    let mut enc = Encoder::new(schema.clone());
+    let (mut chain, mut out, mut total) = (RecallChain::new(), Vec::new(), 0u64);
+    let mut without_chain = 0u64;
+    for i in 1..10usize {
+        let p = Packet {
+            tick: i,
+            baseline: Some(i - 1),
+            prior: i.checked_sub(2),
+        };
+        let j = Job::new(&sc.ticks, &held, p).unwrap();
+        let recall = chain.of(&p).cloned();
+        let with = j.with_recall(recall.as_ref());
+        if i >= 8 {
+            encode(&mut enc, &with, &mut out).unwrap();
+            total += out.len() as u64;
+            encode(&mut enc, &j, &mut out).unwrap();
+            without_chain += out.len() as u64;
+        }
+        chain.sent(&p, with.sequence, with.baseline, with.snapshot);
+    }
+    assert!(total < without_chain, "{total} {without_chain}");
+    assert_eq!(report.bytes_mean, Some(total as f64 / 2.0));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
