@@ -132,10 +132,9 @@ fn recorded(ticks: &[TickMeta]) -> Vec<Packet> {
         this_tick.clear();
         for s in &t.sent {
             let resolve = |seq: u16| -> Option<usize> {
-                let by_client = last_sent.get(&(s.client, seq)).copied();
-                by_client
-                    .or_else(|| by_low_bits.get(&seq).copied())
-                    .filter(|&j| close_enough(ticks, i, j))
+                let near = |j: &usize| close_enough(ticks, i, *j);
+                let by_client = last_sent.get(&(s.client, seq)).copied().filter(near);
+                by_client.or_else(|| by_low_bits.get(&seq).copied().filter(near))
             };
             let baseline = match s.baseline {
                 None => None,
@@ -327,6 +326,25 @@ mod tests {
         };
         let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(j));
         assert_eq!(p.len(), 3);
+    }
+
+    #[test]
+    fn a_send_too_old_to_be_a_baseline_does_not_hide_the_tick_with_that_number() {
+        // Tick 1,000 was sent as sequence 1,000; tick 66,536 has the same
+        // low 16 bits and was not sent; tick 66,540 is sent against it.
+        let mut c = capture(&(0..66_600).collect::<Vec<_>>());
+        let s = |sequence, baseline| SentRecord {
+            client: 0,
+            sequence,
+            baseline,
+            prior: None,
+            bytes: 0,
+        };
+        c.ticks[1_000].sent = vec![s(1_000, None)];
+        c.ticks[66_540].sent = vec![s(1_004, Some(1_000))];
+        let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(Rtt::default()));
+        let pairs: Vec<_> = p.iter().map(|p| (p.tick, p.baseline)).collect();
+        assert_eq!(pairs, vec![(1_000, None), (66_540, Some(66_536))]);
     }
 
     #[test]
