@@ -17,7 +17,8 @@
 //!
 //! It reads the capture once, in bounded memory: per field a fixed
 //! histogram, a count per candidate grid and a reservoir of at most
-//! [`SAMPLES`] tick-to-tick pairs.
+//! [`SAMPLES`] tick-to-tick pairs, fewer when the float fields' reservoirs
+//! would hold more than [`SAMPLE_PAIR_BYTES`] together.
 
 #![forbid(unsafe_code)]
 
@@ -36,6 +37,9 @@ use crate::TrainerError;
 pub const DEFAULT_STEPS: [f64; 5] = [0.0001, 0.001, 0.01, 0.1, 1.0];
 /// Most tick-to-tick pairs kept per field.
 pub const SAMPLES: usize = 50_000;
+/// Most bytes the float fields' reservoirs of pairs hold together (each
+/// keeps at least 16 pairs): a schema may declare thousands of float fields.
+pub const SAMPLE_PAIR_BYTES: usize = 16 << 20;
 /// Upper edges of the change histogram's buckets (the last is open).
 const EDGES: [f64; 8] = [0.0, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0];
 /// Candidate grid steps, coarsest first: a turn in 256 and 65,536 parts
@@ -81,6 +85,8 @@ struct FieldStats {
     unit_norm: bool,
     /// A uniform sample of (previous, current) pairs.
     pairs: Vec<(f64, f64)>,
+    /// Most pairs kept.
+    cap: usize,
     seen_pairs: u64,
     /// Finite values that are integral (not -0.0), and that lie on each of
     /// [`GRID_STEPS`].
@@ -89,7 +95,7 @@ struct FieldStats {
 }
 
 impl FieldStats {
-    fn new(section: &str, name: &str, ty: Primitive, len: usize) -> Self {
+    fn new(section: &str, name: &str, ty: Primitive, len: usize, cap: usize) -> Self {
         Self {
             section: section.to_owned(),
             name: name.to_owned(),
@@ -103,6 +109,7 @@ impl FieldStats {
             changes: 0,
             unit_norm: len == 4,
             pairs: Vec::new(),
+            cap,
             seen_pairs: 0,
             integral: 0,
             on_grid: [0; GRID_STEPS.len()],
@@ -170,7 +177,7 @@ impl FieldStats {
         self.changes += 1;
         // Reservoir sampling (algorithm R) with a fixed-seed generator.
         self.seen_pairs += 1;
-        if self.pairs.len() < SAMPLES {
+        if self.pairs.len() < self.cap {
             self.pairs.push((a, b));
         } else {
             let j = next(rng) % self.seen_pairs;
@@ -243,12 +250,20 @@ pub(crate) fn change_bits(a: f64, b: f64, grid: Option<f64>, ty: Primitive) -> u
 
 /// Float fields of a schema: (section, field index, offset) per stats entry.
 fn layout(schema: &tickpack::Schema) -> (Vec<FieldStats>, Vec<(usize, usize, usize)>) {
+    let floats = schema
+        .sections()
+        .iter()
+        .flat_map(|t| t.fields())
+        .filter(|f| f.ty.is_float())
+        .count();
+    let pair = core::mem::size_of::<(f64, f64)>();
+    let cap = (SAMPLE_PAIR_BYTES / pair / floats.max(1)).clamp(16, SAMPLES);
     let mut stats = Vec::new();
     let mut at = Vec::new();
     for (si, t) in schema.sections().iter().enumerate() {
         for (fi, (f, &off)) in t.fields().iter().zip(t.offsets()).enumerate() {
             if f.ty.is_float() {
-                stats.push(FieldStats::new(t.name(), &f.name, f.ty, f.len));
+                stats.push(FieldStats::new(t.name(), &f.name, f.ty, f.len, cap));
                 at.push((si, fi, off));
             }
         }

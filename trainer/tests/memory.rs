@@ -360,3 +360,38 @@ fn a_field_given_a_huge_array_is_refused_without_parsing_it_whole() {
     assert!(!out.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn suggest_keeps_its_samples_within_a_budget_whatever_the_float_fields() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("suggest");
+    let cap = dir.join("floats.tpcap");
+    // 48 entity types of one f32[1024] field, one entity each, for 53
+    // ticks: 48 float fields of 53,248 tick-to-tick pairs each, in a
+    // capture of a few hundred bytes a tick.
+    let mut b = Schema::builder();
+    for s in 0..48 {
+        b = b.entity(&format!("e{s}")).field("v", Primitive::F32, 1024);
+    }
+    let schema = b.build().unwrap();
+    let header = CaptureHeader::new("floats", "1", 60, schema.clone());
+    let f = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+    let mut w = CaptureWriter::new(f, &header, CaptureOptions::default()).unwrap();
+    let rec: Vec<u8> = (0..1024u32)
+        .flat_map(|k| (k as f32 * 0.25).to_le_bytes())
+        .collect();
+    let sections: Vec<Section> = (0..48)
+        .map(|_| Section::from_parts(vec![1], rec.clone(), 4096).unwrap())
+        .collect();
+    let snap = Snapshot::from_sections(&schema, sections).unwrap();
+    for t in 0..53u64 {
+        w.tick(t, &snap).unwrap();
+    }
+    w.finish().unwrap();
+    let (r, peak) = counting::peak_of(|| tickpack_trainer::suggest::suggest(&cap, &[0.01]));
+    let text = r.unwrap();
+    assert!(text.contains("`e47`.`v`"), "{text}");
+    // 48 reservoirs of 50,000 pairs are 38 MB (48 MB as they grow).
+    assert!(peak < 36 << 20, "peak heap {peak}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
