@@ -41,8 +41,8 @@ pub struct Inspected {
 }
 
 /// Describes `path`: a set directory, or a file told by its first bytes (a
-/// model table also by its `.model` extension). A model table that does not
-/// load is [`TrainerError::Model`].
+/// capture also by its `.tpcap` extension, a model table by `.model`). A
+/// model table that does not load is [`TrainerError::Model`].
 pub fn inspect(path: &Path) -> Result<Inspected, TrainerError> {
     if path.is_dir() {
         return Ok(set_dir(path, &path.join(MANIFEST_FILE)));
@@ -60,7 +60,8 @@ pub fn inspect(path: &Path) -> Result<Inspected, TrainerError> {
         }
         n
     };
-    if n == 8 && head == MAGIC {
+    // A `.tpcap` damaged in its first bytes is still a damaged capture.
+    if (n == 8 && head == MAGIC) || path.extension().is_some_and(|e| e == "tpcap") {
         return capture(path);
     }
     if n >= 4 && head[..4] == ZSTD_DICT_MAGIC {

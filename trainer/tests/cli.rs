@@ -620,3 +620,24 @@ fn eval_held_out_codes_packets_with_the_recall_of_the_whole_chain() {
     assert_eq!(report.bytes_mean, Some(total as f64 / 2.0));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn inspect_of_a_capture_damaged_in_its_magic_exits_1() {
+    // README: `inspect` exits with 1 on a damaged capture (2 is for usage
+    // errors); a `.tpcap` whose first bytes are damaged is still one.
+    let dir = tmp("inspect-magic");
+    let cap = dir.join("c.tpcap");
+    cmd(&[&"export", &"idle", &cap, &"--ticks", &"3"]).unwrap();
+    let mut bytes = std::fs::read(&cap).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&cap, &bytes).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tickpack-trainer"))
+        .arg("inspect")
+        .arg(&cap)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("c.tpcap"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
