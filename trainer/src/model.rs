@@ -18,7 +18,8 @@ pub struct ModelReport {
     pub slots: u64,
     /// Serialized table bytes.
     pub table_bytes: u64,
-    /// Held-out delta bytes per packet with the dictionary alone.
+    /// Held-out delta bytes per packet with the dictionary alone (and its
+    /// Huffman table when the set keeps one).
     pub bytes_mean_without: f64,
     /// Held-out delta bytes per packet with the dictionary and the table
     /// (the encoder keeps the smaller of model block and blocks).
@@ -28,7 +29,8 @@ pub struct ModelReport {
 }
 
 /// Trains a table on `train` for `schema`'s packets and measures it on
-/// `held` against `dict` (the delta dictionary the table will ride on).
+/// `held` against `dict` (the delta dictionary the table will ride on, as
+/// the set holds it).
 /// `Ok(None)` when the schema is too large for a context model.
 pub fn train_model(
     schema: &Schema,

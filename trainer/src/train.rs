@@ -455,7 +455,13 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     let model = match dictionaries.iter().find(|(k, _, _)| *k == DictKind::Delta) {
         Some((_, bytes, _)) if !jobs.held_delta.is_empty() => {
             let id = dictionary_id(&game, &version, schema.id(), DictKind::Delta, bytes);
-            let dict = Dictionary::new(id, bytes.clone());
+            // The dictionary as the set holds it: with its Huffman table
+            // if one was kept, so the table is measured against the packets
+            // the set makes without it.
+            let mut dict = Dictionary::new(id, bytes.clone());
+            if let Some((_, table)) = huffman.iter().find(|(k, _)| *k == DictKind::Delta) {
+                dict = dict.with_huffman(table.clone());
+            }
             let held = thin(&jobs.held_delta, 2000);
             crate::model::train_model(&schema, opts.level, &dict, &jobs.train_delta, &held)?
         }

@@ -641,3 +641,110 @@ fn inspect_of_a_capture_damaged_in_its_magic_exits_1() {
     assert!(err.contains("c.tpcap"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_table() {
+    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
+    use tickpack::dictset::{DictKind, DictionarySet};
+    use tickpack::{Schema, Section, Snapshot};
+    use tickpack_trainer::eval::{eval, EvalOptions};
+    use tickpack_trainer::train::{train, TrainOptions};
+
+    // Short packets of skewed bytes: the delta dictionary keeps a Huffman
+    // table, and a context-model table is trained on top of it.
+    let dir = tmp("model-huffman");
+    let cap = dir.join("skew.tpcap");
+    let schema = Schema::from_json(
+        r#"{"entities":[{"name":"p","fields":[{"name":"a","type":"u8","len":12,"delta":"none"},{"name":"k","type":"u32","delta":"none"}]}]}"#,
+    )
+    .unwrap();
+    let mut rng = 7u64;
+    let mut next = move || {
+        rng = rng
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let header = CaptureHeader::new("skew", "1", 60, schema.clone());
+    let f = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+    let mut w = CaptureWriter::new(f, &header, CaptureOptions::default()).unwrap();
+    let consts = [0xdead_beef_u32, 0x1234_5678, 0xcafe_babe, 0x0bad_f00d];
+    for t in 0..600u64 {
+        let mut recs = Vec::new();
+        for _ in 0..8 {
+            for _ in 0..12 {
+                recs.push((-(1.0 - next()).ln() / 0.7).min(255.0) as u8);
+            }
+            let k = consts[(next() * 4.0) as usize % 4];
+            recs.extend_from_slice(&k.to_le_bytes());
+        }
+        let sec = Section::from_parts((0..8).collect(), recs, 16).unwrap();
+        w.tick(t, &Snapshot::from_sections(&schema, vec![sec]).unwrap())
+            .unwrap();
+    }
+    w.finish().unwrap();
+
+    let out = dir.join("set");
+    let (set, report) = train(&TrainOptions {
+        captures: vec![cap.clone()],
+        out: out.clone(),
+        sizes: vec![256, 512, 1024],
+        progress: false,
+        ..TrainOptions::default()
+    })
+    .unwrap();
+    let delta = set
+        .dictionaries()
+        .iter()
+        .find(|(k, _)| *k == DictKind::Delta)
+        .map(|(_, d)| d.clone())
+        .unwrap();
+    let huffman = delta.huffman().cloned().expect("a delta Huffman table");
+    let model = report.model.expect("a model table trained");
+
+    // The same set without the model table: what the table is weighed against.
+    let m = set.manifest();
+    let dicts = set
+        .dictionaries()
+        .iter()
+        .map(|(k, d)| {
+            let max = m
+                .dictionaries
+                .iter()
+                .find(|e| e.kind == *k)
+                .unwrap()
+                .max_size;
+            (*k, d.bytes().to_vec(), max)
+        })
+        .collect();
+    let mut plain =
+        DictionarySet::assemble(m.clone(), set.schema().clone(), m.base_schema_id, dicts).unwrap();
+    plain = plain.with_huffman(DictKind::Delta, &huffman).unwrap();
+    if let Some(h) = set
+        .dictionaries()
+        .iter()
+        .find(|(k, _)| *k == DictKind::Keyframe)
+        .and_then(|(_, d)| d.huffman())
+    {
+        plain = plain.with_huffman(DictKind::Keyframe, h).unwrap();
+    }
+    let plain_dir = dir.join("plain");
+    plain.save(&plain_dir).unwrap();
+    // The held-out packets are all deltas (the simulated client's first
+    // keyframes are long before the split), as `train` measures them.
+    let (r, ctx) = eval(&EvalOptions {
+        captures: vec![cap.clone()],
+        dictionaries: Some(plain_dir),
+        held_out: true,
+        ..EvalOptions::default()
+    })
+    .unwrap();
+    assert_eq!(ctx.keyframes, 0);
+    assert_eq!(r.packets, m.measured.delta_packets);
+    assert_eq!(
+        r.bytes_mean,
+        Some((model.bytes_mean_without * 100.0).round() / 100.0),
+        "the table's 'without' is the set's dictionary without it"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
