@@ -15,7 +15,7 @@ use tickpack::{Decoder, Encoder, Snapshot};
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
 use crate::recalls::RecallChain;
-use crate::replay::{plan, BaselineModel, Packet, Rtt};
+use crate::replay::{describe_all, plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
 /// Size of the dictionary trained for `zstd_frame_dict_bytes_mean`: zstd's
@@ -180,7 +180,7 @@ struct Planned {
 
 fn planned(sc: &Scanned, opts: &EvalOptions, baselines: &mut String) -> Planned {
     let (packets, why) = plan(&sc.ticks, sc.header.tick_rate, opts.model);
-    *baselines = why;
+    describe_all(baselines, &why);
     let start = if opts.held_out {
         held_out_start(sc.ticks.len(), opts.held_out_fraction)
     } else {

@@ -110,6 +110,17 @@ pub fn plan(ticks: &[TickMeta], tick_rate: u32, model: BaselineModel) -> (Vec<Pa
     }
 }
 
+/// Adds `why` (a [`plan`] description) to `all`, the descriptions of
+/// several captures' plans joined with "; ", each once.
+pub fn describe_all(all: &mut String, why: &str) {
+    if !all.split("; ").any(|w| w == why) {
+        if !all.is_empty() {
+            all.push_str("; ");
+        }
+        all.push_str(why);
+    }
+}
+
 fn close_enough(ticks: &[TickMeta], i: usize, j: usize) -> bool {
     ticks[i].tick - ticks[j].tick <= u64::from(MAX_BASELINE_DISTANCE)
 }

@@ -39,7 +39,7 @@ use crate::captures::{held_out_start, op_name, ops_of, scan_all, with_ops, Scann
 use crate::measure::{block_samples, mean, total_bytes, Job};
 use crate::output::{check_set_output, save_set};
 use crate::recalls::recalls_for;
-use crate::replay::{plan, BaselineModel, Packet, Rtt};
+use crate::replay::{describe_all, plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
 /// Dictionary sizes tried by default: 512 B to 16 KiB.
@@ -160,7 +160,7 @@ fn plan_all(scanned: &[Scanned], opts: &TrainOptions) -> Plan {
         s.train_ticks += start as u64;
         s.held_ticks += (n - start) as u64;
         let (packets, w) = plan(&sc.ticks, sc.header.tick_rate, opts.model);
-        s.why = w;
+        describe_all(&mut s.why, &w);
         let mut keys: Vec<usize> = packets
             .iter()
             .filter(|p| p.baseline.is_none())

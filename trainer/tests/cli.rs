@@ -748,3 +748,50 @@ fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_tabl
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_baselines_of_every_capture_are_described() {
+    // One capture with recorded sends, one without: the manifest and the
+    // eval table say where the baselines of each came from.
+    let dir = tmp("baselines");
+    let head = r#"{"game":"g","version":"1","schema":{"entities":[{"name":"e","fields":[{"name":"x","type":"u8","len":4}]}]}}"#;
+    let (mut sent, mut plain) = (format!("{head}\n"), format!("{head}\n"));
+    for t in 0..80u32 {
+        let e = format!(
+            "\"sections\":{{\"e\":[{{\"id\":1,\"x\":[{},{},3,4]}}]}}",
+            t % 256,
+            (t * 7) % 256
+        );
+        let b = if t == 0 {
+            "null".to_owned()
+        } else {
+            (t - 1).to_string()
+        };
+        sent += &format!("{{\"tick\":{t},\"baseline\":{b},{e}}}\n");
+        plain += &format!("{{\"tick\":{t},{e}}}\n");
+    }
+    let (a, b) = (dir.join("sent.tpcap"), dir.join("plain.tpcap"));
+    for (text, cap) in [(&sent, &a), (&plain, &b)] {
+        let input = cap.with_extension("jsonl");
+        std::fs::write(&input, text).unwrap();
+        cmd(&[&"import", &"jsonl", &input, cap]).unwrap();
+    }
+    let set = dir.join("set");
+    cmd(&[
+        &"train", &a, &b, &"--out", &set, &"--sizes", &"512", &"--quiet",
+    ])
+    .unwrap();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(set.join("manifest.json")).unwrap()).unwrap();
+    let why = m["training"]["baselines"].as_str().unwrap();
+    assert!(
+        why.contains("recorded sends") && why.contains("simulated acks"),
+        "{why}"
+    );
+    let table = cmd(&[&"eval", &a, &b]).unwrap();
+    assert!(
+        table.contains("recorded sends") && table.contains("simulated acks"),
+        "{table}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
