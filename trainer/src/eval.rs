@@ -14,7 +14,7 @@ use tickpack::{Decoder, Encoder, Snapshot};
 
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
-use crate::recalls::RecallChain;
+use crate::recalls::{Expiry, RecallChain};
 use crate::replay::{describe_all, plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
@@ -244,6 +244,7 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
     let mut plans = Vec::with_capacity(scanned.len());
     for (ci, sc) in scanned.iter().enumerate() {
         let pl = planned(sc, opts, &mut baselines);
+        let expiry = Expiry::new(&pl.last_use);
         let mut held: HashMap<usize, Snapshot> = HashMap::new();
         let mut chain = RecallChain::new();
         let mut held_bytes = 0u64;
@@ -293,15 +294,12 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                 ok &= decoder.decode_into(&packet, None, &mut out).is_ok() && out == *j.snapshot;
                 frames.plain(j.snapshot)?;
             }
-            let last_use = &pl.last_use;
-            chain.retain(|k| last_use.get(&k).is_some_and(|&u| u > i));
-            held.retain(|k, s| {
-                let keep = last_use.get(k).is_some_and(|&u| u > i);
-                if !keep {
-                    held_bytes -= snapshot_bytes(s);
+            for &k in expiry.after(i) {
+                if let Some(s) = held.remove(&k) {
+                    held_bytes -= snapshot_bytes(&s);
                 }
-                keep
-            });
+                chain.forget(k);
+            }
             Ok(())
         })?;
         plans.push(pl);

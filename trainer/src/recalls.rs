@@ -65,9 +65,36 @@ impl RecallChain {
         self.recalls.insert(p.tick, recall);
     }
 
-    /// Keeps only the recalls of ticks `keep` says yes to.
-    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
-        self.recalls.retain(|&k, _| keep(k));
+    /// Drops the recall of tick `k`.
+    pub fn forget(&mut self, k: usize) {
+        self.recalls.remove(&k);
+    }
+}
+
+/// For each tick of a replay, the ticks whose snapshots (and recalls) are
+/// no longer needed after it, so that the replay drops them there without
+/// scanning everything it holds: with baselines far back it may hold tens
+/// of thousands of snapshots, and a scan per tick made the replay
+/// quadratic in the capture's length.
+#[derive(Debug, Default)]
+pub struct Expiry {
+    by_tick: HashMap<usize, Vec<usize>>,
+}
+
+impl Expiry {
+    /// From each held tick's last use: a tick `k` last used at `u` goes
+    /// after tick `max(k, u)` (a tick is held from its own step on).
+    pub fn new(last_use: &HashMap<usize, usize>) -> Self {
+        let mut by_tick: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (&k, &u) in last_use {
+            by_tick.entry(k.max(u)).or_default().push(k);
+        }
+        Self { by_tick }
+    }
+
+    /// The ticks no longer needed after tick `i`.
+    pub fn after(&self, i: usize) -> &[usize] {
+        self.by_tick.get(&i).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -88,6 +115,7 @@ pub fn recalls_for(
             *e = (*e).max(p.tick);
         }
     }
+    let expiry = Expiry::new(&last_use);
     let mut chain = RecallChain::new();
     let mut held: HashMap<usize, Snapshot> = HashMap::new();
     let mut held_bytes = 0u64;
@@ -120,15 +148,41 @@ pub fn recalls_for(
                 out.insert(i, r.clone());
             }
         }
-        let keep = |k: usize| last_use.get(&k).is_some_and(|&u| u > i);
-        held.retain(|&k, s| {
-            if !keep(k) {
-                held_bytes -= snapshot_bytes(s);
+        for &k in expiry.after(i) {
+            if let Some(s) = held.remove(&k) {
+                held_bytes -= snapshot_bytes(&s);
             }
-            keep(k)
-        });
-        chain.retain(keep);
+            chain.forget(k);
+        }
         Ok(())
     })?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_held_tick_expires_once_after_its_last_use() {
+        // Ticks 0..40,000, each a baseline 32,767 ticks later (the farthest
+        // a packet can name): the replay holds 32,767 snapshots at a time,
+        // and dropping them must visit each tick once, not every held tick
+        // at every step.
+        let n = 40_000usize;
+        let mut last_use = HashMap::new();
+        for k in 0..n {
+            last_use.insert(k, (k + 32_767).min(n - 1));
+        }
+        // A tick needed only by an earlier packet (its last use before it)
+        // goes after its own step, as it is held from there.
+        last_use.insert(n, 5);
+        let e = Expiry::new(&last_use);
+        let visits: usize = (0..=n).map(|i| e.after(i).len()).sum();
+        assert_eq!(visits, last_use.len());
+        assert!(e.after(5).iter().all(|&k| k != n));
+        assert!(e.after(n).contains(&n));
+        assert_eq!(e.after(0), &[] as &[usize]);
+        assert!(e.after(32_767).contains(&0));
+    }
 }
