@@ -128,9 +128,10 @@ pub fn held_out_start(n: usize, fraction: f64) -> usize {
     n - held.min(n - 1)
 }
 
-/// Bytes a snapshot takes in memory: ids and records.
+/// Bytes a snapshot takes in memory: its ids and records, and the
+/// structures that hold them, so that empty snapshots count too.
 pub fn snapshot_bytes(s: &Snapshot) -> u64 {
-    (s.raw_len() + 4 * s.entity_count()) as u64
+    (size_of::<Snapshot>() + size_of_val(s.sections()) + s.raw_len() + 4 * s.entity_count()) as u64
 }
 
 /// Hashes what is read through it.
@@ -283,5 +284,30 @@ pub fn capture_err(path: &Path) -> impl Fn(tickpack::capture::CaptureError) -> T
     move |error| TrainerError::Capture {
         file: path.display().to_string(),
         error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::{Primitive, Section};
+
+    #[test]
+    fn an_empty_snapshot_is_charged_for_what_holds_it() {
+        // Captures of empty snapshots held by the thousand (baselines far
+        // back) must count against `max_held_bytes`.
+        let schema = Schema::builder()
+            .entity("a")
+            .field("x", Primitive::F32, 1)
+            .entity("b")
+            .field("x", Primitive::F32, 1)
+            .entity("c")
+            .field("x", Primitive::F32, 1)
+            .build()
+            .unwrap();
+        let empty = Snapshot::new(&schema);
+        assert!(
+            snapshot_bytes(&empty) >= (size_of::<Snapshot>() + 3 * size_of::<Section>()) as u64
+        );
     }
 }
