@@ -227,8 +227,10 @@ pub unsafe extern "C" fn tp_server_begin_tick(
 /// newest snapshot the client acked, else a full snapshot. Clients with
 /// the same baseline get the same bytes, encoded once. When `capacity` is
 /// too small, `*written` gets the size needed and the call returns
-/// `TP_STATUS_BUFFER_TOO_SMALL`; calling again in the same tick returns
-/// the same packet.
+/// `TP_STATUS_BUFFER_TOO_SMALL`; calling again for the same client in the
+/// same tick, before encoding for any other client, returns the same
+/// packet (encoding for another client first drops it, and the retry
+/// encodes and counts a new one).
 ///
 /// # Safety
 /// `server` is a live handle; `out` is valid for writes of `capacity`
