@@ -435,3 +435,60 @@ fn capture_thread_round_trip() {
         c
     );
 }
+
+/// Fails once (disk full) part-way through a write at byte `fail_at`, then
+/// accepts writes again (space freed).
+struct FullOnce {
+    out: Vec<u8>,
+    fail_at: usize,
+    failed: bool,
+}
+
+impl std::io::Write for FullOnce {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.failed && self.out.len() + buf.len() > self.fail_at {
+            let take = self.fail_at - self.out.len();
+            if take > 0 {
+                self.out.extend_from_slice(&buf[..take]);
+                return Ok(take);
+            }
+            self.failed = true;
+            return Err(std::io::ErrorKind::StorageFull.into());
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failed_write_fails_every_later_call() {
+    let c = capture(6);
+    let whole = bytes(&c);
+    let offsets = record_offsets(&whole);
+    // Fail half-way through the fourth record; the caller carries on.
+    let fail_at = ((offsets[3] + offsets[4]) / 2) as usize;
+    let sink = FullOnce {
+        out: Vec::new(),
+        fail_at,
+        failed: false,
+    };
+    let mut w = CaptureWriter::new(sink, &c.header, options()).unwrap();
+    let mut failed = false;
+    for t in &c.ticks {
+        let mut r = w.tick(t.tick, &t.snapshot);
+        for s in &t.sent {
+            r = r.and_then(|()| w.sent(s));
+        }
+        if failed {
+            assert!(matches!(r, Err(CaptureError::Io { .. })), "{r:?}");
+        }
+        failed |= r.is_err();
+    }
+    assert!(failed);
+    let Err(CaptureError::Io { .. }) = w.finish() else {
+        panic!("finish reported a capture holding a torn record as written");
+    };
+}

@@ -42,7 +42,9 @@ impl Default for CaptureOptions {
 /// [`std::io::BufWriter`]). Each tick costs one tickpack encode of the world
 /// against the previous tick, at [`CaptureOptions::level`], and one copy of
 /// the snapshot. Call [`CaptureWriter::finish`] to write the end record; a
-/// capture without one reads back as truncated after its last tick.
+/// capture without one reads back as truncated after its last tick. After
+/// an I/O error (which may leave a record torn) every later call that writes
+/// fails with that error.
 pub struct CaptureWriter<W: Write> {
     inner: W,
     options: CaptureOptions,
@@ -53,6 +55,9 @@ pub struct CaptureWriter<W: Write> {
     written: u64,
     record: Vec<u8>,
     packet: Vec<u8>,
+    /// The first I/O error: a record may have been torn, so every later
+    /// write fails with it rather than append records after torn bytes.
+    failed: Option<CaptureError>,
 }
 
 impl<W: Write> core::fmt::Debug for CaptureWriter<W> {
@@ -84,6 +89,7 @@ impl<W: Write> CaptureWriter<W> {
             written: h.len() as u64,
             record: Vec::new(),
             packet: Vec::new(),
+            failed: None,
         })
     }
 
@@ -169,9 +175,17 @@ impl<W: Write> CaptureWriter<W> {
 
     /// Flushes the underlying writer (the capture stays open).
     pub fn flush(&mut self) -> Result<(), CaptureError> {
-        self.inner
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = self
+            .inner
             .flush()
-            .map_err(|e| CaptureError::io(self.written, &e))
+            .map_err(|e| CaptureError::io(self.written, &e));
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
     }
 
     /// Writes the end record, flushes, and returns the underlying writer.
@@ -184,15 +198,20 @@ impl<W: Write> CaptureWriter<W> {
     }
 
     fn write_record(&mut self, kind: u8, body: &[u8]) -> Result<(), CaptureError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         let mut head = Vec::with_capacity(11);
         head.push(kind);
         put_varint(&mut head, body.len() as u64);
         let sum = checksum(&[&head, body]).to_le_bytes();
         let at = self.written;
         for part in [&head[..], body, &sum[..]] {
-            self.inner
-                .write_all(part)
-                .map_err(|e| CaptureError::io(at, &e))?;
+            if let Err(e) = self.inner.write_all(part) {
+                let e = CaptureError::io(at, &e);
+                self.failed = Some(e.clone());
+                return Err(e);
+            }
         }
         self.written += (head.len() + body.len() + sum.len()) as u64;
         Ok(())
