@@ -411,3 +411,37 @@ fn a_snapshot_sent_again_under_an_acked_sequence_is_no_baseline() {
         assert!(g.in_sync());
     }
 }
+
+#[test]
+fn a_replayed_keyframe_after_the_client_is_back_in_sync_is_stale() {
+    let mut g = Game::new();
+    g.tick += 1;
+    g.server.begin_tick(world(&g.schema, g.tick));
+    let key = g.server.send(1, &View::all()).unwrap().to_vec();
+    assert!(matches!(
+        g.client.receive(&key),
+        Received::Applied { baseline: None, .. }
+    ));
+    g.server
+        .handle_message(&g.client.message(1).to_bytes())
+        .unwrap();
+    for _ in 0..5 {
+        g.tick(&[]);
+    }
+    // Replays of that old keyframe, enough in a row to start a resync; the
+    // server's next packet applies, so the client is in sync again.
+    let replays = vec![key.clone(); DEFAULT_RESYNC_AFTER as usize];
+    assert!(matches!(g.tick(&replays), Received::Applied { .. }));
+    assert!(g.in_sync());
+    let newest = g.client.ack();
+    // One more replay must not rewind the client to the old keyframe.
+    assert!(matches!(
+        g.client.receive(&key),
+        Received::Dropped(DropReason::Stale { .. })
+    ));
+    assert_eq!(g.client.ack(), newest);
+    for _ in 0..3 {
+        assert!(matches!(g.tick(&[]), Received::Applied { .. }));
+        assert!(g.in_sync());
+    }
+}

@@ -33,7 +33,8 @@ pub struct ClientConfig {
     /// After this many packets in a row are dropped (stale, too far ahead,
     /// unknown baseline or undecodable), the client asks for a full
     /// snapshot and applies the next one whatever its sequence, forgetting
-    /// its history. Default [`DEFAULT_RESYNC_AFTER`].
+    /// its history, unless a packet is applied before it. Default
+    /// [`DEFAULT_RESYNC_AFTER`].
     pub resync_after: u32,
     /// Limits (the server's: they also cap every recall, which both ends
     /// must derive alike).
@@ -239,6 +240,9 @@ impl Client {
                 self.stats.applied += 1;
                 self.stats.full += u64::from(baseline.is_none());
                 self.dropped_in_a_row = 0;
+                // In sync again: a resync no longer applies a full snapshot
+                // whatever its sequence (a late or replayed one would rewind).
+                self.resyncing = false;
             }
             Received::Dropped(_) => {
                 self.dropped_in_a_row = self.dropped_in_a_row.saturating_add(1);
