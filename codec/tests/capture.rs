@@ -492,3 +492,37 @@ fn a_failed_write_fails_every_later_call() {
         panic!("finish reported a capture holding a torn record as written");
     };
 }
+
+#[test]
+fn sends_of_a_tick_that_failed_are_refused_not_given_to_the_tick_before() {
+    let h = CaptureHeader::new("g", "1", 60, schema());
+    let mut w = CaptureWriter::new(Vec::new(), &h, options()).unwrap();
+    let sent = SentRecord {
+        client: 1,
+        sequence: 6,
+        baseline: Some(5),
+        prior: None,
+        bytes: 9,
+    };
+    let s = Snapshot::new(&schema());
+    w.tick(5, &s).unwrap();
+    let other = Schema::builder()
+        .entity("x")
+        .field("a", Primitive::U8, 1)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        w.tick(6, &Snapshot::new(&other)),
+        Err(CaptureError::Encode(_))
+    ));
+    assert_eq!(w.sent(&sent), Err(CaptureError::NoTick));
+    w.tick(7, &s).unwrap();
+    let later = SentRecord {
+        sequence: 7,
+        ..sent
+    };
+    w.sent(&later).unwrap();
+    let c = Capture::read(&w.finish().unwrap()[..], CaptureLimits::default()).unwrap();
+    let sends: Vec<_> = c.ticks.iter().map(|t| (t.tick, t.sent.clone())).collect();
+    assert_eq!(sends, vec![(5, vec![]), (7, vec![later])]);
+}

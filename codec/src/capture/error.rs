@@ -125,7 +125,8 @@ pub enum CaptureError {
         /// The tick given.
         tick: u64,
     },
-    /// Writing: a sent record before any tick.
+    /// Writing: a sent record before any tick, or after a tick that
+    /// could not be recorded.
     NoTick,
     /// Writing: the snapshot could not be encoded.
     Encode(EncodeError),
@@ -237,7 +238,10 @@ impl fmt::Display for CaptureError {
             Self::TickOrder { previous, tick } => {
                 write!(f, "tick {tick} written after tick {previous}")
             }
-            Self::NoTick => write!(f, "sent record written before any tick"),
+            Self::NoTick => write!(
+                f,
+                "sent record written before any tick or after a failed one"
+            ),
             Self::Encode(e) => write!(f, "cannot encode tick: {e}"),
             Self::BadName { name } => {
                 write!(f, "name {name:?} is empty or longer than 255 bytes")

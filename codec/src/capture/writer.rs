@@ -58,6 +58,9 @@ pub struct CaptureWriter<W: Write> {
     /// The first I/O error: a record may have been torn, so every later
     /// write fails with it rather than append records after torn bytes.
     failed: Option<CaptureError>,
+    /// Whether the last [`CaptureWriter::tick`] was recorded: sends after
+    /// one that failed would be read as the previous tick's.
+    current: bool,
 }
 
 impl<W: Write> core::fmt::Debug for CaptureWriter<W> {
@@ -90,11 +93,13 @@ impl<W: Write> CaptureWriter<W> {
             record: Vec::new(),
             packet: Vec::new(),
             failed: None,
+            current: false,
         })
     }
 
     /// Records the world at `tick` (strictly above the previous tick).
     pub fn tick(&mut self, tick: u64, snapshot: &Snapshot) -> Result<(), CaptureError> {
+        self.current = false;
         let (gap, baseline) = match &self.prev {
             None => (tick, None),
             Some((p, _)) if tick <= *p => {
@@ -136,13 +141,15 @@ impl<W: Write> CaptureWriter<W> {
             None => self.prev = Some((tick, snapshot.clone())),
         }
         self.ticks += 1;
+        self.current = true;
         Ok(())
     }
 
     /// Records a packet sent in the current tick. A prior without a
-    /// baseline is not recorded (the codec never sends one).
+    /// baseline is not recorded (the codec never sends one). Before any
+    /// tick, or after a tick that failed, this is [`CaptureError::NoTick`].
     pub fn sent(&mut self, record: &SentRecord) -> Result<(), CaptureError> {
-        if self.prev.is_none() {
+        if !self.current {
             return Err(CaptureError::NoTick);
         }
         let mut body = Vec::with_capacity(16);
