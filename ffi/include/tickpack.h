@@ -231,7 +231,8 @@ typedef struct TpClientConfig {
   uint16_t max_jump;
   /**
    * After this many drops in a row (default 16) the client asks for a
-   * full snapshot and applies the next one whatever its sequence.
+   * full snapshot and applies the next one whatever its sequence, unless
+   * a packet is applied before it.
    */
   uint32_t resync_after;
   /**

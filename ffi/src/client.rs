@@ -35,7 +35,8 @@ pub struct TpClientConfig {
     /// real one look stale.
     pub max_jump: u16,
     /// After this many drops in a row (default 16) the client asks for a
-    /// full snapshot and applies the next one whatever its sequence.
+    /// full snapshot and applies the next one whatever its sequence, unless
+    /// a packet is applied before it.
     pub resync_after: u32,
     /// The server's limits.
     pub limits: TpLimits,
