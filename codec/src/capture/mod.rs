@@ -101,8 +101,9 @@ impl CaptureHeader {
 pub struct CaptureLimits {
     /// Largest header body (mostly the schema text). Default 1 MiB.
     pub max_header_bytes: usize,
-    /// Largest record body. Default 2 MiB (a keyframe of a full 1 MiB
-    /// payload stored raw, plus headers).
+    /// Largest record body. Default 2 MiB: a keyframe of a full payload
+    /// stored raw, plus headers, with decoder limits raised up to 1 MiB of
+    /// payload (the default `max_decoded_bytes` is 256 KiB).
     pub max_record_bytes: usize,
     /// The limits of the packet decoder that rebuilds each tick.
     pub decoder: Limits,
