@@ -233,6 +233,20 @@ fn stats_count_and_price_tokens() {
     ));
 }
 
+#[test]
+fn merged_stats_keep_the_error_of_uncounted_tokens() {
+    // Tokens outside the shape are not counted and leave an error; counts
+    // merged from such stats miss them just the same.
+    let mut bad = ModelStats::new(SHAPE).unwrap();
+    feed(&mut bad, &[Token::Bit(0, true), Token::Uint(7, 5)]);
+    let e = bad.error();
+    assert!(matches!(e, Some(ModelError::ValueContext { ctx: 7, .. })));
+    let mut merged = ModelStats::new(SHAPE).unwrap();
+    merged.merge(&bad).unwrap();
+    assert_eq!(merged.counts()[0], [0, 1]);
+    assert_eq!(merged.error(), e);
+}
+
 fn sample_table_bytes() -> Vec<u8> {
     let tokens = [Token::Bit(0, true), Token::Uint(1, 9), Token::Sint(0, 77)];
     trained(&tokens).1.to_bytes()

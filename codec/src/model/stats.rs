@@ -67,10 +67,14 @@ impl ModelStats {
         self.error.get_or_insert(e);
     }
 
-    /// Adds `other`'s counts.
+    /// Adds `other`'s counts (and keeps its error when `self` has none:
+    /// the tokens `other` did not count are missing from the sum too).
     pub fn merge(&mut self, other: &ModelStats) -> Result<(), ModelError> {
         if self.shape != other.shape {
             return Err(self.shape.mismatch(&other.shape));
+        }
+        if let Some(e) = other.error {
+            self.error.get_or_insert(e);
         }
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             a[0] += b[0];
