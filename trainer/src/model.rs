@@ -44,7 +44,10 @@ pub fn train_model(
         return Ok(None);
     };
     let model_err = |e| TrainerError::Empty(format!("model table: {e}"));
-    let mut stats = ModelStats::new(shape).map_err(model_err)?;
+    // More slots than a table may hold (which no loader would take).
+    let Ok(mut stats) = ModelStats::new(shape) else {
+        return Ok(None);
+    };
     for j in train {
         enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut stats)?;
     }
@@ -66,4 +69,39 @@ pub fn train_model(
         kept: with < without,
     };
     Ok(Some((table, report)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::model::DEFAULT_MAX_SLOTS;
+    use tickpack::{Primitive, Snapshot};
+
+    /// A schema whose context map has more slots than a table may hold
+    /// (two sections of 4,096 one-byte elements: 1.3 M slots) trains
+    /// without a table instead of failing the training.
+    #[test]
+    fn a_schema_too_large_for_a_table_trains_without_one() {
+        let mut b = Schema::builder();
+        for entity in ["a", "b"] {
+            b = b.entity(entity);
+            for field in ["w", "x", "y", "z"] {
+                b = b.field(field, Primitive::U8, 1024);
+            }
+        }
+        let schema = b.build().unwrap();
+        let enc = Encoder::new(schema.clone());
+        assert!(enc.model_shape().unwrap().slots() > DEFAULT_MAX_SLOTS as u64);
+        let snap = Snapshot::new(&schema);
+        let job = Job {
+            snapshot: &snap,
+            sequence: 1,
+            baseline: None,
+            prior: None,
+            recall: None,
+        };
+        let dict = Dictionary::new(1, vec![0u8; 64]);
+        let trained = train_model(&schema, 3, &dict, &[job], &[job]).unwrap();
+        assert!(trained.is_none());
+    }
 }
