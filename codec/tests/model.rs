@@ -234,6 +234,20 @@ fn stats_count_and_price_tokens() {
 }
 
 #[test]
+fn slot_costs_under_a_smaller_table_do_not_panic() {
+    // A table of another shape has fewer slots than the counts: the
+    // slots it lacks are not priced.
+    let (stats, _) = trained(&[Token::Bit(2, true), Token::Uint(1, 5)]);
+    let small = ModelTable::uniform(ModelShape {
+        bit_contexts: 2,
+        value_contexts: 0,
+    })
+    .unwrap();
+    assert_eq!(stats.slot_cost_bits(&small, 0, 3), 0.0);
+    assert_eq!(stats.slot_cost_bits(&small, 2, usize::MAX), 0.0);
+}
+
+#[test]
 fn merged_stats_keep_the_error_of_uncounted_tokens() {
     // Tokens outside the shape are not counted and leave an error; counts
     // merged from such stats miss them just the same.

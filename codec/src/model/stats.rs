@@ -103,10 +103,11 @@ impl ModelStats {
     }
 
     /// Per slot range `[start, end)`, the bits its decisions cost under
-    /// `table` (for measuring what a group of contexts gains).
+    /// `table` (for measuring what a group of contexts gains; slots past
+    /// the counts or the table are not priced).
     pub fn slot_cost_bits(&self, table: &ModelTable, start: usize, end: usize) -> f64 {
         let one = f64::from(PROB_ONE);
-        let end = end.min(self.counts.len());
+        let end = end.min(self.counts.len()).min(table.probabilities().len());
         let start = start.min(end);
         self.counts[start..end]
             .iter()
