@@ -63,7 +63,7 @@ impl Default for EvalOptions {
     }
 }
 
-/// The report: exactly these keys, in this order, kept stable (README,
+/// The report: exactly these keys, in this order, kept stable (docs/guide.md,
 /// "Trainer"). Means are `null` when there are no packets.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalReport {
