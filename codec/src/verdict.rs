@@ -39,8 +39,6 @@
 //! At 1/100 the arena without a dictionary saves less (463.4M) for as
 //! many bytes, and with one grows to 1752.2 B.
 
-#![forbid(unsafe_code)]
-
 /// The share of the smaller candidate by which the winner must beat the
 /// other for its outcome to be carried over: one fourteenth.
 const CLEAR_MARGIN: (usize, usize) = (1, 14);

@@ -30,7 +30,7 @@ pub fn version_text() -> String {
         "{} (wire format {}, capture format {})",
         env!("CARGO_PKG_VERSION"),
         tickpack::FORMAT_VERSION,
-        tickpack::capture::CAPTURE_VERSION
+        tickpack_sets::capture::CAPTURE_VERSION
     )
 }
 

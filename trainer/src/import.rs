@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tickpack::capture::{CaptureHeader, CaptureLimits, SentRecord};
 use tickpack::{Schema, Section, Snapshot};
 use tickpack_scenarios::{cube_schema, CUBE_COUNT, CUBE_FIELDS};
+use tickpack_sets::capture::{CaptureHeader, CaptureLimits, SentRecord};
 
 use crate::captures::{capture_err, create_capture};
 use crate::jsonl::{explain, parse_tick};

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tickpack::capture::{Capture, CaptureLimits, SentRecord};
 use tickpack_scenarios::{cube_pile, cube_schema};
+use tickpack_sets::capture::{Capture, CaptureLimits, SentRecord};
 use tickpack_trainer::{run, TrainerError};
 
 fn tmp(name: &str) -> PathBuf {
@@ -416,7 +416,7 @@ fn readme_documents_every_eval_key() {
 #[test]
 fn inspect_describes_model_tables() {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/cube-pile/1");
-    let manifest: tickpack::dictset::Manifest =
+    let manifest: tickpack_sets::dictset::Manifest =
         serde_json::from_slice(&std::fs::read(shipped.join("manifest.json")).unwrap()).unwrap();
     let (kind, file) = manifest
         .dictionaries
@@ -542,8 +542,8 @@ fn eval_looks_for_a_set_only_inside_the_root_it_is_given() {
 
 #[test]
 fn eval_held_out_codes_packets_with_the_recall_of_the_whole_chain() {
-    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     use tickpack::{Encoder, Primitive, Schema, Section, Snapshot};
+    use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     use tickpack_trainer::eval::{eval, EvalOptions};
     use tickpack_trainer::measure::{encode, Job};
     use tickpack_trainer::recalls::RecallChain;
@@ -647,9 +647,9 @@ fn inspect_of_a_capture_damaged_in_its_magic_exits_1() {
 
 #[test]
 fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_table() {
-    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
-    use tickpack::dictset::{DictKind, DictionarySet};
     use tickpack::{Schema, Section, Snapshot};
+    use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
+    use tickpack_sets::dictset::{DictKind, DictionarySet};
     use tickpack_trainer::eval::{eval, EvalOptions};
     use tickpack_trainer::train::{train, TrainOptions};
 

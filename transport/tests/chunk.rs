@@ -450,7 +450,7 @@ fn lost_final_ack_is_recovered_by_re_acking_the_previous_chunk() {
 #[test]
 fn pushes_a_dictionary_set_to_a_client() {
     use std::collections::HashMap;
-    use tickpack::dictset::{DictSetError, DictionarySet};
+    use tickpack_sets::dictset::{DictSetError, DictionarySet};
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/racing-lobby/1");
     let original = DictionarySet::load(&dir).unwrap();

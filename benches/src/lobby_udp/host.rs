@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tickpack::session::{ClientMessage, RateTiers, Server, ServerConfig, View};
 use tickpack::Snapshot;
+use tickpack_session::{ClientMessage, RateTiers, Server, ServerConfig, View};
 use tickpack_transport::conn::{self, ServerEvent};
 use tickpack_transport::{
     ChunkConfig, ChunkSender, Conformance, FragmentConfig, Fragmenter, Paced, TokenBucket,

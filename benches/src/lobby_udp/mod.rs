@@ -35,9 +35,9 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tickpack::dictset::{DictKind, DictionarySet};
-use tickpack::session::{Client, ClientConfig, Persist, RateTiers, ServerConfig, View};
 use tickpack::Snapshot;
+use tickpack_session::{Client, ClientConfig, Persist, RateTiers, ServerConfig, View};
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 use tickpack_transport::conn::{self, ConnectToken, Key, CLIENT_OVERHEAD, SERVER_OVERHEAD};
 use tickpack_transport::{
     ChunkConfig, ChunkReceiver, FragmentConfig, JitterBuffer, JitterConfig, Reassembler,
@@ -199,7 +199,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         keyframe_dictionary: set
             .as_ref()
             .and_then(|s| s.dictionary(DictKind::Keyframe).cloned()),
-        history: tickpack::session::history_for(
+        history: tickpack_session::history_for(
             tick_len,
             a.latency * 2 + Duration::from_millis(100),
         ),

@@ -6,8 +6,8 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Instant;
 
-use tickpack::session::{Client, DropReason, Persist, Received, View};
 use tickpack::Snapshot;
+use tickpack_session::{Client, DropReason, Persist, Received, View};
 use tickpack_transport::conn;
 use tickpack_transport::{ChunkReceiver, JitterBuffer, Playout, Reassembler};
 

@@ -26,7 +26,6 @@
 //! | arena | 4295.7 → 4298.3 | 618.5M → 597.1M |
 //! | cube pile | 722.6 → 721.9 | 352.8M → 348.0M |
 //! | racing lobby | 2244.3 → 2246.2 | 198.2M → 197.7M |
-#![forbid(unsafe_code)]
 
 /// The shortest match the sparse finder takes: zstd's longest minimum.
 pub(crate) const SPARSE_MIN_MATCH: u32 = 7;
@@ -94,6 +93,19 @@ pub(crate) enum Finder {
     Level,
     /// `fast`, matches of at least [`SPARSE_MIN_MATCH`] bytes.
     Sparse,
+}
+
+impl Finder {
+    /// The parameters the zstd wrapper takes for this finder.
+    pub(crate) fn zstd(self) -> tickpack_zstd::Finder {
+        match self {
+            Finder::Level => tickpack_zstd::Finder::Level,
+            Finder::Sparse => tickpack_zstd::Finder::Sparse {
+                min_match: SPARSE_MIN_MATCH,
+                hash_log: SPARSE_HASH_LOG,
+            },
+        }
+    }
 }
 
 /// What the next eligible block does.
