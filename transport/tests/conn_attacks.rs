@@ -68,6 +68,8 @@ struct Sim {
     client_at: SocketAddr,
     copier: Option<SocketAddr>,
     delivered: usize,
+    /// Server datagrams to addresses other than the client's.
+    elsewhere: usize,
 }
 
 impl Sim {
@@ -84,6 +86,7 @@ impl Sim {
             client_at: addr(CLIENT),
             copier: None,
             delivered: 0,
+            elsewhere: 0,
         }
     }
 
@@ -99,6 +102,9 @@ impl Sim {
     }
 
     fn deliver_down(&mut self, to: SocketAddr, mut d: Vec<u8>) {
+        if to != self.client_at {
+            self.elsewhere += 1;
+        }
         if to == self.client_at {
             if let Ok(Some(_)) = self.client.handle_datagram(self.now, addr(SERVER), &mut d) {
                 self.delivered += 1;
@@ -389,4 +395,27 @@ fn a_copier_is_probed_at_most_once_per_migration_interval() {
     }
     // 3 s of copies: at most 3 probes of up to 4 path packets each.
     assert!((1..=12).contains(&probes), "{probes} path packets");
+}
+
+#[test]
+fn a_probe_ends_when_the_validated_address_sends_newer_packets() {
+    let mut sim = Sim::new();
+    while sim.server.poll_transmit().is_some() {}
+    // One copied packet, delivered first from the copier's address, starts
+    // a probe there.
+    let copier = addr(6666);
+    let mut out = Vec::new();
+    sim.client.send(sim.now, b"input", &mut out).unwrap();
+    let mut copy = out.clone();
+    sim.server
+        .handle_datagram(sim.now, copier, &mut copy)
+        .unwrap();
+    assert!(std::iter::from_fn(|| sim.server.poll_transmit()).any(|t| t.to == copier));
+    // The client's next, newer packet from its validated address ends the
+    // probe: the copier is sent no path token again.
+    for _ in 0..50 {
+        sim.tick();
+    }
+    assert_eq!(sim.elsewhere, 0, "the probe went on");
+    assert_eq!(sim.server.address(0), Some(addr(CLIENT)));
 }
