@@ -224,7 +224,7 @@ impl Server {
         let body = open_packet(datagram, &header, protocol_id, &conn.client_to_server)?;
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
-        let mut probe = None;
+        let mut probe = false;
         if let Some(path) = conn.path.as_mut() {
             if from == path.addr {
                 path.received(len);
@@ -249,11 +249,14 @@ impl Server {
                 .last_probe
                 .is_none_or(|t| now.saturating_sub(t) >= MIGRATION_INTERVAL)
         {
+            // A failing random source only leaves the connection where it
+            // is; the next newer packet from there tries again.
             let mut token = [0u8; PATH_TOKEN_BYTES];
-            fill_random(&mut token)?;
-            conn.path = Some(PathCheck::new(from, token, len, now));
-            conn.last_probe = Some(now);
-            probe = Some(());
+            if fill_random(&mut token).is_ok() {
+                conn.path = Some(PathCheck::new(from, token, len, now));
+                conn.last_probe = Some(now);
+                probe = true;
+            }
         }
         let mut pong = None;
         match header.kind {
@@ -267,7 +270,7 @@ impl Server {
             PONG => conn.pinger.pong(body, now),
             _ => {}
         }
-        if probe.is_some() {
+        if probe {
             // Sealing an 8-byte body cannot fail, and the budget allows a
             // path packet for the packet that started the probe; a failure
             // only leaves the token to the next resend.
