@@ -419,3 +419,84 @@ fn a_probe_ends_when_the_validated_address_sends_newer_packets() {
     assert_eq!(sim.elsewhere, 0, "the probe went on");
     assert_eq!(sim.server.address(0), Some(addr(CLIENT)));
 }
+
+#[test]
+fn a_recorded_response_cannot_restart_a_connection_under_its_keys() {
+    let key = Key::generate().unwrap();
+    let mut server = server(&key, 1);
+    let mut now = T0;
+    let ip = |k: u16| SocketAddr::from(([10, 9, (k >> 8) as u8, k as u8], 5000));
+    // Connects `client` from `from` in 10 ms steps, returning the last
+    // response it sent.
+    let run = |server: &mut Server, client: &mut Client, from, now: &mut Duration| {
+        let mut response = None;
+        for _ in 0..50 {
+            *now += Duration::from_millis(10);
+            while let Some(mut d) = client.poll_transmit(*now) {
+                if !client.is_connected() && d.len() < 200 {
+                    response = Some(d.clone());
+                }
+                let _ = server.handle_datagram(*now, from, &mut d);
+            }
+            while let Some(mut t) = server.poll_transmit() {
+                if t.to == from {
+                    let _ = client.handle_datagram(*now, addr(SERVER), &mut t.datagram);
+                }
+            }
+            if client.is_connected() {
+                break;
+            }
+        }
+        response
+    };
+    // The first token expires first, so it is the one a memory that
+    // forgets by expiry alone would drop.
+    let first_token = ConnectToken::issue(
+        &key,
+        PROTOCOL,
+        1,
+        T0,
+        Duration::from_secs(20),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let mut first = Client::new(now, addr(SERVER), first_token, 1200);
+    let response = run(&mut server, &mut first, ip(0), &mut now).unwrap();
+    assert!(first.is_connected());
+    let mut recorded = Vec::new();
+    first.send(now, b"fire", &mut recorded).unwrap();
+    let mut d = recorded.clone();
+    assert!(server.handle_datagram(now, ip(0), &mut d).is_ok());
+    for mut d in first.disconnect(now) {
+        let _ = server.handle_datagram(now, ip(0), &mut d);
+    }
+    // 64 more players pass through the slot within the first challenge's
+    // lifetime (5 s): the used-token memory (64 per slot) fills.
+    let mut refused = 0;
+    for k in 1..=64u16 {
+        let mut c = Client::new(now, addr(SERVER), token(&key, 100 + u64::from(k)), 1200);
+        run(&mut server, &mut c, ip(k), &mut now);
+        if !c.is_connected() {
+            refused += 1;
+            continue;
+        }
+        for mut d in c.disconnect(now) {
+            let _ = server.handle_datagram(now, ip(k), &mut d);
+        }
+    }
+    assert!(now < T0 + Duration::from_secs(5), "{now:?}");
+    assert!(
+        refused >= 1,
+        "the 65th connection within 5 s was not held back"
+    );
+    // The first client's recorded response, replayed from its address,
+    // must not bring back a connection under the first connection's keys.
+    let mut d = response;
+    let _ = server.handle_datagram(now, ip(0), &mut d);
+    let mut d = recorded;
+    let r = server.handle_datagram(now, ip(0), &mut d);
+    assert!(
+        !matches!(r, Ok(Some(_))),
+        "recorded packet delivered: {r:?}"
+    );
+}

@@ -119,6 +119,12 @@ impl Server {
                 max_clients: self.config.max_clients,
             });
         };
+        let cap = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
+        if !self.used_tokens.has_room(now.as_secs(), cap) {
+            // More connections within a challenge's lifetime than the
+            // used-token memory holds: this one waits (the client resends).
+            return Err(ConnError::RateLimited);
+        }
         let nonce = &challenge.server_nonce;
         let client_to_server = connection_key(&private.client_to_server_key, nonce, b"c2s")?;
         let server_to_client = connection_key(&private.server_to_client_key, nonce, b"s2c")?;
@@ -138,12 +144,10 @@ impl Server {
             last_pong: None,
         });
         self.by_client_id.insert(private.client_id, slot);
-        let cap = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
         self.used_tokens.insert(
             *private.client_to_server_key.as_bytes(),
             challenge.token_expires_at,
-            now.as_secs(),
-            cap,
+            challenge.expires_at,
         );
         self.events.push_back(ServerEvent::Connected {
             slot,
