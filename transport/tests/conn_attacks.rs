@@ -283,10 +283,48 @@ fn a_request_replayed_from_many_addresses_leaves_room_for_a_new_client() {
     let mut d = newcomer.poll_transmit(now).unwrap();
     assert_eq!(server.handle_datagram(now, addr(6500), &mut d), Ok(None));
     let mut challenged = false;
+    let mut copies = 0;
     while let Some(t) = server.poll_transmit() {
         challenged |= t.to == addr(6500);
+        copies += usize::from(t.to != addr(6500));
     }
     assert!(challenged, "the new client's challenge was dropped");
+    assert!(copies <= 4, "{copies} challenges queued for one token");
+}
+
+#[test]
+fn copies_of_a_request_do_not_starve_its_owner() {
+    // An attacker replays a client's captured request from another
+    // address every step (as the lobby's attack does each tick); the
+    // server drains its queue every step.
+    let key = Key::generate().unwrap();
+    let mut server = server(&key, 4);
+    let t = token(&key, 42);
+    let mut probe = Client::new(T0, addr(SERVER), t.clone(), 1200);
+    let captured = probe.poll_transmit(T0).unwrap();
+    let mut client = Client::new(T0, addr(SERVER), t, 1200);
+    let victim = SocketAddr::from(([10, 0, 0, 1], 9));
+    let mut now = T0;
+    // Request, challenge, response, welcome: a few resends at most.
+    for _ in 0..20 {
+        now += Duration::from_millis(16);
+        for _ in 0..2 {
+            let mut d = captured.clone();
+            let _ = server.handle_datagram(now, victim, &mut d);
+        }
+        if let Some(mut d) = client.poll_transmit(now) {
+            let _ = server.handle_datagram(now, addr(CLIENT), &mut d);
+        }
+        while let Some(mut t) = server.poll_transmit() {
+            if t.to == addr(CLIENT) {
+                let _ = client.handle_datagram(now, addr(SERVER), &mut t.datagram);
+            }
+        }
+        if client.is_connected() {
+            return;
+        }
+    }
+    panic!("the client never connected: {:?}", client.state());
 }
 
 #[test]
