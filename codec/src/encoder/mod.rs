@@ -13,7 +13,9 @@ use crate::block::{self, CDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
-use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
+use crate::model::{self, ContextMap, ModelTable};
+#[cfg(feature = "training")]
+use crate::model::{ModelShape, ModelStats};
 use crate::packet::MAX_HEADER_LEN;
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
@@ -436,7 +438,8 @@ impl Encoder {
     /// The uncompressed payload `encode` would cut into blocks (the
     /// sections' entity sets, masks and values, without header): exactly
     /// the bytes zstd and its dictionaries see, so dictionary training
-    /// samples come from here.
+    /// samples come from here. Feature `training`.
+    #[cfg(feature = "training")]
     pub fn payload<'r>(
         &mut self,
         snapshot: &Snapshot,
@@ -457,14 +460,18 @@ impl Encoder {
     }
 
     /// The shape a model table must have to code this schema's packets
-    /// (`None`: the schema is too large for a context model).
+    /// (`None`: the schema is too large for a context model). Feature
+    /// `training`.
+    #[cfg(feature = "training")]
     pub fn model_shape(&self) -> Option<ModelShape> {
         self.context_map.as_ref().map(ContextMap::shape)
     }
 
     /// Counts into `stats` the model tokens of the packet `encode` would
     /// build against `reference`: training data for a [`ModelTable`].
-    /// `stats` must have [`Encoder::model_shape`]'s shape.
+    /// `stats` must have [`Encoder::model_shape`]'s shape. Feature
+    /// `training`.
+    #[cfg(feature = "training")]
     pub fn model_tokens<'r>(
         &mut self,
         snapshot: &Snapshot,
