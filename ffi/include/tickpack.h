@@ -7,7 +7,9 @@
  * Every function returns a TpStatus (TP_STATUS_OK is 0) and sets the
  * thread's last message (tp_last_error_message). Pointer arguments must be
  * null or valid for the access described; a handle must not be used by two
- * threads at once, nor after it is freed. Handles may move between threads.
+ * threads at once, nor freed while another thread uses it. Handles may move
+ * between threads. A handle freed twice, used after its free or of the
+ * wrong kind gives TP_STATUS_WRONG_HANDLE.
  */
 
 #ifndef TICKPACK_H
