@@ -364,14 +364,17 @@ typedef struct TpServerConfig {
    */
   int32_t level;
   /**
-   * Send a 16-bit checksum of the snapshot in every packet (default on).
+   * Send a 16-bit checksum of the snapshot in every packet (default 1,
+   * on). A byte, not a `bool`, so that any value is defined: 0 is off,
+   * anything else on.
    */
-  bool checksum;
+  uint8_t checksum;
   /**
    * Encode once per tick for all clients with the same baseline, and
-   * hand them the same bytes (default on).
+   * hand them the same bytes (default 1, on; 0 is off, anything else
+   * on).
    */
-  bool share_encodes;
+  uint8_t share_encodes;
   /**
    * Sequence of the first tick (default 0).
    */
@@ -522,13 +525,14 @@ TpStatus tp_encoder_from_dictset(const struct TpDictSet *set,
 TpStatus tp_encoder_free(struct TpEncoder *encoder);
 
 /**
- * Turns the 16-bit snapshot checksum in every packet on or off (off by
- * default; costs 2 bytes, lets the receiver detect a wrong reconstruction).
+ * Turns the 16-bit snapshot checksum in every packet on (`on` not 0) or
+ * off (`on` 0; the default). Costs 2 bytes, lets the receiver detect a
+ * wrong reconstruction.
  *
  * # Safety
  * `encoder` is a live handle.
  */
-TpStatus tp_encoder_set_checksum(struct TpEncoder *encoder, bool on);
+TpStatus tp_encoder_set_checksum(struct TpEncoder *encoder, uint8_t on);
 
 /**
  * Writes the default limits to `*limits`.

@@ -135,16 +135,19 @@ pub unsafe extern "C" fn tp_encoder_free(encoder: *mut TpEncoder) -> TpStatus {
     call(|| unsafe { free(encoder) })
 }
 
-/// Turns the 16-bit snapshot checksum in every packet on or off (off by
-/// default; costs 2 bytes, lets the receiver detect a wrong reconstruction).
+/// Turns the 16-bit snapshot checksum in every packet on (`on` not 0) or
+/// off (`on` 0; the default). Costs 2 bytes, lets the receiver detect a
+/// wrong reconstruction.
 ///
 /// # Safety
 /// `encoder` is a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: bool) -> TpStatus {
+pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: u8) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        unsafe { get_mut(encoder)? }.encoder.set_checksum(on);
+        unsafe { get_mut(encoder)? }
+            .encoder
+            .set_checksum(adapter::flag(on));
         Ok(())
     })
 }

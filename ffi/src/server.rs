@@ -29,11 +29,14 @@ pub struct TpServerConfig {
     pub history: usize,
     /// zstd level (default 3).
     pub level: i32,
-    /// Send a 16-bit checksum of the snapshot in every packet (default on).
-    pub checksum: bool,
+    /// Send a 16-bit checksum of the snapshot in every packet (default 1,
+    /// on). A byte, not a `bool`, so that any value is defined: 0 is off,
+    /// anything else on.
+    pub checksum: u8,
     /// Encode once per tick for all clients with the same baseline, and
-    /// hand them the same bytes (default on).
-    pub share_encodes: bool,
+    /// hand them the same bytes (default 1, on; 0 is off, anything else
+    /// on).
+    pub share_encodes: u8,
     /// Sequence of the first tick (default 0).
     pub first_sequence: u16,
     /// Bounds on one packet; give clients the same.

@@ -261,7 +261,7 @@ fn encoder_and_decoder_round_trip_with_a_baseline() {
     let t1 = snapshot_with(s, &[2, 3], &[car(2.5, 1), car(3.0, 0)]);
     let (mut enc, mut dec, mut got0, mut got1) = (null_mut(), null_mut(), null_mut(), null_mut());
     ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
-    ok(ffi!(tp_encoder_set_checksum(enc, true)));
+    ok(ffi!(tp_encoder_set_checksum(enc, 1)));
     ok(ffi!(tp_decoder_new(s, &mut dec)));
     ok(ffi!(tp_snapshot_new(s, &mut got0)));
     ok(ffi!(tp_snapshot_new(s, &mut got1)));
