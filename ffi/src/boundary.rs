@@ -28,6 +28,7 @@ use tickpack::{Decoder, Schema, Snapshot};
 
 use crate::codec::EncoderState;
 use crate::error::{set_last, Error, TpStatus};
+use crate::out::Out;
 use crate::server::ServerState;
 use crate::{TpClient, TpDecoder, TpDictSet, TpEncoder, TpSchema, TpServer, TpSnapshot};
 
@@ -178,24 +179,15 @@ fn panic_text(payload: &(dyn Any + Send)) -> &str {
     }
 }
 
-/// Moves `inner` into a new handle and writes it to `out`. Nothing is
-/// allocated when `out` is null or misaligned.
-///
-/// # Safety
-/// `out` is null or valid for a write of one pointer.
-pub(crate) unsafe fn new_handle<K: Kind>(out: *mut *mut K, inner: K::Inner) -> Result<(), Error> {
-    if out.is_null() {
-        return Err(Error::null("the handle out-parameter"));
-    }
-    if !out.is_aligned() {
-        return Err(Error::invalid("the handle out-parameter is misaligned"));
-    }
+/// The name of every handle out-parameter, for messages.
+pub(crate) const HANDLE_OUT: &str = "the handle out-parameter";
+
+/// Moves `inner` into a new handle and writes it to `out`, checked (as
+/// every out-parameter) before the call did any work.
+pub(crate) fn new_handle<K: Kind>(out: Out<*mut K>, inner: K::Inner) {
     let id = register(K::wrap(inner));
-    // SAFETY: `out` is non-null, aligned and, by the caller's contract,
-    // valid for a write; `write` does not read the possibly uninitialised
-    // old value. The id becomes an opaque pointer C never dereferences.
-    unsafe { out.write(core::ptr::without_provenance_mut::<K>(id)) };
-    Ok(())
+    // The id becomes an opaque pointer C never dereferences.
+    out.write(core::ptr::without_provenance_mut::<K>(id));
 }
 
 /// The object behind live handle `ptr`, looked up by id: nothing `ptr`
@@ -346,93 +338,6 @@ pub(crate) unsafe fn read_or_default<T: Copy + Default>(
     // empty slice).
     let s = unsafe { slice(ptr, usize::from(!ptr.is_null()), name)? };
     Ok(s.first().copied().unwrap_or_default())
-}
-
-/// Writes `value` to the out-parameter `ptr`, which must not be null.
-///
-/// # Safety
-/// `ptr` is null or valid for a write of one `T`.
-pub(crate) unsafe fn put<T>(ptr: *mut T, value: T, name: &str) -> Result<(), Error> {
-    if ptr.is_null() {
-        return Err(Error::null(name));
-    }
-    if !ptr.is_aligned() {
-        return Err(Error::invalid(format_args!("{name} is misaligned")));
-    }
-    // SAFETY: non-null, aligned and, by the caller's contract, writable;
-    // `write` does not read the possibly uninitialised old value.
-    unsafe { ptr.write(value) };
-    Ok(())
-}
-
-/// Writes `value` to `ptr` unless it is null (an optional out-parameter).
-///
-/// # Safety
-/// As for [`put`].
-pub(crate) unsafe fn put_opt<T>(ptr: *mut T, value: T, name: &str) -> Result<(), Error> {
-    if ptr.is_null() {
-        return Ok(());
-    }
-    // SAFETY: forwarded from the caller's contract.
-    unsafe { put(ptr, value, name) }
-}
-
-/// Copies `src` into the caller's buffer `dst` of `capacity` elements and
-/// its length into `len_out`; when the buffer is too small, writes the
-/// length needed and fails with [`TpStatus::BufferTooSmall`] (copying
-/// nothing). The buffer may be uninitialised: it is only written.
-///
-/// # Safety
-/// `len_out` is null or valid for a write; when `capacity > 0`, `dst` is
-/// valid for writes of `capacity` elements and does not overlap `src`.
-pub(crate) unsafe fn copy_out<T: Copy>(
-    dst: *mut T,
-    capacity: usize,
-    src: &[T],
-    len_out: *mut usize,
-    name: &str,
-) -> Result<(), Error> {
-    // SAFETY: forwarded from the caller's contract.
-    unsafe { put(len_out, src.len(), "the length out-parameter")? };
-    if src.len() > capacity {
-        return Err(Error::too_small(name, src.len(), capacity));
-    }
-    // SAFETY: forwarded; `copy_into` needs no more than checked here.
-    unsafe { copy_into(dst, capacity, src, name) }
-}
-
-/// Copies `src` to the start of `dst` (room for `capacity` elements,
-/// at least `src.len()`).
-///
-/// # Safety
-/// When `src` is not empty, `dst` is valid for writes of `capacity`
-/// elements and does not overlap `src`.
-pub(crate) unsafe fn copy_into<T: Copy>(
-    dst: *mut T,
-    capacity: usize,
-    src: &[T],
-    name: &str,
-) -> Result<(), Error> {
-    if src.is_empty() {
-        return Ok(());
-    }
-    if src.len() > capacity {
-        return Err(Error::too_small(name, src.len(), capacity));
-    }
-    if dst.is_null() {
-        return Err(Error::null(name));
-    }
-    if !dst.is_aligned() {
-        return Err(Error::invalid(format_args!(
-            "{name} is not aligned to {} bytes",
-            align_of::<T>()
-        )));
-    }
-    // SAFETY: `dst` is non-null, aligned and, by the caller's contract,
-    // writable for `capacity >= src.len()` elements that do not overlap
-    // `src`.
-    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
-    Ok(())
 }
 
 #[cfg(test)]

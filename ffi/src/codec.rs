@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use crate::adapter::{self, Encoder};
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
+    call, disjoint, free, get, get_mut, new_handle, read_or_default, slice, HANDLE_OUT,
 };
 use crate::error::TpStatus;
+use crate::out::{copy_out, write_opt, Out, OutBuf};
 use crate::{TpDecoder, TpDictSet, TpEncoder, TpSchema, TpSnapshot};
 
 /// The default zstd level.
@@ -90,14 +91,16 @@ pub unsafe extern "C" fn tp_encoder_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
+        // SAFETY: as above.
         let schema = unsafe { get(schema)? };
         let encoder = Encoder::new(schema.clone(), level);
         let state = EncoderState {
             encoder,
             packet: Vec::new(),
         };
-        // SAFETY: as above.
-        unsafe { new_handle(out, state) }
+        new_handle(out, state);
+        Ok(())
     })
 }
 
@@ -115,13 +118,15 @@ pub unsafe extern "C" fn tp_encoder_from_dictset(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
+        // SAFETY: as above.
         let set = unsafe { get(set)? };
         let state = EncoderState {
             encoder: Encoder::from_set(set, level)?,
             packet: Vec::new(),
         };
-        // SAFETY: as above.
-        unsafe { new_handle(out, state) }
+        new_handle(out, state);
+        Ok(())
     })
 }
 
@@ -158,8 +163,11 @@ pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: u8
 /// `limits` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn tp_limits_default(limits: *mut TpLimits) -> TpStatus {
-    // SAFETY: forwarded from this function's contract.
-    call(|| unsafe { put(limits, TpLimits::default(), "limits") })
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Out::new(limits, "limits")? }.write(TpLimits::default());
+        Ok(())
+    })
 }
 
 /// Sets the encoder's limits (null: the defaults).
@@ -195,8 +203,9 @@ pub unsafe extern "C" fn tp_encoder_max_size(
 ) -> TpStatus {
     call(|| {
         disjoint(encoder, &[snapshot.cast(), baseline.cast()])?;
-        // SAFETY: forwarded from this function's contract; the encoder is
-        // not among the other arguments.
+        // SAFETY: forwarded from this function's contract.
+        let size = unsafe { Out::new(size, "size")? };
+        // SAFETY: as above; the encoder is not among the other arguments.
         let (state, snapshot) = unsafe { (get_mut(encoder)?, get(snapshot)?) };
         let base = if baseline.is_null() {
             None
@@ -204,9 +213,8 @@ pub unsafe extern "C" fn tp_encoder_max_size(
             // SAFETY: as above; non-null.
             Some((0, &**unsafe { get(baseline)? }))
         };
-        let n = state.encoder.max_encoded_len(snapshot, base);
-        // SAFETY: as above.
-        unsafe { put(size, n, "size") }
+        size.write(state.encoder.max_encoded_len(snapshot, base));
+        Ok(())
     })
 }
 
@@ -235,8 +243,14 @@ pub unsafe extern "C" fn tp_encoder_encode(
 ) -> TpStatus {
     call(|| {
         disjoint(encoder, &[snapshot.cast(), baseline.cast()])?;
-        // SAFETY: forwarded from this function's contract; the encoder is
-        // not among the other arguments.
+        // SAFETY: forwarded from this function's contract.
+        let (out, written) = unsafe {
+            (
+                OutBuf::new(out, capacity, "out")?,
+                Out::new(written, "written")?,
+            )
+        };
+        // SAFETY: as above; the encoder is not among the other arguments.
         let (state, snapshot) = unsafe { (get_mut(encoder)?, get(snapshot)?) };
         let base = if baseline.is_null() {
             None
@@ -247,8 +261,7 @@ pub unsafe extern "C" fn tp_encoder_encode(
         state
             .encoder
             .encode(snapshot, sequence, base, &mut state.packet)?;
-        // SAFETY: as above.
-        unsafe { copy_out(out, capacity, &state.packet, written, "out") }
+        copy_out(out, &state.packet, written, "out")
     })
 }
 
@@ -263,10 +276,11 @@ pub unsafe extern "C" fn tp_decoder_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let schema = unsafe { get(schema)? };
-        let decoder = adapter::decoder(schema.clone());
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
         // SAFETY: as above.
-        unsafe { new_handle(out, decoder) }
+        let schema = unsafe { get(schema)? };
+        new_handle(out, adapter::decoder(schema.clone()));
+        Ok(())
     })
 }
 
@@ -281,10 +295,11 @@ pub unsafe extern "C" fn tp_decoder_from_dictset(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { get(set)? };
-        let decoder = adapter::decoder_from_set(set)?;
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
         // SAFETY: as above.
-        unsafe { new_handle(out, decoder) }
+        let set = unsafe { get(set)? };
+        new_handle(out, adapter::decoder_from_set(set)?);
+        Ok(())
     })
 }
 
@@ -341,8 +356,12 @@ pub unsafe extern "C" fn tp_decoder_decode(
     call(|| {
         disjoint(decoder, &[baseline.cast(), out.cast_const().cast()])?;
         disjoint(out, &[baseline.cast()])?;
-        // SAFETY: forwarded from this function's contract; the two handles
-        // borrowed mutably are none of the other handle arguments.
+        // Checked before `out` is overwritten, so a call that fails on its
+        // arguments changes nothing.
+        // SAFETY: forwarded from this function's contract.
+        let info = unsafe { Out::optional(info, "info")? };
+        // SAFETY: as above; the two handles borrowed mutably are none of
+        // the other handle arguments.
         let (decoder, packet, out) = unsafe {
             (
                 get_mut(decoder)?,
@@ -357,8 +376,8 @@ pub unsafe extern "C" fn tp_decoder_decode(
             Some((baseline_sequence, &**unsafe { get(baseline)? }))
         };
         let header = adapter::decode(decoder, packet, base, Arc::make_mut(out))?;
-        // SAFETY: as above.
-        unsafe { put_opt(info, header, "info") }
+        write_opt(info, header);
+        Ok(())
     })
 }
 
@@ -376,9 +395,8 @@ pub unsafe extern "C" fn tp_packet_info(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let packet = unsafe { slice(packet, len, "packet")? };
-        let header = adapter::packet_info(packet)?;
-        // SAFETY: as above.
-        unsafe { put(info, header, "info") }
+        let (packet, info) = unsafe { (slice(packet, len, "packet")?, Out::new(info, "info")?) };
+        info.write(adapter::packet_info(packet)?);
+        Ok(())
     })
 }

@@ -31,6 +31,7 @@ mod boundary;
 pub mod client;
 pub mod codec;
 pub mod error;
+mod out;
 pub mod schema;
 pub mod server;
 pub mod snapshot;
