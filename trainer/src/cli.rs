@@ -180,7 +180,8 @@ pub struct TrainArgs {
     pub captures: Vec<PathBuf>,
     /// The set's directory. A set already there is refused unless --force,
     /// then replaced as a whole (the new set is written beside it, then
-    /// swapped in); any other existing file or non-empty directory is refused.
+    /// swapped in); any other existing file or non-empty directory, or a set
+    /// beside files its manifest does not name, is refused.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Replace the dictionary set already at --out.

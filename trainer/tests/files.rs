@@ -178,9 +178,7 @@ fn train_replaces_a_set_as_a_whole() {
     assert!(e.contains("--force"), "{e}");
     assert_eq!(listing(&set), first);
 
-    // A file the new manifest does not name does not survive a retrain, and
-    // nothing is left beside the set.
-    std::fs::write(set.join("keyframe-old.dict"), b"stale").unwrap();
+    // A retrain replaces the set's files, and nothing is left beside it.
     train(&[&"--keyframe-every", &"7", &"--force"]).unwrap();
     assert_eq!(listing(&set), first, "exactly the new set's files");
     assert_eq!(listing(&dir.join("sets/cube-pile")), vec!["1".to_owned()]);
@@ -257,9 +255,17 @@ fn a_set_that_appears_while_training_is_not_replaced_without_force() {
         "nothing left beside"
     );
 
-    // With --force it is replaced as a whole.
+    // With --force it is still kept: it holds a file that is not the set's.
+    let e = save_set(&set, &out, true).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("notes.txt")),
+        "{e}"
+    );
+    assert_eq!(listing(&out), before);
+    // Once only the set is there, --force replaces it as a whole.
+    std::fs::remove_file(out.join("notes.txt")).unwrap();
     save_set(&set, &out, true).unwrap();
-    assert!(!out.join("notes.txt").exists());
+    assert_eq!(listing(&out), listing(&dir.join("first")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -295,5 +301,45 @@ fn force_replaces_only_a_dictionary_set_not_any_directory_with_a_manifest() {
             b"<h1>keep me</h1>"
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `train --force` never deletes a file the set's manifest does not name
+/// (a notes file, a capture, a stale dictionary): it refuses the directory
+/// and leaves everything in it as it was.
+#[test]
+fn force_never_deletes_files_that_are_not_the_sets() {
+    let dir = tmp("strays");
+    let cap = dir.join("c.tpcap");
+    cmd(&[&"export", &"cubes", &cap, &"--ticks", &"60"]).unwrap();
+    let set = dir.join("set");
+    let train = || cmd(&[&"train", &cap, &"--out", &set, &"--quiet", &"--force"]);
+    train().unwrap();
+    let own = listing(&set);
+    std::fs::write(set.join("notes.txt"), b"keep me").unwrap();
+    std::fs::copy(&cap, set.join("other.tpcap")).unwrap();
+    std::fs::write(set.join("keyframe-old.dict"), b"mine").unwrap();
+    let before = listing(&set);
+    let manifest = std::fs::read(set.join("manifest.json")).unwrap();
+    let e = train().unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m)
+            if m.contains("keyframe-old.dict, notes.txt, other.tpcap")),
+        "{e}"
+    );
+    assert_eq!(listing(&set), before);
+    assert_eq!(std::fs::read(set.join("notes.txt")).unwrap(), b"keep me");
+    assert_eq!(
+        std::fs::read(set.join("keyframe-old.dict")).unwrap(),
+        b"mine"
+    );
+    assert_eq!(std::fs::read(set.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(listing(&dir), ["c.tpcap", "set"], "nothing left beside");
+    // Without them, --force replaces the set.
+    for f in ["notes.txt", "other.tpcap", "keyframe-old.dict"] {
+        std::fs::remove_file(set.join(f)).unwrap();
+    }
+    train().unwrap();
+    assert_eq!(listing(&set), own);
     std::fs::remove_dir_all(&dir).unwrap();
 }
