@@ -1,4 +1,4 @@
-//! The session state machine, capture files and dictionary sets under arbitrary input.
+//! The session state machine and capture files under arbitrary input.
 
 use super::*;
 use crate::link::{Link, LinkConfig};
@@ -243,59 +243,6 @@ pub(super) fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     }
     if let Some(w) = written {
         assert_eq!(got, w, "capture round trip");
-    }
-    Ok(())
-}
-
-pub(super) fn dictset_load_inner(u: &mut Unstructured<'_>) -> AResult<()> {
-    use tickpack::dictset::{DictSetError, DictionarySet};
-
-    let mut manifest: Vec<u8>;
-    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    if u.arbitrary()? {
-        manifest = u.arbitrary()?;
-        for _ in 0..u.int_in_range(0..=2usize)? {
-            files.insert(u.arbitrary()?, u.arbitrary()?);
-        }
-    } else {
-        // The shipped racing set, with bytes of the manifest or of one
-        // dictionary changed.
-        manifest = include_bytes!("../../../dictionaries/racing-lobby/1/manifest.json").to_vec();
-        files.insert(
-            "keyframe.dict".into(),
-            include_bytes!("../../../dictionaries/racing-lobby/1/keyframe.dict").to_vec(),
-        );
-        files.insert(
-            "delta.dict".into(),
-            include_bytes!("../../../dictionaries/racing-lobby/1/delta.dict").to_vec(),
-        );
-        for _ in 0..u.int_in_range(0..=3usize)? {
-            let target = match u.int_in_range(0..=2u8)? {
-                0 => &mut manifest,
-                1 => files.entry("keyframe.dict".into()).or_default(),
-                _ => files.entry("delta.dict".into()).or_default(),
-            };
-            if !target.is_empty() {
-                let i = u.choose_index(target.len())?;
-                target[i] = u.arbitrary()?;
-            }
-        }
-    }
-    let r = DictionarySet::from_manifest(&manifest, |name| {
-        files.get(name).cloned().ok_or_else(|| DictSetError::Io {
-            file: name.into(),
-            kind: std::io::ErrorKind::NotFound,
-            message: "missing".into(),
-        })
-    });
-    if let Ok(set) = r {
-        for (_, d) in set.dictionaries() {
-            assert!(
-                set.manifest().dictionaries.iter().any(|e| e.id == d.id()),
-                "dictionary not in manifest"
-            );
-        }
-        let _ = set.decoder();
     }
     Ok(())
 }
