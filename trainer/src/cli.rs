@@ -238,6 +238,12 @@ pub struct EvalArgs {
     /// zstd level, for tickpack and the plain frames alike.
     #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
     pub level: i32,
+    /// Most bytes of snapshots held at once as baselines still to be used;
+    /// a capture that needs more is refused (the table prints what a
+    /// capture needed).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::eval::MAX_HELD_BYTES,
+          value_parser = |s: &str| parse_whole(s, 1, crate::eval::MAX_HELD_BYTES_LIMIT))]
+    pub max_held_bytes: u64,
     /// Baselines.
     #[command(flatten)]
     pub model: ModelArgs,
