@@ -83,24 +83,17 @@ impl Pending {
     /// Starts writing `dest` (already checked with [`check_output`]).
     pub fn new(dest: &Path, force: bool) -> Result<Self, TrainerError> {
         let dir = parent_of(dest);
-        let file = tempfile::Builder::new()
+        // The output gets the permissions of the file it replaces, or
+        // those of any new file (the umask applied).
+        let old = std::fs::metadata(dest).ok().map(|m| m.permissions());
+        let file = ordinary(old.is_none(), false)
             .prefix(".tickpack-")
             .suffix(".part")
             .tempfile_in(dir)
             .map_err(|e| TrainerError::io(dir, e))?;
-        // A temporary file is private; the output gets the permissions of
-        // the file it replaces, or those of an ordinary new file.
-        let perms = match std::fs::metadata(dest) {
-            Ok(m) => m.permissions(),
-            Err(_) => ordinary(
-                false,
-                file.as_file()
-                    .metadata()
-                    .map_err(|e| TrainerError::io(file.path(), e))?
-                    .permissions(),
-            ),
-        };
-        std::fs::set_permissions(file.path(), perms).map_err(|e| TrainerError::io(dest, e))?;
+        if let Some(perms) = old {
+            std::fs::set_permissions(file.path(), perms).map_err(|e| TrainerError::io(dest, e))?;
+        }
         Ok(Self {
             dest: dest.to_owned(),
             force,
@@ -148,22 +141,26 @@ impl Pending {
     }
 }
 
-/// The permissions of a new file (`rw-r--r--`) or directory (`rwxr-xr-x`)
-/// in place of `current` (a temporary file's or directory's, private).
-fn ordinary(dir: bool, current: std::fs::Permissions) -> std::fs::Permissions {
+/// A builder of temporary files (or directories, `dir`) that, when `new`,
+/// are created as any new file is: on Unix with mode `rw-rw-rw-`
+/// (`rwxrwxrwx`) less the umask, which the system applies, rather than a
+/// temporary's private `rw-------`. Not `new`, they stay private until
+/// they take the permissions of what they replace.
+fn ordinary<'a, 'b>(new: bool, dir: bool) -> tempfile::Builder<'a, 'b> {
+    #[allow(unused_mut)]
+    let mut b = tempfile::Builder::new();
     #[cfg(unix)]
-    {
+    if new {
         use std::os::unix::fs::PermissionsExt;
-        let _ = current;
-        std::fs::Permissions::from_mode(if dir { 0o755 } else { 0o644 })
+        b.permissions(std::fs::Permissions::from_mode(if dir {
+            0o777
+        } else {
+            0o666
+        }));
     }
     #[cfg(not(unix))]
-    {
-        let _ = dir;
-        let mut p = current;
-        p.set_readonly(false);
-        p
-    }
+    let _ = (new, dir);
+    b
 }
 
 /// What is at a dictionary set's target directory.
@@ -314,23 +311,17 @@ pub fn save_set(
     }
     let parent = parent_of(out);
     std::fs::create_dir_all(parent).map_err(|e| TrainerError::io(parent, e))?;
-    let staging = tempfile::Builder::new()
+    let old = std::fs::metadata(out).ok().map(|m| m.permissions());
+    let staging = ordinary(old.is_none(), true)
         .prefix(".tickpack-set-")
         .tempdir_in(parent)
         .map_err(|e| TrainerError::io(parent, e))?;
     set.save(staging.path())?;
     DictionarySet::load(staging.path())?;
-    let perms = match std::fs::metadata(out) {
-        Ok(m) => m.permissions(),
-        Err(_) => ordinary(
-            true,
-            std::fs::metadata(staging.path())
-                .map_err(|e| TrainerError::io(staging.path(), e))?
-                .permissions(),
-        ),
-    };
-    std::fs::set_permissions(staging.path(), perms)
-        .map_err(|e| TrainerError::io(staging.path(), e))?;
+    if let Some(perms) = old {
+        std::fs::set_permissions(staging.path(), perms)
+            .map_err(|e| TrainerError::io(staging.path(), e))?;
+    }
     let old = match target {
         Target::Absent => None,
         Target::EmptyDir => {

@@ -136,17 +136,6 @@ fn existing_outputs_need_force_and_failures_keep_them() {
     assert!(i.contains("ticks: 4"), "{i}");
     assert_eq!(listing(&dir), before);
 
-    // Outputs are ordinary files and directories, not private temporaries.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let fresh = dir.join("fresh.tpcap");
-        cmd(&[&"export", &"idle", &fresh, &"--ticks", &"2"]).unwrap();
-        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o644);
-        std::fs::remove_file(&fresh).unwrap();
-    }
-
     // A directory is never an output.
     let e = cmd(&[&"export", &"idle", &dir, &"--force", &"--ticks", &"2"]).unwrap_err();
     assert!(matches!(e, TrainerError::Output(_)), "{e}");
@@ -184,12 +173,6 @@ fn train_replaces_a_set_as_a_whole() {
     assert_eq!(listing(&dir.join("sets/cube-pile")), vec!["1".to_owned()]);
     let i = cmd(&[&"inspect", &set]).unwrap();
     assert!(i.contains("verified: yes"), "{i}");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&set).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o755);
-    }
 
     // A non-empty directory that is not a set is refused, untouched.
     let other = dir.join("notes");
@@ -341,5 +324,55 @@ fn force_never_deletes_files_that_are_not_the_sets() {
     }
     train().unwrap();
     assert_eq!(listing(&set), own);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs the trainer binary under `umask` (a child process: the umask is
+/// the whole process's, and tests run in parallel).
+#[cfg(unix)]
+fn under_umask(umask: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$@\""))
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_tickpack-trainer"))
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// New outputs are created as any new file is, the umask applied (they
+/// were 0o644 and 0o755 whatever the umask); a replaced output keeps the
+/// permissions of the file it replaces.
+#[cfg(unix)]
+#[test]
+fn new_outputs_honour_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tmp("umask");
+    for (umask, file, folder) in [("077", 0o600, 0o700), ("002", 0o664, 0o775)] {
+        let cap = dir.join(format!("c{umask}.tpcap"));
+        under_umask(umask, &[&"export", &"cubes", &cap, &"--ticks", &"60"]);
+        assert_eq!(mode(&cap), file, "capture under umask {umask}");
+        let set = dir.join(format!("set{umask}"));
+        under_umask(umask, &[&"train", &cap, &"--out", &set, &"--quiet"]);
+        assert_eq!(mode(&set), folder, "set under umask {umask}");
+        for f in listing(&set) {
+            assert_eq!(mode(&set.join(&f)), file, "{f} under umask {umask}");
+        }
+    }
+    // Replacing keeps the old output's permissions, whatever the umask.
+    let cap = dir.join("c077.tpcap");
+    std::fs::set_permissions(&cap, std::fs::Permissions::from_mode(0o640)).unwrap();
+    under_umask(
+        "022",
+        &[&"export", &"idle", &cap, &"--ticks", &"2", &"--force"],
+    );
+    assert_eq!(mode(&cap), 0o640);
     std::fs::remove_dir_all(&dir).unwrap();
 }
