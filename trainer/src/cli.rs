@@ -264,7 +264,7 @@ pub struct SuggestArgs {
     /// The capture.
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
-    /// Candidate steps, comma-separated [default: 0.0001,0.001,0.01,0.1,1].
+    /// Candidate steps, comma-separated, at most 32 [default: 0.0001,0.001,0.01,0.1,1].
     #[arg(long, value_name = "STEPS", value_parser = parse_step, value_delimiter = ',', num_args = 1, allow_negative_numbers = true)]
     pub steps: Vec<f64>,
 }
