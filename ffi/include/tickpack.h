@@ -434,10 +434,11 @@ TpStatus tp_client_new(const struct TpSchema *schema,
                        struct TpClient **out);
 
 /**
- * Frees a client. Null is accepted and does nothing.
+ * Frees a client. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `client` is null or a live `TpClient` not used again.
+ * `client` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_client_free(struct TpClient *client);
 
@@ -517,10 +518,11 @@ TpStatus tp_encoder_from_dictset(const struct TpDictSet *set,
                                  struct TpEncoder **out);
 
 /**
- * Frees an encoder. Null is accepted and does nothing.
+ * Frees an encoder. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `encoder` is null or a live `TpEncoder` not used again.
+ * `encoder` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_encoder_free(struct TpEncoder *encoder);
 
@@ -613,10 +615,11 @@ TpStatus tp_decoder_from_dictset(const struct TpDictSet *set, struct TpDecoder *
 TpStatus tp_decoder_set_limits(struct TpDecoder *decoder, const struct TpLimits *limits);
 
 /**
- * Frees a decoder. Null is accepted and does nothing.
+ * Frees a decoder. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `decoder` is null or a live `TpDecoder` not used again.
+ * `decoder` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_decoder_free(struct TpDecoder *decoder);
 
@@ -690,11 +693,12 @@ TpStatus tp_schema_from_json(const uint8_t *text, size_t len, struct TpSchema **
 TpStatus tp_schema_from_toml(const uint8_t *text, size_t len, struct TpSchema **out);
 
 /**
- * Frees a schema. Null is accepted and does nothing. Handles made from it
- * (snapshots, encoders, sessions) stay valid: they hold their own copy.
+ * Frees a schema. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`. Handles made from it (snapshots,
+ * encoders, sessions) stay valid: they hold their own copy.
  *
  * # Safety
- * `schema` is null or a live `TpSchema` not used again.
+ * `schema` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_schema_free(struct TpSchema *schema);
 
@@ -749,10 +753,11 @@ TpStatus tp_schema_entity_type_index(const struct TpSchema *schema,
 TpStatus tp_dictset_load(const uint8_t *dir, size_t len, struct TpDictSet **out);
 
 /**
- * Frees a dictionary set. Null is accepted and does nothing.
+ * Frees a dictionary set. Null is accepted and does nothing; a handle
+ * already freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `set` is null or a live `TpDictSet` not used again.
+ * `set` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_dictset_free(struct TpDictSet *set);
 
@@ -797,10 +802,11 @@ TpStatus tp_server_new(const struct TpSchema *schema,
                        struct TpServer **out);
 
 /**
- * Frees a server. Null is accepted and does nothing.
+ * Frees a server. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `server` is null or a live `TpServer` not used again.
+ * `server` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_server_free(struct TpServer *server);
 
@@ -927,11 +933,12 @@ TpStatus tp_snapshot_new(const struct TpSchema *schema, struct TpSnapshot **out)
 TpStatus tp_snapshot_quantize(const struct TpSchema *schema, struct TpSnapshot *snapshot);
 
 /**
- * Frees a snapshot. Null is accepted and does nothing. A server that was
- * given the snapshot by `tp_server_begin_tick` keeps its own reference.
+ * Frees a snapshot. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`. A server that was given the
+ * snapshot by `tp_server_begin_tick` keeps its own reference.
  *
  * # Safety
- * `snapshot` is null or a live `TpSnapshot` not used again.
+ * `snapshot` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_snapshot_free(struct TpSnapshot *snapshot);
 

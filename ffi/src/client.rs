@@ -146,10 +146,11 @@ pub unsafe extern "C" fn tp_client_new(
     })
 }
 
-/// Frees a client. Null is accepted and does nothing.
+/// Frees a client. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `client` is null or a live `TpClient` not used again.
+/// `client` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_client_free(client: *mut TpClient) -> TpStatus {
     // SAFETY: forwarded from this function's contract.

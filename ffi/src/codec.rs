@@ -130,10 +130,11 @@ pub unsafe extern "C" fn tp_encoder_from_dictset(
     })
 }
 
-/// Frees an encoder. Null is accepted and does nothing.
+/// Frees an encoder. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `encoder` is null or a live `TpEncoder` not used again.
+/// `encoder` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_encoder_free(encoder: *mut TpEncoder) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -321,10 +322,11 @@ pub unsafe extern "C" fn tp_decoder_set_limits(
     })
 }
 
-/// Frees a decoder. Null is accepted and does nothing.
+/// Frees a decoder. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `decoder` is null or a live `TpDecoder` not used again.
+/// `decoder` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_decoder_free(decoder: *mut TpDecoder) -> TpStatus {
     // SAFETY: forwarded from this function's contract.

@@ -64,11 +64,12 @@ pub unsafe extern "C" fn tp_schema_from_toml(
     unsafe { parse(text, len, out, Schema::from_toml) }
 }
 
-/// Frees a schema. Null is accepted and does nothing. Handles made from it
-/// (snapshots, encoders, sessions) stay valid: they hold their own copy.
+/// Frees a schema. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`. Handles made from it (snapshots,
+/// encoders, sessions) stay valid: they hold their own copy.
 ///
 /// # Safety
-/// `schema` is null or a live `TpSchema` not used again.
+/// `schema` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_schema_free(schema: *mut TpSchema) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -185,10 +186,11 @@ pub unsafe extern "C" fn tp_dictset_load(
     })
 }
 
-/// Frees a dictionary set. Null is accepted and does nothing.
+/// Frees a dictionary set. Null is accepted and does nothing; a handle
+/// already freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `set` is null or a live `TpDictSet` not used again.
+/// `set` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_dictset_free(set: *mut TpDictSet) -> TpStatus {
     // SAFETY: forwarded from this function's contract.

@@ -158,10 +158,11 @@ pub unsafe extern "C" fn tp_server_new(
     })
 }
 
-/// Frees a server. Null is accepted and does nothing.
+/// Frees a server. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `server` is null or a live `TpServer` not used again.
+/// `server` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_server_free(server: *mut TpServer) -> TpStatus {
     // SAFETY: forwarded from this function's contract.

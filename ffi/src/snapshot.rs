@@ -111,11 +111,12 @@ pub unsafe extern "C" fn tp_snapshot_quantize(
     })
 }
 
-/// Frees a snapshot. Null is accepted and does nothing. A server that was
-/// given the snapshot by `tp_server_begin_tick` keeps its own reference.
+/// Frees a snapshot. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`. A server that was given the
+/// snapshot by `tp_server_begin_tick` keeps its own reference.
 ///
 /// # Safety
-/// `snapshot` is null or a live `TpSnapshot` not used again.
+/// `snapshot` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_snapshot_free(snapshot: *mut TpSnapshot) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
