@@ -58,6 +58,8 @@ pub use range::{PROB_BITS, PROB_ONE};
 pub use stats::ModelStats;
 pub use table::{quantise, ModelShape, ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 pub use value::{class_of, VALUE_SLOTS};
+#[cfg(feature = "internals")]
+pub(crate) use walk::record_sections;
 pub(crate) use walk::{
     context_map, count_sections, encode_sections, encode_sections_sized, WalkSource,
 };
