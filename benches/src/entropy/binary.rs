@@ -1,0 +1,251 @@
+//! Design (b): a binary arithmetic coder whose interval split is a
+//! multiply (`bound = (range >> 12) · p`, LZMA's rc, the shipped coder's
+//! decision step) over binarised symbols: a value's head symbol is a walk
+//! down its context's Huffman-shaped tree ([`Heads::nodes`]), one
+//! decision per node, so decoding needs no division. Raw bits go to the
+//! separate stream of [`raw`](super::raw) at the block's end.
+//!
+//! The flush picks the final value so that any bytes after the last one
+//! written decode the same (the interval holds every continuation), so
+//! the raw stream may start where the coded bytes end and the decoder's
+//! four-byte lookahead may read into it.
+
+#![forbid(unsafe_code)]
+
+use tickpack::model::ModelTable;
+
+use super::heads::{Heads, LEAF};
+use super::raw::{RawReader, RawWriter};
+use super::{assemble, raw_count, value_slots, Coder, Kind, Parts, ProtoError, Token};
+
+const PROB_BITS: u32 = 12;
+const TOP: u32 = 1 << 24;
+
+/// The binary coder of a table.
+#[derive(Debug)]
+pub struct Binary {
+    bits: Vec<u16>,
+    heads: Vec<Heads>,
+    raw: RawWriter,
+}
+
+/// The encoder's interval and bytes.
+struct Enc<'a> {
+    low: u64,
+    range: u32,
+    out: &'a mut Vec<u8>,
+}
+
+impl Enc<'_> {
+    #[inline(always)]
+    fn bit(&mut self, p0: u16, bit: bool) {
+        let bound = (self.range >> PROB_BITS) * u32::from(p0);
+        let m = u32::from(bit).wrapping_neg();
+        self.low += u64::from(bound & m);
+        self.range = (bound & !m) | ((self.range - bound) & m);
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift();
+        }
+    }
+
+    #[inline(always)]
+    fn shift(&mut self) {
+        if self.low >= 1 << 32 {
+            carry(self.out);
+        }
+        self.out.push((self.low >> 24) as u8);
+        self.low = (self.low & 0x00ff_ffff) << 8;
+    }
+
+    /// The value with most trailing zero bytes whose every continuation
+    /// stays in the interval; those bytes (don't-care: the raw stream may
+    /// take their place) are not written, every other byte is, even a
+    /// zero one (the decoder does not read zeros past it).
+    fn finish(mut self) {
+        let end = self.low + u64::from(self.range);
+        let mut free = 0;
+        for k in (0..=4u32).rev() {
+            let step = 1u64 << (8 * k);
+            let v = (self.low + step - 1) & !(step - 1);
+            if v + step <= end {
+                self.low = v;
+                free = k as usize;
+                break;
+            }
+        }
+        for _ in 0..5 {
+            self.shift();
+        }
+        // The fifth byte out is below the interval's bits: never needed.
+        let len = self.out.len() - free - 1;
+        self.out.truncate(len);
+    }
+}
+
+/// Adds one to `out` read as a big-endian number.
+#[cold]
+fn carry(out: &mut [u8]) {
+    for b in out.iter_mut().rev() {
+        let (sum, over) = b.overflowing_add(1);
+        *b = sum;
+        if !over {
+            return;
+        }
+    }
+}
+
+/// The decoder's interval; reads zeros past the block.
+struct Dec<'a> {
+    block: &'a [u8],
+    pos: usize,
+    range: u32,
+    code: u32,
+}
+
+impl Dec<'_> {
+    #[inline(always)]
+    fn bit(&mut self, p0: u16) -> bool {
+        let bound = (self.range >> PROB_BITS) * u32::from(p0);
+        let bit = self.code >= bound;
+        let m = u32::from(bit).wrapping_neg();
+        self.code -= bound & m;
+        self.range = (bound & !m) | ((self.range - bound) & m);
+        while self.range < TOP {
+            self.range <<= 8;
+            self.code =
+                (self.code << 8) | u32::from(self.block.get(self.pos).copied().unwrap_or(0));
+            self.pos += 1;
+        }
+        bit
+    }
+
+    /// A head symbol: the tree walk from the root. A walk is at most the
+    /// tree's depth (the children point down, built from the table).
+    #[inline(always)]
+    fn head(&mut self, h: &Heads) -> Result<u8, ProtoError> {
+        let mut node = 0u8;
+        for _ in 0..h.nodes.len() {
+            let Some(&(p0, kids)) = h.nodes.get(usize::from(node)) else {
+                break;
+            };
+            let c = kids[usize::from(self.bit(p0))];
+            if c & LEAF != 0 {
+                return Ok(c & !LEAF);
+            }
+            node = c;
+        }
+        Err(ProtoError::Truncated)
+    }
+}
+
+impl Binary {
+    /// The coder of `table`.
+    pub fn new(table: &ModelTable) -> Self {
+        let b = table.shape().bit_contexts as usize;
+        Self {
+            bits: table.probabilities()[..b].to_vec(),
+            heads: (0..table.shape().value_contexts)
+                .filter_map(|c| value_slots(table, c).map(Heads::new))
+                .collect(),
+            raw: RawWriter::default(),
+        }
+    }
+}
+
+impl Coder for Binary {
+    fn encode(&mut self, tokens: &[Token], out: &mut Vec<u8>) {
+        out.clear();
+        self.raw.clear();
+        let mut e = Enc {
+            low: 0,
+            range: u32::MAX,
+            out,
+        };
+        for t in tokens {
+            match t.kind {
+                Kind::Bit => {
+                    let p0 = self.bits.get(t.ctx as usize).copied().unwrap_or(2048);
+                    e.bit(p0, t.value != 0);
+                }
+                Kind::Uint | Kind::Sint => {
+                    let Some(h) = self.heads.get(t.ctx as usize) else {
+                        continue;
+                    };
+                    let p = Parts::of(t.value, t.kind == Kind::Sint);
+                    let (path, len) = h.paths[usize::from(p.head)];
+                    let mut node = 0u8;
+                    for k in 0..u32::from(len) {
+                        let b = (path >> k) & 1;
+                        let (p0, kids) = h.nodes[usize::from(node)];
+                        e.bit(p0, b == 1);
+                        node = kids[b as usize];
+                    }
+                    if let Some(top) = p.top {
+                        e.bit(h.top, top);
+                    }
+                    self.raw.put(p.raw.1, p.raw.0);
+                    if let Some(neg) = p.sign {
+                        e.bit(h.sign, neg);
+                    }
+                }
+            }
+        }
+        e.finish();
+        self.raw.finish_into(out);
+    }
+
+    fn decode(
+        &mut self,
+        tokens: &[Token],
+        block: &[u8],
+        values: &mut Vec<u64>,
+    ) -> Result<(), ProtoError> {
+        values.clear();
+        let mut code = 0u32;
+        for k in 0..4 {
+            code = (code << 8) | u32::from(block.get(k).copied().unwrap_or(0));
+        }
+        let mut d = Dec {
+            block,
+            pos: 4,
+            range: u32::MAX,
+            code,
+        };
+        let mut raw = RawReader::new(block);
+        for t in tokens {
+            let v = match t.kind {
+                Kind::Bit => {
+                    let p0 = *self
+                        .bits
+                        .get(t.ctx as usize)
+                        .ok_or(ProtoError::Context { ctx: t.ctx })?;
+                    u64::from(d.bit(p0))
+                }
+                Kind::Uint | Kind::Sint => {
+                    let h = self
+                        .heads
+                        .get(t.ctx as usize)
+                        .ok_or(ProtoError::Context { ctx: t.ctx })?;
+                    let head = d.head(h)?;
+                    let top = head >= 124 && d.bit(h.top);
+                    let bits = raw.get(raw_count(head, top));
+                    let signed = t.kind == Kind::Sint;
+                    let neg = signed && head != 0 && d.bit(h.sign);
+                    assemble(head, top, bits, signed, neg)
+                }
+            };
+            values.push(v);
+        }
+        let raw_len = raw.finish()?;
+        // Every byte before the raw stream was needed (the lookahead may
+        // overlap the raw stream).
+        if raw_len > block.len() || d.pos + raw_len < block.len() {
+            return Err(ProtoError::Trailing {
+                len: block.len(),
+                used: d.pos + raw_len,
+            });
+        }
+        Ok(())
+    }
+}
