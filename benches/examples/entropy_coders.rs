@@ -26,9 +26,10 @@ use tickpack_benches::entropy::{decisions, Coder};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
-const DESIGNS: [&str; 6] = [
+const DESIGNS: [&str; 7] = [
     "range (format 2)",
     "binary tree rc",
+    "range + raw stream",
     "rANS 1x32",
     "rANS 2x32",
     "rANS 1x24",
@@ -38,10 +39,11 @@ const DESIGNS: [&str; 6] = [
 fn coder<'t>(design: usize, t: &'t tickpack::model::ModelTable) -> Box<dyn Coder + 't> {
     match design {
         0 => Box::new(Reference::new(t)),
-        1 => Box::new(Binary::new(t)),
-        2 => Box::new(Rans::<1, 23>::new(t)),
-        3 => Box::new(Rans::<2, 23>::new(t)),
-        4 => Box::new(Rans::<1, 15>::new(t)),
+        1 => Box::new(Binary::<true>::new(t)),
+        2 => Box::new(Binary::<false>::new(t)),
+        3 => Box::new(Rans::<1, 23>::new(t)),
+        4 => Box::new(Rans::<2, 23>::new(t)),
+        5 => Box::new(Rans::<1, 15>::new(t)),
         _ => Box::new(Rans::<2, 15>::new(t)),
     }
 }

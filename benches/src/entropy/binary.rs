@@ -2,8 +2,11 @@
 //! multiply (`bound = (range >> 12) · p`, LZMA's rc, the shipped coder's
 //! decision step) over binarised symbols: a value's head symbol is a walk
 //! down its context's Huffman-shaped tree ([`Heads::nodes`]), one
-//! decision per node, so decoding needs no division. Raw bits go to the
-//! separate stream of [`raw`](super::raw) at the block's end.
+//! decision per node, so decoding needs no division (`Binary<true>`).
+//! `Binary<false>` is design (c), the shipped coder with only its raw
+//! bits moved out: the head stays one symbol over `2^15` (one division
+//! per value). Both put raw bits in the separate stream of
+//! [`raw`](super::raw) at the block's end.
 //!
 //! The flush picks the final value so that any bytes after the last one
 //! written decode the same (the interval holds every continuation), so
@@ -14,16 +17,17 @@
 
 use tickpack::model::ModelTable;
 
-use super::heads::{Heads, LEAF};
+use super::heads::{Heads, FREQ_BITS, LEAF};
 use super::raw::{RawReader, RawWriter};
 use super::{assemble, raw_count, value_slots, Coder, Kind, Parts, ProtoError, Token};
 
 const PROB_BITS: u32 = 12;
 const TOP: u32 = 1 << 24;
 
-/// The binary coder of a table.
+/// The binary coder of a table: heads as tree walks (`TREE`) or as one
+/// symbol each.
 #[derive(Debug)]
-pub struct Binary {
+pub struct Binary<const TREE: bool> {
     bits: Vec<u16>,
     heads: Vec<Heads>,
     raw: RawWriter,
@@ -43,6 +47,18 @@ impl Enc<'_> {
         let m = u32::from(bit).wrapping_neg();
         self.low += u64::from(bound & m);
         self.range = (bound & !m) | ((self.range - bound) & m);
+        while self.range < TOP {
+            self.range <<= 8;
+            self.shift();
+        }
+    }
+
+    /// A head symbol whose share of `2^15` is `start..start + freq`.
+    #[inline(always)]
+    fn symbol(&mut self, start: u32, freq: u32) {
+        let r = self.range >> FREQ_BITS;
+        self.low += u64::from(r * start);
+        self.range = r * freq;
         while self.range < TOP {
             self.range <<= 8;
             self.shift();
@@ -120,6 +136,27 @@ impl Dec<'_> {
         bit
     }
 
+    /// A head symbol over `2^15`: one division. A target past the total
+    /// (no encoder writes one) is an error.
+    #[inline(always)]
+    fn symbol(&mut self, h: &Heads) -> Result<u8, ProtoError> {
+        let r = self.range >> FREQ_BITS;
+        let target = self.code / r;
+        if target >> FREQ_BITS != 0 {
+            return Err(ProtoError::Truncated);
+        }
+        let (s, start, freq) = h.find(target);
+        self.code -= r * start;
+        self.range = r * freq;
+        while self.range < TOP {
+            self.range <<= 8;
+            self.code =
+                (self.code << 8) | u32::from(self.block.get(self.pos).copied().unwrap_or(0));
+            self.pos += 1;
+        }
+        Ok(s as u8)
+    }
+
     /// A head symbol: the tree walk from the root. A walk is at most the
     /// tree's depth (the children point down, built from the table).
     #[inline(always)]
@@ -139,7 +176,7 @@ impl Dec<'_> {
     }
 }
 
-impl Binary {
+impl<const TREE: bool> Binary<TREE> {
     /// The coder of `table`.
     pub fn new(table: &ModelTable) -> Self {
         let b = table.shape().bit_contexts as usize;
@@ -153,7 +190,7 @@ impl Binary {
     }
 }
 
-impl Coder for Binary {
+impl<const TREE: bool> Coder for Binary<TREE> {
     fn encode(&mut self, tokens: &[Token], out: &mut Vec<u8>) {
         out.clear();
         self.raw.clear();
@@ -173,13 +210,18 @@ impl Coder for Binary {
                         continue;
                     };
                     let p = Parts::of(t.value, t.kind == Kind::Sint);
-                    let (path, len) = h.paths[usize::from(p.head)];
-                    let mut node = 0u8;
-                    for k in 0..u32::from(len) {
-                        let b = (path >> k) & 1;
-                        let (p0, kids) = h.nodes[usize::from(node)];
-                        e.bit(p0, b == 1);
-                        node = kids[b as usize];
+                    if TREE {
+                        let (path, len) = h.paths[usize::from(p.head)];
+                        let mut node = 0u8;
+                        for k in 0..u32::from(len) {
+                            let b = (path >> k) & 1;
+                            let (p0, kids) = h.nodes[usize::from(node)];
+                            e.bit(p0, b == 1);
+                            node = kids[b as usize];
+                        }
+                    } else {
+                        let (start, freq) = h.range(usize::from(p.head));
+                        e.symbol(start, freq);
                     }
                     if let Some(top) = p.top {
                         e.bit(h.top, top);
@@ -227,7 +269,7 @@ impl Coder for Binary {
                         .heads
                         .get(t.ctx as usize)
                         .ok_or(ProtoError::Context { ctx: t.ctx })?;
-                    let head = d.head(h)?;
+                    let head = if TREE { d.head(h)? } else { d.symbol(h)? };
                     let top = head >= 124 && d.bit(h.top);
                     let bits = raw.get(raw_count(head, top));
                     let signed = t.kind == Kind::Sint;
