@@ -218,14 +218,14 @@ fn main() -> Res<()> {
             "enc MB/s"
         );
         let mut base = 0usize;
-        for design in 0..DESIGNS.len() {
+        for (design, label) in DESIGNS.iter().enumerate() {
             let (bytes, enc, dec) = measure(c, design, reps)?;
             if design == 0 {
                 base = bytes;
             }
             println!(
                 "{:20} {:9.2} {:+7.2}% {:9.3} {:9.3} {:9.1} {:10.1} {:9.1}",
-                DESIGNS[design],
+                label,
                 bytes as f64 / packets as f64,
                 (bytes as f64 / base as f64 - 1.0) * 100.0,
                 enc * 1e6 / packets as f64,

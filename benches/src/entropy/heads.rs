@@ -33,12 +33,10 @@ pub struct Heads {
     /// `cum[s]..cum[s + 1]` is symbol `s`'s share of `2^15`.
     pub cum: [u16; SYMBOLS + 1],
     first: [u8; 1 << BUCKET_BITS],
-    /// Internal nodes, root first: chance of a 0 and the two children
-    /// (a node index, or [`LEAF`] plus a symbol).
-    pub nodes: Vec<(u16, [u8; 2])>,
-    /// Per symbol, its path from the root: bits (first decision lowest)
-    /// and length.
-    pub paths: [(u32, u8); SYMBOLS],
+    /// Internal nodes, root first.
+    pub nodes: Vec<Node>,
+    /// Per symbol, its path from the root.
+    pub paths: [Path; SYMBOLS],
 }
 
 impl Heads {
@@ -134,10 +132,16 @@ impl Heads {
     }
 }
 
+/// A tree node: its chance of a 0 and its two children (a node index,
+/// or [`LEAF`] plus a symbol).
+pub type Node = (u16, [u8; 2]);
+/// A symbol's path from the root: bits (first decision lowest), length.
+pub type Path = (u32, u8);
+
 /// A Huffman tree over `freq` (every frequency at least 1): internal
 /// nodes root first, each with its chance of a 0 (the left subtree's
 /// share, 12 bits, clamped to `1..4096`), and each symbol's path.
-fn tree(freq: &[u32; SYMBOLS]) -> (Vec<(u16, [u8; 2])>, [(u32, u8); SYMBOLS]) {
+fn tree(freq: &[u32; SYMBOLS]) -> (Vec<Node>, [Path; SYMBOLS]) {
     // Build bottom-up: items are (weight, child encoding); internal nodes
     // get indices in creation order, then are renumbered root first.
     let mut items: Vec<(u64, u16)> = freq
@@ -173,7 +177,7 @@ fn tree(freq: &[u32; SYMBOLS]) -> (Vec<(u16, [u8; 2])>, [(u32, u8); SYMBOLS]) {
         }
         k += 1;
     }
-    let nodes: Vec<(u16, [u8; 2])> = order
+    let nodes: Vec<Node> = order
         .iter()
         .map(|&node| {
             let (w0, w1, kids) = built[node];
@@ -188,7 +192,7 @@ fn tree(freq: &[u32; SYMBOLS]) -> (Vec<(u16, [u8; 2])>, [(u32, u8); SYMBOLS]) {
             (p, [enc(kids[0]), enc(kids[1])])
         })
         .collect();
-    let mut paths = [(0u32, 0u8); SYMBOLS];
+    let mut paths: [Path; SYMBOLS] = [(0, 0); SYMBOLS];
     let mut stack = vec![(0u8, 0u32, 0u8)];
     while let Some((node, bits, len)) = stack.pop() {
         let Some(&(_, kids)) = nodes.get(usize::from(node)) else {
