@@ -26,10 +26,11 @@ use tickpack_benches::entropy::{decisions, Coder};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
-const DESIGNS: [&str; 7] = [
+const DESIGNS: [&str; 8] = [
     "range (format 2)",
     "binary tree rc",
     "range + raw stream",
+    "range + raw, shared",
     "rANS 1x32",
     "rANS 2x32",
     "rANS 1x24",
@@ -41,9 +42,10 @@ fn coder<'t>(design: usize, t: &'t tickpack::model::ModelTable) -> Box<dyn Coder
         0 => Box::new(Reference::new(t)),
         1 => Box::new(Binary::<true>::new(t)),
         2 => Box::new(Binary::<false>::new(t)),
-        3 => Box::new(Rans::<1, 23>::new(t)),
-        4 => Box::new(Rans::<2, 23>::new(t)),
-        5 => Box::new(Rans::<1, 15>::new(t)),
+        3 => Box::new(Binary::<false, true>::new(t)),
+        4 => Box::new(Rans::<1, 23>::new(t)),
+        5 => Box::new(Rans::<2, 23>::new(t)),
+        6 => Box::new(Rans::<1, 15>::new(t)),
         _ => Box::new(Rans::<2, 15>::new(t)),
     }
 }

@@ -25,9 +25,10 @@ const PROB_BITS: u32 = 12;
 const TOP: u32 = 1 << 24;
 
 /// The binary coder of a table: heads as tree walks (`TREE`) or as one
-/// symbol each.
+/// symbol each; with `SHARE`, the raw stream's last partial byte shares
+/// the coded stream's last byte when it fits in that byte's free bits.
 #[derive(Debug)]
-pub struct Binary<const TREE: bool> {
+pub struct Binary<const TREE: bool, const SHARE: bool = false> {
     bits: Vec<u16>,
     heads: Vec<Heads>,
     raw: RawWriter,
@@ -74,28 +75,37 @@ impl Enc<'_> {
         self.low = (self.low & 0x00ff_ffff) << 8;
     }
 
-    /// The value with most trailing zero bytes whose every continuation
-    /// stays in the interval; those bytes (don't-care: the raw stream may
-    /// take their place) are not written, every other byte is, even a
-    /// zero one (the decoder does not read zeros past it).
-    fn finish(mut self) {
+    /// The value with most trailing zero bits whose every continuation
+    /// stays in the interval; the bytes wholly below its last significant
+    /// bit (don't-care: the raw stream may take their place) are not
+    /// written, every other byte is, even a zero one (the decoder does
+    /// not read zeros past it). Returns the free low bits of the last
+    /// byte written (which the raw stream's last byte may share).
+    fn finish(mut self) -> u32 {
         let end = self.low + u64::from(self.range);
+        let before = self.out.len();
         let mut free = 0;
-        for k in (0..=4u32).rev() {
-            let step = 1u64 << (8 * k);
+        for j in (0..=32u32).rev() {
+            let step = 1u64 << j;
             let v = (self.low + step - 1) & !(step - 1);
             if v + step <= end {
                 self.low = v;
-                free = k as usize;
+                free = j;
                 break;
             }
         }
         for _ in 0..5 {
             self.shift();
         }
-        // The fifth byte out is below the interval's bits: never needed.
-        let len = self.out.len() - free - 1;
+        // The fifth byte out is below the interval's bits: never needed;
+        // of the four before it, those wholly free.
+        let len = self.out.len() - (free / 8) as usize - 1;
         self.out.truncate(len);
+        if free < 32 && len > before {
+            free % 8
+        } else {
+            0
+        }
     }
 }
 
@@ -176,7 +186,7 @@ impl Dec<'_> {
     }
 }
 
-impl<const TREE: bool> Binary<TREE> {
+impl<const TREE: bool, const SHARE: bool> Binary<TREE, SHARE> {
     /// The coder of `table`.
     pub fn new(table: &ModelTable) -> Self {
         let b = table.shape().bit_contexts as usize;
@@ -190,7 +200,7 @@ impl<const TREE: bool> Binary<TREE> {
     }
 }
 
-impl<const TREE: bool> Coder for Binary<TREE> {
+impl<const TREE: bool, const SHARE: bool> Coder for Binary<TREE, SHARE> {
     fn encode(&mut self, tokens: &[Token], out: &mut Vec<u8>) {
         out.clear();
         self.raw.clear();
@@ -233,8 +243,8 @@ impl<const TREE: bool> Coder for Binary<TREE> {
                 }
             }
         }
-        e.finish();
-        self.raw.finish_into(out);
+        let free = e.finish();
+        self.raw.finish_shared(out, if SHARE { free } else { 0 });
     }
 
     fn decode(
@@ -279,7 +289,11 @@ impl<const TREE: bool> Coder for Binary<TREE> {
             };
             values.push(v);
         }
-        let raw_len = raw.finish()?;
+        let raw_len = if SHARE {
+            raw.bytes_used()
+        } else {
+            raw.finish()?
+        };
         // Every byte before the raw stream was needed (the lookahead may
         // overlap the raw stream).
         if raw_len > block.len() || d.pos + raw_len < block.len() {

@@ -62,9 +62,23 @@ impl RawWriter {
     /// Appends the stream, byte-reversed (padded with zero bits), to
     /// `out`.
     pub fn finish_into(&mut self, out: &mut Vec<u8>) {
+        self.finish_shared(out, 0);
+    }
+
+    /// [`finish_into`](Self::finish_into), except that a last partial
+    /// byte of at most `free` bits goes into the free (zero) low bits of
+    /// `out`'s last byte instead of a byte of its own.
+    pub fn finish_shared(&mut self, out: &mut Vec<u8>, free: u32) {
         self.flush_bytes();
-        if self.n > 0 {
-            self.bytes.push(self.acc as u8);
+        let partial = self.n > 0;
+        let shared = partial && self.n <= free;
+        match out.last_mut() {
+            Some(last) if shared => *last |= self.acc as u8,
+            _ => {
+                if partial {
+                    self.bytes.push(self.acc as u8);
+                }
+            }
         }
         out.extend(self.bytes.iter().rev());
         self.clear();
@@ -129,6 +143,12 @@ impl<'a> RawReader<'a> {
             self.acc |= u64::from(b) << self.n;
             self.n += 8;
         }
+    }
+
+    /// Bytes the bits handed out occupy, padding unchecked (it may be
+    /// another stream's bits).
+    pub fn bytes_used(&self) -> usize {
+        self.used.div_ceil(8) as usize
     }
 
     /// Bytes the bits handed out occupy; checks the padding bits are zero.
