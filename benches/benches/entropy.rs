@@ -3,7 +3,7 @@
 //! throughput in coded bytes. Racing and cube pile with their shipped
 //! sets (the last 720 of 3600 ticks), Quake 3 (the first 400 snapshots of
 //! each demo, tables trained on the other four) when the demos are
-//! present. Bytes per design: `--example entropy_coders`.
+//! present; smaller with `-- --test`. Bytes per design: `--example entropy_coders`.
 
 use std::hint::black_box;
 
@@ -34,11 +34,14 @@ fn coder(design: usize, t: &ModelTable) -> Box<dyn Coder + '_> {
 }
 
 fn corpora() -> Vec<Corpus> {
+    // The CI smoke run (`-- --test`) runs each bench once: small corpora.
+    let smoke = std::env::args().any(|a| a == "--test");
+    let (ticks, q3) = if smoke { (300, 60) } else { (3600, 400) };
     let mut out = vec![
-        corpus::scenario("racing", 3600).unwrap_or_else(|e| panic!("racing: {e}")),
-        corpus::scenario("cube", 3600).unwrap_or_else(|e| panic!("cube: {e}")),
+        corpus::scenario("racing", ticks).unwrap_or_else(|e| panic!("racing: {e}")),
+        corpus::scenario("cube", ticks).unwrap_or_else(|e| panic!("cube: {e}")),
     ];
-    match corpus::quake3(400) {
+    match corpus::quake3(q3) {
         Ok(Some(q)) => out.push(q),
         Ok(None) => eprintln!("entropy bench: no Quake 3 demos; set TICKPACK_Q3_DIR"),
         Err(e) => panic!("quake 3: {e}"),

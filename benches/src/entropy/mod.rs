@@ -1,7 +1,7 @@
 //! Entropy-coder prototypes for the model block's format 3 (issue 36),
 //! measured on recorded token streams before one is chosen: table-driven
 //! rANS ([`rans`]), an LZMA-style binary arithmetic coder over binarised
-//! symbols ([`binary`]) and the shipped range coder ([`reference`]). Not
+//! symbols ([`binary`]) and the shipped range coder ([`reference`](mod@reference)). Not
 //! the codec's: the wire format does not change in this session.
 //!
 //! A token stream is what the block encoder hands its
