@@ -491,6 +491,27 @@ impl Encoder {
         Ok(())
     }
 
+    /// Hands to `sink` the model tokens [`Encoder::model_tokens`] counts,
+    /// in coding order (for `internals::model_tokens`). The inner result
+    /// is the first token outside the schema's context map.
+    #[cfg(feature = "internals")]
+    pub(crate) fn record_model_tokens(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: Reference<'_>,
+        sink: &mut dyn model::ModelSink,
+    ) -> Result<Result<(), model::ModelError>, EncodeError> {
+        self.full_rows = true;
+        let built = self.build_snapshot(snapshot, sequence, reference);
+        self.full_rows = false;
+        built?;
+        Ok(match (&self.context_map, self.payload_len == 0) {
+            (Some(map), false) => model::record_sections(map, sink, &self.scratch, &self.elements),
+            _ => Ok(()),
+        })
+    }
+
     fn bound(&self) -> usize {
         self.header.len() + block::max_blocks_len(self.payload_len)
     }

@@ -81,4 +81,6 @@ pub use table::{quantise, PRIOR};
 pub use value::{class_of, VALUE_SLOTS};
 #[cfg(feature = "training")]
 pub(crate) use walk::count_sections;
+#[cfg(feature = "internals")]
+pub(crate) use walk::record_sections;
 pub(crate) use walk::{context_map, encode_sections, encode_sections_sized, WalkSource};
