@@ -73,7 +73,6 @@ impl ServerConfig {
 
 /// How a [`Client`](crate::Client) runs.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct ClientConfig {
     /// Largest datagram, connection layer included: the server's.
     pub mtu: usize,
