@@ -20,7 +20,7 @@
 /**
  * Largest client message (`tp_client_message`), in bytes.
  */
-#define TP_CLIENT_MESSAGE_MAX 5
+#define TP_CLIENT_MESSAGE_MAX 3
 
 /**
  * The default zstd level.
@@ -468,8 +468,9 @@ TpStatus tp_client_latest(const struct TpClient *client,
 /**
  * Writes the message to send the server now into `out` (room for
  * `capacity` bytes, `TP_CLIENT_MESSAGE_MAX` is always enough) and its
- * length to `*written`: `client_id`, the newest applied sequence (the
- * ack), and whether a full snapshot is needed. Send it after every
+ * length to `*written`: the newest applied sequence (the ack) and
+ * whether a full snapshot is needed. It names no client: the server takes
+ * it as the client's whose connection carried it. Send it after every
  * received packet, or at least every tick.
  *
  * # Safety
@@ -477,7 +478,6 @@ TpStatus tp_client_latest(const struct TpClient *client,
  * bytes; `written` is valid for a write.
  */
 TpStatus tp_client_message(const struct TpClient *client,
-                           uint16_t client_id,
                            uint8_t *out,
                            size_t capacity,
                            size_t *written);
@@ -852,32 +852,13 @@ TpStatus tp_server_encode(struct TpServer *server,
                           size_t *written);
 
 /**
- * Takes a message a client sent (`len` bytes at `message`, made by
- * `tp_client_message`): its ack moves that client's baseline forward, its
- * request for a full snapshot is honoured. Writes the sender's id to
- * `*client_id` unless that is null. Malformed messages and unknown
- * clients give `TP_STATUS_SESSION`; late, duplicate or bogus acks are
- * ignored.
- *
- * The client is the one the message names: any peer can name any client,
- * ack for it or make it resynchronise. When your transport knows which
- * client a message came from, use `tp_server_on_message_from`.
- *
- * # Safety
- * `server` is a live handle; `message` is valid for reads of `len` bytes;
- * `client_id` is null or valid for a write.
- */
-TpStatus tp_server_on_message(struct TpServer *server,
-                              const uint8_t *message,
-                              size_t len,
-                              uint16_t *client_id);
-
-/**
- * Takes a message that arrived on client `client_id`'s own connection
- * (one your transport authenticated), as `tp_server_on_message` does, but
- * as that client's only: a message naming another client gives
- * `TP_STATUS_SESSION` and changes nothing, so that no peer can ack for
- * another client or make it resynchronise.
+ * Takes a message (`len` bytes at `message`, made by `tp_client_message`)
+ * that arrived on client `client_id`'s own connection (one your
+ * transport authenticated): its ack moves that client's baseline
+ * forward, its request for a full snapshot is honoured. The message names
+ * no client, so no peer can ack for another client or make it
+ * resynchronise. Malformed messages and unknown clients give
+ * `TP_STATUS_SESSION`; late, duplicate or bogus acks are ignored.
  *
  * # Safety
  * `server` is a live handle; `message` is valid for reads of `len` bytes.

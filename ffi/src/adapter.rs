@@ -225,20 +225,15 @@ pub(crate) fn send(server: &mut Server, id: u16) -> Result<Arc<[u8]>, SessionErr
     server.send(id, &View::all())
 }
 
-/// Takes a client's message; returns its client id.
-pub(crate) fn handle_message(server: &mut Server, message: &[u8]) -> Result<u16, SessionError> {
-    server.handle_message(message).map(|(id, _)| id)
-}
-
 /// Takes a message that arrived on client `id`'s connection: its ack and
-/// its request for a full snapshot are that client's, and a message naming
-/// another client is refused without a change.
+/// its request for a full snapshot are that client's (a message names no
+/// client).
 pub(crate) fn handle_message_from(
     server: &mut Server,
     id: u16,
     message: &[u8],
 ) -> Result<(), SessionError> {
-    server.handle_message_from(id, message).map(|_| ())
+    server.handle_message(id, message).map(|_| ())
 }
 
 /// The server's counters.
@@ -347,6 +342,6 @@ pub(crate) fn client_stats(client: &Client) -> TpClientStats {
 }
 
 /// The message (ack and full-snapshot request) the client sends now.
-pub(crate) fn message(client: &Client, client_id: u16) -> Vec<u8> {
-    client.message(client_id).to_bytes()
+pub(crate) fn message(client: &Client) -> Vec<u8> {
+    client.message().to_bytes()
 }

@@ -248,10 +248,10 @@ impl Client {
     /// The session message (and, until the server took it, the answer to
     /// its hello).
     fn send_message(&mut self, now: Duration) {
-        let Some(slot) = self.slot() else {
+        if self.slot().is_none() {
             return;
-        };
-        let m = self.session.message(slot);
+        }
+        let m = self.session.message();
         self.last_message = Some((m, now));
         self.seal(now, Channel::Message, &m.to_bytes());
         if let Some(answer) = self.answer.take() {

@@ -154,7 +154,7 @@ impl<I: Interest> Server<I> {
         };
         let error = match channel::split(payload) {
             None => PayloadError::UnknownChannel,
-            Some((Channel::Message, body)) => match self.session.handle_message_from(slot, body) {
+            Some((Channel::Message, body)) => match self.session.handle_message(slot, body) {
                 Ok(_) => return Handled::Payload,
                 Err(e) => PayloadError::Session(e),
             },

@@ -114,7 +114,6 @@ impl Attacker {
             let i = (self.rng.next_u64() % clients.len() as u64) as usize;
             let from = Spoofed::Server { from: clients[i] };
             let msg = ClientMessage {
-                client_id: (i + 1) as u16,
                 ack: Some(self.rng.next_u64() as u16),
                 request_full: self.rng.chance(0.5),
             };

@@ -112,7 +112,7 @@ impl Player {
     /// has due (requests, responses, keep-alives).
     pub(crate) fn tick(&mut self, now: Instant, clock: &Clock) {
         if self.connected_at.is_some() {
-            let msg = self.client.message(self.id).to_bytes();
+            let msg = self.client.message().to_bytes();
             self.send(now, clock, Channel::Message, &msg);
         }
         while let Some(d) = self.conn.poll_transmit(clock.unix()) {
