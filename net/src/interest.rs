@@ -1,6 +1,6 @@
 //! The interest hook: what each client is sent of the world, per tick.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tickpack::session::{RateTiers, View};
 use tickpack::Snapshot;
@@ -55,7 +55,9 @@ type Placed = Vec<(u32, [f32; 3])>;
 /// client views from the entity whose id is its connect token's user id;
 /// entities of section 0 near it are sent every tick, farther ones every
 /// 2nd or 4th tick after they were last *sent* to it (a snapshot held back
-/// by pacing does not count). Other sections are not sent.
+/// by pacing does not count). Other sections are not sent. A new client's
+/// first snapshot holds every entity, and entity `id` counts as sent `id %
+/// 4` ticks earlier than that, so the far entities spread over the ticks.
 #[derive(Debug)]
 pub struct Tiered {
     tiers: RateTiers,
@@ -65,6 +67,8 @@ pub struct Tiered {
     cache: Option<(u32, Placed)>,
     /// Per client: per entity id, the tick it was last sent.
     last_sent: HashMap<ClientId, HashMap<u32, u32>>,
+    /// Clients whose first snapshot has not gone out yet.
+    fresh: HashSet<ClientId>,
 }
 
 impl Tiered {
@@ -76,6 +80,7 @@ impl Tiered {
             positions,
             cache: None,
             last_sent: HashMap::new(),
+            fresh: HashSet::new(),
         }
     }
 }
@@ -90,13 +95,10 @@ impl Interest for Tiered {
             .iter()
             .find(|(id, _)| u64::from(*id) == user)
             .map_or([0.0; 3], |c| c.1);
-        // A new client: entity `i` is first due `i % 4` ticks early, to
-        // spread the far entities over the ticks.
-        let last = self.last_sent.entry(client).or_insert_with(|| {
-            cars.iter()
-                .map(|&(id, _)| (id, tick.saturating_sub(id % 4)))
-                .collect()
-        });
+        let Some(last) = self.last_sent.get(&client) else {
+            self.fresh.insert(client);
+            return View::filter(vec![cars.iter().map(|c| c.0).collect()]);
+        };
         let entities = cars
             .iter()
             .map(|&(id, pos)| (id, pos, last.get(&id).copied()));
@@ -110,13 +112,20 @@ impl Interest for Tiered {
     }
 
     fn sent(&mut self, client: ClientId, tick: u32, view: &View) {
+        let fresh = self.fresh.remove(&client);
         let last = self.last_sent.entry(client).or_default();
         for &id in view.sent_ids(0).unwrap_or(&[]) {
-            last.insert(id, tick);
+            let at = if fresh {
+                tick.saturating_sub(id % 4)
+            } else {
+                tick
+            };
+            last.insert(id, at);
         }
     }
 
     fn disconnected(&mut self, client: ClientId) {
         self.last_sent.remove(&client);
+        self.fresh.remove(&client);
     }
 }
