@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use tickpack::dictset::{DictKind, DictionarySet};
-use tickpack::session::{history_for, RateTiers, Server, ServerConfig, View};
 use tickpack::Snapshot;
 use tickpack_benches::lobby::shipped_racing_quantized_set;
 use tickpack_benches::lobby_udp::{view_for, FarCars};
 use tickpack_scenarios::{car_positions, racing_lobby, racing_schema_quantized, TICK_RATE};
+use tickpack_session::{history_for, RateTiers, Server, ServerConfig, View};
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 
 const CLIENTS: u16 = 63;
 

@@ -41,8 +41,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tickpack::session::RateTiers;
 use tickpack_benches::lobby_udp::{min_budget_mbps, run, FarCars, LobbyConfig};
+use tickpack_session::RateTiers;
 
 /// The racing lobby over authenticated UDP on 127.0.0.1: one server and
 /// up to 63 clients at 60 Hz, with loss and latency injected at the

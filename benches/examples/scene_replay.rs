@@ -30,9 +30,9 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use tickpack::dictset::{DictKind, DictionarySet, SetEncoder};
 use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, Reference, Snapshot};
 use tickpack_scenarios::{self as scenarios, raw, Scenario};
+use tickpack_sets::dictset::{DictKind, DictionarySet, SetEncoder};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tickpack::dictset::{DictKind, DictionarySet};
-use tickpack::session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
 use tickpack::Snapshot;
+use tickpack_session::{Client, ClientConfig, DropReason, Received, Server, ServerConfig, View};
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 
 use tickpack_scenarios::{racing_lobby, racing_lobby_quantized, TICK_RATE};
 use tickpack_testkit::link::{Link, LinkConfig};

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use tickpack::session::RateTiers;
 use tickpack_benches::lobby_udp::{run, FarCars, LobbyConfig};
+use tickpack_session::RateTiers;
 
 #[test]
 fn four_clients_under_attack_stay_in_sync() {

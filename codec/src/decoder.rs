@@ -1,7 +1,5 @@
 //! The reusable [`Decoder`].
 
-#![forbid(unsafe_code)]
-
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,8 +1,6 @@
 //! zstd dictionaries: raw bytes plus a 32-bit id that goes on the wire.
 //! Prepared (digested) once per encoder or decoder, reused for every block.
 
-#![forbid(unsafe_code)]
-
 use std::sync::Arc;
 
 use crate::block::HuffmanTable;

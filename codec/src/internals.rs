@@ -2,8 +2,6 @@
 //! `internals`). Not a stable API: use [`Encoder`](crate::Encoder) and
 //! [`Decoder`](crate::Decoder).
 
-#![forbid(unsafe_code)]
-
 use crate::block;
 pub use crate::block::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 use crate::error::DecodeError;

@@ -42,40 +42,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Beyond single packets: [`session`] keeps per-client acked baselines
-//! (sans-IO), [`capture`] records traffic to `.tpcap` files and
-//! [`dictset`] loads trained dictionary sets. The transport pieces
-//! (fragments, reliable chunks, pacing, jitter buffer) are in the
-//! `tickpack-transport` crate.
+//! Beyond single packets: the `tickpack-session` crate keeps per-client
+//! acked baselines (sans-IO), `tickpack-sets` records traffic to `.tpcap`
+//! files and loads trained dictionary sets, and `tickpack-transport` has
+//! the transport pieces (fragments, reliable chunks, pacing, jitter
+//! buffer). This crate does no file, thread or socket I/O.
 //!
 //! # Features
 //!
 //! | feature | default | adds |
 //! |---------|---------|------|
 //! | `serde` | yes | [`Schema::from_json`], [`Schema::from_toml`], [`Schema::to_json`] (serde, serde_json, toml) |
-//! | `capture` | yes | the [`capture`] module (needs `serde`) |
-//! | `dictset` | yes | the [`dictset`] module (needs `serde`; sha2) |
 //! | `internals` | no | doc-hidden pipeline stages for the benches and fuzz properties; not a stable API |
 //!
-//! With `default-features = false` the crate depends on zstd-sys, bytemuck,
-//! xxhash-rust (snapshot checksums) and `tickpack-seq` only.
+//! With `default-features = false` the crate depends on `tickpack-zstd`
+//! (zstd's raw block API), bytemuck, xxhash-rust (snapshot checksums) and
+//! `tickpack-seq` only.
+
+// The one unsafe module, zstd's raw block API, is the `tickpack-zstd` crate.
+#![forbid(unsafe_code)]
 
 // The README's examples run as doc tests too.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
 
-// `unsafe` is denied workspace-wide, and every module file but one opens
-// with `#![forbid(unsafe_code)]`. The exception is `block/zstd_raw.rs`, which
-// wraps zstd's raw block API; a crate-level forbid would not let it opt in.
-
 mod block;
-#[cfg(feature = "capture")]
-pub mod capture;
 mod decoder;
 mod dict;
-#[cfg(feature = "dictset")]
-pub mod dictset;
 mod encoder;
 mod error;
 // Pipeline stages and block framing for the criterion benches (which time
@@ -93,10 +87,9 @@ mod pipeline;
 pub mod quant;
 mod recall;
 pub mod schema;
-pub mod session;
 mod snapshot;
 mod verdict;
-mod wire;
+pub mod wire;
 
 pub mod format {
     #![doc = include_str!("../FORMAT.md")]

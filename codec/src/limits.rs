@@ -1,8 +1,6 @@
 //! Limits on what a packet may make the decoder allocate, and what the
 //! encoder will produce. Both peers should use the same values.
 
-#![forbid(unsafe_code)]
-
 /// Caps derived from configuration, never from the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Limits {
@@ -27,7 +25,7 @@ pub struct Limits {
     /// recall much larger than it counts: a sender moving 32,768 entities
     /// with ids 32 apart and 1-byte records in and out of view every tick
     /// leaves a session client at the defaults 45 MB (snapshots and 32
-    /// distinct recalls; `codec/tests/decoder_memory.rs`).
+    /// distinct recalls; `session/tests/decoder_memory.rs`).
     pub max_snapshot_bytes: usize,
 }
 

@@ -19,8 +19,6 @@
 //!
 //! A typical delta is 4 bytes: flags, sequence, a one-byte distance.
 
-#![forbid(unsafe_code)]
-
 use crate::error::DecodeError;
 use crate::wire::{put_varint, Reader};
 

@@ -20,8 +20,6 @@
 //! from another shares every chunk the step did not touch, so keeping one
 //! recall per sent snapshot costs little more than the chunks that changed.
 
-#![forbid(unsafe_code)]
-
 use std::sync::Arc;
 
 use crate::limits::Limits;
@@ -361,7 +359,7 @@ impl Recall {
     /// same sequence, whatever their step counts and departure stamps: an
     /// encoder given either writes the same bytes, though the recalls
     /// derived from the two may forget and evict differently.
-    pub(crate) fn same_content(&self, other: &Recall) -> bool {
+    pub fn same_content(&self, other: &Recall) -> bool {
         self.same_chunks(other, |x, y| {
             x.present == y.present && x.records == y.records
         })
@@ -395,8 +393,8 @@ impl Recall {
 
     /// Heap bytes held by chunks not in `seen` (each chunk counted once),
     /// adding those chunks to `seen`: the memory a set of recalls holds
-    /// together.
-    pub(crate) fn heap_bytes(&self, seen: &mut std::collections::HashSet<*const ()>) -> usize {
+    /// together (recalls derived from one another share chunks).
+    pub fn heap_bytes(&self, seen: &mut std::collections::HashSet<*const ()>) -> usize {
         let mut total = 0;
         for s in &self.sections {
             total += s.chunks.capacity() * core::mem::size_of::<(u32, Arc<Chunk>)>();

@@ -1,8 +1,6 @@
 //! Snapshots: per entity type (section), entities sorted by id, each with one
 //! record of the type's size.
 
-#![forbid(unsafe_code)]
-
 use crate::error::SnapshotError;
 use crate::recall::Recall;
 use crate::schema::Schema;
@@ -139,7 +137,7 @@ impl Section {
     }
 
     /// Keeps only the entities whose id is in `keep` (ascending).
-    pub(crate) fn retain_ids(&mut self, keep: &[u32]) {
+    pub fn retain_ids(&mut self, keep: &[u32]) {
         let rs = self.record_size;
         let mut w = 0;
         let mut k = keep.iter().peekable();
@@ -156,13 +154,21 @@ impl Section {
         self.records.truncate(w * rs);
     }
 
-    pub(crate) fn clear_for(&mut self, record_size: usize) {
+    /// Empties the section and makes it hold records of `record_size`
+    /// bytes, keeping its allocations.
+    pub fn clear_for(&mut self, record_size: usize) {
         self.ids.clear();
         self.records.clear();
         self.record_size = record_size;
     }
 
-    pub(crate) fn parts_mut(&mut self) -> (&mut Vec<u32>, &mut Vec<u8>) {
+    /// The ids and records, for edits in place (filtering or merging
+    /// sections without copying). The caller keeps the section's
+    /// invariants: ids strictly ascending and `records.len() ==
+    /// ids.len() * record_size()`. Breaking them is a logic error: later
+    /// calls on this section may give wrong results or panic (never
+    /// undefined behaviour). [`Section::from_parts`] checks instead.
+    pub fn parts_mut(&mut self) -> (&mut Vec<u32>, &mut Vec<u8>) {
         (&mut self.ids, &mut self.records)
     }
 }
@@ -441,7 +447,7 @@ impl Snapshot {
 
     /// Empties every section, keeping `other`'s section count and record
     /// sizes (and this snapshot's allocations).
-    pub(crate) fn reset_like(&mut self, other: &Snapshot) {
+    pub fn reset_like(&mut self, other: &Snapshot) {
         self.sections
             .resize_with(other.sections.len(), Section::default);
         for (s, o) in self.sections.iter_mut().zip(&other.sections) {
@@ -449,7 +455,9 @@ impl Snapshot {
         }
     }
 
-    pub(crate) fn sections_mut(&mut self) -> &mut [Section] {
+    /// Sections in schema order, for edits in place; [`Snapshot::check`]
+    /// tells whether they still fit a schema.
+    pub fn sections_mut(&mut self) -> &mut [Section] {
         &mut self.sections
     }
 

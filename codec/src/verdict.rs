@@ -18,28 +18,8 @@
 //! also let its sections skip their masks and values where their recent
 //! estimates predict planes ([`Verdict::planes_ahead`], then
 //! `pipeline::hint`): without that, every packet coded its rows both ways
-//! only to have the outcome pick the planes. Measured the same way:
-//! quantised racing encodes in 136.8M instructions instead of 183.5M
-//! without a dictionary and 90.1M instead of 153.0M with one, every packet
-//! the same; the quantised arena with a dictionary in 618.4M instead of
-//! 693.7M, 1748.9 → 1749.0 B a packet.
-//!
-//! Measured on the quantised racing lobby and arena with and without a
-//! trained dictionary (`scene_replay <scenario> 1 plain,trained`, encode
-//! instructions by callgrind): at a margin of 1/14 and lives of 8 to 32
-//! every packet is as large as with a trial each (racing without a
-//! dictionary: trials win by 5-7%, encode 217.1M → 183.6M instructions;
-//! with one 156.5M → 152.8M; the arena with one 730.5M → 694.4M). A
-//! margin of 1/20 saves a little more and costs the trained arena 0.2% of
-//! its bytes. Carrying outcomes closer than 1/50 as well (the arena's two
-//! forms are mostly within 2%, so it ran a trial for every packet): the
-//! arena encodes in 403.2M instructions instead of 675.0M without a
-//! dictionary, for 1845.8 → 1851.5 B a packet (+0.3%), and in 487.1M
-//! instead of 618.8M with one, for 1749.0 → 1747.6 B; racing is unchanged.
-//! At 1/100 the arena without a dictionary saves less (463.4M) for as
-//! many bytes, and with one grows to 1752.2 B.
-
-#![forbid(unsafe_code)]
+//! only to have the outcome pick the planes. The margins and lives were
+//! chosen by measurement (docs/benchmarks.md, "Encoder shortcuts").
 
 /// The share of the smaller candidate by which the winner must beat the
 /// other for its outcome to be carried over: one fourteenth.

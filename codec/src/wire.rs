@@ -4,8 +4,6 @@
 //! minimal (no trailing `0x80 0x00` padding), so each value has exactly one
 //! encoding and golden vectors stay stable.
 
-#![forbid(unsafe_code)]
-
 use crate::error::DecodeError;
 
 /// Largest encoded size of a `u32` varint.
@@ -72,28 +70,32 @@ pub(crate) fn varint_len(v: u32) -> usize {
 /// A cursor over untrusted bytes. Every read is bounds-checked and returns a
 /// [`DecodeError`] naming the offset from the start of the data.
 #[derive(Debug, Clone)]
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(data: &'a [u8]) -> Self {
+    /// A reader at the start of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
         Self { data, pos: 0 }
     }
 
+    /// Bytes read so far: the offset of the next read.
     #[inline]
-    pub(crate) fn pos(&self) -> usize {
+    pub fn pos(&self) -> usize {
         self.pos
     }
 
+    /// Bytes left to read.
     #[inline]
-    pub(crate) fn remaining(&self) -> usize {
+    pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
+    /// Reads one byte.
     #[inline]
-    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
+    pub fn u8(&mut self) -> Result<u8, DecodeError> {
         let b = *self.data.get(self.pos).ok_or(DecodeError::Truncated {
             offset: self.pos,
             needed: 1,
@@ -102,8 +104,9 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    /// Reads the next `n` bytes.
     #[inline]
-    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len());
         match end {
             Some(end) => {
@@ -118,20 +121,23 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a little-endian `u16`.
     #[inline]
-    pub(crate) fn u16_le(&mut self) -> Result<u16, DecodeError> {
+    pub fn u16_le(&mut self) -> Result<u16, DecodeError> {
         let b = self.bytes(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
+    /// Reads a little-endian `u32`.
     #[inline]
-    pub(crate) fn u32_le(&mut self) -> Result<u32, DecodeError> {
+    pub fn u32_le(&mut self) -> Result<u32, DecodeError> {
         let b = self.bytes(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// Reads a little-endian `u64`.
     #[inline]
-    pub(crate) fn u64_le(&mut self) -> Result<u64, DecodeError> {
+    pub fn u64_le(&mut self) -> Result<u64, DecodeError> {
         let lo = self.u32_le()?;
         let hi = self.u32_le()?;
         Ok(u64::from(lo) | u64::from(hi) << 32)
@@ -139,7 +145,7 @@ impl<'a> Reader<'a> {
 
     /// Reads a minimal LEB128 `u32`.
     #[inline]
-    pub(crate) fn varint(&mut self) -> Result<u32, DecodeError> {
+    pub fn varint(&mut self) -> Result<u32, DecodeError> {
         let start = self.pos;
         let mut v: u32 = 0;
         for i in 0..MAX_VARINT_LEN {

@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
-use tickpack::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder};
-use tickpack::session::{
-    Client, ClientConfig, DropReason, Hello, Received, Server, ServerConfig, SessionError, View,
-};
 use tickpack::{
     Baseline, DecodeError, Decoder, EncodeError, Limits, PacketHeader, Schema, Snapshot,
 };
+use tickpack_session::{
+    Client, ClientConfig, DropReason, Hello, Received, Server, ServerConfig, SessionError, View,
+};
+use tickpack_sets::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder};
 
 use crate::client::{TpClientConfig, TpClientStats, TpOutcome, TpReceived};
 use crate::codec::{TpLimits, TpPacketInfo};

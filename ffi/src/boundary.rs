@@ -18,9 +18,9 @@ use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
-use tickpack::dictset::DictionarySet;
-use tickpack::session::Client;
 use tickpack::{Decoder, Schema, Snapshot};
+use tickpack_session::Client;
+use tickpack_sets::dictset::DictionarySet;
 
 use crate::codec::EncoderState;
 use crate::error::{set_last, Error, TpStatus};

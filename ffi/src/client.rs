@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use tickpack::session::ClientMessage;
+use tickpack_session::ClientMessage;
 
 use crate::adapter;
 use crate::boundary::{

@@ -10,10 +10,10 @@ use core::fmt;
 use std::cell::RefCell;
 use std::ffi::CString;
 
-use tickpack::dictset::DictSetError;
 use tickpack::quant::QuantizeError;
-use tickpack::session::SessionError;
 use tickpack::{DecodeError, EncodeError, SchemaError, SnapshotError};
+use tickpack_session::SessionError;
+use tickpack_sets::dictset::DictSetError;
 
 /// What a call did. Every function of the API returns one; `TP_STATUS_OK`
 /// is zero, everything else is a failure whose text

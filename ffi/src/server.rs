@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use tickpack::dictset::DictionarySet;
-use tickpack::session::Server;
 use tickpack::Schema;
+use tickpack_session::Server;
+use tickpack_sets::dictset::DictionarySet;
 
 use crate::adapter;
 use crate::boundary::{

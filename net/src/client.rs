@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tickpack::session::{self, DropReason, Persist, Received, View};
 use tickpack::{Schema, Snapshot};
+use tickpack_session::{self as session, DropReason, Persist, Received, View};
 use tickpack_transport::conn::{self, ClientState, ConnectToken};
 use tickpack_transport::{ChunkReceiver, JitterBuffer, Playout, Reassembler, MAX_CHUNK_SIZE};
 

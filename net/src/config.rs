@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tickpack::session;
+use tickpack_session as session;
 use tickpack_transport::chunk::MAX_SLICE_PACKET;
 use tickpack_transport::conn::{Key, CLIENT_OVERHEAD, SERVER_OVERHEAD};
 use tickpack_transport::{

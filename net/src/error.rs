@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use tickpack::session::SessionError;
+use tickpack_session::SessionError;
 use tickpack_transport::conn::ConnError;
 use tickpack_transport::{ChunkError, FragmentError};
 

@@ -2,8 +2,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tickpack::session::{RateTiers, View};
 use tickpack::Snapshot;
+use tickpack_session::{RateTiers, View};
 
 use crate::ClientId;
 

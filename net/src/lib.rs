@@ -95,7 +95,7 @@ pub use server::{Server, ServerEvent, ServerStats};
 pub struct ClientId(pub(crate) u16);
 
 impl ClientId {
-    /// The slot (the session id, for [`tickpack::session::Server`] calls).
+    /// The slot (the session id, for [`tickpack_session::Server`] calls).
     pub fn index(self) -> u16 {
         self.0
     }

@@ -6,8 +6,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tickpack::session::{self, Hello};
 use tickpack::{Schema, Snapshot};
+use tickpack_session::{self as session, Hello};
 use tickpack_transport::conn::{self, ServerEvent as ConnEvent};
 use tickpack_transport::{ChunkSender, Conformance, FragmentHeader, TokenBucket};
 

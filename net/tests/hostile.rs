@@ -8,10 +8,10 @@ mod common;
 use std::net::SocketAddr;
 
 use common::{calm, client_addr, rough, server_addr, Sim};
-use tickpack::session::Hello;
 use tickpack_net::{
     ClientConfig, ClientEvent, DisconnectReason, EveryEntity, Handled, PayloadError, ServerEvent,
 };
+use tickpack_session::Hello;
 use tickpack_transport::conn;
 
 fn disconnected(sim: &Sim<EveryEntity>, user: u64) -> Option<DisconnectReason> {

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{calm, rough, Sim};
-use tickpack::session::RateTiers;
 use tickpack_net::{ClientConfig, ClientEvent, EveryEntity, ServerEvent, Skipped, Tiered};
+use tickpack_session::RateTiers;
 
 fn positions(world: &tickpack::Snapshot) -> Vec<(u32, [f32; 3])> {
     let Some(s) = world.sections().first() else {

@@ -3,8 +3,8 @@
 //! before sending it.
 
 use tickpack::quant::{AngleUnit, Quantize};
-use tickpack::session::{RateTiers, View};
 use tickpack::{DeltaOp, Field, Primitive, Schema, Snapshot};
+use tickpack_session::{RateTiers, View};
 
 use super::{arena_shooter, racing_lobby, Scenario};
 

@@ -1,4 +1,4 @@
-//! Wrapping `u16` sequence arithmetic, shared by `tickpack::session`
+//! Wrapping `u16` sequence arithmetic, shared by `tickpack_session`
 //! (snapshot sequences and acks) and `tickpack-transport` (fragment
 //! sequences, chunk ids).
 //!

@@ -13,9 +13,9 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::sync::Arc;
 
-use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureThread, CaptureWriter};
 use tickpack::{Baseline, Encoder};
 use tickpack_scenarios::{cube_pile, racing_lobby, Scenario};
+use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureThread, CaptureWriter};
 
 const TICKS: usize = 240;
 

@@ -5,8 +5,8 @@
 #![forbid(unsafe_code)]
 #![allow(missing_docs, clippy::unwrap_used)]
 use std::time::Instant;
-use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
 use tickpack_scenarios::{cube_pile, racing_lobby};
+use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
 fn main() {
     for s in [cube_pile(1, 3600), racing_lobby(1, 3600)] {
         let raw: usize = s.ticks.iter().map(|t| t.raw_len()).sum();

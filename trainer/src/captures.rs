@@ -13,11 +13,11 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-use tickpack::capture::{
+use tickpack::{DeltaOp, Field, Schema, Snapshot};
+use tickpack_sets::capture::{
     CaptureHeader, CaptureLimits, CaptureOptions, CaptureReader, CaptureWriter, Record, SentRecord,
 };
-use tickpack::dictset::same_layout;
-use tickpack::{DeltaOp, Field, Schema, Snapshot};
+use tickpack_sets::dictset::same_layout;
 
 use crate::output::{check_output, Pending};
 use crate::TrainerError;
@@ -280,7 +280,9 @@ impl NewCapture {
 }
 
 /// Wraps a capture error with its file name.
-pub fn capture_err(path: &Path) -> impl Fn(tickpack::capture::CaptureError) -> TrainerError + '_ {
+pub fn capture_err(
+    path: &Path,
+) -> impl Fn(tickpack_sets::capture::CaptureError) -> TrainerError + '_ {
     move |error| TrainerError::Capture {
         file: path.display().to_string(),
         error,

@@ -30,7 +30,7 @@ pub fn version_text() -> String {
         "{} (wire format {}, capture format {})",
         env!("CARGO_PKG_VERSION"),
         tickpack::FORMAT_VERSION,
-        tickpack::capture::CAPTURE_VERSION
+        tickpack_sets::capture::CAPTURE_VERSION
     )
 }
 
@@ -109,7 +109,7 @@ pub struct FiedlerArgs {
 /// `import jsonl`: game and version come from the header line.
 #[derive(Debug, Clone, Args)]
 pub struct JsonlArgs {
-    /// The JSON lines file (README, "Trainer").
+    /// The JSON lines file (docs/guide.md, "Trainer").
     #[arg(value_name = "INPUT.jsonl")]
     pub input: PathBuf,
     /// The capture to write.
@@ -225,7 +225,7 @@ pub struct EvalArgs {
     /// A set directory, or a root holding `<game>/<version>/` sets.
     #[arg(long, value_name = "DIR")]
     pub dictionaries: Option<PathBuf>,
-    /// Print one JSON object with stable keys (README, "Trainer").
+    /// Print one JSON object with stable keys (docs/guide.md, "Trainer").
     #[arg(long)]
     pub json: bool,
     /// Replay only the ticks `train --held-out F` holds out, the latest F of

@@ -4,10 +4,10 @@
 
 use core::fmt;
 
-use tickpack::capture::CaptureError;
-use tickpack::dictset::DictSetError;
 use tickpack::model::ModelError;
 use tickpack::{DecodeError, EncodeError, SchemaError};
+use tickpack_sets::capture::CaptureError;
+use tickpack_sets::dictset::DictSetError;
 
 /// An error of a trainer command. `Display` gives the one line the binary prints.
 #[derive(Debug)]

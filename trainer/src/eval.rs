@@ -9,8 +9,8 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use tickpack::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder, MANIFEST_FILE};
 use tickpack::{Decoder, Encoder, Snapshot};
+use tickpack_sets::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder, MANIFEST_FILE};
 
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
@@ -63,7 +63,7 @@ impl Default for EvalOptions {
     }
 }
 
-/// The report: exactly these keys, in this order, kept stable (README,
+/// The report: exactly these keys, in this order, kept stable (docs/guide.md,
 /// "Trainer"). Means are `null` when there are no packets.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalReport {

@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
-use tickpack::capture::CaptureHeader;
 use tickpack_scenarios::{
     arena_shooter, arena_shooter_quantized, cube_pile, idle, racing_lobby, racing_lobby_quantized,
     racing_lobby_quantized_view, Scenario, TICK_RATE,
 };
+use tickpack_sets::capture::CaptureHeader;
 
 use crate::captures::{capture_err, create_capture};
 use crate::import::Imported;

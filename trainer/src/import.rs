@@ -4,7 +4,7 @@
 //!   (`delta_data.bin`: frames of 901 cubes × 8 little-endian `i32`, no
 //!   header). Entity id = cube index, tick = frame index, schema =
 //!   `tickpack_scenarios::cube_schema()`.
-//! - [`jsonl`]: JSON lines, documented in the README ("Trainer"): a header
+//! - [`jsonl`]: JSON lines, documented in docs/guide.md ("Trainer"): a header
 //!   line with game, version and schema, then one line per tick.
 
 #![forbid(unsafe_code)]
@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tickpack::capture::{CaptureHeader, CaptureLimits, SentRecord};
 use tickpack::{Schema, Section, Snapshot};
 use tickpack_scenarios::{cube_schema, CUBE_COUNT, CUBE_FIELDS};
+use tickpack_sets::capture::{CaptureHeader, CaptureLimits, SentRecord};
 
 use crate::captures::{capture_err, create_capture};
 use crate::jsonl::{explain, parse_tick};
@@ -114,7 +114,7 @@ struct HeaderLine<'a> {
     schema: &'a RawValue,
 }
 
-/// Imports JSON lines (README, "Trainer") into `output` (refused if it is
+/// Imports JSON lines (docs/guide.md, "Trainer") into `output` (refused if it is
 /// `input`, or exists without `force`). Each tick with a `baseline` becomes
 /// a recorded send (client 0), so real ack patterns survive. A UTF-8 byte
 /// order mark before the header is skipped.

@@ -8,12 +8,12 @@ use std::fmt::Write;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use tickpack::capture::{CaptureReader, Record, MAGIC};
-use tickpack::dictset::{
-    sha256_hex, DictSetError, DictionarySet, Manifest, SetLimits, MANIFEST_FILE,
-};
 use tickpack::model::{ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
 use tickpack::Schema;
+use tickpack_sets::capture::{CaptureReader, Record, MAGIC};
+use tickpack_sets::dictset::{
+    sha256_hex, DictSetError, DictionarySet, Manifest, SetLimits, MANIFEST_FILE,
+};
 
 use crate::captures::op_name;
 use crate::TrainerError;

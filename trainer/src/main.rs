@@ -1,5 +1,5 @@
 //! `tickpack-trainer`: builds per-game-version dictionary sets from captures.
-//! See the README's "Trainer" section, or `tickpack-trainer --help`.
+//! See docs/guide.md, "Trainer", or `tickpack-trainer --help`.
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;

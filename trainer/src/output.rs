@@ -21,7 +21,7 @@ use std::io::{BufWriter, Read};
 use std::path::{Path, PathBuf};
 
 use tempfile::NamedTempFile;
-use tickpack::dictset::{DictionarySet, Manifest, SetLimits, MANIFEST_FILE};
+use tickpack_sets::dictset::{DictionarySet, Manifest, SetLimits, MANIFEST_FILE};
 
 use crate::TrainerError;
 

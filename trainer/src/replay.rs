@@ -221,7 +221,7 @@ fn simulated(ticks: &[TickMeta], delay: u64, jitter: u32) -> Vec<Packet> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tickpack::capture::SentRecord;
+    use tickpack_sets::capture::SentRecord;
 
     struct Capture {
         ticks: Vec<TickMeta>,

@@ -27,8 +27,8 @@ use std::fmt::Write;
 use std::io::BufReader;
 use std::path::Path;
 
-use tickpack::capture::{CaptureReader, Record};
 use tickpack::{Primitive, Snapshot};
+use tickpack_sets::capture::{CaptureReader, Record};
 
 use crate::integrals::{read, search, PairSample, Suggestion};
 use crate::TrainerError;

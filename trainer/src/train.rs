@@ -29,11 +29,11 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use tickpack::dictset::{
+use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Recall, Schema, Snapshot};
+use tickpack_sets::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
 };
-use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Recall, Schema, Snapshot};
 
 use crate::captures::{held_out_start, op_name, ops_of, scan_all, with_ops, Scanned};
 use crate::measure::{block_samples, mean, total_bytes, Job};

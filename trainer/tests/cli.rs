@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tickpack::capture::{Capture, CaptureLimits, SentRecord};
 use tickpack_scenarios::{cube_pile, cube_schema};
+use tickpack_sets::capture::{Capture, CaptureLimits, SentRecord};
 use tickpack_trainer::{run, TrainerError};
 
 fn tmp(name: &str) -> PathBuf {
@@ -30,7 +30,7 @@ fn read(p: &Path) -> Capture {
     Capture::read(&std::fs::read(p).unwrap()[..], CaptureLimits::default()).unwrap()
 }
 
-/// The stable keys of `eval --json`, in order (README, "Trainer").
+/// The stable keys of `eval --json`, in order (docs/guide.md, "Trainer").
 const EVAL_KEYS: [&str; 13] = [
     "packets",
     "raw_bytes_mean",
@@ -110,10 +110,10 @@ fn fiedler_import_keeps_every_cube() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The JSON-lines example of the README, verbatim.
+/// The JSON-lines example of the guide, verbatim.
 fn readme_jsonl() -> String {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/guide.md"))
             .unwrap();
     let trainer = &readme[readme.find("## Trainer").unwrap()..];
     let block = &trainer[trainer.find("```json\n").unwrap() + 8..];
@@ -402,18 +402,21 @@ fn usage_errors_and_exit_codes() {
 #[test]
 fn readme_documents_every_eval_key() {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/guide.md"))
             .unwrap();
     let trainer = &readme[readme.find("## Trainer").unwrap()..];
     for k in EVAL_KEYS {
-        assert!(trainer.contains(&format!("`{k}`")), "README lacks {k}");
+        assert!(
+            trainer.contains(&format!("`{k}`")),
+            "docs/guide.md lacks {k}"
+        );
     }
 }
 
 #[test]
 fn inspect_describes_model_tables() {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/cube-pile/1");
-    let manifest: tickpack::dictset::Manifest =
+    let manifest: tickpack_sets::dictset::Manifest =
         serde_json::from_slice(&std::fs::read(shipped.join("manifest.json")).unwrap()).unwrap();
     let (kind, file) = manifest
         .dictionaries
@@ -539,8 +542,8 @@ fn eval_looks_for_a_set_only_inside_the_root_it_is_given() {
 
 #[test]
 fn eval_held_out_codes_packets_with_the_recall_of_the_whole_chain() {
-    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     use tickpack::{Encoder, Primitive, Schema, Section, Snapshot};
+    use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     use tickpack_trainer::eval::{eval, EvalOptions};
     use tickpack_trainer::measure::{encode, Job};
     use tickpack_trainer::recalls::RecallChain;
@@ -623,7 +626,7 @@ fn eval_held_out_codes_packets_with_the_recall_of_the_whole_chain() {
 
 #[test]
 fn inspect_of_a_capture_damaged_in_its_magic_exits_1() {
-    // README: `inspect` exits with 1 on a damaged capture (2 is for usage
+    // docs/guide.md: `inspect` exits with 1 on a damaged capture (2 is for usage
     // errors); a `.tpcap` whose first bytes are damaged is still one.
     let dir = tmp("inspect-magic");
     let cap = dir.join("c.tpcap");
@@ -644,9 +647,9 @@ fn inspect_of_a_capture_damaged_in_its_magic_exits_1() {
 
 #[test]
 fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_table() {
-    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
-    use tickpack::dictset::{DictKind, DictionarySet};
     use tickpack::{Schema, Section, Snapshot};
+    use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
+    use tickpack_sets::dictset::{DictKind, DictionarySet};
     use tickpack_trainer::eval::{eval, EvalOptions};
     use tickpack_trainer::train::{train, TrainOptions};
 

@@ -131,7 +131,7 @@ fn existing_outputs_need_force_and_failures_keep_them() {
     cmd(&[&"import", &"jsonl", &good, &out, &"--force"]).unwrap();
     assert!(std::fs::read(&out)
         .unwrap()
-        .starts_with(&tickpack::capture::MAGIC));
+        .starts_with(&tickpack_sets::capture::MAGIC));
     let i = cmd(&[&"inspect", &out]).unwrap();
     assert!(i.contains("ticks: 4"), "{i}");
     assert_eq!(listing(&dir), before);

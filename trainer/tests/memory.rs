@@ -10,8 +10,8 @@ static A: Counting = Counting;
 
 use std::path::{Path, PathBuf};
 
-use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
 use tickpack::{Primitive, Schema, Section, Snapshot};
+use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
 use tickpack_trainer::eval::{eval, EvalOptions};
 use tickpack_trainer::replay::BaselineModel;
 use tickpack_trainer::train::{train, TrainOptions};
@@ -132,7 +132,7 @@ fn a_tick_with_too_many_sent_records_is_refused() {
     w.tick(0, &Snapshot::new(&schema)).unwrap();
     let limit = tickpack_trainer::captures::MAX_SENT_PER_TICK;
     for client in 0..=limit as u32 {
-        let s = tickpack::capture::SentRecord {
+        let s = tickpack_sets::capture::SentRecord {
             client,
             sequence: 0,
             baseline: None,
@@ -230,7 +230,7 @@ fn inspect_reads_no_more_of_a_set_than_loading_it_would() {
         .field("v", Primitive::U8, 14)
         .build()
         .unwrap();
-    let manifest = tickpack::dictset::Manifest {
+    let manifest = tickpack_sets::dictset::Manifest {
         format: 0,
         game: "g".into(),
         version: "1".into(),
@@ -244,14 +244,18 @@ fn inspect_reads_no_more_of_a_set_than_loading_it_would() {
         training: Default::default(),
         measured: Default::default(),
     };
-    let dicts = vec![(tickpack::dictset::DictKind::Delta, vec![7u8; 1024], 1024)];
+    let dicts = vec![(
+        tickpack_sets::dictset::DictKind::Delta,
+        vec![7u8; 1024],
+        1024,
+    )];
     let id = schema.id();
     let set = dir.join("set");
-    tickpack::dictset::DictionarySet::assemble(manifest, schema, id, dicts)
+    tickpack_sets::dictset::DictionarySet::assemble(manifest, schema, id, dicts)
         .unwrap()
         .save(&set)
         .unwrap();
-    tickpack::dictset::DictionarySet::load(&set).unwrap();
+    tickpack_sets::dictset::DictionarySet::load(&set).unwrap();
     let manifest = std::fs::read_to_string(set.join("manifest.json")).unwrap();
     // A hostile (or damaged) set: a file the manifest names is huge. A
     // sparse file: 256 MiB long, no disk.
@@ -268,7 +272,7 @@ fn inspect_reads_no_more_of_a_set_than_loading_it_would() {
             .set_len(huge)
             .unwrap();
     }
-    let limit = tickpack::dictset::SetLimits::default().max_dictionary_bytes;
+    let limit = tickpack_sets::dictset::SetLimits::default().max_dictionary_bytes;
     let (r, peak) = counting::peak_of(|| tickpack_trainer::inspect::inspect(&set));
     assert!(peak < 4 * limit, "peak heap {peak} for a {huge}-byte file");
     let r = r.unwrap();

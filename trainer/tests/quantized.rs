@@ -89,7 +89,7 @@ fn rebuilt_schemas_keep_grids_and_integrations() {
 
 #[test]
 fn jsonl_import_quantises_under_a_quantised_schema() {
-    use tickpack::capture::{Capture, CaptureLimits};
+    use tickpack_sets::capture::{Capture, CaptureLimits};
     let dir = std::env::temp_dir().join(format!("tickpack-qjsonl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let text = concat!(
@@ -131,8 +131,8 @@ fn jsonl_import_quantises_under_a_quantised_schema() {
 
 #[test]
 fn suggest_finds_grids_and_integrated_fields() {
-    use tickpack::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     use tickpack::{Primitive, Schema, Snapshot};
+    use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
     let schema = Schema::builder()
         .entity("player")
         .field("view", Primitive::F32, 2)

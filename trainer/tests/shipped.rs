@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use tickpack::dictset::{DictKind, DictionarySets, SetLimits};
 use tickpack::{Baseline, PacketHeader};
 use tickpack_scenarios::{cube_pile, racing_lobby, racing_lobby_quantized_view, Scenario};
+use tickpack_sets::dictset::{DictKind, DictionarySets, SetLimits};
 
 fn scenario(game: &str) -> Scenario {
     match game {

@@ -10,6 +10,11 @@
 //! number and the arrival time, [`poll`](JitterBuffer::poll) hands out what
 //! is due at a given time. Time is a [`Duration`] since any fixed origin.
 //! Memory is capped by [`JitterConfig::capacity`].
+//!
+//! Tick numbers wrap: after `u32::MAX` comes 0 (at 60 Hz, after 2.3
+//! years). A tick is placed on the nearest side of the next tick to play,
+//! as serial numbers are (RFC 1982): up to 2^31 - 1 ahead, otherwise
+//! behind and so late.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -50,7 +55,8 @@ impl Default for JitterConfig {
 pub enum Pushed {
     /// Held until its playout time.
     Accepted,
-    /// Its tick was already played out (or reported as a gap): dropped and
+    /// Its tick was already played out (or reported as a gap), that is,
+    /// it is behind the next tick to play in wrapping order: dropped and
     /// counted as late.
     Late,
     /// A snapshot for this tick is already held: dropped.
@@ -95,11 +101,15 @@ pub struct JitterStats {
 #[derive(Debug, Clone)]
 pub struct JitterBuffer<T> {
     config: JitterConfig,
-    held: BTreeMap<u32, T>,
-    /// Tick number and arrival time of the first snapshot: tick `n` plays
-    /// at `origin + (n - origin_tick) * tick + delay`.
-    origin: Option<(u32, Duration)>,
-    next: u32,
+    /// Held snapshots by unwrapped tick (see `next`).
+    held: BTreeMap<u64, T>,
+    /// Unwrapped tick and arrival time of the first snapshot: tick `n`
+    /// plays at `origin + (n - origin_tick) * tick + delay`.
+    origin: Option<(u64, Duration)>,
+    /// The next tick to play, unwrapped: its low 32 bits are the tick
+    /// number, and it starts at 2^32 + the first tick so that a tick behind
+    /// it never goes below zero.
+    next: u64,
     delay: Duration,
     /// Smallest transit offset seen (arrival minus nominal send time), and
     /// the smoothed deviation from it (RFC 3550-style jitter).
@@ -150,29 +160,34 @@ impl<T> JitterBuffer<T> {
 
     /// The tick number that plays next.
     pub fn next_tick(&self) -> u32 {
-        self.next
+        self.next as u32
     }
 
-    fn nominal(&self, tick: u32) -> Option<Duration> {
+    fn nominal(&self, tick: u64) -> Option<Duration> {
         let (t0, at) = self.origin?;
         let n = tick.checked_sub(t0)?;
-        Some(at.saturating_add(self.config.tick.saturating_mul(n)))
+        let nanos = self.config.tick.as_nanos().saturating_mul(u128::from(n));
+        let after = Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
+        Some(at.saturating_add(after))
     }
 
     /// Takes in the snapshot for `tick`, arrived at `now`.
     pub fn push(&mut self, tick: u32, item: T, now: Duration) -> Pushed {
         if self.origin.is_none() {
-            self.origin = Some((tick, now));
-            self.next = tick;
+            self.next = (1 << 32) + u64::from(tick);
+            self.origin = Some((self.next, now));
         }
-        if tick < self.next {
+        // Serial-number distance from the next tick to play.
+        let ahead = tick.wrapping_sub(self.next as u32);
+        if ahead >= 1 << 31 {
             self.stats.late += 1;
             return Pushed::Late;
         }
-        if tick - self.next >= self.config.capacity {
+        if ahead >= self.config.capacity {
             self.stats.too_far_ahead += 1;
             return Pushed::TooFarAhead;
         }
+        let tick = self.next + u64::from(ahead);
         if self.held.contains_key(&tick) {
             self.stats.duplicates += 1;
             return Pushed::Duplicate;
@@ -182,7 +197,7 @@ impl<T> JitterBuffer<T> {
         Pushed::Accepted
     }
 
-    fn measure(&mut self, tick: u32, now: Duration) {
+    fn measure(&mut self, tick: u64, now: Duration) {
         let Some(nominal) = self.nominal(tick) else {
             return;
         };
@@ -230,9 +245,11 @@ impl<T> JitterBuffer<T> {
         if now < due {
             return None;
         }
-        let tick = self.next;
-        self.next = self.next.checked_add(1)?;
-        match self.held.remove(&tick) {
+        let unwrapped = self.next;
+        // 2^64 ticks do not pass; saturating keeps this panic-free.
+        self.next = self.next.saturating_add(1);
+        let tick = unwrapped as u32;
+        match self.held.remove(&unwrapped) {
             Some(item) => {
                 self.stats.released += 1;
                 Some(Playout::Snapshot { tick, item })

@@ -14,7 +14,7 @@
 //! | [`seq`] | wrapping `u16` sequence comparison (re-exported from `tickpack-seq`) |
 //!
 //! Which entities a client gets each tick (distance-based rate tiers) is
-//! interest management and lives beside `tickpack::session::View`.
+//! interest management and lives beside `tickpack_session::View`.
 //!
 //! ```
 //! use std::time::Duration;

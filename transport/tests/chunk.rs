@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use tickpack_testkit::rng::SplitMix64;
-use tickpack_transport::chunk::{ResendDelay, ACK_PACKET, DEFAULT_STALL_TIMEOUT, SLICE_PACKET};
+use tickpack_transport::chunk::{
+    ResendDelay, ACK_PACKET, DEFAULT_STALL_TIMEOUT, SLICE_HEADER_LEN, SLICE_PACKET,
+};
 use tickpack_transport::{
     ChunkConfig, ChunkError, ChunkReceiver, ChunkSender, Conformance, TokenBucket,
     TokenBucketConfig, MAX_CHUNK_SIZE, SLICE_SIZE,
@@ -279,11 +281,11 @@ fn hostile_slices_and_acks_give_typed_errors() {
         Err(ChunkError::Truncated { .. })
     ));
     assert_eq!(
-        r.handle_slice(&[0x00, 0, 0, 0, 0, 0, 0]),
+        r.handle_slice(&[0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
         Err(ChunkError::WrongType { found: 0 })
     );
     assert_eq!(
-        r.handle_slice(&[SLICE_PACKET, 0, 0, 3, 2]),
+        r.handle_slice(&slice(0, 0, &[3, 2])),
         Err(ChunkError::SliceOutOfRange {
             slice_id: 3,
             num_slices: 3
@@ -291,7 +293,7 @@ fn hostile_slices_and_acks_give_typed_errors() {
     );
     // Non-last slice with the wrong length.
     assert_eq!(
-        r.handle_slice(&[SLICE_PACKET, 0, 0, 0, 2, 9]),
+        r.handle_slice(&slice(0, 0, &[0, 2, 9])),
         Err(ChunkError::SliceSize {
             slice_id: 0,
             expected: SLICE_SIZE,
@@ -299,8 +301,8 @@ fn hostile_slices_and_acks_give_typed_errors() {
         })
     );
     // 256 slices announced, limit 4 KiB.
-    let mut p = vec![SLICE_PACKET, 0, 0, 0, 255];
-    p.resize(5 + SLICE_SIZE, 1);
+    let mut p = slice(0, 0, &[0, 255]);
+    p.resize(SLICE_HEADER_LEN + SLICE_SIZE, 1);
     assert_eq!(
         r.handle_slice(&p),
         Err(ChunkError::ChunkTooLarge {
@@ -310,18 +312,18 @@ fn hostile_slices_and_acks_give_typed_errors() {
     );
     // A chunk ahead of the expected one.
     assert_eq!(
-        r.handle_slice(&[SLICE_PACKET, 5, 0, 0, 0, 0, 0, 1]),
+        r.handle_slice(&slice(5, 0, &[0, 0, 0, 0, 1])),
         Err(ChunkError::UnexpectedChunk {
             chunk_id: 5,
             expected: 0
         })
     );
     // A valid 2-slice start, then a slice naming 3 slices.
-    let mut first = vec![SLICE_PACKET, 0, 0, 0, 1];
-    first.resize(5 + SLICE_SIZE, 1);
+    let mut first = slice(0, 0, &[0, 1]);
+    first.resize(SLICE_HEADER_LEN + SLICE_SIZE, 1);
     r.handle_slice(&first).unwrap();
     assert_eq!(
-        r.handle_slice(&[SLICE_PACKET, 0, 0, 2, 2, 0, 0, 7]),
+        r.handle_slice(&slice(0, 0, &[2, 2, 0, 0, 7])),
         Err(ChunkError::NumSlicesMismatch {
             chunk_id: 0,
             expected: 2,
@@ -330,7 +332,7 @@ fn hostile_slices_and_acks_give_typed_errors() {
     );
     // Last slice whose announced size disagrees with its data.
     assert_eq!(
-        r.handle_slice(&[SLICE_PACKET, 0, 0, 1, 1, 4, 0, 7]),
+        r.handle_slice(&slice(0, 0, &[1, 1, 4, 0, 7])),
         Err(ChunkError::SliceSize {
             slice_id: 1,
             expected: 5,
@@ -338,8 +340,7 @@ fn hostile_slices_and_acks_give_typed_errors() {
         })
     );
     assert!(r.is_receiving() && !r.is_ready_to_read());
-    r.handle_slice(&[SLICE_PACKET, 0, 0, 1, 1, 0, 0, 7])
-        .unwrap();
+    r.handle_slice(&slice(0, 0, &[1, 1, 0, 0, 7])).unwrap();
     assert!(r.is_ready_to_read());
     assert_eq!(r.poll_chunk().unwrap().len(), SLICE_SIZE + 1);
 
@@ -351,23 +352,28 @@ fn hostile_slices_and_acks_give_typed_errors() {
     ));
     s.send(vec![0; 3 * SLICE_SIZE]).unwrap();
     let mut t = Duration::ZERO;
-    let mut sent = 0;
-    while sent < 3 {
+    let mut sent = Vec::new();
+    while sent.len() < 3 {
         t += Duration::from_millis(50);
-        while s.poll_transmit(t).is_some() {
-            sent += 1;
+        while let Some(p) = s.poll_transmit(t) {
+            sent.push(p);
         }
     }
+    let tr = u64::from_le_bytes(sent[0][3..11].try_into().unwrap());
     assert_eq!(
-        s.handle_ack(&[ACK_PACKET, 0, 0, 2, 0b1111]),
+        s.handle_ack(&ack(0, tr ^ 1, &[2, 0b111])),
+        Err(ChunkError::OtherTransfer { chunk_id: 0 })
+    );
+    assert_eq!(
+        s.handle_ack(&ack(0, tr, &[2, 0b1111])),
         Err(ChunkError::AckPadding { chunk_id: 0 })
     );
     assert_eq!(
-        s.handle_ack(&[ACK_PACKET, 0, 0, 2, 0, 0]),
+        s.handle_ack(&ack(0, tr, &[2, 0, 0])),
         Err(ChunkError::AckPadding { chunk_id: 0 })
     );
     assert_eq!(
-        s.handle_ack(&[ACK_PACKET, 0, 0, 3, 0]),
+        s.handle_ack(&ack(0, tr, &[3, 0])),
         Err(ChunkError::NumSlicesMismatch {
             chunk_id: 0,
             expected: 3,
@@ -375,21 +381,39 @@ fn hostile_slices_and_acks_give_typed_errors() {
         })
     );
     assert_eq!(
-        s.handle_ack(&[ACK_PACKET, 1, 0, 2, 0]),
+        s.handle_ack(&ack(1, tr, &[2, 0])),
         Err(ChunkError::UnexpectedChunk {
             chunk_id: 1,
             expected: 0
         })
     );
     assert!(matches!(
-        s.handle_ack(&[ACK_PACKET, 0, 0, 2]),
+        s.handle_ack(&ack(0, tr, &[2])),
         Err(ChunkError::Truncated { .. })
     ));
     // Acks are a fuse: a later ack with fewer bits does not un-ack.
-    s.handle_ack(&[ACK_PACKET, 0, 0, 2, 0b011]).unwrap();
-    s.handle_ack(&[ACK_PACKET, 0, 0, 2, 0b100]).unwrap();
+    s.handle_ack(&ack(0, tr, &[2, 0b011])).unwrap();
+    s.handle_ack(&ack(0, tr, &[2, 0b100])).unwrap();
     assert!(!s.is_sending());
     assert_eq!(s.chunk_id(), 1);
+}
+
+/// A slice packet: type, `chunk_id`, `transfer`, then `rest`.
+fn slice(chunk_id: u16, transfer: u64, rest: &[u8]) -> Vec<u8> {
+    let mut p = vec![SLICE_PACKET];
+    p.extend_from_slice(&chunk_id.to_le_bytes());
+    p.extend_from_slice(&transfer.to_le_bytes());
+    p.extend_from_slice(rest);
+    p
+}
+
+/// An ack packet: type, `chunk_id`, `transfer`, then `rest`.
+fn ack(chunk_id: u16, transfer: u64, rest: &[u8]) -> Vec<u8> {
+    let mut p = vec![ACK_PACKET];
+    p.extend_from_slice(&chunk_id.to_le_bytes());
+    p.extend_from_slice(&transfer.to_le_bytes());
+    p.extend_from_slice(rest);
+    p
 }
 
 #[test]
@@ -450,7 +474,7 @@ fn lost_final_ack_is_recovered_by_re_acking_the_previous_chunk() {
 #[test]
 fn pushes_a_dictionary_set_to_a_client() {
     use std::collections::HashMap;
-    use tickpack::dictset::{DictSetError, DictionarySet};
+    use tickpack_sets::dictset::{DictSetError, DictionarySet};
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../dictionaries/racing-lobby/1");
     let original = DictionarySet::load(&dir).unwrap();
@@ -511,8 +535,10 @@ fn pushes_a_dictionary_set_to_a_client() {
 }
 
 /// The spoofed slice: the last (1-byte) slice of a claimed
-/// 256-slice chunk 0.
-const SPOOFED_SLICE: [u8; 8] = [0x51, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0xaa];
+/// 256-slice chunk 0 (of transfer 0).
+const SPOOFED_SLICE: [u8; 16] = [
+    0x51, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0x00, 0x00, 0xaa,
+];
 
 /// Runs a lossless transfer of `data` at 100 Hz for up to `limit`, with
 /// `before` delivered to the receiver first; returns the chunk and when it
@@ -568,9 +594,19 @@ fn a_spoofed_ack_for_unsent_slices_is_ignored() {
     let mut s = ChunkSender::new(ChunkConfig::default());
     s.send(vec![1; 3 * SLICE_SIZE - 10]).unwrap();
     // The transfer has started, no slice has gone out yet (no budget at
-    // t = 0): the 5-byte ack claims all three slices.
+    // t = 0): the ack, given the transfer's id, claims all three
+    // slices.
     assert_eq!(s.poll_transmit(Duration::ZERO), None);
-    s.handle_ack(&[0xac, 0x00, 0x00, 0x02, 0x07]).unwrap();
+    let mut t = Duration::ZERO;
+    let first = loop {
+        t += Duration::from_millis(1);
+        if let Some(p) = s.poll_transmit(t) {
+            break p;
+        }
+    };
+    let tr = u64::from_le_bytes(first[3..11].try_into().unwrap());
+    // Slice 0 went out; the ack also claims 1 and 2, never sent.
+    s.handle_ack(&ack(0, tr, &[0x02, 0x06])).unwrap();
     assert!(s.is_sending());
     assert_eq!(s.stats().chunks_sent, 0);
     assert_eq!(s.chunk_id(), 0);

@@ -135,3 +135,60 @@ fn extreme_times_do_not_overflow() {
     }
     assert!(b.stats().released >= 1);
 }
+
+#[test]
+fn playout_goes_on_across_the_end_of_the_tick_numbers() {
+    use tickpack_transport::Pushed;
+    let ms = Duration::from_millis;
+    let config = JitterConfig {
+        tick: ms(10),
+        delay: ms(30),
+        ..JitterConfig::default()
+    };
+    let mut b = JitterBuffer::new(config);
+    let first = u32::MAX - 2;
+    for (k, tick) in [first, u32::MAX - 1, u32::MAX, 0, 1, 2]
+        .into_iter()
+        .enumerate()
+    {
+        if tick != 0 {
+            assert_eq!(b.push(tick, tick, ms(10 * k as u64)), Pushed::Accepted);
+        }
+    }
+    let mut played = Vec::new();
+    let mut now = Duration::ZERO;
+    while now < ms(200) {
+        while let Some(p) = b.poll(now) {
+            played.push(match p {
+                Playout::Snapshot { tick, item } => {
+                    assert_eq!(tick, item);
+                    (tick, true, now)
+                }
+                Playout::Gap { tick } => (tick, false, now),
+            });
+        }
+        now += ms(1);
+    }
+    let ticks: Vec<(u32, bool)> = played.iter().map(|&(t, s, _)| (t, s)).collect();
+    assert_eq!(
+        &ticks[..6],
+        &[
+            (u32::MAX - 2, true),
+            (u32::MAX - 1, true),
+            (u32::MAX, true),
+            (0, false),
+            (1, true),
+            (2, true),
+        ]
+    );
+    // Each tick plays 10 ms after the one before, across the wrap too.
+    for w in played.windows(2) {
+        assert_eq!(w[1].2 - w[0].2, ms(10));
+    }
+    assert!(played.len() > 10, "playout stalled at the wrap");
+    // Tick 0 was reported as a gap: it is late now, and so is u32::MAX.
+    assert_eq!(b.push(0, 0, now), Pushed::Late);
+    assert_eq!(b.push(u32::MAX, 0, now), Pushed::Late);
+    let next = b.next_tick();
+    assert_eq!(b.push(next.wrapping_add(3), 7, now), Pushed::Accepted);
+}

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 
-use tickpack::session::ClientMessage;
+use tickpack_session::ClientMessage;
 use tickpack_transport::conn::REQUEST_BYTES;
 
 use tickpack_scenarios::rng::SplitMix64;

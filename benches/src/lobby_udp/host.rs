@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tickpack::session::{self, View};
 use tickpack::{Schema, Snapshot};
 use tickpack_net::{ClientId, Handled, Interest, ServerEvent, Tiered};
+use tickpack_session::{self as session, View};
 
 use super::traffic::{Traffic, TrafficTable};
 use super::Clock;

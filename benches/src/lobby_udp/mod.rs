@@ -32,10 +32,10 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tickpack::dictset::{DictKind, DictionarySet};
-use tickpack::session::{ClientConfig, RateTiers, ServerConfig, View};
 use tickpack::Snapshot;
 use tickpack_net::{Skipped, Tiered, UDP_IP_OVERHEAD};
+use tickpack_session::{ClientConfig, RateTiers, ServerConfig, View};
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 use tickpack_transport::conn::{self, ConnectToken, Key, CLIENT_OVERHEAD};
 use tickpack_transport::{ResendDelay, TokenBucketConfig};
 
@@ -171,7 +171,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         keyframe_dictionary: set
             .as_ref()
             .and_then(|s| s.dictionary(DictKind::Keyframe).cloned()),
-        history: tickpack::session::history_for(
+        history: tickpack_session::history_for(
             tick_len,
             a.latency * 2 + Duration::from_millis(100),
         ),

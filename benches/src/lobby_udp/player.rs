@@ -6,8 +6,8 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use tickpack::session::Persist;
 use tickpack_net::{Client, ClientEvent};
+use tickpack_session::Persist;
 
 use super::link::Link;
 use super::Clock;

@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tickpack::session::{Persist, View};
 use tickpack::Snapshot;
+use tickpack_session::{Persist, View};
 
 use super::attack::Attacker;
 use super::host::{Host, Peer, PeerStats};

@@ -1,7 +1,5 @@
 //! The 2-byte block header.
 
-#![forbid(unsafe_code)]
-
 /// Most content bytes one block carries.
 pub const MAX_BLOCK_CONTENT: usize = 32768;
 /// Largest block header: the type byte and a last RLE block's size as a

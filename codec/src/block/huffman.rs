@@ -11,8 +11,6 @@
 //! Decoding goes through an 11-bit lookup table, with a canonical decode for
 //! longer codes.
 
-#![forbid(unsafe_code)]
-
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 

@@ -14,19 +14,8 @@
 //! the faster.
 //!
 //! This is encoder state only: a decoder reads either block alike.
-//! Measured with `scene_replay <scenario> 1 plain` (no dictionary; bytes a
-//! packet, callgrind instructions of encode + decode, the level's finder
-//! alone → with the probes):
-//!
-//! | scenario | bytes | instructions |
-//! |---|---|---|
-//! | quantised racing | 562.5 → 527.2 | 267.7M → 209.3M |
-//! | one client's view | 1968.4 → 1953.0 | 338.0M → 298.2M |
-//! | quantised arena | 1857.9 → 1836.0 | 904.4M → 729.5M |
-//! | arena | 4295.7 → 4298.3 | 618.5M → 597.1M |
-//! | cube pile | 722.6 → 721.9 | 352.8M → 348.0M |
-//! | racing lobby | 2244.3 → 2246.2 | 198.2M → 197.7M |
-#![forbid(unsafe_code)]
+//! The probes pay on payloads of varints and masks and cost nothing
+//! measurable elsewhere (docs/benchmarks.md, "Encoder shortcuts").
 
 /// The shortest match the sparse finder takes: zstd's longest minimum.
 pub(crate) const SPARSE_MIN_MATCH: u32 = 7;
@@ -94,6 +83,19 @@ pub(crate) enum Finder {
     Level,
     /// `fast`, matches of at least [`SPARSE_MIN_MATCH`] bytes.
     Sparse,
+}
+
+impl Finder {
+    /// The parameters the zstd wrapper takes for this finder.
+    pub(crate) fn zstd(self) -> tickpack_zstd::Finder {
+        match self {
+            Finder::Level => tickpack_zstd::Finder::Level,
+            Finder::Sparse => tickpack_zstd::Finder::Sparse {
+                min_match: SPARSE_MIN_MATCH,
+                hash_log: SPARSE_HASH_LOG,
+            },
+        }
+    }
 }
 
 /// What the next eligible block does.

@@ -12,9 +12,6 @@
 //! A block's content never exceeds 32768 bytes, so a compressed block may
 //! regenerate at most that much.
 
-// This file holds no code: `header` and `stream` open with
-// `#![forbid(unsafe_code)]`; `zstd_raw` is the crate's one unsafe module.
-
 // Block framing is crate-private; the `internals` feature re-exports it
 // (doc-hidden) for the fuzz properties.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
@@ -22,7 +19,6 @@ mod header;
 mod huffman;
 mod matcher;
 mod stream;
-mod zstd_raw;
 
 pub use header::MAX_BLOCK_CONTENT;
 #[cfg(not(feature = "internals"))]
@@ -34,4 +30,4 @@ pub(crate) use stream::{
     decode_blocks, encode_blocks, max_blocks_len, small_block_level, Coders, ZstdBlocks,
     SMALL_BLOCK,
 };
-pub(crate) use zstd_raw::{CDict, DDict};
+pub(crate) use tickpack_zstd::{CDict, DDict};

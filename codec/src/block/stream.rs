@@ -1,14 +1,12 @@
 //! Cutting a payload into blocks and choosing raw, RLE or zstd for each;
 //! reading them back under a size cap.
 
-#![forbid(unsafe_code)]
-
 use super::header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
 use super::huffman::{HuffmanError, HuffmanTable};
 use super::matcher::{Finder, Finders, Plan};
-use super::zstd_raw::{self, CDict, DDict};
 use crate::error::DecodeError;
 use crate::wire::Reader;
+use tickpack_zstd::{self as zstd_raw, CDict, DDict};
 
 /// A raw-block compressor. One implementation today (zstd's block API);
 /// the trait keeps a magicless-frame backend possible (FORMAT.md, "Backends").
@@ -91,8 +89,8 @@ impl Backend for ZstdBlocks {
             Plan::Use(Finder::Level)
         };
         // zstd's 0 (incompressible) and errors both mean: store it raw.
-        let mut run = |finder, dst: &mut [u8]| {
-            cctx.compress_block(level, finder, dict, src, dst)
+        let mut run = |finder: Finder, dst: &mut [u8]| {
+            cctx.compress_block(level, finder.zstd(), dict, src, dst)
                 .ok()
                 .filter(|&n| n > 0)
         };
@@ -422,7 +420,9 @@ mod tests {
     fn one_finder(finder: Finder, src: &[u8]) -> Option<usize> {
         let mut dst = vec![0; src.len() - 1];
         let mut cctx = zstd_raw::CCtx::new().unwrap();
-        let n = cctx.compress_block(3, finder, None, src, &mut dst).unwrap();
+        let n = cctx
+            .compress_block(3, finder.zstd(), None, src, &mut dst)
+            .unwrap();
         (n > 0).then_some(n)
     }
 

@@ -1,7 +1,6 @@
 //! Building a packet: checking the snapshot and its references, coding
 //! each section against its baseline (or prediction), sizing the payload
 //! and writing the packet header.
-#![forbid(unsafe_code)]
 
 use super::{Encoder, Entropy, ModelStream, TRIAL_MAX_PAYLOAD};
 use crate::error::EncodeError;
@@ -89,7 +88,7 @@ impl Encoder {
     /// in code form, and the baseline and prior of `coded` are in code
     /// form; its recall holds values, as always. Converting `snapshot` must
     /// give exactly `codes`.
-    pub(crate) fn encode_coded_to_vec(
+    pub fn encode_coded_to_vec(
         &mut self,
         snapshot: &Snapshot,
         codes: &Snapshot,

@@ -3,8 +3,6 @@
 //! section's row mode is settled in `rows`, and `payload` writes the
 //! payload and chooses its blocks or the model stream.
 
-#![forbid(unsafe_code)]
-
 mod build;
 mod payload;
 mod rows;
@@ -256,7 +254,7 @@ impl Encoder {
     /// of them (values and codes together), but always the 3 one packet
     /// needs; the least recently used goes first. The default, 32 and
     /// 4 MiB, covers one client's baselines; an encoder shared by many
-    /// clients (as the session [`Server`](crate::session::Server)'s) needs
+    /// clients (as in tickpack-session's `Server`) needs
     /// room for every client's recent snapshots. Without quantisation this
     /// does nothing.
     pub fn set_code_cache(&mut self, entries: usize, bytes: usize) {

@@ -1,7 +1,6 @@
 //! Writing the payload and finishing the packet: blocks (zstd, Huffman,
 //! raw, RLE) or the dictionary's context-model stream, whichever the
 //! entropy setting allows and is smaller.
-#![forbid(unsafe_code)]
 
 use super::{active, Encoder, Entropy, ModelStream};
 use crate::block::{self, BlockHeader, BlockType, Coders};

@@ -1,6 +1,5 @@
 //! Each section's row mode: masks and values or byte planes, settled by
 //! the estimates, the payload limit or a trial that compresses both.
-#![forbid(unsafe_code)]
 
 use super::{Encoder, Entropy, TRIAL_MAX_PAYLOAD};
 use crate::pipeline::{self, EncodeScratch, RowMode};

@@ -1,7 +1,5 @@
 //! The decoder's error: one variant per rejection rule of the wire format.
 
-#![forbid(unsafe_code)]
-
 use core::fmt;
 
 use super::SnapshotError;

@@ -1,8 +1,6 @@
 //! Typed errors. Every variant carries the numbers involved so a log line is
 //! enough to tell what went wrong.
 
-#![forbid(unsafe_code)]
-
 use core::fmt;
 
 mod decode;

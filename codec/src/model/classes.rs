@@ -12,8 +12,6 @@
 //! `1 + floor(weight · (2^15 - 126) / 2^84)`; what is left of the total
 //! `2^15` goes to the first symbol of largest weight.
 
-#![forbid(unsafe_code)]
-
 use super::range::PROB_ONE;
 use super::value::{second_slot, CLASS_BITS, SIGN_SLOT, TOP_SLOT};
 

@@ -2,8 +2,6 @@
 //! [`ModelEncoder`] and [`ModelStats`](super::ModelStats)) and its inverse,
 //! [`ModelDecoder`].
 
-#![forbid(unsafe_code)]
-
 use super::classes::{leaf_of, plain, ClassCdf};
 #[cfg(test)]
 use super::classes::{symbol, FREQ_BITS};

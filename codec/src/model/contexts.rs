@@ -32,8 +32,6 @@
 //! [`RowState::set_element_history`] / [`RowState::set_value_history`]
 //! before the element's mask bit and value (unknown when not set).
 
-#![forbid(unsafe_code)]
-
 use super::runs::{ElementRun, GroupRun};
 use super::{ModelError, ModelShape};
 

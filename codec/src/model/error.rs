@@ -1,7 +1,5 @@
 //! Why a model table or a model stream was refused.
 
-#![forbid(unsafe_code)]
-
 use core::fmt;
 
 /// An error loading a [`ModelTable`](super::ModelTable) or coding with it.

@@ -38,8 +38,6 @@
 //! The arithmetic and the table format are specified in FORMAT.md, section
 //! "Model block".
 
-#![forbid(unsafe_code)]
-
 mod classes;
 mod coder;
 mod contexts;

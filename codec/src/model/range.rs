@@ -4,8 +4,6 @@
 //! shortest-tail flush whose trailing zero bytes are dropped (the decoder
 //! reads zeros past the end).
 
-#![forbid(unsafe_code)]
-
 use super::classes::{ClassCdf, FREQ_BITS};
 use super::ModelError;
 

@@ -3,8 +3,6 @@
 //! whole run in one call instead of deriving every bit's context from its
 //! walk context.
 
-#![forbid(unsafe_code)]
-
 use super::contexts::RowState;
 
 /// The dense contexts of a run of element mask bits of one row (a mask

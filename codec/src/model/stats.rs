@@ -1,8 +1,6 @@
 //! Training counts: a [`ModelSink`] that counts every modelled decision per
 //! probability slot, and prices token streams under a table.
 
-#![forbid(unsafe_code)]
-
 use super::table::{check_slots, ModelShape, DEFAULT_MAX_SLOTS};
 use super::value::{put_sint, put_uint, Decisions, VALUE_SLOTS};
 use super::{ModelError, ModelSink, ModelTable};

@@ -16,8 +16,6 @@
 //! ...     8     xxh3-64 of every byte before it (u64 LE)
 //! ```
 
-#![forbid(unsafe_code)]
-
 use super::classes::ClassCdf;
 use super::range::{PROB_BITS, PROB_ONE};
 use super::value::VALUE_SLOTS;

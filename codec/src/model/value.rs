@@ -14,8 +14,6 @@
 //! | 64..=78  | bit below the top bit, class `c` (2..) at `64 + min(c - 2, 14)` |
 //! | 79       | sign of a non-zero signed value (1 = negative) |
 
-#![forbid(unsafe_code)]
-
 use super::ModelError;
 
 /// Probability slots per value context.

@@ -3,8 +3,6 @@
 //! [`ModelStats`]) and the [`TokenSource`] that reads them back, both
 //! through the schema's [`ContextMap`].
 
-#![forbid(unsafe_code)]
-
 use super::coder::RunSink;
 use super::contexts::RowContexts;
 use super::runs::{BitRun, ElementRun, GroupRun, MaskRun};

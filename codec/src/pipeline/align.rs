@@ -1,8 +1,6 @@
 //! Aligning a section with its baseline by entity id: which baseline
 //! entities were removed, which kept ones changed, which ids are new.
 
-#![forbid(unsafe_code)]
-
 use crate::snapshot::SectionRef;
 
 /// The result of aligning one section; reused between packets.

@@ -2,8 +2,6 @@
 //! from the first byte up, side bits and run bits from their bytes, the
 //! value stream from the last byte down.
 
-#![forbid(unsafe_code)]
-
 use super::layout::{is_meta, is_side_bit, low_bits, starts_run};
 use super::tokens::{ctx, TokenSource};
 use crate::error::DecodeError;

@@ -5,8 +5,6 @@
 //! intrinsics; a run starts at a zero bit whose lower neighbour (or the
 //! last byte before the block) is not one.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{cmp_eq_mask_i8_m128i, move_mask_i8_m128i, zeroed_m128i};
 
 use super::sse2::load;

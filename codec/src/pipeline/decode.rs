@@ -2,8 +2,6 @@
 //! and its share of the payload, row by row (masks and values, with
 //! integrated elements predicted as the row is read, or byte planes).
 
-#![forbid(unsafe_code)]
-
 use super::values::{self, Element, Kind};
 use super::{decode_planes, integrate, tokens, SectionTokens, TokenSource};
 use crate::error::DecodeError;

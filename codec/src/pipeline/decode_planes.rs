@@ -3,8 +3,6 @@
 //! with the changed rows applied to their baseline records, and the
 //! spawned records, each against the one before it.
 
-#![forbid(unsafe_code)]
-
 use super::record_apply::ApplyPlan;
 use super::{planes, transpose, SectionTokens};
 use crate::error::DecodeError;

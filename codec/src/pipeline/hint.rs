@@ -13,8 +13,6 @@
 //! runs. The hint lives for [`HINT_LIFE`] packets. Encoder state only: a
 //! decoder reads the row mode from the section's flags.
 
-#![forbid(unsafe_code)]
-
 use super::{planes, row_deltas, EncodeScratch, RowMode};
 use crate::schema::EntityType;
 use crate::snapshot::SectionRef;

@@ -10,8 +10,6 @@
 //! (they are declared before it), so encoder and decoder compute the same
 //! `p`.
 
-#![forbid(unsafe_code)]
-
 use crate::schema::{Integrator, Primitive};
 
 /// Element `ty` of `rec` at `offset` as binary64 (`NaN` past the record).

@@ -27,8 +27,6 @@
 //! bit is the first of a mask group (group bit 0, or element bit of an
 //! element index that is a multiple of 8). Unused bits of a byte are zero.
 
-#![forbid(unsafe_code)]
-
 pub(crate) use super::byte_source::ByteSource;
 use super::tokens::{ctx, TokenSink};
 use crate::wire::put_varint64;

@@ -20,8 +20,6 @@
 //! The encoder's side is here; the decoder's (`decode`) rebuilds a section
 //! row by row.
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod align;
 mod byte_source;
 #[cfg(target_arch = "x86_64")]

@@ -15,8 +15,6 @@
 //! for every element wider than `b` in record order, one plane of one byte
 //! per row (rows in wire order) holding byte `b` of that element's delta.
 
-#![forbid(unsafe_code)]
-
 use super::transpose;
 use super::values::Element;
 use crate::schema::{DeltaOp, Span};

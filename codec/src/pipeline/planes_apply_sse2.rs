@@ -6,8 +6,6 @@
 //! going through memory; the plan's tail lanes then row by row, each
 //! lane's bytes read from its planes.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{m128i, zeroed_m128i};
 
 use super::decode_planes::Places;

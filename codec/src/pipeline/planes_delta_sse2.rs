@@ -11,8 +11,6 @@
 //! of its width), coded by the lane's own operator and width, of which
 //! only the lane's bytes are kept.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{m128i, zeroed_m128i};
 
 use super::record_delta::{Chunk, DeltaPlan};

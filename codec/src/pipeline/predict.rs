@@ -1,8 +1,6 @@
 //! Linear prediction of a baseline record from two baselines, for fields
 //! coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict).
 
-#![forbid(unsafe_code)]
-
 use crate::schema::{DeltaOp, EntityType, Span};
 use crate::snapshot::{Section, SectionRef};
 

@@ -4,8 +4,6 @@
 //! span's whole 16-byte chunks and returns the bytes it covered; the
 //! caller does the rest lane by lane.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{add_i32_m128i, add_i64_m128i, sub_i32_m128i, sub_i64_m128i};
 
 use super::sse2::{load, store};

@@ -28,8 +28,6 @@
 //! word and is not such a lane (or a record under sixteen bytes) has no
 //! plan, and the caller goes span by span.
 
-#![forbid(unsafe_code)]
-
 use crate::schema::{DeltaOp, Span};
 
 /// The masks of one 16-byte chunk, as two little-endian words each.

@@ -2,8 +2,6 @@
 //! through `safe_arch`'s safe wrappers of the intrinsics: the same word
 //! arithmetic on both 64-bit halves at once.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{
     add_i64_m128i, bitand_m128i, bitandnot_m128i, bitor_m128i, bitxor_m128i, cmp_eq_mask_i8_m128i,
     m128i, move_mask_i8_m128i, shr_imm_u64_m128i, sub_i64_m128i, zeroed_m128i,

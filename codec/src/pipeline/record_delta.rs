@@ -22,8 +22,6 @@
 //! - the zigzag `((d & !h) << 1) ^ m` (the bit shifted in from the lane
 //!   below cleared) in the zigzag bytes, `d` elsewhere.
 
-#![forbid(unsafe_code)]
-
 use super::record_apply::ApplyPlan;
 use crate::schema::{DeltaOp, Span};
 

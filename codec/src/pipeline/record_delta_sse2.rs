@@ -3,8 +3,6 @@
 //! arithmetic on both 64-bit halves at once, the sign of a lane's top byte
 //! by a signed byte compare.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{
     add_i8_m128i, bitand_m128i, bitandnot_m128i, bitor_m128i, bitxor_m128i, cmp_eq_mask_i8_m128i,
     cmp_lt_mask_i8_m128i, m128i, shl_imm_u16_m128i, shl_imm_u32_m128i, shl_imm_u64_m128i,

@@ -2,8 +2,6 @@
 //! subset of `0..universe` as a list of gaps or a bitmap, whichever takes
 //! fewer bytes.
 
-#![forbid(unsafe_code)]
-
 use super::tokens::{ctx, TokenSink, TokenSource};
 use crate::error::DecodeError;
 

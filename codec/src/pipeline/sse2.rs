@@ -2,8 +2,6 @@
 //! for the wide byte-plane code ([`super::transpose_sse2`],
 //! [`super::zigzag_sse2`]).
 
-#![forbid(unsafe_code)]
-
 use safe_arch::m128i;
 
 /// The sixteen bytes of `bytes` from `at`.

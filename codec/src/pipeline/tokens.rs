@@ -21,8 +21,6 @@
 //!    in element order its kind bit (floats with an integral reference
 //!    only) and its value.
 
-#![forbid(unsafe_code)]
-
 pub(crate) use super::sets::{read_set, write_set};
 use super::values::Kind;
 use crate::error::DecodeError;

@@ -5,8 +5,6 @@
 //! ([`super::transpose_sse2`]); the rest in blocks of eight by eight
 //! through eight 64-bit words, the last rows byte by byte.
 
-#![forbid(unsafe_code)]
-
 /// A record byte no plane holds ([`plane_starts`]).
 pub(crate) const NO_PLANE: usize = usize::MAX;
 

@@ -6,8 +6,6 @@
 //! before it), and leaves smaller sections to the word-wise code of
 //! [`super::transpose`].
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{
     m128i, unpack_high_i16_m128i, unpack_high_i32_m128i, unpack_high_i64_m128i,
     unpack_high_i8_m128i, unpack_low_i16_m128i, unpack_low_i32_m128i, unpack_low_i64_m128i,

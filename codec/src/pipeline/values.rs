@@ -16,8 +16,6 @@
 //! - `Sub`, `Xor`: the per-byte difference or XOR, read as a little-endian
 //!   integer of the element's width. `None`: the current value itself.
 
-#![forbid(unsafe_code)]
-
 use crate::schema::{DeltaOp, EntityType};
 
 /// How an element's value was coded; decides whether a kind bit is sent.

@@ -5,8 +5,6 @@
 //! 16-byte chunks and returns the bytes it covered; the caller does the
 //! rest lane by lane.
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{
     add_i16_m128i, add_i32_m128i, add_i64_m128i, bitxor_m128i, shl_imm_u16_m128i,
     shl_imm_u32_m128i, shl_imm_u64_m128i, shr_imm_u16_m128i, shr_imm_u32_m128i, shr_imm_u64_m128i,

@@ -6,8 +6,6 @@
 //! values with its codes; a lookup compares the whole values, so an entry
 //! only ever stands for the very snapshot it was made from.
 
-#![forbid(unsafe_code)]
-
 use super::codes;
 use crate::error::SnapshotError;
 use crate::schema::Schema;

@@ -7,8 +7,6 @@
 //!
 //! [`scalar::angle_code`]: super::scalar::angle_code
 
-#![forbid(unsafe_code)]
-
 use super::float::F32;
 use super::fours::in_fours;
 use super::plan;

@@ -6,8 +6,6 @@
 //! `i32` lanes and the value each code gives back, rounded to `f32`,
 //! compared with the value's bits.
 
-#![forbid(unsafe_code)]
-
 use super::Code;
 use safe_arch::{
     add_m128d, bitand_m128d, bitand_m128i, bitor_m128d, bitor_m128i, cast_to_m128_from_m128i,

@@ -3,8 +3,6 @@
 //! and the prior before the pipeline runs; the decoder converts the
 //! baseline and prior the same way, and the decoded snapshot back.
 
-#![forbid(unsafe_code)]
-
 use super::cache::CodeCache;
 use super::plan;
 use crate::error::{DecodeError, SnapshotError};
@@ -78,8 +76,11 @@ pub(crate) fn record_to_codes(
 }
 
 /// Copies `src` into `dst` in code form (after checking it against the
-/// schema).
-pub(crate) fn snapshot_to_codes(
+/// schema): each quantised field's value replaced by its integer code, as
+/// [`Encoder::encode_coded_to_vec`](crate::Encoder::encode_coded_to_vec)
+/// takes it. Fails if a quantised field holds a value that is not exactly
+/// a quantised value.
+pub fn snapshot_to_codes(
     schema: &Schema,
     src: &Snapshot,
     dst: &mut Snapshot,

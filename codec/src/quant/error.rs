@@ -1,7 +1,5 @@
 //! The error of [`Schema::quantize`](crate::Schema::quantize).
 
-#![forbid(unsafe_code)]
-
 use core::fmt;
 
 use super::plan::{Fault, FaultKind};

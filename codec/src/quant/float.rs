@@ -2,8 +2,6 @@
 //! transforms can run one loop per slot specialised to its type: an
 //! element's width, its bits read as a value or as a code, and writes.
 
-#![forbid(unsafe_code)]
-
 /// One float element type. Every method takes exactly
 /// [`WIDTH`](Float::WIDTH) bytes (the elements of a slot split with
 /// `chunks_exact`).

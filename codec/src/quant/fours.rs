@@ -2,8 +2,6 @@
 //! four consecutive records is one vector. Shared by the slot's values to
 //! codes ([`super::code4`]) and codes to values ([`super::scale4`]).
 
-#![forbid(unsafe_code)]
-
 /// The `u32` of four bytes.
 #[inline(always)]
 pub(super) fn word(b: &[u8]) -> u32 {

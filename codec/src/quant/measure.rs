@@ -1,8 +1,6 @@
 //! Reconstruction error per field: what a game (or the lobby) reports next
 //! to its bandwidth figures.
 
-#![forbid(unsafe_code)]
-
 use super::plan::{read_float, read_integer};
 use super::Quantize;
 use crate::error::SnapshotError;

@@ -38,8 +38,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![forbid(unsafe_code)]
-
 pub(crate) mod cache;
 mod code4;
 pub(crate) mod codes;
@@ -57,6 +55,7 @@ mod scale4_sse2;
 #[cfg(feature = "serde")]
 pub(crate) mod text;
 
+pub use codes::snapshot_to_codes;
 pub use error::QuantizeError;
 pub use measure::{field_errors, snapshot_errors};
 

@@ -5,8 +5,6 @@
 //! Records are always `record_size` bytes and slot offsets were checked
 //! against it when the schema was built.
 
-#![forbid(unsafe_code)]
-
 use super::code4::{self, Code};
 use super::float::{Float, F32, F64};
 use super::{quat, quat_f32, scalar, scale4};

@@ -4,8 +4,6 @@
 //! `√(1 − Σ others²)`, so the quaternion is normalised with its largest
 //! component positive (`q` and `−q` are the same rotation).
 
-#![forbid(unsafe_code)]
-
 use super::plan::Kind;
 use super::scalar::{rne, to_ty};
 use super::SMALLEST_THREE_BITS;

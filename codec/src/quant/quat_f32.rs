@@ -3,8 +3,6 @@
 //! canonical test and refusals as [`super::plan`]'s slot loops on
 //! [`super::quat`].
 
-#![forbid(unsafe_code)]
-
 use super::quat::OTHERS;
 use super::scalar::rne;
 

@@ -1,7 +1,5 @@
 //! Fixed point, bounded integers and angles: one value, one code.
 
-#![forbid(unsafe_code)]
-
 use super::plan::Kind;
 use super::{AngleUnit, OutOfRange, MAX_F32_ANGLE_BITS, MAX_F32_CODE, MAX_F64_CODE};
 use crate::schema::Primitive;

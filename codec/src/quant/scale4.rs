@@ -3,8 +3,6 @@
 //! records at a time: element `e` of four consecutive records is one
 //! vector.
 
-#![forbid(unsafe_code)]
-
 use super::fours::in_fours;
 
 /// Four codes scaled by `step` and rounded to `f32`, or `None` when one is

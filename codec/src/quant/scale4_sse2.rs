@@ -4,8 +4,6 @@
 //! rounded to `f32` (the same operations, in the same order, as the
 //! portable version).
 
-#![forbid(unsafe_code)]
-
 use safe_arch::{
     bitor_m128i, cmp_gt_mask_i32_m128i, convert_to_m128_from_m128d,
     convert_to_m128d_from_lower2_i32_m128i, m128i, move_low_high_m128, move_mask_i8_m128i,

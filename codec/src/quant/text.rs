@@ -10,8 +10,6 @@
 //! and its optional `grid = 0.0054931640625` and
 //! `integrate = { velocity = "velocity", time = "commandTime", scale = 0.001 }`.
 
-#![forbid(unsafe_code)]
-
 use serde::{Deserialize, Serialize};
 
 use super::{AngleUnit, OutOfRange, Quantize};

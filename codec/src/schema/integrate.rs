@@ -4,8 +4,6 @@
 //! entity's value is then coded against the position its baseline record
 //! would have reached, not against the baseline value itself.
 
-#![forbid(unsafe_code)]
-
 use super::{Field, Primitive};
 use crate::error::SchemaError;
 

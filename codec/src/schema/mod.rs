@@ -5,8 +5,6 @@
 //! no padding: the same bytes as a `#[repr(C)]` struct with no padding on a
 //! little-endian machine.
 
-#![forbid(unsafe_code)]
-
 use crate::error::SchemaError;
 use crate::quant::{plan, Quantize};
 

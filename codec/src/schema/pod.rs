@@ -2,8 +2,6 @@
 //! struct reports ([`PodLayout`], usually through `pod_layout!`) and the
 //! Rust types that map to primitives.
 
-#![forbid(unsafe_code)]
-
 use super::Primitive;
 
 /// One field of a `#[repr(C)]` struct, as reported by [`PodLayout`].

@@ -2,8 +2,6 @@
 //! record transforms between values and integer codes (see
 //! [`quant`](crate::quant)).
 
-#![forbid(unsafe_code)]
-
 use super::{EntityType, Schema};
 use crate::error::SnapshotError;
 use crate::quant::{plan, Quantize, QuantizeError};

@@ -1,8 +1,6 @@
 //! [`Schema::rebuild`]: the same schema with other delta operators or
 //! default records, everything else kept.
 
-#![forbid(unsafe_code)]
-
 use super::{DeltaOp, Field, Schema};
 use crate::error::SchemaError;
 

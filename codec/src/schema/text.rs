@@ -3,8 +3,6 @@
 //! with [`Schema::to_json`]; rebuilding a schema read from text with the
 //! delta operators and default records stored beside it.
 
-#![forbid(unsafe_code)]
-
 use super::{EntityType, Schema};
 use crate::error::SchemaError;
 use crate::quant::text::FieldDef;

@@ -5,7 +5,7 @@ use crate::link::{Link, LinkConfig};
 
 pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     use std::sync::Arc;
-    use tickpack::session::{
+    use tickpack_session::{
         seq_newer, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
     };
 
@@ -179,7 +179,7 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
 }
 
 pub(super) fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
-    use tickpack::capture::{CaptureHeader, CaptureLimits, CaptureReader, CaptureWriter};
+    use tickpack_sets::capture::{CaptureHeader, CaptureLimits, CaptureReader, CaptureWriter};
 
     let limits = CaptureLimits {
         max_header_bytes: 64 << 10,
@@ -248,7 +248,7 @@ pub(super) fn capture_read_inner(u: &mut Unstructured<'_>) -> AResult<()> {
 }
 
 pub(super) fn dictset_load_inner(u: &mut Unstructured<'_>) -> AResult<()> {
-    use tickpack::dictset::{DictSetError, DictionarySet};
+    use tickpack_sets::dictset::{DictSetError, DictionarySet};
 
     let mut manifest: Vec<u8>;
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();

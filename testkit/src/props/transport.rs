@@ -136,7 +136,7 @@ pub(super) fn fragment_reassembly_inner(u: &mut Unstructured<'_>) -> AResult<()>
 
 pub(super) fn chunk_receiver_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     use std::time::Duration;
-    use tickpack_transport::chunk::{MAX_ACK_PACKET, SLICE_PACKET};
+    use tickpack_transport::chunk::{MAX_ACK_PACKET, SLICE_HEADER_LEN, SLICE_PACKET};
     use tickpack_transport::{ChunkConfig, ChunkReceiver, ChunkSender, MAX_CHUNK_SIZE};
 
     // Hostile phase.
@@ -158,8 +158,9 @@ pub(super) fn chunk_receiver_inner(u: &mut Unstructured<'_>) -> AResult<()> {
                 let _ = r.handle_slice(&d);
             }
             1 => {
+                // Header (chunk id, transfer, slice id, count) and size.
                 let mut d = vec![SLICE_PACKET];
-                d.extend_from_slice(&u.arbitrary::<[u8; 6]>()?);
+                d.extend_from_slice(&u.arbitrary::<[u8; SLICE_HEADER_LEN + 1]>()?);
                 let len = u.int_in_range(0..=1100usize)?;
                 d.resize(d.len() + len, 3);
                 let _ = r.handle_slice(&d);

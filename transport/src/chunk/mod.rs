@@ -25,14 +25,28 @@
 //! |-------|------------------|------------------------------------------|
 //! | 0     | type             | [`SLICE_PACKET`]                          |
 //! | 1..3  | `chunk_id`       | wrapping `u16`                           |
-//! | 3     | `slice_id`       | `0..num_slices`                          |
-//! | 4     | `num_slices - 1` | `num_slices` in `1..=256`                |
-//! | 5..7  | `slice_bytes - 1`| last slice only, `slice_bytes` in `1..=1024` |
+//! | 3..11 | `transfer`       | the sender's random id of this transfer  |
+//! | 11    | `slice_id`       | `0..num_slices`                          |
+//! | 12    | `num_slices - 1` | `num_slices` in `1..=256`                |
+//! | 13..15| `slice_bytes - 1`| last slice only, `slice_bytes` in `1..=1024` |
 //! | rest  | data             | exactly `SLICE_SIZE` bytes but in the last slice |
 //!
-//! Ack packet: type [`ACK_PACKET`], `chunk_id` (2 bytes), `num_slices - 1`
-//! (1 byte), then `ceil(num_slices / 8)` bytes of bitfield, slice `i` in bit
-//! `i % 8` of byte `i / 8`; bits past `num_slices` must be zero.
+//! Ack packet: type [`ACK_PACKET`], `chunk_id` (2 bytes), `transfer` (8
+//! bytes, the acked transfer's), `num_slices - 1` (1 byte), then
+//! `ceil(num_slices / 8)` bytes of bitfield, slice `i` in bit `i % 8` of
+//! byte `i / 8`; bits past `num_slices` must be zero.
+//!
+//! # Forged packets
+//!
+//! Slices and acks carry no authentication: on the open internet, carry
+//! them inside [`conn`](crate::conn) payloads, which are. On their own
+//! they hold against a forger who does not see the transfer's packets (off
+//! the path): a sender takes only acks that name its transfer's random
+//! 64-bit id, and a receiver that started on a forged slice switches to the
+//! real transfer once more conflicting slices than the forged transfer's
+//! own have arrived since it last progressed. A forger who reads the
+//! packets (on the path) can still ack slices that were lost or put its
+//! own data in a transfer.
 //!
 //! The module is split by concern: `wire` parses and writes the two packet
 //! kinds, `sender` and `receiver` hold the two state machines.
@@ -58,12 +72,14 @@ pub const SLICE_PACKET: u8 = 0x51;
 /// Type byte of an ack packet.
 pub const ACK_PACKET: u8 = 0xac;
 /// Header bytes of a slice packet (two more on the last slice).
-pub const SLICE_HEADER_LEN: usize = 5;
-/// Largest slice packet: header, size field and a full slice (1031 bytes,
+pub const SLICE_HEADER_LEN: usize = 13;
+/// Largest slice packet: header, size field and a full slice (1039 bytes,
 /// under a 1200-byte MTU).
 pub const MAX_SLICE_PACKET: usize = SLICE_HEADER_LEN + 2 + SLICE_SIZE;
+/// Header bytes of an ack packet (before its bitfield).
+pub const ACK_HEADER_LEN: usize = 12;
 /// Largest ack packet.
-pub const MAX_ACK_PACKET: usize = 4 + MAX_SLICES_PER_CHUNK / 8;
+pub const MAX_ACK_PACKET: usize = ACK_HEADER_LEN + MAX_SLICES_PER_CHUNK / 8;
 
 /// Settings of a [`ChunkSender`] (the receiver needs only a size limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +201,12 @@ pub enum ChunkError {
         /// Chunk id.
         chunk_id: u16,
     },
+    /// An ack or slice of the right chunk id but another transfer (forged,
+    /// or of an earlier sender).
+    OtherTransfer {
+        /// Chunk id.
+        chunk_id: u16,
+    },
 }
 
 impl fmt::Display for ChunkError {
@@ -222,6 +244,9 @@ impl fmt::Display for ChunkError {
             Self::UnexpectedChunk { chunk_id, expected } => {
                 write!(f, "packet for chunk {chunk_id}, expected chunk {expected}")
             }
+            Self::OtherTransfer { chunk_id } => {
+                write!(f, "packet of chunk {chunk_id} names another transfer")
+            }
             Self::AckPadding { chunk_id } => {
                 write!(
                     f,
@@ -233,3 +258,21 @@ impl fmt::Display for ChunkError {
 }
 
 impl std::error::Error for ChunkError {}
+
+/// A random transfer id from the operating system's generator, or, should
+/// that fail, from std's randomly keyed SipHash (still unknown off the
+/// path).
+pub(crate) fn random_transfer() -> u64 {
+    use chacha20poly1305::aead::rand_core::RngCore;
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 8];
+    if chacha20poly1305::aead::OsRng
+        .try_fill_bytes(&mut bytes)
+        .is_ok()
+    {
+        return u64::from_le_bytes(bytes);
+    }
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x7472_616e_7366_6572);
+    h.finish()
+}

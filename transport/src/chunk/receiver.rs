@@ -11,6 +11,8 @@ use super::{ChunkError, MAX_CHUNK_SIZE, SLICE_SIZE};
 
 #[derive(Debug)]
 struct Incoming {
+    /// The sender's id of this transfer.
+    transfer: u64,
     num_slices: usize,
     received: SliceSet,
     num_received: usize,
@@ -27,10 +29,12 @@ pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// [module docs](crate::chunk).
 ///
 /// It never stays stuck on a transfer it cannot finish (a forged first
-/// slice announcing another slice count or chunk id, or a chunk the sender
-/// gave up): once no new slice has arrived for the stall timeout, the next
-/// slice that conflicts with the transfer, or names another chunk than one
-/// read already, starts over.
+/// slice announcing another transfer, slice count or chunk id, or a chunk
+/// the sender gave up): a transfer that got more conflicting slices than
+/// its own since it last progressed is dropped for the conflicting one,
+/// and once no new slice has arrived for the stall timeout, the next slice
+/// that conflicts with the transfer, or names another chunk than one read
+/// already, starts over.
 #[derive(Debug)]
 pub struct ChunkReceiver {
     max_chunk_size: usize,
@@ -46,10 +50,15 @@ pub struct ChunkReceiver {
     /// delivered, so their slices never start a transfer.
     unread: u16,
     current: Option<Incoming>,
+    /// Slices conflicting with the current transfer (another transfer id or
+    /// slice count) since it last progressed.
+    conflicts: usize,
     ready: Option<Vec<u8>>,
-    /// The previous chunk's id and slice count, acked in full if its slices
-    /// are still arriving (the sender missed the final ack).
-    previous: Option<(u16, usize)>,
+    /// The transfer id of the ready chunk.
+    ready_transfer: u64,
+    /// The previous chunk's id, transfer and slice count, acked in full if
+    /// its slices are still arriving (the sender missed the final ack).
+    previous: Option<(u16, u64, usize)>,
     ack_pending: bool,
     prev_ack_pending: bool,
 }
@@ -67,7 +76,9 @@ impl ChunkReceiver {
             chunk_id: 0,
             unread: 0,
             current: None,
+            conflicts: 0,
             ready: None,
+            ready_transfer: 0,
             previous: None,
             ack_pending: false,
             prev_ack_pending: false,
@@ -97,6 +108,7 @@ impl ChunkReceiver {
     pub fn handle_timeout(&mut self, now: Duration) {
         self.clock = self.clock.max(now);
         if self.stalled() && self.current.take().is_some() {
+            self.conflicts = 0;
             self.resets += 1;
         }
     }
@@ -122,8 +134,13 @@ impl ChunkReceiver {
     /// re-acked.
     pub fn handle_slice(&mut self, packet: &[u8]) -> Result<(), ChunkError> {
         let s = parse_slice(packet)?;
-        if let Some((prev, n)) = self.previous {
+        if let Some((prev, transfer, n)) = self.previous {
             if s.chunk_id == prev {
+                if s.transfer != transfer {
+                    return Err(ChunkError::OtherTransfer {
+                        chunk_id: s.chunk_id,
+                    });
+                }
                 if s.num_slices != n {
                     return Err(ChunkError::NumSlicesMismatch {
                         chunk_id: s.chunk_id,
@@ -152,6 +169,11 @@ impl ChunkReceiver {
             }
         }
         if self.ready.is_some() {
+            if s.transfer != self.ready_transfer {
+                return Err(ChunkError::OtherTransfer {
+                    chunk_id: s.chunk_id,
+                });
+            }
             self.ack_pending = true;
             return Ok(());
         }
@@ -163,16 +185,27 @@ impl ChunkReceiver {
             });
         }
         if let Some(cur) = &self.current {
-            if cur.num_slices != s.num_slices {
-                if !self.stalled() {
-                    return Err(ChunkError::NumSlicesMismatch {
-                        chunk_id: s.chunk_id,
-                        expected: cur.num_slices,
-                        actual: s.num_slices,
+            if cur.transfer != s.transfer || cur.num_slices != s.num_slices {
+                self.conflicts += 1;
+                // One forged slice cannot hold up the real transfer: it
+                // wins once more of its slices than the current one's
+                // arrive without the current one progressing.
+                if !self.stalled() && self.conflicts <= cur.num_received {
+                    return Err(if cur.transfer != s.transfer {
+                        ChunkError::OtherTransfer {
+                            chunk_id: s.chunk_id,
+                        }
+                    } else {
+                        ChunkError::NumSlicesMismatch {
+                            chunk_id: s.chunk_id,
+                            expected: cur.num_slices,
+                            actual: s.num_slices,
+                        }
                     });
                 }
-                // The transfer stalled: this slice starts it over.
+                // Stalled or outnumbered: this slice starts it over.
                 self.current = None;
+                self.conflicts = 0;
                 self.resets += 1;
             }
         }
@@ -180,6 +213,7 @@ impl ChunkReceiver {
         let cur = match &mut self.current {
             Some(cur) => cur,
             None => self.current.insert(Incoming {
+                transfer: s.transfer,
                 num_slices: s.num_slices,
                 received: SliceSet::default(),
                 num_received: 0,
@@ -211,12 +245,14 @@ impl ChunkReceiver {
             cur.last_len = last_len;
         }
         cur.num_received += 1;
+        self.conflicts = 0;
         self.progress_at = clock;
         if cur.num_received == cur.num_slices {
             if let Some(mut done) = self.current.take() {
                 let len = (done.num_slices - 1) * SLICE_SIZE + done.last_len.unwrap_or(SLICE_SIZE);
                 done.data.truncate(len);
                 self.ready = Some(done.data);
+                self.ready_transfer = done.transfer;
                 self.previous = None;
             }
         }
@@ -231,6 +267,7 @@ impl ChunkReceiver {
             self.resets += 1;
         }
         self.chunk_id = chunk_id;
+        self.conflicts = 0;
         self.ack_pending = false;
     }
 
@@ -238,8 +275,8 @@ impl ChunkReceiver {
     pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
         if self.prev_ack_pending {
             self.prev_ack_pending = false;
-            if let Some((id, n)) = self.previous {
-                return Some(write_ack(id, n, &SliceSet::full(n)));
+            if let Some((id, transfer, n)) = self.previous {
+                return Some(write_ack(id, transfer, n, &SliceSet::full(n)));
             }
         }
         if !self.ack_pending {
@@ -247,10 +284,20 @@ impl ChunkReceiver {
         }
         self.ack_pending = false;
         if let Some(cur) = &self.current {
-            return Some(write_ack(self.chunk_id, cur.num_slices, &cur.received));
+            return Some(write_ack(
+                self.chunk_id,
+                cur.transfer,
+                cur.num_slices,
+                &cur.received,
+            ));
         }
         let n = self.ready.as_ref()?.len().div_ceil(SLICE_SIZE);
-        Some(write_ack(self.chunk_id, n, &SliceSet::full(n)))
+        Some(write_ack(
+            self.chunk_id,
+            self.ready_transfer,
+            n,
+            &SliceSet::full(n),
+        ))
     }
 
     /// Takes the complete chunk, if one is ready, and moves on to the next
@@ -258,7 +305,11 @@ impl ChunkReceiver {
     pub fn poll_chunk(&mut self) -> Option<Vec<u8>> {
         let data = self.ready.take()?;
         self.progress_at = self.clock;
-        self.previous = Some((self.chunk_id, data.len().div_ceil(SLICE_SIZE)));
+        self.previous = Some((
+            self.chunk_id,
+            self.ready_transfer,
+            data.len().div_ceil(SLICE_SIZE),
+        ));
         self.chunk_id = self.chunk_id.wrapping_add(1);
         self.unread = self.chunk_id;
         self.current = None;

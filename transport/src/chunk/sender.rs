@@ -28,6 +28,8 @@ pub struct SenderStats {
 
 #[derive(Debug)]
 struct Outgoing {
+    /// Random id of this transfer, in every slice; acks must repeat it.
+    transfer: u64,
     data: Vec<u8>,
     num_slices: usize,
     acked: SliceSet,
@@ -126,7 +128,8 @@ impl ChunkSender {
         }
     }
 
-    /// Takes in an ack packet. Acks for an older chunk are ignored; a slice
+    /// Takes in an ack packet. Acks for an older chunk are ignored, acks
+    /// naming another transfer refused; a slice
     /// is acked the first time any ack marks it (so acks may arrive out of
     /// order). When every slice is acked the chunk is done and the next
     /// queued one starts on the next [`poll_transmit`](Self::poll_transmit).
@@ -145,6 +148,11 @@ impl ChunkSender {
                 expected: self.chunk_id,
             });
         };
+        if ack.transfer != cur.transfer {
+            return Err(ChunkError::OtherTransfer {
+                chunk_id: ack.chunk_id,
+            });
+        }
         if ack.num_slices != cur.num_slices {
             return Err(ChunkError::NumSlicesMismatch {
                 chunk_id: ack.chunk_id,
@@ -199,6 +207,7 @@ impl ChunkSender {
             let data = self.queue.pop_front()?;
             let num_slices = data.len().div_ceil(SLICE_SIZE).max(1);
             self.current = Some(Outgoing {
+                transfer: super::random_transfer(),
                 data,
                 num_slices,
                 acked: SliceSet::default(),
@@ -280,6 +289,7 @@ impl ChunkSender {
         let mut p = Vec::with_capacity(SLICE_HEADER_LEN + 2 + data.len());
         p.push(SLICE_PACKET);
         p.extend_from_slice(&chunk_id.to_le_bytes());
+        p.extend_from_slice(&cur.transfer.to_le_bytes());
         p.push(u8::try_from(i).unwrap_or(u8::MAX));
         p.push(u8::try_from(cur.num_slices - 1).unwrap_or(u8::MAX));
         if i + 1 == cur.num_slices {

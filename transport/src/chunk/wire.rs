@@ -2,7 +2,8 @@
 //! bytes) and writing; the layout is in the [module docs](super).
 
 use super::{
-    ChunkError, ACK_PACKET, MAX_SLICES_PER_CHUNK, SLICE_HEADER_LEN, SLICE_PACKET, SLICE_SIZE,
+    ChunkError, ACK_HEADER_LEN, ACK_PACKET, MAX_SLICES_PER_CHUNK, SLICE_HEADER_LEN, SLICE_PACKET,
+    SLICE_SIZE,
 };
 
 /// A 256-bit set of slice ids.
@@ -31,11 +32,17 @@ impl SliceSet {
     }
 }
 
-pub(super) fn write_ack(chunk_id: u16, num_slices: usize, set: &SliceSet) -> Vec<u8> {
+pub(super) fn write_ack(
+    chunk_id: u16,
+    transfer: u64,
+    num_slices: usize,
+    set: &SliceSet,
+) -> Vec<u8> {
     let bytes = num_slices.div_ceil(8);
-    let mut out = Vec::with_capacity(4 + bytes);
+    let mut out = Vec::with_capacity(ACK_HEADER_LEN + bytes);
     out.push(ACK_PACKET);
     out.extend_from_slice(&chunk_id.to_le_bytes());
+    out.extend_from_slice(&transfer.to_le_bytes());
     out.push(u8::try_from(num_slices.saturating_sub(1)).unwrap_or(u8::MAX));
     for b in 0..bytes {
         let mut v = 0u8;
@@ -52,28 +59,31 @@ pub(super) fn write_ack(chunk_id: u16, num_slices: usize, set: &SliceSet) -> Vec
 /// A parsed ack packet.
 pub(super) struct Ack {
     pub(super) chunk_id: u16,
+    pub(super) transfer: u64,
     pub(super) num_slices: usize,
     pub(super) set: SliceSet,
 }
 
 pub(super) fn parse_ack(p: &[u8]) -> Result<Ack, ChunkError> {
-    let Some(&[ty, c0, c1, n]) = p.first_chunk::<4>() else {
+    let Some((&[ty, c0, c1, t0, t1, t2, t3, t4, t5, t6, t7, n], bits)) =
+        p.split_first_chunk::<ACK_HEADER_LEN>()
+    else {
         return Err(ChunkError::Truncated {
             len: p.len(),
-            needed: 4,
+            needed: ACK_HEADER_LEN,
         });
     };
     if ty != ACK_PACKET {
         return Err(ChunkError::WrongType { found: ty });
     }
     let chunk_id = u16::from_le_bytes([c0, c1]);
+    let transfer = u64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]);
     let num_slices = usize::from(n) + 1;
-    let bits = p.get(4..).unwrap_or_default();
     let needed = num_slices.div_ceil(8);
     if bits.len() < needed {
         return Err(ChunkError::Truncated {
             len: p.len(),
-            needed: 4 + needed,
+            needed: ACK_HEADER_LEN + needed,
         });
     }
     if bits.len() > needed {
@@ -93,6 +103,7 @@ pub(super) fn parse_ack(p: &[u8]) -> Result<Ack, ChunkError> {
     }
     Ok(Ack {
         chunk_id,
+        transfer,
         num_slices,
         set,
     })
@@ -101,13 +112,16 @@ pub(super) fn parse_ack(p: &[u8]) -> Result<Ack, ChunkError> {
 /// A parsed slice packet.
 pub(super) struct Slice<'a> {
     pub(super) chunk_id: u16,
+    pub(super) transfer: u64,
     pub(super) slice_id: usize,
     pub(super) num_slices: usize,
     pub(super) data: &'a [u8],
 }
 
 pub(super) fn parse_slice(p: &[u8]) -> Result<Slice<'_>, ChunkError> {
-    let Some((&[ty, c0, c1, s, n], rest)) = p.split_first_chunk::<SLICE_HEADER_LEN>() else {
+    let Some((&[ty, c0, c1, t0, t1, t2, t3, t4, t5, t6, t7, s, n], rest)) =
+        p.split_first_chunk::<SLICE_HEADER_LEN>()
+    else {
         return Err(ChunkError::Truncated {
             len: p.len(),
             needed: SLICE_HEADER_LEN,
@@ -117,6 +131,7 @@ pub(super) fn parse_slice(p: &[u8]) -> Result<Slice<'_>, ChunkError> {
         return Err(ChunkError::WrongType { found: ty });
     }
     let chunk_id = u16::from_le_bytes([c0, c1]);
+    let transfer = u64::from_le_bytes([t0, t1, t2, t3, t4, t5, t6, t7]);
     let slice_id = usize::from(s);
     let num_slices = usize::from(n) + 1;
     if slice_id >= num_slices {
@@ -153,6 +168,7 @@ pub(super) fn parse_slice(p: &[u8]) -> Result<Slice<'_>, ChunkError> {
     }
     Ok(Slice {
         chunk_id,
+        transfer,
         slice_id,
         num_slices,
         data,

@@ -4,15 +4,17 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::crypto::PacketKey;
+use super::crypto::{connection_key, fill_random, PacketKey, SERVER_NONCE_BYTES};
 use super::packet::{
     check_len, open_handshake, open_packet, parse_header, seal_packet, write_request, CHALLENGE,
-    CHALLENGE_BYTES, DENIED, DENIED_BYTES, DISCONNECT, KEEPALIVE, PATH, PAYLOAD, RESPONSE,
+    CHALLENGE_BYTES, DENIED, DENIED_BODY_BYTES, DENIED_BYTES, DISCONNECT, KEEPALIVE, PATH, PAYLOAD,
+    PING, PONG, REQUEST_NONCE_BYTES, RESPONSE,
 };
 use super::replay::ReplayWindow;
+use super::rtt::{Pinger, Rtt};
 use super::server::check_replay;
-use super::token::ConnectToken;
-use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, SERVER_OVERHEAD};
+use super::token::{ConnectToken, Reader};
+use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, PING_INTERVAL, SERVER_OVERHEAD};
 
 /// How often a connecting client resends its request or response.
 pub const HANDSHAKE_RESEND: Duration = Duration::from_millis(100);
@@ -41,11 +43,17 @@ pub enum ClientState {
 #[derive(Debug)]
 pub struct Client {
     token: ConnectToken,
-    client_to_server: PacketKey,
-    server_to_client: PacketKey,
+    /// This connection's keys (client to server, server to client), from
+    /// the token's and the challenge's server nonce.
+    keys: Option<(PacketKey, PacketKey)>,
     server: SocketAddr,
     state: ClientState,
     response: Vec<u8>,
+    /// Random, in every request; a challenge or denial must repeat it.
+    request_nonce: Option<[u8; REQUEST_NONCE_BYTES]>,
+    /// The head of the accepted challenge's server nonce, which a denial
+    /// of the response repeats.
+    challenge_id: Option<[u8; DENIED_BODY_BYTES]>,
     started: Duration,
     next_sequence: u64,
     replay: ReplayWindow,
@@ -54,6 +62,9 @@ pub struct Client {
     max_payload: usize,
     /// A path token from the server to echo.
     path_echo: Option<Vec<u8>>,
+    pinger: Pinger,
+    /// The id of a ping to answer.
+    pong_due: Option<[u8; 8]>,
 }
 
 impl Client {
@@ -61,12 +72,13 @@ impl Client {
     /// most `max_payload` bytes (the server's limit).
     pub fn new(now: Duration, server: SocketAddr, token: ConnectToken, max_payload: usize) -> Self {
         Self {
-            client_to_server: PacketKey::new(&token.client_to_server_key),
-            server_to_client: PacketKey::new(&token.server_to_client_key),
+            keys: None,
             token,
             server,
             state: ClientState::Requesting,
             response: Vec::new(),
+            request_nonce: None,
+            challenge_id: None,
             started: now,
             next_sequence: 0,
             replay: ReplayWindow::new(),
@@ -74,7 +86,15 @@ impl Client {
             last_sent: None,
             max_payload,
             path_echo: None,
+            pinger: Pinger::default(),
+            pong_due: None,
         }
+    }
+
+    /// The smoothed round-trip time to the server, from its answers to
+    /// the client's pings (`None` before the first answer).
+    pub fn rtt(&self) -> Option<Rtt> {
+        self.pinger.rtt
     }
 
     /// Where the client stands.
@@ -121,13 +141,25 @@ impl Client {
             None => Err(ConnError::Truncated { len: 0, min: 1 }),
             Some(&CHALLENGE) => {
                 check_len(datagram, CHALLENGE_BYTES)?;
-                if self.is_connected() {
+                // The first challenge is kept: the server derives the
+                // connection's keys from the nonce of the one echoed.
+                if self.state != ClientState::Requesting {
                     return Err(ConnError::UnexpectedKind { kind: CHALLENGE });
                 }
                 let body = open_handshake(datagram, protocol_id, &self.token.server_to_client_key)?;
+                let mut r = Reader(body);
+                let answers: [u8; REQUEST_NONCE_BYTES] = r.array();
+                if Some(answers) != self.request_nonce {
+                    return Err(ConnError::Stale);
+                }
+                let nonce: [u8; SERVER_NONCE_BYTES] = r.array();
+                let c2s = connection_key(&self.token.client_to_server_key, &nonce, b"c2s")?;
+                let s2c = connection_key(&self.token.server_to_client_key, &nonce, b"s2c")?;
+                self.keys = Some((PacketKey::new(&c2s), PacketKey::new(&s2c)));
+                self.challenge_id = Some(Reader(&nonce).array());
                 self.response.clear();
                 self.response.push(RESPONSE);
-                self.response.extend_from_slice(body);
+                self.response.extend_from_slice(r.0);
                 self.state = ClientState::Responding;
                 self.last_received = now;
                 self.last_sent = None;
@@ -138,14 +170,21 @@ impl Client {
                 if self.is_connected() {
                     return Err(ConnError::UnexpectedKind { kind: DENIED });
                 }
-                open_handshake(datagram, protocol_id, &self.token.server_to_client_key)?;
+                let body = open_handshake(datagram, protocol_id, &self.token.server_to_client_key)?;
+                let answers: [u8; DENIED_BODY_BYTES] = Reader(body).array();
+                if Some(answers) != self.request_nonce && Some(answers) != self.challenge_id {
+                    return Err(ConnError::Stale);
+                }
                 self.state = ClientState::Disconnected(DisconnectReason::Denied);
                 Ok(None)
             }
             Some(_) => {
+                let Some((_, server_to_client)) = self.keys.as_ref() else {
+                    return Err(ConnError::NotConnected);
+                };
                 let header = parse_header(datagram, false)?;
                 check_replay(&self.replay, header.sequence)?;
-                let body = open_packet(datagram, &header, protocol_id, &self.server_to_client)?;
+                let body = open_packet(datagram, &header, protocol_id, server_to_client)?;
                 self.replay.accept(header.sequence);
                 self.last_received = now;
                 match header.kind {
@@ -171,6 +210,14 @@ impl Client {
                     }
                     PATH => {
                         self.path_echo = Some(body.to_vec());
+                        Ok(None)
+                    }
+                    PING => {
+                        self.pong_due = <[u8; 8]>::try_from(body).ok();
+                        Ok(None)
+                    }
+                    PONG => {
+                        self.pinger.pong(body, now);
                         Ok(None)
                     }
                     kind => Err(ConnError::UnexpectedKind { kind }),
@@ -206,7 +253,9 @@ impl Client {
         body: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<(), ConnError> {
-        let ClientState::Connected { slot } = self.state else {
+        let (ClientState::Connected { slot }, Some((client_to_server, _))) =
+            (self.state, self.keys.as_ref())
+        else {
             return Err(ConnError::NotConnected);
         };
         seal_packet(
@@ -214,7 +263,7 @@ impl Client {
             self.next_sequence,
             Some(slot),
             self.token.protocol_id,
-            &self.client_to_server,
+            client_to_server,
             body,
             out,
         )?;
@@ -224,9 +273,10 @@ impl Client {
     }
 
     /// The next datagram for the server, if one is due: the request or
-    /// response every [`HANDSHAKE_RESEND`] while connecting, the echo of a
-    /// path token (after the client's address changed), a keep-alive after
-    /// [`KEEPALIVE_INTERVAL`] without a sent packet. Also ends the
+    /// response every [`HANDSHAKE_RESEND`] while connecting, the answer to
+    /// a ping, the echo of a path token (after the client's address
+    /// changed), a ping every [`PING_INTERVAL`], a keep-alive after
+    /// [`KEEPALIVE_INTERVAL`] without a sent packet. Call it until `None`. Also ends the
     /// connection when the token expires before connecting or the server is
     /// silent for the token's timeout.
     pub fn poll_transmit(&mut self, now: Duration) -> Option<Vec<u8>> {
@@ -250,12 +300,31 @@ impl Client {
                 None
             }
             ClientState::Requesting if due(HANDSHAKE_RESEND) => {
+                let nonce = match self.request_nonce {
+                    Some(n) => n,
+                    None => {
+                        // A failing random source only delays the request.
+                        let mut n = [0u8; REQUEST_NONCE_BYTES];
+                        fill_random(&mut n).ok()?;
+                        *self.request_nonce.insert(n)
+                    }
+                };
                 self.last_sent = Some(now);
-                Some(write_request(&self.token))
+                Some(write_request(&self.token, &nonce))
             }
             ClientState::Responding if due(HANDSHAKE_RESEND) => {
                 self.last_sent = Some(now);
                 Some(self.response.clone())
+            }
+            ClientState::Connected { .. } if silent => {
+                self.state = ClientState::Disconnected(DisconnectReason::TimedOut);
+                None
+            }
+            ClientState::Connected { .. } if self.pong_due.is_some() => {
+                let id = self.pong_due.take()?;
+                let mut out = Vec::new();
+                self.seal(now, PONG, &id, &mut out).ok()?;
+                Some(out)
             }
             ClientState::Connected { .. } if self.path_echo.is_some() => {
                 let echo = self.path_echo.take()?;
@@ -263,9 +332,12 @@ impl Client {
                 self.seal(now, PATH, &echo, &mut out).ok()?;
                 Some(out)
             }
-            ClientState::Connected { .. } if silent => {
-                self.state = ClientState::Disconnected(DisconnectReason::TimedOut);
-                None
+            ClientState::Connected { .. } if self.pinger.due(now, PING_INTERVAL) => {
+                let id = self.next_sequence;
+                let mut out = Vec::new();
+                self.seal(now, PING, &id.to_le_bytes(), &mut out).ok()?;
+                self.pinger.sent(id, now);
+                Some(out)
             }
             ClientState::Connected { .. } if due(KEEPALIVE_INTERVAL) => {
                 let mut out = Vec::new();

@@ -8,6 +8,8 @@
 use chacha20poly1305::aead::rand_core::RngCore;
 use chacha20poly1305::aead::{AeadInPlace, KeyInit, OsRng};
 use chacha20poly1305::{ChaCha20Poly1305, Nonce, Tag, XChaCha20Poly1305, XNonce};
+use hkdf::Hkdf;
+use sha2::Sha256;
 
 use super::ConnError;
 
@@ -49,6 +51,31 @@ impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Key(..)")
     }
+}
+
+/// Bytes of the random nonce a server picks for each connection.
+pub(crate) const SERVER_NONCE_BYTES: usize = 32;
+
+/// One direction's packet key of one connection: HKDF-SHA256 (RFC 5869,
+/// RustCrypto's `hkdf`) of the token's key for that direction, salted with
+/// the server's nonce for this connection, so that two connections under
+/// one token (on two servers, or one after the other) never share a key,
+/// and so never a key and nonce.
+pub(crate) fn connection_key(
+    token_key: &Key,
+    server_nonce: &[u8; SERVER_NONCE_BYTES],
+    label: &[u8; 3],
+) -> Result<Key, ConnError> {
+    let mut info = [0u8; 8 + 3];
+    info[..8].copy_from_slice(&super::VERSION);
+    info[8..].copy_from_slice(label);
+    let mut out = [0u8; KEY_BYTES];
+    // 32 bytes is far below HKDF-SHA256's 8,160-byte limit, so this cannot
+    // fail; the error is mapped rather than unwrapped.
+    Hkdf::<Sha256>::new(Some(server_nonce), &token_key.0)
+        .expand(&info, &mut out)
+        .map_err(|_| ConnError::Seal)?;
+    Ok(Key(out))
 }
 
 /// Fills `out` from the operating system's random number generator.

@@ -1,19 +1,35 @@
 //! Authenticated connections on netcode.io's model, sans-IO.
 //!
 //! A backend that authenticated a player issues a [`ConnectToken`] sealed
-//! with a private key it shares with the game servers. The client sends the
-//! token's sealed part in a connection request; the server opens it, and
-//! replies with a challenge (smaller than the request, so a spoofed source
-//! address gains an attacker nothing) that only the token's holder can
-//! read. The client echoes the challenge token from the address the
-//! challenge went to (the token is bound to it); only then does the server
-//! give it a slot. From there every packet is sealed with
-//! ChaCha20-Poly1305 under a per-direction key from the token, with the
-//! packet's sequence as nonce, and accepted once (a [`REPLAY_WINDOW`]). A
-//! client's address changes only when an authenticated packet newer than
-//! all before it arrives from a new address, and until the client echoes a
-//! token from there the server sends it at most [`AMPLIFICATION_FACTOR`]
-//! times what it received from there.
+//! with a private key it shares with the game servers, naming the servers
+//! it is for ([`ConnectToken::issue_for`]). The client sends the token's
+//! sealed part in a connection request with a random request nonce; the
+//! server opens it, checks that it names one of its
+//! [`public_addresses`](ServerConfig::public_addresses), and replies with
+//! a challenge (smaller than the request, so a spoofed source address gains
+//! an attacker nothing) that only the token's holder can read and that
+//! repeats the request nonce. The challenge carries a fresh random server
+//! nonce; both sides derive the connection's two packet keys from the
+//! token's keys and that nonce (HKDF-SHA256), so no two connections, on two
+//! servers or one after the other under one token, share a key. The client
+//! echoes the challenge token from the address the challenge went to (the
+//! token is bound to it); only then does the server give it a slot. From
+//! there every packet is sealed with ChaCha20-Poly1305 under the
+//! connection's key for its direction, with the packet's sequence as nonce,
+//! and accepted once (a [`REPLAY_WINDOW`]). A token connects once until it
+//! expires; each token and each source IP gets a few handshake replies per
+//! window.
+//!
+//! A client's address changes as RFC 9000 §9 has it: an authenticated
+//! packet newer than all before it from a new address makes the server
+//! probe that address with a path token, sent there at most
+//! [`AMPLIFICATION_FACTOR`] times what it received from there; the server
+//! keeps sending to the last validated address until the token comes back
+//! from the new one, gives the probe up after [`PATH_PROBE_TIMEOUT`] or when
+//! the validated address sends a newer packet, and probes at most once per
+//! [`MIGRATION_INTERVAL`]. Each side pings the other every
+//! [`PING_INTERVAL`] and keeps a smoothed round-trip estimate ([`Rtt`],
+//! [`Server::rtt`], [`Client::rtt`]).
 //!
 //! The cryptography is RustCrypto's `chacha20poly1305`; this module only
 //! frames packets and keeps state. The byte layouts are in the `packet`
@@ -49,13 +65,17 @@
 
 #![forbid(unsafe_code)]
 
+mod challenge;
 mod client;
 mod crypto;
+mod limit;
 mod packet;
 mod path;
 mod replay;
+mod rtt;
 mod server;
 mod token;
+mod used;
 
 use std::time::Duration;
 
@@ -64,10 +84,11 @@ pub use crypto::{Key, KEY_BYTES, TAG_BYTES};
 pub use packet::{
     CHALLENGE_BYTES, CLIENT_OVERHEAD, DENIED_BYTES, REQUEST_BYTES, RESPONSE_BYTES, SERVER_OVERHEAD,
 };
-pub use path::AMPLIFICATION_FACTOR;
+pub use path::{AMPLIFICATION_FACTOR, MIGRATION_INTERVAL, PATH_PROBE_TIMEOUT};
 pub use replay::REPLAY_WINDOW;
+pub use rtt::Rtt;
 pub use server::{Server, ServerConfig, ServerEvent, Transmit};
-pub use token::{ConnectToken, CONNECT_TOKEN_BYTES, PRIVATE_TOKEN_BYTES};
+pub use token::{ConnectToken, CONNECT_TOKEN_BYTES, MAX_SERVER_ADDRESSES, PRIVATE_TOKEN_BYTES};
 
 /// Protocol version, in every request, token and sealed packet's
 /// additional data.
@@ -75,6 +96,10 @@ pub const VERSION: [u8; 8] = *b"TPCONN01";
 
 /// A connected side sends a keep-alive after this long without sending.
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Each side of a connection pings the other this often, and times the
+/// answer for its round-trip estimate ([`Rtt`]).
+pub const PING_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +112,8 @@ pub enum DisconnectReason {
     /// This side called `disconnect`.
     ByLocal,
     /// The server refused the connection (full, or the connect token was
-    /// used for a connection before).
+    /// used for a connection before), in answer to this client's request
+    /// or challenge.
     Denied,
     /// The connect token expired before the client connected.
     TokenExpired,
@@ -196,14 +222,30 @@ pub enum ConnError {
     Random,
     /// Encryption failed (a message too long for the cipher).
     Seal,
-    /// The client's new address has not echoed its path token yet, and the
-    /// packet would exceed what may be sent there until it does.
+    /// A path token to a client's new address would exceed what may be
+    /// sent there until it echoes one (internal: the server then waits;
+    /// payloads go to the validated address and never get this).
     PathNotValidated {
         /// Bytes sent there so far.
         sent: u64,
         /// Bytes that may be sent there until it answers.
         limit: u64,
     },
+    /// More server addresses than a connect token holds.
+    TooManyAddresses {
+        /// Addresses given.
+        count: usize,
+        /// Most a token holds.
+        max: usize,
+    },
+    /// A connect token that names none of this server's public addresses.
+    WrongServer,
+    /// A challenge or denial that answers another request or challenge
+    /// than this client's (an old one, replayed).
+    Stale,
+    /// A handshake packet beyond the rate its token or source address may
+    /// be answered at; it gets no reply (the client resends).
+    RateLimited,
 }
 
 impl std::fmt::Display for ConnError {
@@ -255,6 +297,12 @@ impl std::fmt::Display for ConnError {
                 f,
                 "new address not validated: {sent} bytes sent, {limit} allowed until it answers"
             ),
+            Self::TooManyAddresses { count, max } => {
+                write!(f, "{count} server addresses, a token holds {max}")
+            }
+            Self::WrongServer => f.write_str("connect token names none of this server's addresses"),
+            Self::Stale => f.write_str("reply to another request or challenge"),
+            Self::RateLimited => f.write_str("handshake rate limit reached"),
         }
     }
 }

@@ -3,28 +3,37 @@
 //!
 //! | kind | name | layout | bytes |
 //! |---|---|---|---|
-//! | 0 | request | kind, version (8), protocol id (8), token expiry (8), token nonce (24), sealed private token (92), zero padding | 256 |
-//! | 1 | challenge | kind, nonce (24), XChaCha-sealed challenge token (108) | 149 |
-//! | 2 | response | kind, challenge token (108) | 109 |
-//! | 3 | denied | kind, nonce (24), XChaCha-sealed empty body | 41 |
+//! | 0 | request | kind, version (8), protocol id (8), token expiry (8), token nonce (24), sealed private token (169), request nonce (8), zero padding | 256 |
+//! | 1 | challenge | kind, nonce (24), XChaCha-sealed: request nonce (8), server nonce (32), challenge token (148) | 229 |
+//! | 2 | response | kind, challenge token (148) | 149 |
+//! | 3 | denied | kind, nonce (24), XChaCha-sealed: the request nonce or the first 8 bytes of the server nonce it answers | 49 |
 //! | 4 | keep-alive | connected header, sealed body (server: slot u16, max clients u16; client: empty) | |
 //! | 5 | payload | connected header, sealed payload (1 or more bytes) | |
 //! | 6 | disconnect | connected header, sealed empty body | |
 //! | 7 | path | connected header, sealed 8-byte token (the server's challenge to a new client address; the client echoes it) | |
+//! | 8 | ping | connected header, sealed 8-byte id (the ping's own sequence) | |
+//! | 9 | pong | connected header, sealed 8-byte id of the ping it answers | |
 //!
-//! A connected header is the kind byte with the sequence's byte count
-//! (1-8) in its high four bits, the sequence in that many bytes, and, on
-//! packets from the client only, the client's slot (u16). The body is sealed
-//! with ChaCha20-Poly1305 under the direction's key with nonce = four zero
-//! bytes then the sequence (u64), and additional data = version, protocol
-//! id, the header bytes. The challenge token is the challenge sequence (u64)
-//! then, sealed under the server's challenge key with that sequence as
-//! nonce and the address the challenge is sent to as additional data, the
-//! client id, timeout, both keys and the challenge's expiry (84 bytes +
-//! 16); only a response from that address opens it.
+//! The private token holds the client id, timeout, both token keys and up
+//! to four server addresses (a count, then per address: family 4 or 6,
+//! port, 16 IP bytes). A connected header is the kind byte with the
+//! sequence's byte count (1-8) in its high four bits, the sequence in that
+//! many bytes, and, on packets from the client only, the client's slot
+//! (u16). The body is sealed with ChaCha20-Poly1305 under the direction's
+//! connection key with nonce = four zero bytes then the sequence (u64), and
+//! additional data = version, protocol id, the header bytes. A connection
+//! key is HKDF-SHA256 of the token's key for that direction, with the
+//! server nonce as salt and version then `c2s` or `s2c` as info. The
+//! challenge token is the challenge sequence (u64) then, sealed under the
+//! server's challenge key with that sequence as nonce and the address the
+//! challenge is sent to as additional data, the client id, timeout, both
+//! token keys, the challenge's expiry, the token's expiry and the server
+//! nonce (124 bytes + 16); only a response from that address opens it.
 
-use super::crypto::{fill_random, open_x, seal_x, Key, PacketKey, TAG_BYTES, XNONCE_BYTES};
-use super::token::{ConnectToken, Reader, PRIVATE_TOKEN_BYTES};
+use super::crypto::{
+    fill_random, open_x, seal_x, Key, PacketKey, SERVER_NONCE_BYTES, TAG_BYTES, XNONCE_BYTES,
+};
+use super::token::{ConnectToken, Reader, PRIVATE_TOKEN_BYTES, TOKEN_HEAD_BYTES};
 use super::{ConnError, VERSION};
 
 pub(crate) const REQUEST: u8 = 0;
@@ -35,21 +44,35 @@ pub(crate) const KEEPALIVE: u8 = 4;
 pub(crate) const PAYLOAD: u8 = 5;
 pub(crate) const DISCONNECT: u8 = 6;
 pub(crate) const PATH: u8 = 7;
+pub(crate) const PING: u8 = 8;
+pub(crate) const PONG: u8 = 9;
+
+/// Bytes of the random nonce a client puts in its requests, which the
+/// server's challenge and denial repeat (sealed) so that a client takes no
+/// reply to an earlier request.
+pub(crate) const REQUEST_NONCE_BYTES: usize = 8;
+/// Bytes of a denial's body.
+pub(crate) const DENIED_BODY_BYTES: usize = 8;
 
 /// Bytes of a connection request. Larger than any reply a server sends to
 /// an address that has not proven it receives there.
 pub const REQUEST_BYTES: usize = 256;
-const REQUEST_USED: usize = 1 + VERSION.len() + 8 + 8 + XNONCE_BYTES + PRIVATE_TOKEN_BYTES;
-/// Bytes of the challenge token's sealed body.
-pub(crate) const CHALLENGE_PLAIN_BYTES: usize = 8 + 4 + 32 + 32 + 8;
+const REQUEST_USED: usize =
+    1 + VERSION.len() + 8 + 8 + XNONCE_BYTES + PRIVATE_TOKEN_BYTES + REQUEST_NONCE_BYTES;
+/// Bytes of the challenge token's sealed body: token head, challenge
+/// expiry, token expiry, server nonce.
+pub(crate) const CHALLENGE_PLAIN_BYTES: usize = TOKEN_HEAD_BYTES + 8 + 8 + SERVER_NONCE_BYTES;
 /// Bytes of a challenge token: sequence, sealed body.
 pub(crate) const CHALLENGE_TOKEN_BYTES: usize = 8 + CHALLENGE_PLAIN_BYTES + TAG_BYTES;
+/// Bytes of a challenge packet's body.
+pub(crate) const CHALLENGE_BODY_BYTES: usize =
+    REQUEST_NONCE_BYTES + SERVER_NONCE_BYTES + CHALLENGE_TOKEN_BYTES;
 /// Bytes of a challenge packet.
-pub const CHALLENGE_BYTES: usize = 1 + XNONCE_BYTES + CHALLENGE_TOKEN_BYTES + TAG_BYTES;
+pub const CHALLENGE_BYTES: usize = 1 + XNONCE_BYTES + CHALLENGE_BODY_BYTES + TAG_BYTES;
 /// Bytes of a response packet.
 pub const RESPONSE_BYTES: usize = 1 + CHALLENGE_TOKEN_BYTES;
 /// Bytes of a denied packet.
-pub const DENIED_BYTES: usize = 1 + XNONCE_BYTES + TAG_BYTES;
+pub const DENIED_BYTES: usize = 1 + XNONCE_BYTES + DENIED_BODY_BYTES + TAG_BYTES;
 /// Most bytes a server adds to a payload (kind, 8-byte sequence, tag).
 pub const SERVER_OVERHEAD: usize = 1 + 8 + TAG_BYTES;
 /// Most bytes a client adds to a payload (kind, 8-byte sequence, slot, tag).
@@ -64,9 +87,13 @@ pub(crate) struct Request {
     pub(crate) expires_at: u64,
     pub(crate) nonce: [u8; XNONCE_BYTES],
     pub(crate) private: [u8; PRIVATE_TOKEN_BYTES],
+    pub(crate) request_nonce: [u8; REQUEST_NONCE_BYTES],
 }
 
-pub(crate) fn write_request(token: &ConnectToken) -> Vec<u8> {
+pub(crate) fn write_request(
+    token: &ConnectToken,
+    request_nonce: &[u8; REQUEST_NONCE_BYTES],
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(REQUEST_BYTES);
     out.push(REQUEST);
     out.extend_from_slice(&VERSION);
@@ -74,6 +101,7 @@ pub(crate) fn write_request(token: &ConnectToken) -> Vec<u8> {
     out.extend_from_slice(&token.expires_at.to_le_bytes());
     out.extend_from_slice(&token.nonce);
     out.extend_from_slice(&token.private);
+    out.extend_from_slice(request_nonce);
     out.resize(REQUEST_BYTES, 0);
     out
 }
@@ -89,6 +117,7 @@ pub(crate) fn parse_request(datagram: &[u8]) -> Result<Request, ConnError> {
         expires_at: u64::from_le_bytes(r.array()),
         nonce: r.array(),
         private: r.array(),
+        request_nonce: r.array(),
     })
 }
 
@@ -196,7 +225,7 @@ pub(crate) fn parse_header(datagram: &[u8], with_slot: bool) -> Result<Header, C
         return Err(ConnError::Truncated { len: 0, min: 1 });
     };
     let kind = prefix & 0x0f;
-    if !matches!(kind, KEEPALIVE | PAYLOAD | DISCONNECT | PATH) {
+    if !matches!(kind, KEEPALIVE | PAYLOAD | DISCONNECT | PATH | PING | PONG) {
         return Err(ConnError::UnexpectedKind { kind });
     }
     let seq_bytes = usize::from(prefix >> 4);

@@ -1,24 +1,26 @@
 //! The server side: accepts connection requests that carry a valid connect
 //! token, proves the client receives at its address with a challenge, then
-//! authenticates every packet of the connection.
-//!
-//! Over 600 lines on purpose: one state machine (pending handshakes,
-//! connections, path validation) whose handlers share its tables.
+//! authenticates every packet of the connection. The handshake's handlers
+//! are in `handshake`; connected packets, path validation and timers here.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use super::crypto::{fill_random, Key, PacketKey, KEY_BYTES, TAG_BYTES};
+use super::challenge::Challenger;
+use super::crypto::{fill_random, Key, PacketKey};
+use super::limit::{RateLimit, PER_ADDRESS, PER_TOKEN};
 use super::packet::{
-    check_len, open_packet, parse_header, parse_request, seal_handshake, seal_packet, Header,
-    CHALLENGE, CHALLENGE_PLAIN_BYTES, CHALLENGE_TOKEN_BYTES, CLIENT_OVERHEAD, DENIED, DISCONNECT,
-    KEEPALIVE, PATH, PAYLOAD, REQUEST, REQUEST_BYTES, RESPONSE, RESPONSE_BYTES,
+    open_packet, parse_header, seal_packet, Header, CLIENT_OVERHEAD, DISCONNECT, KEEPALIVE, PATH,
+    PAYLOAD, PING, PONG, REQUEST, REQUEST_BYTES, RESPONSE,
 };
-use super::path::{PathCheck, PATH_TOKEN_BYTES};
+use super::path::{PathCheck, MIGRATION_INTERVAL, PATH_TOKEN_BYTES};
 use super::replay::{Replay, ReplayWindow};
-use super::token::{open_private, PrivateToken, Reader, PRIVATE_PLAIN_BYTES};
-use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, VERSION};
+use super::rtt::{Pinger, Rtt};
+use super::used::UsedTokens;
+use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, PING_INTERVAL};
+
+mod handshake;
 
 /// Most handshake replies and keep-alives queued for [`Server::poll_transmit`];
 /// further ones are dropped (the client resends its request).
@@ -29,11 +31,6 @@ const MAX_QUEUED: usize = 1024;
 const MAX_QUEUED_HANDSHAKES: usize = MAX_QUEUED / 2;
 /// Copies of a disconnect packet sent, since any of them may be lost.
 const DISCONNECT_COPIES: usize = 3;
-/// Connect tokens remembered as used, per client slot (as netcode.io's
-/// token entries): a token connects once, since a second connection under
-/// its keys would start both directions' sequences over and every packet
-/// of the first would authenticate again.
-const USED_TOKENS_PER_SLOT: usize = 8;
 
 /// How a [`Server`] accepts clients.
 #[derive(Debug, Clone)]
@@ -47,6 +44,12 @@ pub struct ServerConfig {
     pub max_clients: u16,
     /// Largest payload accepted or sent, in bytes.
     pub max_payload: usize,
+    /// The addresses clients reach this server at (as the backend lists
+    /// them in connect tokens). When set, a token that names none of them
+    /// is refused ([`ConnError::WrongServer`]), so a token issued for one
+    /// server does not connect to another sharing its key. Empty (the
+    /// default) checks nothing.
+    pub public_addresses: Vec<SocketAddr>,
 }
 
 impl ServerConfig {
@@ -57,6 +60,7 @@ impl ServerConfig {
             private_key,
             max_clients: 64,
             max_payload: 1200,
+            public_addresses: Vec::new(),
         }
     }
 }
@@ -83,8 +87,8 @@ pub enum ServerEvent {
         /// Its address.
         addr: SocketAddr,
     },
-    /// An authenticated packet, newer than any before it, came from a new
-    /// address (a NAT rebinding); the slot's packets now go there.
+    /// A new address of the client (a NAT rebinding) echoed its path
+    /// token; the slot's packets now go there.
     Migrated {
         /// The client's slot.
         slot: u16,
@@ -115,8 +119,15 @@ struct Connection {
     replay: ReplayWindow,
     last_received: Duration,
     last_sent: Duration,
-    /// A new address that has not echoed its path token yet.
+    /// A new address that has not echoed its path token yet; packets
+    /// still go to `addr`, the last validated one.
     path: Option<PathCheck>,
+    /// When the last probe started (a connection probes at most once per
+    /// [`MIGRATION_INTERVAL`]).
+    last_probe: Option<Duration>,
+    pinger: Pinger,
+    /// When the last pong was queued (one per half [`PING_INTERVAL`]).
+    last_pong: Option<Duration>,
 }
 
 /// The server side of the connection layer, sans-IO: datagrams go in
@@ -131,15 +142,14 @@ struct Connection {
 #[derive(Debug)]
 pub struct Server {
     config: ServerConfig,
-    challenge_key: PacketKey,
-    challenge_sequence: u64,
+    challenger: Challenger,
     slots: Vec<Option<Connection>>,
     by_client_id: HashMap<u64, u16>,
-    /// Client-to-server keys of the tokens that got a slot, oldest first
-    /// (at most `USED_TOKENS_PER_SLOT` per slot), and the same keys as a
-    /// set, so that a flood of requests costs one lookup each.
-    used_tokens: VecDeque<[u8; KEY_BYTES]>,
-    used_token_set: HashSet<[u8; KEY_BYTES]>,
+    /// The tokens that got a slot, until they expire.
+    used_tokens: UsedTokens,
+    /// Handshake replies per token and per source IP.
+    token_limit: RateLimit<[u8; 32]>,
+    address_limit: RateLimit<IpAddr>,
     events: VecDeque<ServerEvent>,
     transmits: VecDeque<Transmit>,
 }
@@ -150,12 +160,12 @@ impl Server {
         let mut slots = Vec::new();
         slots.resize_with(usize::from(config.max_clients), || None);
         Ok(Self {
-            challenge_key: PacketKey::new(&Key::generate()?),
-            challenge_sequence: 0,
+            challenger: Challenger::new()?,
             slots,
             by_client_id: HashMap::new(),
-            used_tokens: VecDeque::new(),
-            used_token_set: HashSet::new(),
+            used_tokens: UsedTokens::default(),
+            token_limit: RateLimit::new(PER_TOKEN),
+            address_limit: RateLimit::new(PER_ADDRESS),
             events: VecDeque::new(),
             transmits: VecDeque::new(),
             config,
@@ -193,181 +203,6 @@ impl Server {
         }
     }
 
-    fn handle_request(
-        &mut self,
-        now: Duration,
-        from: SocketAddr,
-        datagram: &[u8],
-    ) -> Result<(), ConnError> {
-        let request = parse_request(datagram)?;
-        self.check_protocol(request.protocol_id)?;
-        check_expiry(request.expires_at, now)?;
-        let private = open_private(
-            &self.config.private_key,
-            request.protocol_id,
-            request.expires_at,
-            &request.nonce,
-            &request.private,
-        )?;
-        if let Some(&slot) = self.by_client_id.get(&private.client_id) {
-            return self.welcome_again(now, slot, from, private.client_id);
-        }
-        if self.token_used(&private) {
-            self.queue_handshake(
-                from,
-                seal_denied(&self.config, &private.server_to_client_key)?,
-            );
-            return Err(ConnError::TokenUsed {
-                client_id: private.client_id,
-            });
-        }
-        if self.free_slot().is_none() {
-            self.queue_handshake(
-                from,
-                seal_denied(&self.config, &private.server_to_client_key)?,
-            );
-            return Err(ConnError::ServerFull {
-                max_clients: self.config.max_clients,
-            });
-        }
-        let challenge_expiry = request.expires_at.min(
-            now.as_secs()
-                .saturating_add(u64::from(private.timeout_secs)),
-        );
-        let token = self.seal_challenge_token(&private, challenge_expiry, from)?;
-        let packet = seal_handshake(
-            CHALLENGE,
-            self.config.protocol_id,
-            &private.server_to_client_key,
-            &token,
-        )?;
-        self.queue_handshake(from, packet);
-        Ok(())
-    }
-
-    /// Seals the challenge token for a challenge sent to `to`: only an
-    /// echo from `to` opens it, so the response proves the client receives
-    /// at the address it gets a slot for.
-    fn seal_challenge_token(
-        &mut self,
-        private: &PrivateToken,
-        expires_at: u64,
-        to: SocketAddr,
-    ) -> Result<[u8; CHALLENGE_TOKEN_BYTES], ConnError> {
-        let sequence = self.challenge_sequence;
-        self.challenge_sequence += 1;
-        let mut plain = [0u8; CHALLENGE_PLAIN_BYTES];
-        let mut head = [0u8; PRIVATE_PLAIN_BYTES];
-        private.write(&mut head);
-        plain[..PRIVATE_PLAIN_BYTES].copy_from_slice(&head);
-        plain[PRIVATE_PLAIN_BYTES..].copy_from_slice(&expires_at.to_le_bytes());
-        let aad = ChallengeAad::new(self.config.protocol_id, to);
-        let tag = self
-            .challenge_key
-            .seal(sequence, aad.as_slice(), &mut plain)?;
-        let mut token = [0u8; CHALLENGE_TOKEN_BYTES];
-        token[..8].copy_from_slice(&sequence.to_le_bytes());
-        token[8..8 + CHALLENGE_PLAIN_BYTES].copy_from_slice(&plain);
-        token[8 + CHALLENGE_PLAIN_BYTES..].copy_from_slice(&tag);
-        Ok(token)
-    }
-
-    fn handle_response(
-        &mut self,
-        now: Duration,
-        from: SocketAddr,
-        datagram: &[u8],
-    ) -> Result<(), ConnError> {
-        check_len(datagram, RESPONSE_BYTES)?;
-        let mut r = Reader(&datagram[1..]);
-        let sequence = u64::from_le_bytes(r.array());
-        let mut plain: [u8; CHALLENGE_PLAIN_BYTES] = r.array();
-        let tag: [u8; TAG_BYTES] = r.array();
-        // Sealed with the address the challenge went to: an echo from
-        // anywhere else (a copy, or the token's holder spoofing a victim's
-        // address) fails here and gets nothing.
-        let aad = ChallengeAad::new(self.config.protocol_id, from);
-        self.challenge_key
-            .open(sequence, aad.as_slice(), &mut plain, &tag)?;
-        let mut r = Reader(&plain);
-        let head: [u8; PRIVATE_PLAIN_BYTES] = r.array();
-        let private = PrivateToken::read(&head);
-        check_expiry(u64::from_le_bytes(r.array()), now)?;
-        if let Some(&slot) = self.by_client_id.get(&private.client_id) {
-            return self.welcome_again(now, slot, from, private.client_id);
-        }
-        if self.token_used(&private) {
-            return Err(ConnError::TokenUsed {
-                client_id: private.client_id,
-            });
-        }
-        let Some(slot) = self.free_slot() else {
-            self.queue_handshake(
-                from,
-                seal_denied(&self.config, &private.server_to_client_key)?,
-            );
-            return Err(ConnError::ServerFull {
-                max_clients: self.config.max_clients,
-            });
-        };
-        let timeout = Duration::from_secs(u64::from(private.timeout_secs));
-        self.slots[usize::from(slot)] = Some(Connection {
-            client_id: private.client_id,
-            addr: from,
-            client_to_server: PacketKey::new(&private.client_to_server_key),
-            server_to_client: PacketKey::new(&private.server_to_client_key),
-            timeout,
-            next_sequence: 0,
-            replay: ReplayWindow::new(),
-            last_received: now,
-            last_sent: now,
-            path: None,
-        });
-        self.by_client_id.insert(private.client_id, slot);
-        let remembered = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
-        if self.used_tokens.len() >= remembered {
-            if let Some(oldest) = self.used_tokens.pop_front() {
-                self.used_token_set.remove(&oldest);
-            }
-        }
-        let key = *private.client_to_server_key.as_bytes();
-        if self.used_token_set.insert(key) {
-            self.used_tokens.push_back(key);
-        }
-        self.events.push_back(ServerEvent::Connected {
-            slot,
-            client_id: private.client_id,
-            addr: from,
-        });
-        self.queue_keepalive(now, slot)
-    }
-
-    /// A request or response of a client that is already connected: from
-    /// its own address the welcome was lost, so it is sent again; from
-    /// another address it is refused (only authenticated packets move a
-    /// client).
-    fn welcome_again(
-        &mut self,
-        now: Duration,
-        slot: u16,
-        from: SocketAddr,
-        client_id: u64,
-    ) -> Result<(), ConnError> {
-        let Some(conn) = self.slots[usize::from(slot)].as_ref() else {
-            return Err(ConnError::UnknownSlot { slot });
-        };
-        if conn.addr != from {
-            return Err(ConnError::AlreadyConnected { client_id });
-        }
-        // A reply to a request or response, so within the handshake share of
-        // the queue: replays of them must not crowd out other clients'
-        // packets (the client resends until welcomed).
-        if self.transmits.len() >= MAX_QUEUED_HANDSHAKES {
-            return Ok(());
-        }
-        self.queue_keepalive(now, slot)
-    }
-
     fn handle_connected<'a>(
         &mut self,
         now: Duration,
@@ -389,28 +224,57 @@ impl Server {
         let body = open_packet(datagram, &header, protocol_id, &conn.client_to_server)?;
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
-        let mut challenge = None;
-        if from != conn.addr && newest {
-            self.events.push_back(ServerEvent::Migrated {
-                slot,
-                from: conn.addr,
-                to: from,
-            });
-            conn.addr = from;
-            let mut token = [0u8; PATH_TOKEN_BYTES];
-            fill_random(&mut token)?;
-            conn.path = Some(PathCheck::new(token, len, now));
-            challenge = Some(token);
-        } else if let Some(path) = conn.path.as_mut().filter(|_| from == conn.addr) {
-            path.received(len);
-            if header.kind == PATH && body == path.token {
+        let mut probe = None;
+        if let Some(path) = conn.path.as_mut() {
+            if from == path.addr {
+                path.received(len);
+                if header.kind == PATH && body == path.token {
+                    // The new address answered: the client really is there.
+                    self.events.push_back(ServerEvent::Migrated {
+                        slot,
+                        from: conn.addr,
+                        to: from,
+                    });
+                    conn.addr = from;
+                    conn.path = None;
+                }
+            } else if from == conn.addr && newest {
+                // The validated address still sends the newest packets:
+                // the client did not move (RFC 9000 §9.3.3).
                 conn.path = None;
             }
+        } else if from != conn.addr
+            && newest
+            && conn
+                .last_probe
+                .is_none_or(|t| now.saturating_sub(t) >= MIGRATION_INTERVAL)
+        {
+            let mut token = [0u8; PATH_TOKEN_BYTES];
+            fill_random(&mut token)?;
+            conn.path = Some(PathCheck::new(from, token, len, now));
+            conn.last_probe = Some(now);
+            probe = Some(());
         }
-        if let Some(token) = challenge {
-            // Sealing an 8-byte body cannot fail; a failure only delays the
-            // validation to the next move.
-            let _ = self.queue_sealed(now, slot, PATH, &token);
+        let mut pong = None;
+        match header.kind {
+            PING if conn
+                .last_pong
+                .is_none_or(|t| now.saturating_sub(t) >= PING_INTERVAL / 2) =>
+            {
+                conn.last_pong = Some(now);
+                pong = <[u8; 8]>::try_from(body).ok();
+            }
+            PONG => conn.pinger.pong(body, now),
+            _ => {}
+        }
+        if probe.is_some() {
+            // Sealing an 8-byte body cannot fail, and the budget allows a
+            // path packet for the packet that started the probe; a failure
+            // only leaves the token to the next resend.
+            let _ = self.queue_path(now, slot);
+        }
+        if let Some(id) = pong {
+            let _ = self.queue_sealed(now, slot, PONG, &id);
         }
         match header.kind {
             PAYLOAD if body.is_empty() => Err(ConnError::EmptyPayload),
@@ -452,50 +316,54 @@ impl Server {
             payload,
             out,
         )?;
-        if let Some(path) = conn.path.as_mut() {
-            // Refused before it is sent, so its sequence is used again.
-            path.charge(out.len()).inspect_err(|_| out.clear())?;
-        }
         conn.next_sequence += 1;
         conn.last_sent = now;
         Ok(conn.addr)
     }
 
-    /// Drops connections silent for longer than their timeout and queues
-    /// keep-alives for connections the server has sent nothing to for
-    /// [`KEEPALIVE_INTERVAL`], and sends a client whose new address has not
-    /// echoed its path token the token again every [`KEEPALIVE_INTERVAL`].
-    /// Call it every tick.
+    /// Drops connections silent for longer than their timeout; sends each
+    /// connection a ping every [`PING_INTERVAL`] and a keep-alive when the
+    /// server has sent it nothing for [`KEEPALIVE_INTERVAL`]; sends a new
+    /// address that has not echoed its path token the token again every
+    /// [`KEEPALIVE_INTERVAL`], and gives the probe up after
+    /// [`PATH_PROBE_TIMEOUT`](super::PATH_PROBE_TIMEOUT). Call it every tick.
     pub fn handle_timeout(&mut self, now: Duration) {
         for slot in 0..self.config.max_clients {
-            let Some(conn) = self.slots[usize::from(slot)].as_ref() else {
+            let Some(conn) = self.slots[usize::from(slot)].as_mut() else {
                 continue;
             };
             if now.saturating_sub(conn.last_received) > conn.timeout {
                 self.remove(slot, DisconnectReason::TimedOut);
-            } else if let Some(token) = conn
+                continue;
+            }
+            if conn.path.as_ref().is_some_and(|p| p.expired(now)) {
+                // Never answered: the connection stays on its validated
+                // address (a copier's address gets nothing more).
+                conn.path = None;
+            }
+            let resend_path = conn
                 .path
                 .as_ref()
-                .filter(|p| now.saturating_sub(p.sent_at) >= KEEPALIVE_INTERVAL)
-                .map(|p| p.token)
-            {
-                // The token or its echo may have been lost: it is sent
-                // again (which also keeps the client alive), until echoed;
-                // a send refused by the path's budget is tried next time.
-                if self.queue_sealed(now, slot, PATH, &token).is_ok() {
-                    if let Some(path) = self.slots[usize::from(slot)]
-                        .as_mut()
-                        .and_then(|c| c.path.as_mut())
-                    {
-                        path.sent_at = now;
-                    }
-                }
-            } else if now.saturating_sub(conn.last_sent) >= KEEPALIVE_INTERVAL {
-                // Sealing a 4-byte body cannot fail; a failure only skips
-                // this keep-alive.
+                .is_some_and(|p| now.saturating_sub(p.sent_at) >= KEEPALIVE_INTERVAL);
+            let ping = conn.pinger.due(now, PING_INTERVAL);
+            let keepalive = now.saturating_sub(conn.last_sent) >= KEEPALIVE_INTERVAL;
+            // Sealing a small body cannot fail, and a send refused by the
+            // path's budget is tried next time: failures only skip a packet.
+            if resend_path {
+                let _ = self.queue_path(now, slot);
+            }
+            if ping {
+                let _ = self.queue_ping(now, slot);
+            } else if keepalive {
                 let _ = self.queue_keepalive(now, slot);
             }
         }
+    }
+
+    /// The smoothed round-trip time to the client in `slot`, from its
+    /// answers to the server's pings (`None` before the first answer).
+    pub fn rtt(&self, slot: u16) -> Option<Rtt> {
+        self.connection(slot).and_then(|c| c.pinger.rtt)
     }
 
     /// Ends the connection in `slot`, queueing disconnect packets for the
@@ -543,7 +411,8 @@ impl Server {
         self.events.pop_front()
     }
 
-    /// The address of the client in `slot`.
+    /// The address of the client in `slot`: the last validated one, where
+    /// [`Server::send`] and the control packets go.
     pub fn address(&self, slot: u16) -> Option<SocketAddr> {
         self.connection(slot).map(|c| c.addr)
     }
@@ -574,12 +443,6 @@ impl Server {
             .ok_or(ConnError::UnknownSlot { slot })
     }
 
-    /// Whether `private`'s token got a slot before.
-    fn token_used(&self, private: &PrivateToken) -> bool {
-        self.used_token_set
-            .contains(private.client_to_server_key.as_bytes())
-    }
-
     fn free_slot(&self) -> Option<u16> {
         (0..self.config.max_clients).find(|&s| self.slots[usize::from(s)].is_none())
     }
@@ -602,8 +465,8 @@ impl Server {
         self.queue_sealed(now, slot, KEEPALIVE, &body)
     }
 
-    /// Seals a control packet for `slot` and queues it, within the path
-    /// budget of an unvalidated address.
+    /// Seals a control packet for `slot` and queues it to the client's
+    /// validated address.
     fn queue_sealed(
         &mut self,
         now: Duration,
@@ -623,9 +486,6 @@ impl Server {
             body,
             &mut out,
         )?;
-        if let Some(path) = conn.path.as_mut() {
-            path.charge(out.len())?;
-        }
         conn.next_sequence += 1;
         conn.last_sent = now;
         let addr = conn.addr;
@@ -633,78 +493,43 @@ impl Server {
         Ok(())
     }
 
+    /// Queues a ping whose id is its own sequence.
+    fn queue_ping(&mut self, now: Duration, slot: u16) -> Result<(), ConnError> {
+        let id = self.connection_mut(slot)?.next_sequence;
+        self.queue_sealed(now, slot, PING, &id.to_le_bytes())?;
+        self.connection_mut(slot)?.pinger.sent(id, now);
+        Ok(())
+    }
+
+    /// Sends the probed address its path token, within its budget.
+    fn queue_path(&mut self, now: Duration, slot: u16) -> Result<(), ConnError> {
+        let protocol_id = self.config.protocol_id;
+        let conn = self.connection_mut(slot)?;
+        let Some(path) = conn.path.as_mut() else {
+            return Ok(());
+        };
+        let mut out = Vec::new();
+        seal_packet(
+            PATH,
+            conn.next_sequence,
+            None,
+            protocol_id,
+            &conn.server_to_client,
+            &path.token,
+            &mut out,
+        )?;
+        path.charge(out.len())?;
+        path.sent_at = now;
+        conn.next_sequence += 1;
+        let to = path.addr;
+        self.queue(to, out);
+        Ok(())
+    }
+
     fn queue(&mut self, to: SocketAddr, datagram: Vec<u8>) {
         if self.transmits.len() < MAX_QUEUED {
             self.transmits.push_back(Transmit { to, datagram });
         }
-    }
-
-    /// Queues a reply to a connection request or response (a challenge or
-    /// a denial) within [`MAX_QUEUED_HANDSHAKES`], so that a flood of
-    /// requests leaves room for the connected clients' own packets.
-    fn queue_handshake(&mut self, to: SocketAddr, datagram: Vec<u8>) {
-        if self.transmits.len() < MAX_QUEUED_HANDSHAKES {
-            self.transmits.push_back(Transmit { to, datagram });
-        }
-    }
-
-    fn check_protocol(&self, actual: u64) -> Result<(), ConnError> {
-        if actual == self.config.protocol_id {
-            Ok(())
-        } else {
-            Err(ConnError::WrongProtocol {
-                expected: self.config.protocol_id,
-                actual,
-            })
-        }
-    }
-}
-
-fn seal_denied(config: &ServerConfig, key: &Key) -> Result<Vec<u8>, ConnError> {
-    seal_handshake(DENIED, config.protocol_id, key, &[])
-}
-
-/// The additional data of a challenge token: version, protocol id, and
-/// the address the challenge was sent to (family, port, IP), on the stack.
-struct ChallengeAad {
-    bytes: [u8; 16 + 1 + 2 + 16],
-    len: usize,
-}
-
-impl ChallengeAad {
-    fn new(protocol_id: u64, to: SocketAddr) -> Self {
-        let mut bytes = [0u8; 16 + 1 + 2 + 16];
-        bytes[..8].copy_from_slice(&VERSION);
-        bytes[8..16].copy_from_slice(&protocol_id.to_le_bytes());
-        bytes[17..19].copy_from_slice(&to.port().to_le_bytes());
-        let len = match to.ip() {
-            IpAddr::V4(ip) => {
-                bytes[16] = 4;
-                bytes[19..23].copy_from_slice(&ip.octets());
-                23
-            }
-            IpAddr::V6(ip) => {
-                bytes[16] = 6;
-                bytes[19..35].copy_from_slice(&ip.octets());
-                35
-            }
-        };
-        Self { bytes, len }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-fn check_expiry(expires_at: u64, now: Duration) -> Result<(), ConnError> {
-    if now.as_secs() < expires_at {
-        Ok(())
-    } else {
-        Err(ConnError::Expired {
-            expires_at,
-            now: now.as_secs(),
-        })
     }
 }
 

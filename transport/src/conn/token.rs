@@ -7,19 +7,36 @@
 //! connection request. The public part gives the client the two packet keys
 //! the private part also carries.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use super::crypto::{fill_random, open_x, seal_x, Key, KEY_BYTES, TAG_BYTES, XNONCE_BYTES};
 use super::{ConnError, VERSION};
 
-/// Bytes of the private part before sealing: client id (8), timeout in
-/// seconds (4), client-to-server key (32), server-to-client key (32).
-pub(crate) const PRIVATE_PLAIN_BYTES: usize = 8 + 4 + 2 * KEY_BYTES;
+/// Most server addresses a connect token names.
+pub const MAX_SERVER_ADDRESSES: usize = 4;
+/// Bytes of one encoded address: family (0 none, 4, 6), port, 16 IP bytes.
+const ADDRESS_BYTES: usize = 1 + 2 + 16;
+/// Bytes of the address list: a count, then [`MAX_SERVER_ADDRESSES`] slots.
+const ADDRESSES_BYTES: usize = 1 + MAX_SERVER_ADDRESSES * ADDRESS_BYTES;
+/// Bytes of the client id, timeout and both keys (also the head of the
+/// server's challenge token).
+pub(crate) const TOKEN_HEAD_BYTES: usize = 8 + 4 + 2 * KEY_BYTES;
+/// Bytes of the private part before sealing: the head, then the server
+/// addresses.
+pub(crate) const PRIVATE_PLAIN_BYTES: usize = TOKEN_HEAD_BYTES + ADDRESSES_BYTES;
 /// Bytes of the sealed private part.
 pub const PRIVATE_TOKEN_BYTES: usize = PRIVATE_PLAIN_BYTES + TAG_BYTES;
 /// Bytes of [`ConnectToken::to_bytes`].
-pub const CONNECT_TOKEN_BYTES: usize =
-    VERSION.len() + 8 + 8 + 8 + 4 + XNONCE_BYTES + PRIVATE_TOKEN_BYTES + 2 * KEY_BYTES;
+pub const CONNECT_TOKEN_BYTES: usize = VERSION.len()
+    + 8
+    + 8
+    + 8
+    + 4
+    + XNONCE_BYTES
+    + PRIVATE_TOKEN_BYTES
+    + 2 * KEY_BYTES
+    + ADDRESSES_BYTES;
 
 /// A connect token as the client holds it.
 #[derive(Clone, PartialEq, Eq)]
@@ -41,6 +58,10 @@ pub struct ConnectToken {
     pub client_to_server_key: Key,
     /// Key of the server's packets.
     pub server_to_client_key: Key,
+    /// The servers the token is for (also sealed in the private part): a
+    /// server configured with its public addresses refuses a token that
+    /// names none of them. Empty for [`ConnectToken::issue`]'s tokens.
+    pub server_addresses: Vec<SocketAddr>,
 }
 
 impl std::fmt::Debug for ConnectToken {
@@ -50,6 +71,7 @@ impl std::fmt::Debug for ConnectToken {
             .field("client_id", &self.client_id)
             .field("expires_at", &self.expires_at)
             .field("timeout_secs", &self.timeout_secs)
+            .field("server_addresses", &self.server_addresses)
             .finish_non_exhaustive()
     }
 }
@@ -64,29 +86,71 @@ pub(crate) struct PrivateToken {
 }
 
 impl PrivateToken {
-    pub(crate) fn write(&self, out: &mut [u8; PRIVATE_PLAIN_BYTES]) {
+    pub(crate) fn write(&self, out: &mut [u8; TOKEN_HEAD_BYTES]) {
         out[..8].copy_from_slice(&self.client_id.to_le_bytes());
         out[8..12].copy_from_slice(&self.timeout_secs.to_le_bytes());
         out[12..44].copy_from_slice(self.client_to_server_key.as_bytes());
         out[44..76].copy_from_slice(self.server_to_client_key.as_bytes());
     }
 
-    pub(crate) fn read(bytes: &[u8; PRIVATE_PLAIN_BYTES]) -> Self {
-        let mut c2s = [0u8; KEY_BYTES];
-        let mut s2c = [0u8; KEY_BYTES];
-        c2s.copy_from_slice(&bytes[12..44]);
-        s2c.copy_from_slice(&bytes[44..76]);
-        let mut id = [0u8; 8];
-        id.copy_from_slice(&bytes[..8]);
-        let mut timeout = [0u8; 4];
-        timeout.copy_from_slice(&bytes[8..12]);
+    pub(crate) fn read(bytes: &[u8; TOKEN_HEAD_BYTES]) -> Self {
+        let mut r = Reader(bytes);
         Self {
-            client_id: u64::from_le_bytes(id),
-            timeout_secs: u32::from_le_bytes(timeout),
-            client_to_server_key: Key::from_bytes(c2s),
-            server_to_client_key: Key::from_bytes(s2c),
+            client_id: u64::from_le_bytes(r.array()),
+            timeout_secs: u32::from_le_bytes(r.array()),
+            client_to_server_key: Key::from_bytes(r.array()),
+            server_to_client_key: Key::from_bytes(r.array()),
         }
     }
+}
+
+/// Encodes up to [`MAX_SERVER_ADDRESSES`] addresses.
+fn write_addresses(addrs: &[SocketAddr]) -> Result<[u8; ADDRESSES_BYTES], ConnError> {
+    if addrs.len() > MAX_SERVER_ADDRESSES {
+        return Err(ConnError::TooManyAddresses {
+            count: addrs.len(),
+            max: MAX_SERVER_ADDRESSES,
+        });
+    }
+    let mut out = [0u8; ADDRESSES_BYTES];
+    out[0] = addrs.len() as u8;
+    for (slot, addr) in out[1..].chunks_exact_mut(ADDRESS_BYTES).zip(addrs) {
+        slot[1..3].copy_from_slice(&addr.port().to_le_bytes());
+        match addr.ip() {
+            IpAddr::V4(ip) => {
+                slot[0] = 4;
+                slot[3..7].copy_from_slice(&ip.octets());
+            }
+            IpAddr::V6(ip) => {
+                slot[0] = 6;
+                slot[3..19].copy_from_slice(&ip.octets());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Decodes [`write_addresses`]' bytes; unknown families and slots past the
+/// count are skipped (the bytes were authenticated, so only a buggy issuer
+/// writes them).
+fn read_addresses(bytes: &[u8; ADDRESSES_BYTES]) -> Vec<SocketAddr> {
+    let count = usize::from(bytes[0]).min(MAX_SERVER_ADDRESSES);
+    bytes[1..]
+        .chunks_exact(ADDRESS_BYTES)
+        .take(count)
+        .filter_map(|slot| {
+            let mut r = Reader(slot);
+            let [family] = r.array::<1>();
+            let port = u16::from_le_bytes(r.array());
+            let ip: [u8; 16] = r.array();
+            let ip = match family {
+                4 => IpAddr::V4(Ipv4Addr::new(ip[0], ip[1], ip[2], ip[3])),
+                6 => IpAddr::V6(Ipv6Addr::from(ip)),
+                _ => return None,
+            };
+            Some(SocketAddr::new(ip, port))
+        })
+        .collect()
 }
 
 /// The additional data the private part is sealed with.
@@ -100,7 +164,9 @@ fn private_aad(protocol_id: u64, expires_at: u64) -> [u8; 24] {
 
 impl ConnectToken {
     /// Issues a token for `client_id`, valid from `now` (time since the Unix
-    /// epoch) for `valid_for`, with fresh random packet keys.
+    /// epoch) for `valid_for`, with fresh random packet keys, naming no
+    /// server: only servers without configured public addresses accept
+    /// it. Prefer [`ConnectToken::issue_for`].
     pub fn issue(
         private_key: &Key,
         protocol_id: u64,
@@ -109,6 +175,31 @@ impl ConnectToken {
         valid_for: Duration,
         timeout: Duration,
     ) -> Result<Self, ConnError> {
+        Self::issue_for(
+            private_key,
+            protocol_id,
+            client_id,
+            &[],
+            now,
+            valid_for,
+            timeout,
+        )
+    }
+
+    /// Issues a token for `client_id` to connect to one of `servers` (at
+    /// most [`MAX_SERVER_ADDRESSES`], the addresses the servers are
+    /// configured with as public), valid from `now` (time since the Unix
+    /// epoch) for `valid_for`, with fresh random packet keys.
+    pub fn issue_for(
+        private_key: &Key,
+        protocol_id: u64,
+        client_id: u64,
+        servers: &[SocketAddr],
+        now: Duration,
+        valid_for: Duration,
+        timeout: Duration,
+    ) -> Result<Self, ConnError> {
+        let addresses = write_addresses(servers)?;
         let mut nonce = [0u8; XNONCE_BYTES];
         fill_random(&mut nonce)?;
         let private = PrivateToken {
@@ -119,7 +210,10 @@ impl ConnectToken {
         };
         let expires_at = now.as_secs().saturating_add(valid_for.as_secs());
         let mut plain = [0u8; PRIVATE_PLAIN_BYTES];
-        private.write(&mut plain);
+        let mut head = [0u8; TOKEN_HEAD_BYTES];
+        private.write(&mut head);
+        plain[..TOKEN_HEAD_BYTES].copy_from_slice(&head);
+        plain[TOKEN_HEAD_BYTES..].copy_from_slice(&addresses);
         let tag = seal_x(
             private_key,
             &nonce,
@@ -138,6 +232,7 @@ impl ConnectToken {
             private: sealed,
             client_to_server_key: private.client_to_server_key,
             server_to_client_key: private.server_to_client_key,
+            server_addresses: servers.to_vec(),
         })
     }
 
@@ -155,6 +250,11 @@ impl ConnectToken {
         out.extend_from_slice(&self.private);
         out.extend_from_slice(self.client_to_server_key.as_bytes());
         out.extend_from_slice(self.server_to_client_key.as_bytes());
+        // At most MAX_SERVER_ADDRESSES by construction; a caller who pushed
+        // more gets the first ones (the private part holds the real list).
+        let listed =
+            &self.server_addresses[..self.server_addresses.len().min(MAX_SERVER_ADDRESSES)];
+        out.extend_from_slice(&write_addresses(listed).unwrap_or([0; ADDRESSES_BYTES]));
         out
     }
 
@@ -179,6 +279,7 @@ impl ConnectToken {
             private: r.array(),
             client_to_server_key: Key::from_bytes(r.array()),
             server_to_client_key: Key::from_bytes(r.array()),
+            server_addresses: read_addresses(&r.array()),
         })
     }
 }
@@ -190,7 +291,7 @@ pub(crate) fn open_private(
     expires_at: u64,
     nonce: &[u8; XNONCE_BYTES],
     sealed: &[u8; PRIVATE_TOKEN_BYTES],
-) -> Result<PrivateToken, ConnError> {
+) -> Result<(PrivateToken, Vec<SocketAddr>), ConnError> {
     let mut plain = [0u8; PRIVATE_PLAIN_BYTES];
     plain.copy_from_slice(&sealed[..PRIVATE_PLAIN_BYTES]);
     let mut tag = [0u8; TAG_BYTES];
@@ -202,7 +303,9 @@ pub(crate) fn open_private(
         &mut plain,
         &tag,
     )?;
-    Ok(PrivateToken::read(&plain))
+    let mut r = Reader(&plain);
+    let head = PrivateToken::read(&r.array());
+    Ok((head, read_addresses(&r.array())))
 }
 
 /// Reads fixed-size fields from a buffer whose length was checked first.

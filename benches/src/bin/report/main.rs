@@ -2,7 +2,7 @@
 //! codecs a user would pick instead, in one process, on the same packets.
 //!
 //! ```sh
-//! cargo run --release -p tickpack-benches --bin report            # writes benches/report/
+//! cargo run --release -p tickpack-benches --bin report            # writes docs/benchmarks.md
 //! cargo run --release -p tickpack-benches --bin report -- --quick # seconds; stdout + a temp dir
 //! ```
 //!
@@ -107,13 +107,36 @@ struct Cli {
     /// A few seconds: fewer ticks, printed, written to a temporary directory.
     #[arg(long)]
     quick: bool,
-    /// Where to write the report [default: benches/report, or a temporary
-    /// directory with --quick].
+    /// Where to write `benchmarks.md` and `benchmarks.svg` [default: docs/,
+    /// or a temporary directory with --quick].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Only the "Quake 3, real traffic" section, printed (nothing written).
     #[arg(long)]
     q3_only: bool,
+}
+
+/// Marks where the hand-kept measurements of `docs/benchmarks.md` begin.
+const HAND_KEPT: &str = "<!-- kept by hand:";
+
+/// Writes `md` to `path`, keeping whatever the existing file holds from the
+/// [`HAND_KEPT`] marker on (the lobby, load and format measurements that are
+/// not part of this report).
+fn write_keeping_hand_part(path: &Path, md: &str) -> Res<()> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut new = md.trim_end().to_string();
+    if let Some(at) = old.find(HAND_KEPT) {
+        new.push_str("\n\n");
+        new.push_str(&old[at..]);
+    } else {
+        new.push('\n');
+    }
+    std::fs::write(path, new)?;
+    Ok(())
 }
 
 fn run() -> Res<()> {
@@ -133,7 +156,7 @@ fn run() -> Res<()> {
         if quick {
             std::env::temp_dir().join("tickpack-report-quick")
         } else {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("report")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs")
         }
     });
     let start = Instant::now();
@@ -171,13 +194,11 @@ fn run() -> Res<()> {
     md.push_str(&q3real::section(quick)?);
     eprintln!("Quake 3 demos: {:.1} s", t.elapsed().as_secs_f64());
     std::fs::create_dir_all(&out)?;
-    chart::draw(&results, &out.join("chart.svg"))?;
-    if quick {
-        print!("{md}");
-    } else {
-        std::fs::write(out.join("report.md"), &md)?;
-        print!("{md}");
+    chart::draw(&results, &out.join("benchmarks.svg"))?;
+    if !quick {
+        write_keeping_hand_part(&out.join("benchmarks.md"), &md)?;
     }
+    print!("{md}");
     eprintln!(
         "wrote {} ({:.1} s in all)",
         out.display(),

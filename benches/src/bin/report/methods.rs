@@ -5,10 +5,10 @@
 use std::error::Error;
 use std::path::Path;
 
-use tickpack::dictset::{DictKind, DictionarySet, SetEncoder};
 use tickpack::{
     Baseline, Decoder, Dictionary, Encoder, HuffmanTable, Primitive, Schema, Section, Snapshot,
 };
+use tickpack_sets::dictset::{DictKind, DictionarySet, SetEncoder};
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
 use tickpack_scenarios::raw;

@@ -1,0 +1,777 @@
+//! The server side: per-client history and acks, shared encodes.
+//!
+//! Every sent snapshot keeps its [`Recall`] (the last records the client
+//! saw of entities it does not hold), derived along the client's chain of
+//! baselines exactly as the client derives it, so a spawned entity is
+//! coded against what the client last knew of it.
+
+use core::fmt;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::error::SessionError;
+use super::handshake::Hello;
+use super::message::ClientMessage;
+use super::view::View;
+use super::DEFAULT_HISTORY;
+use tickpack::Baseline;
+use tickpack::Dictionary;
+use tickpack::Limits;
+use tickpack::Recall;
+use tickpack::Schema;
+use tickpack::Snapshot;
+use tickpack::MAX_BASELINE_DISTANCE;
+use tickpack::{Encoder, DEFAULT_LEVEL};
+use tickpack_seq::{seq_distance, seq_newer};
+
+/// The server encoder's code-form cache (quantised schemas): 512
+/// snapshots, 32 MiB, allocated only as used. Packets without held
+/// entities take their code forms from the worlds' and never touch it;
+/// views with held entities keep every client's recent snapshots there (a
+/// lobby of 63 clients a few ticks from their acks).
+const SERVER_CODE_CACHE: (usize, usize) = (512, 32 << 20);
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Snapshots remembered per client (the ring size). Default 32.
+    pub history: usize,
+    /// zstd level.
+    pub level: i32,
+    /// Limits (give clients the same: they also cap every recall, which
+    /// both ends must derive alike).
+    pub limits: Limits,
+    /// Send a one-byte checksum in every packet (2 bytes with the header's
+    /// extension byte): a client whose baseline drifted notices within a
+    /// few packets and asks for a full snapshot. Default on.
+    pub checksum: bool,
+    /// Compress with this dictionary.
+    pub dictionary: Option<Dictionary>,
+    /// Compress full snapshots with this one instead (a set's keyframe
+    /// dictionary); `None`: full snapshots use `dictionary`.
+    pub keyframe_dictionary: Option<Dictionary>,
+    /// Sequence of the first tick (tests start near the wrap).
+    pub first_sequence: u16,
+    /// Give clients with the same baseline, view and recalled records the
+    /// same bytes, encoded once per tick. A client whose chain started on
+    /// another tick than the encode's still takes its bytes; its own
+    /// recall is then derived from its own baseline recall, since recalls
+    /// forget by the steps since their keyframes. Default on; off only to
+    /// measure what it saves.
+    pub share_encodes: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            history: DEFAULT_HISTORY,
+            level: DEFAULT_LEVEL,
+            limits: Limits::default(),
+            checksum: true,
+            dictionary: None,
+            keyframe_dictionary: None,
+            first_sequence: 0,
+            share_encodes: true,
+        }
+    }
+}
+
+/// What an ack did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckOutcome {
+    /// The client's baseline moved forward to this sequence.
+    Advanced(u16),
+    /// Not newer than the baseline already acked: ignored.
+    Stale,
+    /// No snapshot with this sequence is in the client's ring (never sent,
+    /// evicted, garbage, or sent before the client's latest request for a
+    /// full snapshot): ignored.
+    Unknown,
+}
+
+/// Server counters: packets, bytes, full snapshots and acks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Packets handed out by [`Server::send`].
+    pub packets: u64,
+    /// Of those, full snapshots (no baseline).
+    pub full: u64,
+    /// Actual encoder runs (the rest were shared).
+    pub encodes: u64,
+    /// Bytes handed out.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone)]
+struct Sent {
+    sequence: u16,
+    world: Arc<Snapshot>,
+    view: View,
+    /// The held entities of `view` with the records the packet gave them
+    /// (from its baseline); `None` when the view holds nothing.
+    held: Option<Arc<Snapshot>>,
+    /// `world` in code form (quantised schemas).
+    codes: Option<Arc<Snapshot>>,
+    /// The client's [`ClientSlot::epoch`] when this was sent.
+    sent_in: u64,
+    /// The client acked this snapshot, so it holds it (while the epoch it
+    /// was sent in lasts).
+    acked: bool,
+    /// The recall of this snapshot (shared chunks with its baseline's).
+    recall: Recall,
+}
+
+impl Sent {
+    /// This client's snapshot as sent, as a baseline: the shared world
+    /// itself for a full view, else composed into `scratch`.
+    fn materialize<'a>(&'a self, scratch: &'a mut Snapshot) -> Baseline<'a> {
+        let snapshot: &Snapshot = if self.view.is_all() {
+            &self.world
+        } else {
+            self.view
+                .compose(&self.world, self.held.as_deref(), scratch, None);
+            scratch
+        };
+        Baseline {
+            sequence: self.sequence,
+            snapshot,
+        }
+    }
+
+    /// [`Sent::materialize`] in code form, when there is one and the
+    /// view held nothing (held records are the baseline's values).
+    fn materialize_codes<'a>(&'a self, scratch: &'a mut Snapshot) -> Option<Baseline<'a>> {
+        let codes = self.codes.as_deref().filter(|_| self.held.is_none())?;
+        let snapshot: &Snapshot = if self.view.is_all() {
+            codes
+        } else {
+            self.view.compose(codes, None, scratch, None);
+            scratch
+        };
+        Some(Baseline {
+            sequence: self.sequence,
+            snapshot,
+        })
+    }
+
+    /// What decides the snapshot's content beyond the world of its tick.
+    fn key(&self) -> SentKey {
+        SentKey {
+            sequence: self.sequence,
+            world: self.world.clone(),
+            view: self.view.clone(),
+            held: self.held.clone(),
+        }
+    }
+}
+
+/// Identifies a sent snapshot's content: its sequence, its world (the
+/// same sequence names another tick's world after the sequence wraps, for
+/// a client not sent anything since), the view it was sent with and the
+/// records its held entities got.
+#[derive(Debug, Clone)]
+struct SentKey {
+    sequence: u16,
+    world: Arc<Snapshot>,
+    view: View,
+    held: Option<Arc<Snapshot>>,
+}
+
+impl PartialEq for SentKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.sequence == other.sequence
+            && Arc::ptr_eq(&self.world, &other.world)
+            && self.view == other.view
+            && match (&self.held, &other.held) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+                _ => false,
+            }
+    }
+}
+
+#[derive(Debug)]
+struct ClientSlot {
+    ring: Vec<Option<Sent>>,
+    acked: Option<u16>,
+    want_full: bool,
+    /// Raised by every request for a full snapshot. Only snapshots sent in
+    /// the current epoch may be acked or used as a baseline or prior: a
+    /// client that asks for a full snapshot may hold nothing sent before
+    /// (it restarted, or dropped its state), and an ack it sent before
+    /// asking may arrive after. A request forgets every ack in one step
+    /// whatever the history.
+    epoch: u64,
+}
+
+impl ClientSlot {
+    /// The acked snapshot `seq`, if still in the ring and within the
+    /// distance a packet at `now` can name (65,536 ticks after an ack, the
+    /// ring may hold a snapshot sent again under its sequence, not acked).
+    fn acked_at(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
+        let seq = seq?;
+        self.ring[usize::from(seq) % self.ring.len()]
+            .as_ref()
+            .filter(|s| s.sequence == seq && s.acked)
+            .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(now, seq)))
+    }
+
+    /// The prior for predicting `now` from baseline `b`: an acked snapshot
+    /// older than `b` whose distance to `b` is closest to `now − b`, since
+    /// `2·b − prior` extrapolates by exactly the distance from prior to `b`.
+    fn prior_for(&self, b: u16, now: u16) -> Option<&Sent> {
+        let want = i32::from(seq_distance(now, b));
+        self.ring
+            .iter()
+            .flatten()
+            .filter(|s| s.acked && s.sent_in == self.epoch && seq_newer(b, s.sequence))
+            .filter(|s| {
+                u32::from(seq_distance(now, s.sequence)) <= u32::from(MAX_BASELINE_DISTANCE)
+            })
+            .min_by_key(|s| {
+                let d = i32::from(seq_distance(b, s.sequence));
+                ((d - want).abs(), d)
+            })
+    }
+}
+
+/// An encode other clients may reuse: same baseline and prior (sequence,
+/// view and held records), the same baseline recall, and the same view now.
+#[derive(Debug)]
+struct Shared {
+    baseline: Option<SentKey>,
+    prior: Option<SentKey>,
+    /// The baseline's recall (`None` for a full snapshot).
+    base_recall: Option<Recall>,
+    view: View,
+    bytes: Arc<[u8]>,
+    /// The held records this encode gave (the same for every sharer).
+    held: Option<Arc<Snapshot>>,
+    /// The recall of the snapshot sent (the same for every sharer).
+    recall: Recall,
+}
+
+impl Shared {
+    /// Whether a client with this baseline, prior, baseline recall and view
+    /// may take these bytes.
+    fn fits(
+        &self,
+        baseline: &Option<SentKey>,
+        prior: &Option<SentKey>,
+        base_recall: Option<&Recall>,
+        view: &View,
+    ) -> bool {
+        self.baseline == *baseline
+            && self.prior == *prior
+            && self.view == *view
+            && match (&self.base_recall, base_recall) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.same_content(b),
+                _ => false,
+            }
+    }
+
+    /// Whether a sharer whose baseline recall is `base_recall` gets this
+    /// encode's recall too: not when its chain counts other steps (it
+    /// began on another tick), as its recall forgets and evicts on other
+    /// steps.
+    fn same_recall(&self, base_recall: Option<&Recall>) -> bool {
+        match (&self.base_recall, base_recall) {
+            (Some(a), Some(b)) => a.same_as(b),
+            _ => true,
+        }
+    }
+}
+
+/// The snapshot a client gets of `world` through `view`: `world` itself for
+/// a full view, else composed into `cur`, held entities with their records
+/// in `baseline` (also written to `held`).
+fn client_snapshot<'a>(
+    view: &View,
+    world: &'a Snapshot,
+    baseline: Option<&Snapshot>,
+    cur: &'a mut Snapshot,
+    held: &mut Snapshot,
+) -> &'a Snapshot {
+    if view.is_all() {
+        world
+    } else if view.has_held() {
+        view.compose(world, baseline, cur, Some(held));
+        cur
+    } else {
+        view.apply(world, cur);
+        cur
+    }
+}
+
+/// The server side of the protocol. See the [module docs](super).
+pub struct Server {
+    schema: Schema,
+    encoder: Encoder,
+    limits: Limits,
+    hello: Hello,
+    history: usize,
+    share: bool,
+    clients: HashMap<u16, ClientSlot>,
+    sequence: u16,
+    world: Option<Arc<Snapshot>>,
+    /// The tick's world in code form (quantised schemas), made by the
+    /// first send of the tick.
+    world_codes: Option<Arc<Snapshot>>,
+    shared: Vec<Shared>,
+    cur_view: Snapshot,
+    base_view: Snapshot,
+    prior_view: Snapshot,
+    held_view: Snapshot,
+    /// The code forms of `cur_view`, `base_view` and `prior_view`.
+    cur_codes: Snapshot,
+    base_codes: Snapshot,
+    prior_codes: Snapshot,
+    predicts: bool,
+    out: Vec<u8>,
+    stats: ServerStats,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("sequence", &self.sequence)
+            .field("clients", &self.clients.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Server {
+    /// A server for `schema`.
+    pub fn new(schema: Schema, config: ServerConfig) -> Result<Self, SessionError> {
+        if config.history == 0 || config.history > usize::from(MAX_BASELINE_DISTANCE) {
+            return Err(SessionError::BadHistory {
+                history: config.history,
+            });
+        }
+        let mut encoder = Encoder::with_level(schema.clone(), config.level);
+        encoder.set_limits(config.limits);
+        encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
+        // One encoder serves every client (see SERVER_CODE_CACHE).
+        encoder.set_code_cache(SERVER_CODE_CACHE.0, SERVER_CODE_CACHE.1);
+        let hello = Hello {
+            schema_id: schema.id(),
+            dictionary: config.dictionary.as_ref().map(Dictionary::id),
+            keyframe_dictionary: config
+                .keyframe_dictionary
+                .as_ref()
+                .or(config.dictionary.as_ref())
+                .map(Dictionary::id),
+            limits: config.limits,
+        };
+        encoder
+            .set_dictionary(config.dictionary.as_ref())
+            .map_err(SessionError::Dictionary)?;
+        encoder
+            .set_keyframe_dictionary(config.keyframe_dictionary.as_ref())
+            .map_err(SessionError::Dictionary)?;
+        Ok(Self {
+            cur_view: Snapshot::new(&schema),
+            base_view: Snapshot::new(&schema),
+            prior_view: Snapshot::new(&schema),
+            held_view: Snapshot::new(&schema),
+            cur_codes: Snapshot::new(&schema),
+            base_codes: Snapshot::new(&schema),
+            prior_codes: Snapshot::new(&schema),
+            world_codes: None,
+            predicts: schema.predicts(),
+            schema,
+            encoder,
+            limits: config.limits,
+            hello,
+            history: config.history,
+            share: config.share_encodes,
+            clients: HashMap::new(),
+            sequence: config.first_sequence.wrapping_sub(1),
+            world: None,
+            shared: Vec::new(),
+            out: Vec::new(),
+            stats: ServerStats::default(),
+        })
+    }
+
+    /// What this server encodes with: its schema, dictionaries and limits,
+    /// sent to a client that connects (see [`Hello`]).
+    pub fn hello(&self) -> Hello {
+        self.hello
+    }
+
+    /// Connects client `id` if its answer to [`Server::hello`] agrees
+    /// (schema, dictionaries and limits); else
+    /// [`SessionError::HandshakeMismatch`] and nothing changes.
+    pub fn accept(&mut self, id: u16, answer: &[u8]) -> Result<(), SessionError> {
+        let theirs = Hello::parse(answer).map_err(SessionError::Handshake)?;
+        if theirs != self.hello {
+            return Err(SessionError::HandshakeMismatch {
+                ours: self.hello,
+                theirs,
+            });
+        }
+        self.connect(id);
+        Ok(())
+    }
+
+    /// Adds a client (or resets one that reconnects): its first packet is
+    /// full. Without [`Server::accept`], nothing checks that the client has
+    /// the same schema, dictionaries and limits until a packet fails.
+    pub fn connect(&mut self, id: u16) {
+        self.clients.insert(
+            id,
+            ClientSlot {
+                ring: vec![None; self.history],
+                acked: None,
+                want_full: false,
+                epoch: 0,
+            },
+        );
+    }
+
+    /// Forgets a client and its history.
+    pub fn disconnect(&mut self, id: u16) -> bool {
+        self.clients.remove(&id).is_some()
+    }
+
+    /// Connected client ids.
+    pub fn clients(&self) -> impl Iterator<Item = u16> + '_ {
+        self.clients.keys().copied()
+    }
+
+    /// Starts a tick with the whole world's state, shared by every client's
+    /// history. Returns the tick's sequence.
+    pub fn begin_tick(&mut self, world: Arc<Snapshot>) -> u16 {
+        self.sequence = self.sequence.wrapping_add(1);
+        self.world = Some(world);
+        self.world_codes = None;
+        self.shared.clear();
+        self.sequence
+    }
+
+    /// Sequence of the current tick.
+    pub fn sequence(&self) -> u16 {
+        self.sequence
+    }
+
+    /// The packet for client `id` this tick: a delta against the newest
+    /// snapshot it acked that is still in its ring (and that snapshot's
+    /// recall), else a full snapshot. Clients with the same baseline, view
+    /// and recalled records get the same bytes, encoded once.
+    pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
+        let world = self.world.clone().ok_or(SessionError::NoTick)?;
+        let world_codes = self.world_codes(&world)?;
+        let seq = self.sequence;
+        let history = self.history;
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        let (base, prior) = if slot.want_full {
+            (None, None)
+        } else {
+            let base = slot.acked_at(slot.acked, seq).cloned();
+            // A held entity keeps its baseline record: against a prediction
+            // that is a change (its last motion), against the baseline none.
+            let prior = match (&base, self.predicts) {
+                (Some(b), true) if !view.has_held() => slot.prior_for(b.sequence, seq).cloned(),
+                _ => None,
+            };
+            (base, prior)
+        };
+        // The baseline's content depends on the view it was sent with and
+        // its held records, not only its sequence: the key holds all three.
+        let key = base.as_ref().map(Sent::key);
+        let prior_key = prior.as_ref().map(Sent::key);
+        let base_recall = base.as_ref().map(|b| &b.recall);
+        let shared = self
+            .shared
+            .iter()
+            .find(|s| self.share && s.fits(&key, &prior_key, base_recall, view))
+            .map(|s| {
+                let same = s.same_recall(base_recall);
+                (s.bytes.clone(), s.held.clone(), s.recall.clone(), same)
+            });
+        let (bytes, held, recall) = match (shared, &base, base_recall) {
+            (Some((bytes, held, recall, true)), _, _) => (bytes, held, recall),
+            (Some((bytes, held, _, false)), Some(b), Some(r)) => {
+                // The same bytes (the baseline recalls hold the same
+                // records), and this client's own recall after them: its
+                // baseline recall advanced over the same baseline and
+                // snapshot as the encode's.
+                let baseline = b.materialize(&mut self.base_view);
+                let cur = client_snapshot(
+                    view,
+                    &world,
+                    Some(baseline.snapshot),
+                    &mut self.cur_view,
+                    &mut self.held_view,
+                );
+                let recall = r.advance(baseline, cur, seq, &self.limits);
+                (bytes, held, recall)
+            }
+            // Without a baseline recall the encode's recall is the same.
+            (Some((bytes, held, recall, false)), _, _) => (bytes, held, recall),
+            (None, _, _) => {
+                let baseline = base.as_ref().map(|b| b.materialize(&mut self.base_view));
+                // Quantised, nothing held now or in the references: the
+                // code forms come from the worlds' (converted once per
+                // tick), not from converting this client's snapshots.
+                let coded = world_codes.as_deref().filter(|_| {
+                    !view.has_held()
+                        && base.as_ref().is_none_or(|b| b.held.is_none())
+                        && prior.as_ref().is_none_or(|p| p.held.is_none())
+                });
+                let cur = client_snapshot(
+                    view,
+                    &world,
+                    baseline.as_ref().map(|b| b.snapshot),
+                    &mut self.cur_view,
+                    &mut self.held_view,
+                );
+                let held = view.has_held().then(|| Arc::new(self.held_view.clone()));
+                if let Some(world_codes) = coded {
+                    let cur_codes: &Snapshot = if view.is_all() {
+                        world_codes
+                    } else {
+                        view.apply(world_codes, &mut self.cur_codes);
+                        &self.cur_codes
+                    };
+                    let base_codes = base
+                        .as_ref()
+                        .and_then(|b| b.materialize_codes(&mut self.base_codes));
+                    let prior_codes = prior
+                        .as_ref()
+                        .and_then(|p| p.materialize_codes(&mut self.prior_codes));
+                    let reference = tickpack::Reference {
+                        baseline: base_codes,
+                        prior: base_codes.and(prior_codes),
+                        recall: base_codes.and(base_recall),
+                    };
+                    self.encoder
+                        .encode_coded_to_vec(cur, cur_codes, seq, reference, &mut self.out)
+                        .map_err(SessionError::Encode)?;
+                } else {
+                    let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
+                    let reference = tickpack::Reference {
+                        baseline,
+                        prior: baseline.and(prior_base),
+                        recall: baseline.and(base_recall),
+                    };
+                    self.encoder
+                        .encode_to_vec(cur, seq, reference, &mut self.out)
+                        .map_err(SessionError::Encode)?;
+                }
+                self.stats.encodes += 1;
+                // What the client will recall once it applies this packet.
+                let recall = match (baseline, base_recall) {
+                    (Some(b), Some(r)) => r.advance(b, cur, seq, &self.limits),
+                    _ => Recall::keyframe(seq),
+                };
+                let bytes: Arc<[u8]> = Arc::from(&self.out[..]);
+                self.shared.push(Shared {
+                    baseline: key,
+                    prior: prior_key,
+                    base_recall: base_recall.cloned(),
+                    view: view.clone(),
+                    bytes: bytes.clone(),
+                    held: held.clone(),
+                    recall: recall.clone(),
+                });
+                (bytes, held, recall)
+            }
+        };
+        if let Some(slot) = self.clients.get_mut(&id) {
+            slot.want_full = false;
+            slot.ring[usize::from(seq) % history] = Some(Sent {
+                sequence: seq,
+                world,
+                view: view.clone(),
+                held,
+                codes: world_codes,
+                sent_in: slot.epoch,
+                acked: false,
+                recall,
+            });
+        }
+        self.stats.packets += 1;
+        self.stats.full += u64::from(base.is_none());
+        self.stats.bytes += bytes.len() as u64;
+        Ok(bytes)
+    }
+
+    /// The tick's world in code form, converted by the first call of the
+    /// tick (`None` without quantisation).
+    fn world_codes(&mut self, world: &Snapshot) -> Result<Option<Arc<Snapshot>>, SessionError> {
+        if !self.schema.is_quantized() {
+            return Ok(None);
+        }
+        if self.world_codes.is_none() {
+            let mut codes = Snapshot::default();
+            tickpack::quant::snapshot_to_codes(&self.schema, world, &mut codes)
+                .map_err(|e| SessionError::Encode(tickpack::EncodeError::Snapshot(e)))?;
+            self.world_codes = Some(Arc::new(codes));
+        }
+        Ok(self.world_codes.clone())
+    }
+
+    /// Takes an ack from client `id`. Acks may be late, duplicated, out of
+    /// order, for sequences never sent, or garbage: the baseline only ever
+    /// moves forward, and only to a snapshot this client was sent.
+    pub fn ack(&mut self, id: u16, sequence: u16) -> Result<AckOutcome, SessionError> {
+        let history = self.history;
+        let now = self.sequence;
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        let entry = slot.ring[usize::from(sequence) % history]
+            .as_mut()
+            .filter(|s| {
+                s.sequence == sequence && s.sent_in == slot.epoch && !seq_newer(sequence, now)
+            });
+        match entry {
+            Some(e) => e.acked = true,
+            None => return Ok(AckOutcome::Unknown),
+        }
+        match slot.acked {
+            // An ack further back than a packet can name is no baseline,
+            // and 16-bit sequences that far apart do not order: any ack
+            // of a snapshot in the ring replaces it.
+            Some(a) if !seq_newer(sequence, a) && seq_distance(now, a) <= MAX_BASELINE_DISTANCE => {
+                Ok(AckOutcome::Stale)
+            }
+            _ => {
+                slot.acked = Some(sequence);
+                Ok(AckOutcome::Advanced(sequence))
+            }
+        }
+    }
+
+    /// The next packet to client `id` will be a full snapshot.
+    pub fn request_full(&mut self, id: u16) -> Result<(), SessionError> {
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        slot.want_full = true;
+        slot.acked = None;
+        slot.epoch += 1;
+        Ok(())
+    }
+
+    /// Handles a message that arrived on client `id`'s connection (one
+    /// the transport authenticated: the message itself names no client,
+    /// so no peer can ack for another or make it resynchronise): its
+    /// request for a full snapshot, else its ack. Returns what the ack did.
+    pub fn handle_message(
+        &mut self,
+        id: u16,
+        bytes: &[u8],
+    ) -> Result<Option<AckOutcome>, SessionError> {
+        let m = ClientMessage::parse(bytes).map_err(SessionError::Message)?;
+        self.apply_message(id, &m)
+    }
+
+    /// A message's request for a full snapshot, else its ack, for client
+    /// `id`.
+    fn apply_message(
+        &mut self,
+        id: u16,
+        m: &ClientMessage,
+    ) -> Result<Option<AckOutcome>, SessionError> {
+        if m.request_full {
+            self.request_full(id)?;
+        }
+        let outcome = match m.ack {
+            Some(a) if !m.request_full => Some(self.ack(id, a)?),
+            _ => None,
+        };
+        if !self.clients.contains_key(&id) {
+            return Err(SessionError::UnknownClient { id });
+        }
+        Ok(outcome)
+    }
+
+    /// Writes into `out` the snapshot client `id` holds once it applies the
+    /// packet sent to it as `sequence` (its view of that tick's world, held
+    /// entities at the records the packet gave them). `false` if that
+    /// packet has left the client's ring or was never sent.
+    pub fn sent_state(&self, id: u16, sequence: u16, out: &mut Snapshot) -> bool {
+        let Some(sent) = self.clients.get(&id).and_then(|slot| {
+            slot.ring[usize::from(sequence) % slot.ring.len()]
+                .as_ref()
+                .filter(|s| s.sequence == sequence)
+        }) else {
+            return false;
+        };
+        sent.view
+            .compose(&sent.world, sent.held.as_deref(), out, None);
+        true
+    }
+
+    /// The sequence client `id` has acked, if any.
+    pub fn acked(&self, id: u16) -> Option<u16> {
+        self.clients.get(&id).and_then(|s| s.acked)
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> ServerStats {
+        self.stats
+    }
+
+    /// Bytes the server holds for client `id` itself: its ring, the views
+    /// and the recalls in it (chunks shared between its entries counted
+    /// once), not counting the world snapshots every client shares.
+    pub fn client_memory(&self, id: u16) -> Option<usize> {
+        let slot = self.clients.get(&id)?;
+        let ring = slot.ring.capacity() * core::mem::size_of::<Option<Sent>>();
+        let mut views: Vec<&View> = slot.ring.iter().flatten().map(|s| &s.view).collect();
+        views.dedup();
+        let mut held: Vec<&Arc<Snapshot>> = slot
+            .ring
+            .iter()
+            .flatten()
+            .filter_map(|s| s.held.as_ref())
+            .collect();
+        held.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let mut chunks = HashSet::new();
+        let recalls: usize = slot
+            .ring
+            .iter()
+            .flatten()
+            .map(|s| s.recall.heap_bytes(&mut chunks))
+            .sum();
+        Some(
+            recalls
+                + core::mem::size_of::<ClientSlot>()
+                + ring
+                + views.iter().map(|v| v.heap_bytes()).sum::<usize>()
+                + held
+                    .iter()
+                    .map(|h| h.raw_len() + h.entity_count() * 4)
+                    .sum::<usize>(),
+        )
+    }
+
+    /// Bytes of world snapshots currently referenced by any client's ring
+    /// (each counted once).
+    pub fn shared_memory(&self) -> usize {
+        let mut seen: HashSet<*const Snapshot> = HashSet::new();
+        let mut total = 0;
+        for s in self.clients.values().flat_map(|c| c.ring.iter().flatten()) {
+            if seen.insert(Arc::as_ptr(&s.world)) {
+                total += s.world.raw_len() + s.world.entity_count() * 4;
+            }
+        }
+        total
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+}

@@ -1,0 +1,368 @@
+//! A loaded dictionary set: assembling one, its accessors, and the encoder
+//! and decoder made from it.
+
+use super::id::*;
+use super::*;
+use tickpack::model::ModelTable;
+use tickpack::Decoder;
+use tickpack::Dictionary;
+use tickpack::EncodeError;
+use tickpack::Encoder;
+use tickpack::HuffmanTable;
+use tickpack::Limits;
+use tickpack::Schema;
+use tickpack::{Reference, Snapshot};
+
+/// Whether `a` and `b` lay records out the same way (entity types, field
+/// names, types, lengths and default records), whatever their operators.
+pub fn same_layout(a: &Schema, b: &Schema) -> Result<(), String> {
+    if a.sections().len() != b.sections().len() {
+        return Err(format!(
+            "{} entity types against {}",
+            a.sections().len(),
+            b.sections().len()
+        ));
+    }
+    for (x, y) in a.sections().iter().zip(b.sections()) {
+        if x.name() != y.name() || x.fields().len() != y.fields().len() {
+            return Err(format!("entity type `{}` against `{}`", x.name(), y.name()));
+        }
+        for (f, g) in x.fields().iter().zip(y.fields()) {
+            if f.name != g.name || f.ty != g.ty || f.len != g.len {
+                return Err(format!(
+                    "field `{}.{}` ({:?} x{}) against `{}` ({:?} x{})",
+                    x.name(),
+                    f.name,
+                    f.ty,
+                    f.len,
+                    g.name,
+                    g.ty,
+                    g.len
+                ));
+            }
+        }
+        if x.default_record() != y.default_record() {
+            return Err(format!("default record of `{}`", x.name()));
+        }
+    }
+    Ok(())
+}
+
+/// A loaded, verified dictionary set for one game version.
+#[derive(Debug, Clone)]
+pub struct DictionarySet {
+    pub(super) manifest: Manifest,
+    pub(super) schema: Schema,
+    pub(super) dictionaries: Vec<(DictKind, Dictionary)>,
+}
+
+impl DictionarySet {
+    /// Assembles a new set (what the trainer does): computes the dictionary
+    /// ids, hashes and the set id, and fills the manifest's `format`, ids,
+    /// schema and dictionary entries. `manifest` supplies the rest (game,
+    /// version, fields, training, measured); its `fields` are rebuilt from
+    /// `schema` when empty. Dictionary files are named `<kind>.dict`.
+    pub fn assemble(
+        mut manifest: Manifest,
+        schema: Schema,
+        base_schema_id: u32,
+        dictionaries: Vec<(DictKind, Vec<u8>, u64)>,
+    ) -> Result<Self, DictSetError> {
+        check_name(&manifest.game)?;
+        check_name(&manifest.version)?;
+        manifest.format = MANIFEST_FORMAT;
+        manifest.schema_id = schema.id();
+        manifest.base_schema_id = base_schema_id;
+        manifest.schema =
+            serde_json::from_str(&schema.to_json()).map_err(|e| DictSetError::Manifest {
+                message: e.to_string(),
+            })?;
+        manifest.default_records = if schema
+            .sections()
+            .iter()
+            .all(|t| t.default_record().iter().all(|&b| b == 0))
+        {
+            Vec::new()
+        } else {
+            schema
+                .sections()
+                .iter()
+                .map(|t| {
+                    let r = t.default_record();
+                    r.iter().any(|&b| b != 0).then(|| hex(r))
+                })
+                .collect()
+        };
+        let mut choices = Vec::new();
+        for t in schema.sections() {
+            for f in t.fields() {
+                let old = manifest
+                    .fields
+                    .iter()
+                    .find(|c| c.entity == t.name() && c.field == f.name);
+                choices.push(FieldChoice {
+                    entity: t.name().to_owned(),
+                    field: f.name.clone(),
+                    delta: f.delta_op(),
+                    held_out_bytes: old.map(|c| c.held_out_bytes.clone()).unwrap_or_default(),
+                });
+            }
+        }
+        manifest.fields = choices;
+        let mut dicts = Vec::new();
+        manifest.dictionaries.clear();
+        for (kind, bytes, max_size) in dictionaries {
+            if dicts.iter().any(|(k, _)| *k == kind) {
+                return Err(DictSetError::DuplicateKind { kind });
+            }
+            let id = dictionary_id(&manifest.game, &manifest.version, schema.id(), kind, &bytes);
+            manifest.dictionaries.push(DictionaryEntry {
+                kind,
+                id,
+                file: format!("{}.dict", kind.name()),
+                size: bytes.len() as u64,
+                sha256: sha256_hex(&bytes),
+                max_size,
+                huffman: None,
+                model: None,
+            });
+            dicts.push((kind, Dictionary::new(id, bytes)));
+        }
+        let ids: Vec<(DictKind, u32)> = dicts.iter().map(|(k, d)| (*k, d.id())).collect();
+        manifest.set_id = set_id(&manifest.game, &manifest.version, schema.id(), &ids);
+        Ok(Self {
+            manifest,
+            schema,
+            dictionaries: dicts,
+        })
+    }
+
+    /// Attaches a trained context-model table to the dictionary of `kind`:
+    /// its packets may then be one model block where that beats the blocks.
+    /// The table is saved as `<kind>.model`, listed with its size and hash
+    /// in the manifest, and goes into the dictionary and set ids.
+    pub fn with_model(self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
+        self.attach(kind, "model", |huffman, _| (huffman, Some(table.clone())))
+    }
+
+    /// Attaches a trained Huffman table to the dictionary of `kind`: its
+    /// packets may then use Huffman blocks where they beat zstd. The
+    /// table goes into the manifest and into the dictionary and set ids.
+    pub fn with_huffman(self, kind: DictKind, table: &HuffmanTable) -> Result<Self, DictSetError> {
+        self.attach(kind, "Huffman", |_, model| (Some(table.clone()), model))
+    }
+
+    /// Rebuilds the dictionary of `kind` with the tables `tables` makes of
+    /// its current (Huffman, model) pair, and its manifest entry, its id
+    /// and the set id to match.
+    fn attach(
+        mut self,
+        kind: DictKind,
+        what: &str,
+        tables: impl FnOnce(
+            Option<HuffmanTable>,
+            Option<ModelTable>,
+        ) -> (Option<HuffmanTable>, Option<ModelTable>),
+    ) -> Result<Self, DictSetError> {
+        let missing = || DictSetError::Manifest {
+            message: format!("no {} dictionary to attach a {what} table to", kind.name()),
+        };
+        let (game, version, schema_id) = (
+            self.manifest.game.clone(),
+            self.manifest.version.clone(),
+            self.manifest.schema_id,
+        );
+        let slot = self
+            .dictionaries
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .ok_or_else(missing)?;
+        let bytes = slot.1.bytes().to_vec();
+        let (huffman, model) = tables(slot.1.huffman().cloned(), slot.1.model().cloned());
+        let model_bytes = model.as_ref().map(ModelTable::to_bytes);
+        let id = dictionary_id_with(
+            &game,
+            &version,
+            schema_id,
+            kind,
+            &bytes,
+            huffman.as_ref(),
+            model_bytes.as_deref(),
+        );
+        let mut dict = Dictionary::new(id, bytes);
+        if let Some(h) = &huffman {
+            dict = dict.with_huffman(h.clone());
+        }
+        if let Some(t) = model {
+            dict = dict.with_model(t);
+        }
+        slot.1 = dict;
+        let entry = self
+            .manifest
+            .dictionaries
+            .iter_mut()
+            .find(|e| e.kind == kind)
+            .ok_or_else(missing)?;
+        entry.huffman = huffman.map(|h| hex(&h.to_bytes()));
+        entry.model = model_bytes.map(|m| ModelFile {
+            file: format!("{}.model", kind.name()),
+            size: m.len() as u64,
+            sha256: sha256_hex(&m),
+        });
+        entry.id = id;
+        let ids: Vec<(DictKind, u32)> = self
+            .dictionaries
+            .iter()
+            .map(|(k, d)| (*k, d.id()))
+            .collect();
+        self.manifest.set_id = set_id(&game, &version, schema_id, &ids);
+        Ok(self)
+    }
+
+    /// The manifest as pretty-printed JSON (what [`DictionarySet::save`] writes).
+    pub fn manifest_json(&self) -> String {
+        // A manifest holds strings, numbers and maps with string keys only.
+        serde_json::to_string_pretty(&self.manifest).unwrap_or_default() + "\n"
+    }
+
+    /// The set id.
+    pub fn id(&self) -> u32 {
+        self.manifest.set_id
+    }
+
+    /// Game name.
+    pub fn game(&self) -> &str {
+        &self.manifest.game
+    }
+
+    /// Game version.
+    pub fn version(&self) -> &str {
+        &self.manifest.version
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The schema with the trained operators: build encoders and decoders
+    /// with it (or use [`DictionarySet::encoder`] and
+    /// [`DictionarySet::decoder`]).
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The dictionary for packets of `kind`, if the set has one.
+    pub fn dictionary(&self, kind: DictKind) -> Option<&Dictionary> {
+        self.dictionaries
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, d)| d)
+    }
+
+    /// Every dictionary with its kind.
+    pub fn dictionaries(&self) -> &[(DictKind, Dictionary)] {
+        &self.dictionaries
+    }
+
+    /// Checks the set was trained for `schema`'s layout (its operators may
+    /// differ: the set's replace them).
+    pub fn fits(&self, schema: &Schema) -> Result<(), DictSetError> {
+        same_layout(&self.schema, schema).map_err(|reason| DictSetError::LayoutMismatch { reason })
+    }
+
+    /// An encoder using the set's schema and, per packet, the dictionary of
+    /// its kind.
+    pub fn encoder(&self, level: i32) -> Result<SetEncoder, DictSetError> {
+        let make = |kind| -> Result<Encoder, DictSetError> {
+            let mut e = Encoder::with_level(self.schema.clone(), level);
+            e.set_dictionary(self.dictionary(kind))
+                .map_err(DictSetError::Dictionary)?;
+            Ok(e)
+        };
+        Ok(SetEncoder {
+            keyframe: make(DictKind::Keyframe)?,
+            delta: make(DictKind::Delta)?,
+        })
+    }
+
+    /// A decoder with the set's schema holding all its dictionaries.
+    pub fn decoder(&self) -> Result<Decoder, DictSetError> {
+        let mut d = Decoder::new(self.schema.clone());
+        self.add_to(&mut d)?;
+        Ok(d)
+    }
+
+    /// Adds the set's dictionaries to `decoder` (whose schema must be the
+    /// set's to decode its packets).
+    /// Packets that use a dictionary without naming it (deltas) are then
+    /// decoded with this set's ([`Decoder::agree`]).
+    pub fn add_to(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
+        for (_, d) in &self.dictionaries {
+            decoder
+                .add_dictionary(d)
+                .map_err(DictSetError::Dictionary)?;
+        }
+        self.agree(decoder)
+    }
+
+    /// Makes `decoder` (which holds this set's dictionaries) decode packets
+    /// that do not name their dictionary with this set's.
+    pub fn agree(&self, decoder: &mut Decoder) -> Result<(), DictSetError> {
+        let id = |k| self.dictionary(k).map(|d| d.id());
+        decoder
+            .agree(id(DictKind::Delta), id(DictKind::Keyframe))
+            .map_err(DictSetError::Decode)
+    }
+}
+
+/// An encoder for a [`DictionarySet`]: keyframes with the keyframe
+/// dictionary, deltas with the delta dictionary, both under the set's
+/// schema. Made by [`DictionarySet::encoder`].
+#[derive(Debug)]
+pub struct SetEncoder {
+    keyframe: Encoder,
+    delta: Encoder,
+}
+
+impl SetEncoder {
+    /// Encodes like [`Encoder::encode`], with the encoder (and dictionary)
+    /// of the packet's kind. For the other entry points
+    /// ([`Encoder::encode_to_vec`], [`Encoder::encode_into`], ...) take
+    /// that encoder with [`SetEncoder::encoder_mut`].
+    pub fn encode<'r>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: impl Into<Reference<'r>>,
+    ) -> Result<Vec<u8>, EncodeError> {
+        let reference = reference.into();
+        self.encoder_mut(DictKind::of(reference.baseline.is_some()))
+            .encode(snapshot, sequence, reference)
+    }
+
+    /// The encoder used for packets of `kind`.
+    pub fn encoder_mut(&mut self, kind: DictKind) -> &mut Encoder {
+        match kind {
+            DictKind::Keyframe => &mut self.keyframe,
+            DictKind::Delta => &mut self.delta,
+        }
+    }
+
+    /// Sets the limits of both encoders.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.keyframe.set_limits(limits);
+        self.delta.set_limits(limits);
+    }
+
+    /// Turns packet checksums on or off for both encoders.
+    pub fn set_checksum(&mut self, on: bool) {
+        self.keyframe.set_checksum(on);
+        self.delta.set_checksum(on);
+    }
+
+    /// The set's schema.
+    pub fn schema(&self) -> &Schema {
+        self.delta.schema()
+    }
+}

@@ -1,0 +1,78 @@
+//! Handshake rate limits: how many handshake replies one connect token or
+//! one source IP gets per window, so that one valid request replayed from
+//! many (spoofed) addresses, or one address sending many tokens, cannot
+//! fill the server's handshake queue and crowd out other clients.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::time::Duration;
+
+/// The window the per-token and per-address counts are kept over.
+pub(crate) const WINDOW: Duration = Duration::from_millis(250);
+/// Handshake replies per token per window: a client resends every 100 ms,
+/// so it needs 3, and its copies get at most one more.
+pub(crate) const PER_TOKEN: u32 = 4;
+/// Handshake replies per source IP per window (players behind one NAT
+/// share it).
+pub(crate) const PER_ADDRESS: u32 = 32;
+/// Most keys counted at once; past it, keys whose window ended are
+/// dropped, and if all are current the reply is refused.
+pub(crate) const MAX_KEYS: usize = 4096;
+
+/// Fixed-window counters per key.
+#[derive(Debug)]
+pub(crate) struct RateLimit<K> {
+    per_window: u32,
+    counts: HashMap<K, (Duration, u32)>,
+}
+
+impl<K: Hash + Eq + Copy> RateLimit<K> {
+    pub(crate) fn new(per_window: u32) -> Self {
+        Self {
+            per_window,
+            counts: HashMap::new(),
+        }
+    }
+
+    /// Whether `key` may be answered once more at `now`; counts it if so.
+    pub(crate) fn allow(&mut self, key: K, now: Duration) -> bool {
+        let current = |start: Duration| now.saturating_sub(start) < WINDOW;
+        if !self.counts.contains_key(&key) && self.counts.len() >= MAX_KEYS {
+            self.counts.retain(|_, (start, _)| current(*start));
+            if self.counts.len() >= MAX_KEYS {
+                return false;
+            }
+        }
+        let entry = self.counts.entry(key).or_insert((now, 0));
+        if !current(entry.0) {
+            *entry = (now, 0);
+        }
+        if entry.1 >= self.per_window {
+            return false;
+        }
+        entry.1 += 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_key_and_window_and_stays_bounded() {
+        let mut l = RateLimit::new(2);
+        let t = Duration::from_secs(1);
+        assert!(l.allow(1u32, t) && l.allow(1, t));
+        assert!(!l.allow(1, t));
+        assert!(l.allow(2, t));
+        assert!(l.allow(1, t + WINDOW));
+        for k in 0..MAX_KEYS as u32 {
+            l.allow(10 + k, t + WINDOW);
+        }
+        assert!(l.counts.len() <= MAX_KEYS);
+        assert!(!l.allow(u32::MAX, t + WINDOW));
+        assert!(l.allow(u32::MAX, t + WINDOW * 2));
+        assert!(l.counts.len() <= MAX_KEYS);
+    }
+}
