@@ -392,6 +392,12 @@ impl Client {
         self.ended
     }
 
+    /// The smoothed round-trip estimate to the server (`None` before the
+    /// first ping answer).
+    pub fn rtt(&self) -> Option<conn::Rtt> {
+        self.conn.rtt()
+    }
+
     /// The server's address.
     pub fn server(&self) -> SocketAddr {
         self.conn.server()

@@ -459,6 +459,10 @@ impl<I: Interest> Server<I> {
                 if !peer.chunk_started || peer.chunk_acked {
                     break;
                 }
+                // For a `ResendDelay::Rtt` chunk config; a fixed delay ignores it.
+                if let Some(rtt) = self.conn.rtt(slot) {
+                    peer.chunk.set_rtt(rtt.smoothed());
+                }
                 let Some(slice) = peer.chunk.poll_transmit_paced(now, &mut peer.bucket) else {
                     break;
                 };
@@ -495,6 +499,12 @@ impl<I: Interest> Server<I> {
     /// Where `client`'s datagrams go.
     pub fn address(&self, client: ClientId) -> Option<SocketAddr> {
         self.conn.address(client.0)
+    }
+
+    /// The smoothed round-trip estimate to `client` (`None` before the
+    /// connection layer's first ping answer).
+    pub fn rtt(&self, client: ClientId) -> Option<conn::Rtt> {
+        self.conn.rtt(client.0)
     }
 
     /// Whether `client` receives regular snapshots.

@@ -41,6 +41,12 @@ fn clients_on_rough_links_apply_what_the_server_sent_them() {
         assert!(shown >= 11, "user {} presents {shown} cars", p.user);
     }
     assert!(sim.checked > 1500, "only {} checks", sim.checked);
+    // The connection layer's round trip reaches the endpoints' callers
+    // (20 ms each way on the calm links).
+    let id = sim.server.client_of(1).unwrap();
+    let rtt = sim.server.rtt(id).unwrap().smoothed();
+    assert!(rtt >= std::time::Duration::from_millis(40), "{rtt:?}");
+    assert!(sim.peers[0].client.rtt().is_some());
     let ready = sim
         .events
         .iter()
