@@ -2,6 +2,7 @@
 //! recordings they measure are in the `tickpack-scenarios` crate.
 #![forbid(unsafe_code)]
 
+pub mod entropy;
 pub mod lobby;
 pub mod lobby_udp;
 pub mod q3;

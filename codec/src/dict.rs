@@ -57,8 +57,8 @@ impl Dictionary {
     /// Attaches a trained context-model table: the payload may then be
     /// coded as one model block (type 4) when that is smaller than the
     /// blocks. The table must have the shape of the schema's context map
-    /// ([`ContextMap`](crate::model::ContextMap) with
-    /// [`ContextConfig::BLOCK`](crate::model::ContextConfig::BLOCK)); an
+    /// (`model::ContextMap` with `ContextConfig::BLOCK`, feature
+    /// `training`; [`Encoder::model_shape`](crate::Encoder) gives it); an
     /// encoder ignores a table of another shape.
     pub fn with_model(mut self, table: ModelTable) -> Self {
         self.model = Some(Arc::new(table));

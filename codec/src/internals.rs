@@ -5,10 +5,11 @@
 use crate::block;
 pub use crate::block::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 use crate::error::DecodeError;
+use crate::model::{ModelError, ModelSink};
 use crate::pipeline::layout::{ByteSink, ByteSource};
 use crate::pipeline::tokens;
 use crate::wire::Reader;
-use crate::{Decoder, Snapshot};
+use crate::{Decoder, EncodeError, Encoder, Reference, Snapshot};
 
 /// The payload stage backwards: rebuilds `out` from `payload` (what
 /// [`Encoder::payload`](crate::Encoder::payload) gives, before blocks)
@@ -21,6 +22,20 @@ pub fn payload_decode(
     out: &mut Snapshot,
 ) -> Result<(), DecodeError> {
     decoder.decode_payload_into(payload, baseline, prior, out)
+}
+
+/// Hands to `sink`, in coding order, the model tokens (decisions and
+/// values under their dense contexts) of the packet `encoder` would build
+/// against `reference`: what a model block codes, for coder prototypes.
+/// The inner result is the first token outside the context map.
+pub fn model_tokens<'r>(
+    encoder: &mut Encoder,
+    snapshot: &Snapshot,
+    sequence: u16,
+    reference: impl Into<Reference<'r>>,
+    sink: &mut dyn ModelSink,
+) -> Result<Result<(), ModelError>, EncodeError> {
+    encoder.record_model_tokens(snapshot, sequence, reference.into(), sink)
 }
 
 /// Entity-set coding of a non-empty `members` (ascending, `< universe`),

@@ -53,6 +53,7 @@
 //! | feature | default | adds |
 //! |---------|---------|------|
 //! | `serde` | yes | [`Schema::from_json`], [`Schema::from_toml`], [`Schema::to_json`] (serde, serde_json, toml) |
+//! | `training` | no | the whole [`model`] module (coder, statistics, context map) and the encoder's training hooks (`Encoder::payload`, `model_shape`, `model_tokens`) |
 //! | `internals` | no | doc-hidden pipeline stages for the benches and fuzz properties; not a stable API |
 //!
 //! With `default-features = false` the crate depends on `tickpack-zstd`

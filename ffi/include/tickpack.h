@@ -7,7 +7,9 @@
  * Every function returns a TpStatus (TP_STATUS_OK is 0) and sets the
  * thread's last message (tp_last_error_message). Pointer arguments must be
  * null or valid for the access described; a handle must not be used by two
- * threads at once, nor after it is freed. Handles may move between threads.
+ * threads at once, nor freed while another thread uses it. Handles may move
+ * between threads. A handle freed twice, used after its free or of the
+ * wrong kind gives TP_STATUS_WRONG_HANDLE.
  */
 
 #ifndef TICKPACK_H
@@ -362,14 +364,17 @@ typedef struct TpServerConfig {
    */
   int32_t level;
   /**
-   * Send a 16-bit checksum of the snapshot in every packet (default on).
+   * Send a 16-bit checksum of the snapshot in every packet (default 1,
+   * on). A byte, not a `bool`, so that any value is defined: 0 is off,
+   * anything else on.
    */
-  bool checksum;
+  uint8_t checksum;
   /**
    * Encode once per tick for all clients with the same baseline, and
-   * hand them the same bytes (default on).
+   * hand them the same bytes (default 1, on; 0 is off, anything else
+   * on).
    */
-  bool share_encodes;
+  uint8_t share_encodes;
   /**
    * Sequence of the first tick (default 0).
    */
@@ -429,10 +434,11 @@ TpStatus tp_client_new(const struct TpSchema *schema,
                        struct TpClient **out);
 
 /**
- * Frees a client. Null is accepted and does nothing.
+ * Frees a client. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `client` is null or a live `TpClient` not used again.
+ * `client` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_client_free(struct TpClient *client);
 
@@ -512,21 +518,23 @@ TpStatus tp_encoder_from_dictset(const struct TpDictSet *set,
                                  struct TpEncoder **out);
 
 /**
- * Frees an encoder. Null is accepted and does nothing.
+ * Frees an encoder. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `encoder` is null or a live `TpEncoder` not used again.
+ * `encoder` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_encoder_free(struct TpEncoder *encoder);
 
 /**
- * Turns the 16-bit snapshot checksum in every packet on or off (off by
- * default; costs 2 bytes, lets the receiver detect a wrong reconstruction).
+ * Turns the 16-bit snapshot checksum in every packet on (`on` not 0) or
+ * off (`on` 0; the default). Costs 2 bytes, lets the receiver detect a
+ * wrong reconstruction.
  *
  * # Safety
  * `encoder` is a live handle.
  */
-TpStatus tp_encoder_set_checksum(struct TpEncoder *encoder, bool on);
+TpStatus tp_encoder_set_checksum(struct TpEncoder *encoder, uint8_t on);
 
 /**
  * Writes the default limits to `*limits`.
@@ -607,10 +615,11 @@ TpStatus tp_decoder_from_dictset(const struct TpDictSet *set, struct TpDecoder *
 TpStatus tp_decoder_set_limits(struct TpDecoder *decoder, const struct TpLimits *limits);
 
 /**
- * Frees a decoder. Null is accepted and does nothing.
+ * Frees a decoder. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `decoder` is null or a live `TpDecoder` not used again.
+ * `decoder` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_decoder_free(struct TpDecoder *decoder);
 
@@ -684,11 +693,12 @@ TpStatus tp_schema_from_json(const uint8_t *text, size_t len, struct TpSchema **
 TpStatus tp_schema_from_toml(const uint8_t *text, size_t len, struct TpSchema **out);
 
 /**
- * Frees a schema. Null is accepted and does nothing. Handles made from it
- * (snapshots, encoders, sessions) stay valid: they hold their own copy.
+ * Frees a schema. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`. Handles made from it (snapshots,
+ * encoders, sessions) stay valid: they hold their own copy.
  *
  * # Safety
- * `schema` is null or a live `TpSchema` not used again.
+ * `schema` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_schema_free(struct TpSchema *schema);
 
@@ -743,10 +753,11 @@ TpStatus tp_schema_entity_type_index(const struct TpSchema *schema,
 TpStatus tp_dictset_load(const uint8_t *dir, size_t len, struct TpDictSet **out);
 
 /**
- * Frees a dictionary set. Null is accepted and does nothing.
+ * Frees a dictionary set. Null is accepted and does nothing; a handle
+ * already freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `set` is null or a live `TpDictSet` not used again.
+ * `set` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_dictset_free(struct TpDictSet *set);
 
@@ -791,10 +802,11 @@ TpStatus tp_server_new(const struct TpSchema *schema,
                        struct TpServer **out);
 
 /**
- * Frees a server. Null is accepted and does nothing.
+ * Frees a server. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`.
  *
  * # Safety
- * `server` is null or a live `TpServer` not used again.
+ * `server` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_server_free(struct TpServer *server);
 
@@ -902,11 +914,12 @@ TpStatus tp_snapshot_new(const struct TpSchema *schema, struct TpSnapshot **out)
 TpStatus tp_snapshot_quantize(const struct TpSchema *schema, struct TpSnapshot *snapshot);
 
 /**
- * Frees a snapshot. Null is accepted and does nothing. A server that was
- * given the snapshot by `tp_server_begin_tick` keeps its own reference.
+ * Frees a snapshot. Null is accepted and does nothing; a handle already
+ * freed gives `TP_STATUS_WRONG_HANDLE`. A server that was given the
+ * snapshot by `tp_server_begin_tick` keeps its own reference.
  *
  * # Safety
- * `snapshot` is null or a live `TpSnapshot` not used again.
+ * `snapshot` is null or a handle of this library that no other call is using.
  */
 TpStatus tp_snapshot_free(struct TpSnapshot *snapshot);
 

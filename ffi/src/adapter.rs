@@ -159,14 +159,20 @@ pub(crate) fn decode(
         .map(packet_info_of)
 }
 
+/// A flag C passed as a byte: 0 is false, anything else true (as C's own
+/// truth), so no byte value is undefined behaviour.
+pub(crate) fn flag(byte: u8) -> bool {
+    byte != 0
+}
+
 /// The default server settings.
 pub(crate) fn default_server_config() -> TpServerConfig {
     let c = ServerConfig::default();
     TpServerConfig {
         history: c.history,
         level: c.level,
-        checksum: c.checksum,
-        share_encodes: c.share_encodes,
+        checksum: u8::from(c.checksum),
+        share_encodes: u8::from(c.share_encodes),
         first_sequence: c.first_sequence,
         limits: default_limits(),
     }
@@ -184,9 +190,9 @@ pub(crate) fn server(
         history: c.history,
         level: c.level,
         limits: limits(c.limits),
-        checksum: c.checksum,
+        checksum: flag(c.checksum),
         first_sequence: c.first_sequence,
-        share_encodes: c.share_encodes,
+        share_encodes: flag(c.share_encodes),
         ..ServerConfig::default()
     };
     let config = match set {

@@ -3,11 +3,12 @@
 //! and out-parameter it receives goes through the functions here, which
 //! check for null, alignment and the handle's kind before touching memory.
 //!
-//! A handle is a `Box<Slot>` turned into a raw pointer and cast to the
-//! opaque type C sees (`TpSchema *`, `TpServer *`...). Every slot starts
-//! with the same magic number and holds an [`Object`] whose variant is the
-//! handle's kind, so a pointer of the wrong kind (cast in C) is refused by
-//! reading the slot, whatever type C gave it.
+//! A handle is an id, never reused, cast to the opaque pointer type C sees
+//! (`TpSchema *`, `TpServer *`...): C never holds an address of ours. A
+//! registry maps the ids of live handles to their boxed [`Object`], whose
+//! variant is the handle's kind. A handle freed twice, used after its free,
+//! of the wrong kind, or made up is refused by looking it up, without
+//! touching memory it points to; a stale handle never reaches a newer one.
 
 // This module dereferences the raw pointers C hands in; every `unsafe`
 // block states what makes it sound.
@@ -15,8 +16,11 @@
 
 use core::mem::{align_of, size_of};
 use std::any::Any;
+use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tickpack::{Decoder, Schema, Snapshot};
 use tickpack_session::Client;
@@ -24,11 +28,9 @@ use tickpack_sets::dictset::DictionarySet;
 
 use crate::codec::EncoderState;
 use crate::error::{set_last, Error, TpStatus};
+use crate::out::Out;
 use crate::server::ServerState;
 use crate::{TpClient, TpDecoder, TpDictSet, TpEncoder, TpSchema, TpServer, TpSnapshot};
-
-/// Marks memory that holds a live handle of this library.
-const MAGIC: u64 = u64::from_le_bytes(*b"tickpack");
 
 /// What a handle owns; the variant is its kind.
 // Always inside a boxed `Slot`, one per handle: the size is no concern.
@@ -63,10 +65,44 @@ const _: () = {
     send::<Object>();
 };
 
-/// The allocation behind every handle.
-struct Slot {
-    magic: u64,
-    object: Object,
+/// The allocation behind a live handle, owned by [`LIVE`].
+struct Slot(NonNull<Object>);
+
+// SAFETY: a `Slot` owns its `Object` (made by `Box::into_raw`) as a `Box`
+// would, and `Object` is `Send`.
+unsafe impl Send for Slot {}
+
+/// The live handles by id. Raw pointers rather than boxes, so that moving
+/// them in the map asserts nothing about the borrows calls hold.
+static LIVE: Mutex<BTreeMap<usize, Slot>> = Mutex::new(BTreeMap::new());
+
+/// The next handle id, in units of [`ID_STEP`]; starts at 1 so that no
+/// handle is null.
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
+
+/// Ids are multiples of this, so they look like aligned pointers to C.
+const ID_STEP: usize = 16;
+
+fn live() -> std::sync::MutexGuard<'static, BTreeMap<usize, Slot>> {
+    // Nothing panics while the lock is held; a poisoned map is still whole.
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Registers `object` and returns its new id. An id is reused only after
+/// the counter wraps (2^60 handles on 64-bit targets), and never while in
+/// use.
+fn register(object: Object) -> usize {
+    let ptr = NonNull::from(Box::leak(Box::new(object)));
+    let mut live = live();
+    loop {
+        let id = NEXT_ID
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(ID_STEP);
+        if id != 0 && !live.contains_key(&id) {
+            live.insert(id, Slot(ptr));
+            return id;
+        }
+    }
 }
 
 /// Ties an opaque C type to the [`Object`] variant it holds.
@@ -143,58 +179,29 @@ fn panic_text(payload: &(dyn Any + Send)) -> &str {
     }
 }
 
-/// Moves `inner` into a new handle and writes it to `out`. Nothing is
-/// allocated when `out` is null or misaligned.
-///
-/// # Safety
-/// `out` is null or valid for a write of one pointer.
-pub(crate) unsafe fn new_handle<K: Kind>(out: *mut *mut K, inner: K::Inner) -> Result<(), Error> {
-    if out.is_null() {
-        return Err(Error::null("the handle out-parameter"));
-    }
-    if !out.is_aligned() {
-        return Err(Error::invalid("the handle out-parameter is misaligned"));
-    }
-    let slot = Box::new(Slot {
-        magic: MAGIC,
-        object: K::wrap(inner),
-    });
-    // SAFETY: `out` is non-null, aligned and, by the caller's contract,
-    // valid for a write; `write` does not read the possibly uninitialised
-    // old value.
-    unsafe { out.write(Box::into_raw(slot).cast::<K>()) };
-    Ok(())
+/// The name of every handle out-parameter, for messages.
+pub(crate) const HANDLE_OUT: &str = "the handle out-parameter";
+
+/// Moves `inner` into a new handle and writes it to `out`, checked (as
+/// every out-parameter) before the call did any work.
+pub(crate) fn new_handle<K: Kind>(out: Out<*mut K>, inner: K::Inner) {
+    let id = register(K::wrap(inner));
+    // The id becomes an opaque pointer C never dereferences.
+    out.write(core::ptr::without_provenance_mut::<K>(id));
 }
 
-/// The slot behind a non-null, aligned handle pointer, checked for the magic.
-///
-/// # Safety
-/// `ptr` points to a live handle of this library (of any kind) that no
-/// `&mut` borrows for `'a`.
-unsafe fn slot<'a>(ptr: *const Slot, name: &str) -> Result<&'a Slot, Error> {
+/// The object behind live handle `ptr`, looked up by id: nothing `ptr`
+/// points to is read.
+fn object(ptr: *const (), name: &str) -> Result<NonNull<Object>, Error> {
     if ptr.is_null() {
         return Err(Error::null(name));
     }
-    if !ptr.is_aligned() {
-        return Err(Error::new(
+    live().get(&ptr.addr()).map(|slot| slot.0).ok_or_else(|| {
+        Error::new(
             TpStatus::WrongHandle,
-            format_args!("{name} is not a handle (misaligned)"),
-        ));
-    }
-    // SAFETY: non-null and aligned; by the caller's contract it points to
-    // a live `Slot`. Only the magic is read, through the raw pointer, so
-    // memory that is not a slot at all is rejected before any reference
-    // to it exists.
-    let magic = unsafe { core::ptr::addr_of!((*ptr).magic).read() };
-    if magic != MAGIC {
-        return Err(Error::new(
-            TpStatus::WrongHandle,
-            format_args!("{name} is not a tickpack handle"),
-        ));
-    }
-    // SAFETY: a live `Slot` made by `new_handle` (the magic agrees), not
-    // mutably borrowed by the caller's contract.
-    Ok(unsafe { &*ptr })
+            format_args!("{name} is not a tickpack handle (never made, or freed)"),
+        )
+    })
 }
 
 fn wrong_kind<K: Kind>(object: &Object) -> Error {
@@ -207,30 +214,31 @@ fn wrong_kind<K: Kind>(object: &Object) -> Error {
 /// Borrows the contents of handle `ptr`.
 ///
 /// # Safety
-/// `ptr` is null or a live handle of this library (of any kind) that no
-/// other argument of the same call borrows mutably.
+/// `ptr` is not freed during `'a`, and no other argument of the same call
+/// borrows it mutably.
 pub(crate) unsafe fn get<'a, K: Kind>(ptr: *const K) -> Result<&'a K::Inner, Error> {
-    // SAFETY: forwarded from the caller's contract.
-    let slot = unsafe { slot(ptr.cast::<Slot>(), K::NAME)? };
-    K::get(&slot.object).ok_or_else(|| wrong_kind::<K>(&slot.object))
+    let object = object(ptr.cast(), K::NAME)?;
+    // SAFETY: a live object of the registry, which only `free` releases;
+    // by the caller's contract nothing frees it or borrows it mutably for
+    // `'a`.
+    let object = unsafe { object.as_ref() };
+    K::get(object).ok_or_else(|| wrong_kind::<K>(object))
 }
 
 /// Borrows the contents of handle `ptr` mutably.
 ///
 /// # Safety
-/// `ptr` is null or a live handle of this library (of any kind) that no
-/// other argument of the same call borrows; [`disjoint`] checks the latter.
+/// `ptr` is not freed during `'a`, and no other argument of the same call
+/// borrows it; [`disjoint`] checks the latter.
 pub(crate) unsafe fn get_mut<'a, K: Kind>(ptr: *mut K) -> Result<&'a mut K::Inner, Error> {
-    // SAFETY: forwarded from the caller's contract; the shared borrow ends
-    // before the mutable one below is made.
-    unsafe { slot(ptr.cast::<Slot>(), K::NAME)? };
-    // SAFETY: `slot` checked the pointer is non-null, aligned and a live
-    // slot; by the caller's contract nothing else borrows it.
-    let slot = unsafe { &mut *ptr.cast::<Slot>() };
-    if K::get(&slot.object).is_none() {
-        return Err(wrong_kind::<K>(&slot.object));
+    let mut object = object(ptr.cast_const().cast(), K::NAME)?;
+    // SAFETY: as for `get`; by the caller's contract nothing else borrows
+    // it during `'a`.
+    let object = unsafe { object.as_mut() };
+    if K::get(object).is_none() {
+        return Err(wrong_kind::<K>(object));
     }
-    K::get_mut(&mut slot.object).ok_or_else(|| Error::invalid("unreachable: kind checked"))
+    K::get_mut(object).ok_or_else(|| Error::invalid("unreachable: kind checked"))
 }
 
 /// Refuses a call whose mutably borrowed handle is also passed as another
@@ -244,20 +252,38 @@ pub(crate) fn disjoint<K>(mutable: *mut K, others: &[*const ()]) -> Result<(), E
     Ok(())
 }
 
-/// Frees handle `ptr`; null is a no-op, as for `free`.
+/// Frees handle `ptr`; null is a no-op, as for `free`. A handle already
+/// freed, or never made, is refused with [`TpStatus::WrongHandle`].
 ///
 /// # Safety
-/// `ptr` is null or a live handle of this library that is not used again.
+/// No other call is using `ptr`.
 pub(crate) unsafe fn free<K: Kind>(ptr: *mut K) -> Result<(), Error> {
     if ptr.is_null() {
         return Ok(());
     }
-    // SAFETY: forwarded from the caller's contract; checks the kind, so a
-    // handle of another kind is refused rather than freed.
-    unsafe { get::<K>(ptr)? };
-    // SAFETY: `get` checked this is a live slot made by `new_handle` through
-    // `Box::into_raw`; the caller gives up the handle.
-    drop(unsafe { Box::from_raw(ptr.cast::<Slot>()) });
+    let mut live = live();
+    let slot = live.get(&ptr.addr()).ok_or_else(|| {
+        Error::new(
+            TpStatus::WrongHandle,
+            format_args!(
+                "{} is not a tickpack handle (never made, or freed)",
+                K::NAME
+            ),
+        )
+    })?;
+    // SAFETY: a live object of the registry; by the caller's contract no
+    // call borrows it now.
+    let object = unsafe { slot.0.as_ref() };
+    if K::get(object).is_none() {
+        return Err(wrong_kind::<K>(object));
+    }
+    let slot = live.remove(&ptr.addr());
+    drop(live);
+    if let Some(slot) = slot {
+        // SAFETY: made by `Box::leak` in `register` and just removed from
+        // the registry, so this is its only owner.
+        drop(unsafe { Box::from_raw(slot.0.as_ptr()) });
+    }
     Ok(())
 }
 
@@ -312,93 +338,6 @@ pub(crate) unsafe fn read_or_default<T: Copy + Default>(
     // empty slice).
     let s = unsafe { slice(ptr, usize::from(!ptr.is_null()), name)? };
     Ok(s.first().copied().unwrap_or_default())
-}
-
-/// Writes `value` to the out-parameter `ptr`, which must not be null.
-///
-/// # Safety
-/// `ptr` is null or valid for a write of one `T`.
-pub(crate) unsafe fn put<T>(ptr: *mut T, value: T, name: &str) -> Result<(), Error> {
-    if ptr.is_null() {
-        return Err(Error::null(name));
-    }
-    if !ptr.is_aligned() {
-        return Err(Error::invalid(format_args!("{name} is misaligned")));
-    }
-    // SAFETY: non-null, aligned and, by the caller's contract, writable;
-    // `write` does not read the possibly uninitialised old value.
-    unsafe { ptr.write(value) };
-    Ok(())
-}
-
-/// Writes `value` to `ptr` unless it is null (an optional out-parameter).
-///
-/// # Safety
-/// As for [`put`].
-pub(crate) unsafe fn put_opt<T>(ptr: *mut T, value: T, name: &str) -> Result<(), Error> {
-    if ptr.is_null() {
-        return Ok(());
-    }
-    // SAFETY: forwarded from the caller's contract.
-    unsafe { put(ptr, value, name) }
-}
-
-/// Copies `src` into the caller's buffer `dst` of `capacity` elements and
-/// its length into `len_out`; when the buffer is too small, writes the
-/// length needed and fails with [`TpStatus::BufferTooSmall`] (copying
-/// nothing). The buffer may be uninitialised: it is only written.
-///
-/// # Safety
-/// `len_out` is null or valid for a write; when `capacity > 0`, `dst` is
-/// valid for writes of `capacity` elements and does not overlap `src`.
-pub(crate) unsafe fn copy_out<T: Copy>(
-    dst: *mut T,
-    capacity: usize,
-    src: &[T],
-    len_out: *mut usize,
-    name: &str,
-) -> Result<(), Error> {
-    // SAFETY: forwarded from the caller's contract.
-    unsafe { put(len_out, src.len(), "the length out-parameter")? };
-    if src.len() > capacity {
-        return Err(Error::too_small(name, src.len(), capacity));
-    }
-    // SAFETY: forwarded; `copy_into` needs no more than checked here.
-    unsafe { copy_into(dst, capacity, src, name) }
-}
-
-/// Copies `src` to the start of `dst` (room for `capacity` elements,
-/// at least `src.len()`).
-///
-/// # Safety
-/// When `src` is not empty, `dst` is valid for writes of `capacity`
-/// elements and does not overlap `src`.
-pub(crate) unsafe fn copy_into<T: Copy>(
-    dst: *mut T,
-    capacity: usize,
-    src: &[T],
-    name: &str,
-) -> Result<(), Error> {
-    if src.is_empty() {
-        return Ok(());
-    }
-    if src.len() > capacity {
-        return Err(Error::too_small(name, src.len(), capacity));
-    }
-    if dst.is_null() {
-        return Err(Error::null(name));
-    }
-    if !dst.is_aligned() {
-        return Err(Error::invalid(format_args!(
-            "{name} is not aligned to {} bytes",
-            align_of::<T>()
-        )));
-    }
-    // SAFETY: `dst` is non-null, aligned and, by the caller's contract,
-    // writable for `capacity >= src.len()` elements that do not overlap
-    // `src`.
-    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
-    Ok(())
 }
 
 #[cfg(test)]

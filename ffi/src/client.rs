@@ -11,10 +11,11 @@ use tickpack_session::ClientMessage;
 
 use crate::adapter;
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
+    call, disjoint, free, get, get_mut, new_handle, read_or_default, slice, HANDLE_OUT,
 };
 use crate::codec::TpLimits;
 use crate::error::{set_last, Error, TpStatus};
+use crate::out::{copy_out, write_opt, Out, OutBuf};
 use crate::server::optional_set;
 use crate::{TpClient, TpDictSet, TpSchema, TpSnapshot};
 
@@ -109,8 +110,11 @@ pub struct TpClientStats {
 /// `config` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn tp_client_config_default(config: *mut TpClientConfig) -> TpStatus {
-    // SAFETY: forwarded from this function's contract.
-    call(|| unsafe { put(config, TpClientConfig::default(), "config") })
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Out::new(config, "config")? }.write(TpClientConfig::default());
+        Ok(())
+    })
 }
 
 /// Makes a session client for `schema` in `*out`. With `set` non-null it
@@ -129,21 +133,24 @@ pub unsafe extern "C" fn tp_client_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
+        // SAFETY: as above.
         let schema = unsafe { get(schema)? };
         // SAFETY: as above.
         let set = unsafe { optional_set(set, schema)? };
         // SAFETY: as above.
         let c = unsafe { read_or_default(config, "config")? };
         let client = adapter::client(schema.clone(), set, &c)?;
-        // SAFETY: as above.
-        unsafe { new_handle(out, client) }
+        new_handle(out, client);
+        Ok(())
     })
 }
 
-/// Frees a client. Null is accepted and does nothing.
+/// Frees a client. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `client` is null or a live `TpClient` not used again.
+/// `client` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_client_free(client: *mut TpClient) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -170,18 +177,14 @@ pub unsafe extern "C" fn tp_client_receive(
     let status = call(|| {
         // Checked before the packet is applied, so a failed call changes
         // nothing.
-        if result.is_null() {
-            return Err(Error::null("result"));
-        }
-        if !result.is_aligned() {
-            return Err(Error::invalid("result is misaligned"));
-        }
         // SAFETY: forwarded from this function's contract.
+        let result = unsafe { Out::new(result, "result")? };
+        // SAFETY: as above.
         let (client, packet) = unsafe { (get_mut(client)?, slice(packet, len, "packet")?) };
         let (r, why) = adapter::receive(client, packet);
         reason = why;
-        // SAFETY: as above.
-        unsafe { put(result, r, "result") }
+        result.write(r);
+        Ok(())
     });
     if let Some(reason) = reason.filter(|_| status == TpStatus::Ok) {
         set_last(Some(&reason));
@@ -204,14 +207,15 @@ pub unsafe extern "C" fn tp_client_latest(
 ) -> TpStatus {
     call(|| {
         disjoint(out, &[client.cast()])?;
-        // SAFETY: forwarded from this function's contract; the two handles
-        // differ.
+        // SAFETY: forwarded from this function's contract.
+        let sequence = unsafe { Out::optional(sequence, "sequence")? };
+        // SAFETY: as above; the two handles differ.
         let (client, out) = unsafe { (get(client)?, get_mut(out)?) };
         let (seq, latest) = adapter::latest(client)
             .ok_or_else(|| Error::new(TpStatus::Empty, "no packet applied yet"))?;
         Arc::make_mut(out).clone_from(latest);
-        // SAFETY: as above.
-        unsafe { put_opt(sequence, seq, "sequence") }
+        write_opt(sequence, seq);
+        Ok(())
     })
 }
 
@@ -234,9 +238,15 @@ pub unsafe extern "C" fn tp_client_message(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let bytes = adapter::message(unsafe { get(client)? });
+        let (out, written) = unsafe {
+            (
+                OutBuf::new(out, capacity, "out")?,
+                Out::new(written, "written")?,
+            )
+        };
         // SAFETY: as above.
-        unsafe { copy_out(out, capacity, &bytes, written, "out") }
+        let bytes = adapter::message(unsafe { get(client)? });
+        copy_out(out, &bytes, written, "out")
     })
 }
 
@@ -251,8 +261,9 @@ pub unsafe extern "C" fn tp_client_stats(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let s = adapter::client_stats(unsafe { get(client)? });
+        let stats = unsafe { Out::new(stats, "stats")? };
         // SAFETY: as above.
-        unsafe { put(stats, s, "stats") }
+        stats.write(adapter::client_stats(unsafe { get(client)? }));
+        Ok(())
     })
 }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use crate::adapter::{self, Encoder};
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
+    call, disjoint, free, get, get_mut, new_handle, read_or_default, slice, HANDLE_OUT,
 };
 use crate::error::TpStatus;
+use crate::out::{copy_out, write_opt, Out, OutBuf};
 use crate::{TpDecoder, TpDictSet, TpEncoder, TpSchema, TpSnapshot};
 
 /// The default zstd level.
@@ -90,14 +91,16 @@ pub unsafe extern "C" fn tp_encoder_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
+        // SAFETY: as above.
         let schema = unsafe { get(schema)? };
         let encoder = Encoder::new(schema.clone(), level);
         let state = EncoderState {
             encoder,
             packet: Vec::new(),
         };
-        // SAFETY: as above.
-        unsafe { new_handle(out, state) }
+        new_handle(out, state);
+        Ok(())
     })
 }
 
@@ -115,36 +118,42 @@ pub unsafe extern "C" fn tp_encoder_from_dictset(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
+        // SAFETY: as above.
         let set = unsafe { get(set)? };
         let state = EncoderState {
             encoder: Encoder::from_set(set, level)?,
             packet: Vec::new(),
         };
-        // SAFETY: as above.
-        unsafe { new_handle(out, state) }
+        new_handle(out, state);
+        Ok(())
     })
 }
 
-/// Frees an encoder. Null is accepted and does nothing.
+/// Frees an encoder. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `encoder` is null or a live `TpEncoder` not used again.
+/// `encoder` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_encoder_free(encoder: *mut TpEncoder) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
     call(|| unsafe { free(encoder) })
 }
 
-/// Turns the 16-bit snapshot checksum in every packet on or off (off by
-/// default; costs 2 bytes, lets the receiver detect a wrong reconstruction).
+/// Turns the 16-bit snapshot checksum in every packet on (`on` not 0) or
+/// off (`on` 0; the default). Costs 2 bytes, lets the receiver detect a
+/// wrong reconstruction.
 ///
 /// # Safety
 /// `encoder` is a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: bool) -> TpStatus {
+pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: u8) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        unsafe { get_mut(encoder)? }.encoder.set_checksum(on);
+        unsafe { get_mut(encoder)? }
+            .encoder
+            .set_checksum(adapter::flag(on));
         Ok(())
     })
 }
@@ -155,8 +164,11 @@ pub unsafe extern "C" fn tp_encoder_set_checksum(encoder: *mut TpEncoder, on: bo
 /// `limits` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn tp_limits_default(limits: *mut TpLimits) -> TpStatus {
-    // SAFETY: forwarded from this function's contract.
-    call(|| unsafe { put(limits, TpLimits::default(), "limits") })
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Out::new(limits, "limits")? }.write(TpLimits::default());
+        Ok(())
+    })
 }
 
 /// Sets the encoder's limits (null: the defaults).
@@ -192,8 +204,9 @@ pub unsafe extern "C" fn tp_encoder_max_size(
 ) -> TpStatus {
     call(|| {
         disjoint(encoder, &[snapshot.cast(), baseline.cast()])?;
-        // SAFETY: forwarded from this function's contract; the encoder is
-        // not among the other arguments.
+        // SAFETY: forwarded from this function's contract.
+        let size = unsafe { Out::new(size, "size")? };
+        // SAFETY: as above; the encoder is not among the other arguments.
         let (state, snapshot) = unsafe { (get_mut(encoder)?, get(snapshot)?) };
         let base = if baseline.is_null() {
             None
@@ -201,9 +214,8 @@ pub unsafe extern "C" fn tp_encoder_max_size(
             // SAFETY: as above; non-null.
             Some((0, &**unsafe { get(baseline)? }))
         };
-        let n = state.encoder.max_encoded_len(snapshot, base);
-        // SAFETY: as above.
-        unsafe { put(size, n, "size") }
+        size.write(state.encoder.max_encoded_len(snapshot, base));
+        Ok(())
     })
 }
 
@@ -232,8 +244,14 @@ pub unsafe extern "C" fn tp_encoder_encode(
 ) -> TpStatus {
     call(|| {
         disjoint(encoder, &[snapshot.cast(), baseline.cast()])?;
-        // SAFETY: forwarded from this function's contract; the encoder is
-        // not among the other arguments.
+        // SAFETY: forwarded from this function's contract.
+        let (out, written) = unsafe {
+            (
+                OutBuf::new(out, capacity, "out")?,
+                Out::new(written, "written")?,
+            )
+        };
+        // SAFETY: as above; the encoder is not among the other arguments.
         let (state, snapshot) = unsafe { (get_mut(encoder)?, get(snapshot)?) };
         let base = if baseline.is_null() {
             None
@@ -244,8 +262,7 @@ pub unsafe extern "C" fn tp_encoder_encode(
         state
             .encoder
             .encode(snapshot, sequence, base, &mut state.packet)?;
-        // SAFETY: as above.
-        unsafe { copy_out(out, capacity, &state.packet, written, "out") }
+        copy_out(out, &state.packet, written, "out")
     })
 }
 
@@ -260,10 +277,11 @@ pub unsafe extern "C" fn tp_decoder_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let schema = unsafe { get(schema)? };
-        let decoder = adapter::decoder(schema.clone());
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
         // SAFETY: as above.
-        unsafe { new_handle(out, decoder) }
+        let schema = unsafe { get(schema)? };
+        new_handle(out, adapter::decoder(schema.clone()));
+        Ok(())
     })
 }
 
@@ -278,10 +296,11 @@ pub unsafe extern "C" fn tp_decoder_from_dictset(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { get(set)? };
-        let decoder = adapter::decoder_from_set(set)?;
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
         // SAFETY: as above.
-        unsafe { new_handle(out, decoder) }
+        let set = unsafe { get(set)? };
+        new_handle(out, adapter::decoder_from_set(set)?);
+        Ok(())
     })
 }
 
@@ -303,10 +322,11 @@ pub unsafe extern "C" fn tp_decoder_set_limits(
     })
 }
 
-/// Frees a decoder. Null is accepted and does nothing.
+/// Frees a decoder. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `decoder` is null or a live `TpDecoder` not used again.
+/// `decoder` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_decoder_free(decoder: *mut TpDecoder) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -338,8 +358,12 @@ pub unsafe extern "C" fn tp_decoder_decode(
     call(|| {
         disjoint(decoder, &[baseline.cast(), out.cast_const().cast()])?;
         disjoint(out, &[baseline.cast()])?;
-        // SAFETY: forwarded from this function's contract; the two handles
-        // borrowed mutably are none of the other handle arguments.
+        // Checked before `out` is overwritten, so a call that fails on its
+        // arguments changes nothing.
+        // SAFETY: forwarded from this function's contract.
+        let info = unsafe { Out::optional(info, "info")? };
+        // SAFETY: as above; the two handles borrowed mutably are none of
+        // the other handle arguments.
         let (decoder, packet, out) = unsafe {
             (
                 get_mut(decoder)?,
@@ -354,8 +378,8 @@ pub unsafe extern "C" fn tp_decoder_decode(
             Some((baseline_sequence, &**unsafe { get(baseline)? }))
         };
         let header = adapter::decode(decoder, packet, base, Arc::make_mut(out))?;
-        // SAFETY: as above.
-        unsafe { put_opt(info, header, "info") }
+        write_opt(info, header);
+        Ok(())
     })
 }
 
@@ -373,9 +397,8 @@ pub unsafe extern "C" fn tp_packet_info(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let packet = unsafe { slice(packet, len, "packet")? };
-        let header = adapter::packet_info(packet)?;
-        // SAFETY: as above.
-        unsafe { put(info, header, "info") }
+        let (packet, info) = unsafe { (slice(packet, len, "packet")?, Out::new(info, "info")?) };
+        info.write(adapter::packet_info(packet)?);
+        Ok(())
     })
 }

@@ -15,9 +15,11 @@
 //!
 //! Safety contract of every function (stated once here, as in the header):
 //! pointer arguments are null or valid for the access the documentation
-//! describes (`len` bytes, one value, a live handle from this library), and
-//! a handle is not used by two threads at once nor after it is freed.
-//! Handles may move between threads.
+//! describes (`len` bytes, one value), and a handle is not used by two
+//! threads at once nor freed while another thread uses it. Handles may
+//! move between threads. A handle is an id looked up in a registry of live
+//! handles, so one freed twice, used after its free, of the wrong kind or
+//! made up gives `TP_STATUS_WRONG_HANDLE`.
 
 // Exporting functions takes `#[no_mangle]`, which the workspace's
 // `unsafe_code` lint counts as unsafe: the modules that export allow it,
@@ -29,6 +31,7 @@ mod boundary;
 pub mod client;
 pub mod codec;
 pub mod error;
+mod out;
 pub mod schema;
 pub mod server;
 pub mod snapshot;

@@ -7,8 +7,9 @@
 use tickpack::Schema;
 
 use crate::adapter;
-use crate::boundary::{call, free, get, new_handle, put, text};
+use crate::boundary::{call, free, get, new_handle, text, HANDLE_OUT};
 use crate::error::{Error, TpStatus};
+use crate::out::Out;
 use crate::{TpDictSet, TpSchema};
 
 /// Parses the text at `text_ptr` with `parse` into a new handle in `*out`.
@@ -24,10 +25,9 @@ unsafe fn parse(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let text = unsafe { text(text_ptr, len, "text")? };
-        let schema = parse(text)?;
-        // SAFETY: forwarded from this function's contract.
-        unsafe { new_handle(out, schema) }
+        let (text, out) = unsafe { (text(text_ptr, len, "text")?, Out::new(out, HANDLE_OUT)?) };
+        new_handle(out, parse(text)?);
+        Ok(())
     })
 }
 
@@ -64,11 +64,12 @@ pub unsafe extern "C" fn tp_schema_from_toml(
     unsafe { parse(text, len, out, Schema::from_toml) }
 }
 
-/// Frees a schema. Null is accepted and does nothing. Handles made from it
-/// (snapshots, encoders, sessions) stay valid: they hold their own copy.
+/// Frees a schema. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`. Handles made from it (snapshots,
+/// encoders, sessions) stay valid: they hold their own copy.
 ///
 /// # Safety
-/// `schema` is null or a live `TpSchema` not used again.
+/// `schema` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_schema_free(schema: *mut TpSchema) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -83,9 +84,9 @@ pub unsafe extern "C" fn tp_schema_free(schema: *mut TpSchema) -> TpStatus {
 pub unsafe extern "C" fn tp_schema_id(schema: *const TpSchema, id: *mut u32) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let schema = unsafe { get(schema)? };
-        // SAFETY: as above.
-        unsafe { put(id, schema.id(), "id") }
+        let (schema, id) = unsafe { (get(schema)?, Out::new(id, "id")?) };
+        id.write(schema.id());
+        Ok(())
     })
 }
 
@@ -100,9 +101,9 @@ pub unsafe extern "C" fn tp_schema_entity_types(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let schema = unsafe { get(schema)? };
-        // SAFETY: as above.
-        unsafe { put(count, schema.sections().len(), "count") }
+        let (schema, count) = unsafe { (get(schema)?, Out::new(count, "count")?) };
+        count.write(schema.sections().len());
+        Ok(())
     })
 }
 
@@ -120,15 +121,15 @@ pub unsafe extern "C" fn tp_schema_record_size(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let schema = unsafe { get(schema)? };
+        let (schema, size) = unsafe { (get(schema)?, Out::new(size, "size")?) };
         let ty = schema.sections().get(entity_type).ok_or_else(|| {
             Error::invalid(format_args!(
                 "entity type {entity_type} is past the schema's {}",
                 schema.sections().len()
             ))
         })?;
-        // SAFETY: as above.
-        unsafe { put(size, ty.record_size(), "size") }
+        size.write(ty.record_size());
+        Ok(())
     })
 }
 
@@ -148,14 +149,20 @@ pub unsafe extern "C" fn tp_schema_entity_type_index(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let (schema, name) = unsafe { (get(schema)?, text(name, len, "name")?) };
+        let (schema, name, entity_type) = unsafe {
+            (
+                get(schema)?,
+                text(name, len, "name")?,
+                Out::new(entity_type, "entity_type")?,
+            )
+        };
         let index = schema
             .sections()
             .iter()
             .position(|t| t.name() == name)
             .ok_or_else(|| Error::invalid(format_args!("no entity type named {name:?}")))?;
-        // SAFETY: as above.
-        unsafe { put(entity_type, index, "entity_type") }
+        entity_type.write(index);
+        Ok(())
     })
 }
 
@@ -173,17 +180,17 @@ pub unsafe extern "C" fn tp_dictset_load(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let dir = unsafe { text(dir, len, "dir")? };
-        let set = adapter::load_set(dir)?;
-        // SAFETY: as above.
-        unsafe { new_handle(out, set) }
+        let (dir, out) = unsafe { (text(dir, len, "dir")?, Out::new(out, HANDLE_OUT)?) };
+        new_handle(out, adapter::load_set(dir)?);
+        Ok(())
     })
 }
 
-/// Frees a dictionary set. Null is accepted and does nothing.
+/// Frees a dictionary set. Null is accepted and does nothing; a handle
+/// already freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `set` is null or a live `TpDictSet` not used again.
+/// `set` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_dictset_free(set: *mut TpDictSet) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -198,9 +205,9 @@ pub unsafe extern "C" fn tp_dictset_free(set: *mut TpDictSet) -> TpStatus {
 pub unsafe extern "C" fn tp_dictset_id(set: *const TpDictSet, id: *mut u32) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { get(set)? };
-        // SAFETY: as above.
-        unsafe { put(id, set.id(), "id") }
+        let (set, id) = unsafe { (get(set)?, Out::new(id, "id")?) };
+        id.write(set.id());
+        Ok(())
     })
 }
 
@@ -217,8 +224,8 @@ pub unsafe extern "C" fn tp_dictset_schema(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let set = unsafe { get(set)? };
-        // SAFETY: as above.
-        unsafe { new_handle(out, set.schema().clone()) }
+        let (set, out) = unsafe { (get(set)?, Out::new(out, HANDLE_OUT)?) };
+        new_handle(out, set.schema().clone());
+        Ok(())
     })
 }

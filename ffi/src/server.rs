@@ -13,10 +13,11 @@ use tickpack_sets::dictset::DictionarySet;
 
 use crate::adapter;
 use crate::boundary::{
-    call, copy_out, disjoint, free, get, get_mut, new_handle, put, put_opt, read_or_default, slice,
+    call, disjoint, free, get, get_mut, new_handle, read_or_default, slice, HANDLE_OUT,
 };
 use crate::codec::TpLimits;
 use crate::error::{Error, TpStatus};
+use crate::out::{copy_out, write_opt, Out, OutBuf};
 use crate::{TpDictSet, TpSchema, TpServer, TpSnapshot};
 
 /// Server settings; `tp_server_config_default` fills in the defaults.
@@ -29,11 +30,14 @@ pub struct TpServerConfig {
     pub history: usize,
     /// zstd level (default 3).
     pub level: i32,
-    /// Send a 16-bit checksum of the snapshot in every packet (default on).
-    pub checksum: bool,
+    /// Send a 16-bit checksum of the snapshot in every packet (default 1,
+    /// on). A byte, not a `bool`, so that any value is defined: 0 is off,
+    /// anything else on.
+    pub checksum: u8,
     /// Encode once per tick for all clients with the same baseline, and
-    /// hand them the same bytes (default on).
-    pub share_encodes: bool,
+    /// hand them the same bytes (default 1, on; 0 is off, anything else
+    /// on).
+    pub share_encodes: u8,
     /// Sequence of the first tick (default 0).
     pub first_sequence: u16,
     /// Bounds on one packet; give clients the same.
@@ -90,8 +94,11 @@ impl ServerState {
 /// `config` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn tp_server_config_default(config: *mut TpServerConfig) -> TpStatus {
-    // SAFETY: forwarded from this function's contract.
-    call(|| unsafe { put(config, TpServerConfig::default(), "config") })
+    call(|| {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { Out::new(config, "config")? }.write(TpServerConfig::default());
+        Ok(())
+    })
 }
 
 /// The optional dictionary set of `tp_server_new` / `tp_client_new`,
@@ -134,6 +141,8 @@ pub unsafe extern "C" fn tp_server_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let out = unsafe { Out::new(out, HANDLE_OUT)? };
+        // SAFETY: as above.
         let schema = unsafe { get(schema)? };
         // SAFETY: as above.
         let set = unsafe { optional_set(set, schema)? };
@@ -144,15 +153,16 @@ pub unsafe extern "C" fn tp_server_new(
             server,
             pending: None,
         };
-        // SAFETY: as above.
-        unsafe { new_handle(out, state) }
+        new_handle(out, state);
+        Ok(())
     })
 }
 
-/// Frees a server. Null is accepted and does nothing.
+/// Frees a server. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`.
 ///
 /// # Safety
-/// `server` is null or a live `TpServer` not used again.
+/// `server` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_server_free(server: *mut TpServer) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -188,11 +198,13 @@ pub unsafe extern "C" fn tp_server_remove_client(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
+        let was_connected = unsafe { Out::optional(was_connected, "was_connected")? };
+        // SAFETY: as above.
         let state = unsafe { get_mut(server)? };
         state.forget_pending(client_id);
         let removed = adapter::disconnect(&mut state.server, client_id);
-        // SAFETY: as above.
-        unsafe { put_opt(was_connected, removed, "was_connected") }
+        write_opt(was_connected, removed);
+        Ok(())
     })
 }
 
@@ -212,13 +224,14 @@ pub unsafe extern "C" fn tp_server_begin_tick(
 ) -> TpStatus {
     call(|| {
         disjoint(server, &[world.cast()])?;
-        // SAFETY: forwarded from this function's contract; the two handles
-        // differ.
+        // SAFETY: forwarded from this function's contract.
+        let sequence = unsafe { Out::optional(sequence, "sequence")? };
+        // SAFETY: as above; the two handles differ.
         let (state, world) = unsafe { (get_mut(server)?, get(world)?) };
         state.pending = None;
         let seq = adapter::begin_tick(&mut state.server, world.clone());
-        // SAFETY: as above.
-        unsafe { put_opt(sequence, seq, "sequence") }
+        write_opt(sequence, seq);
+        Ok(())
     })
 }
 
@@ -244,15 +257,23 @@ pub unsafe extern "C" fn tp_server_encode(
     written: *mut usize,
 ) -> TpStatus {
     call(|| {
+        // Checked before the send is made and counted, so a call that
+        // fails on its arguments changes nothing.
         // SAFETY: forwarded from this function's contract.
+        let (out, written) = unsafe {
+            (
+                OutBuf::new(out, capacity, "out")?,
+                Out::new(written, "written")?,
+            )
+        };
+        // SAFETY: as above.
         let state = unsafe { get_mut(server)? };
         let sequence = adapter::sequence(&state.server);
         let bytes = match state.pending.take() {
             Some(p) if p.client == client_id && p.sequence == sequence => p.bytes,
             _ => adapter::send(&mut state.server, client_id)?,
         };
-        // SAFETY: as above.
-        let r = unsafe { copy_out(out, capacity, &bytes, written, "out") };
+        let r = copy_out(out, &bytes, written, "out");
         if matches!(&r, Err(e) if e.status == TpStatus::BufferTooSmall) {
             state.pending = Some(Pending {
                 client: client_id,
@@ -303,8 +324,9 @@ pub unsafe extern "C" fn tp_server_stats(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let s = adapter::server_stats(&unsafe { get(server)? }.server);
+        let stats = unsafe { Out::new(stats, "stats")? };
         // SAFETY: as above.
-        unsafe { put(stats, s, "stats") }
+        stats.write(adapter::server_stats(&unsafe { get(server)? }.server));
+        Ok(())
     })
 }

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use tickpack::{Section, Snapshot};
 
-use crate::boundary::{call, copy_into, free, get, get_mut, new_handle, put, slice};
+use crate::boundary::{call, free, get, get_mut, new_handle, slice, HANDLE_OUT};
 use crate::error::{Error, TpStatus};
+use crate::out::{Out, OutBuf};
 use crate::{TpSchema, TpSnapshot};
 
 /// The section for `entity_type`, or an error naming the count.
@@ -75,10 +76,9 @@ pub unsafe extern "C" fn tp_snapshot_new(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let schema = unsafe { get(schema)? };
-        let snapshot = Arc::new(Snapshot::new(schema));
-        // SAFETY: as above.
-        unsafe { new_handle(out, snapshot) }
+        let (schema, out) = unsafe { (get(schema)?, Out::new(out, HANDLE_OUT)?) };
+        new_handle(out, Arc::new(Snapshot::new(schema)));
+        Ok(())
     })
 }
 
@@ -111,11 +111,12 @@ pub unsafe extern "C" fn tp_snapshot_quantize(
     })
 }
 
-/// Frees a snapshot. Null is accepted and does nothing. A server that was
-/// given the snapshot by `tp_server_begin_tick` keeps its own reference.
+/// Frees a snapshot. Null is accepted and does nothing; a handle already
+/// freed gives `TP_STATUS_WRONG_HANDLE`. A server that was given the
+/// snapshot by `tp_server_begin_tick` keeps its own reference.
 ///
 /// # Safety
-/// `snapshot` is null or a live `TpSnapshot` not used again.
+/// `snapshot` is null or a handle of this library that no other call is using.
 #[no_mangle]
 pub unsafe extern "C" fn tp_snapshot_free(snapshot: *mut TpSnapshot) -> TpStatus {
     // SAFETY: forwarded from this function's contract.
@@ -194,10 +195,9 @@ pub unsafe extern "C" fn tp_snapshot_section_len(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let snapshot = unsafe { get(snapshot)? };
-        let n = section(snapshot, entity_type)?.len();
-        // SAFETY: as above.
-        unsafe { put(count, n, "count") }
+        let (snapshot, count) = unsafe { (get(snapshot)?, Out::new(count, "count")?) };
+        count.write(section(snapshot, entity_type)?.len());
+        Ok(())
     })
 }
 
@@ -223,32 +223,30 @@ pub unsafe extern "C" fn tp_snapshot_get_section(
     count: *mut usize,
 ) -> TpStatus {
     call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let snapshot = unsafe { get(snapshot)? };
-        let s = section(snapshot, entity_type)?;
-        check_record_size(s, record_size)?;
-        // SAFETY: as above.
-        unsafe { put(count, s.len(), "count")? };
-        if s.len() > capacity {
-            return Err(Error::too_small("the section buffers", s.len(), capacity));
-        }
         // `capacity * record_size` cannot overflow where the caller's
         // buffer really has that many bytes; saturate for a lying caller.
         let record_capacity = capacity.saturating_mul(record_size);
-        if !ids.is_null() {
-            // SAFETY: as above; `s.len() <= capacity`.
-            unsafe { copy_into(ids, capacity, s.ids(), "ids")? };
+        // Every pointer is checked before anything is written.
+        // SAFETY: forwarded from this function's contract.
+        let (snapshot, count, ids, records) = unsafe {
+            (
+                get(snapshot)?,
+                Out::new(count, "count")?,
+                OutBuf::optional(ids, capacity, "ids")?,
+                OutBuf::optional(records.cast::<u8>(), record_capacity, "records")?,
+            )
+        };
+        let s = section(snapshot, entity_type)?;
+        check_record_size(s, record_size)?;
+        count.write(s.len());
+        if s.len() > capacity {
+            return Err(Error::too_small("the section buffers", s.len(), capacity));
         }
-        if !records.is_null() {
-            // SAFETY: as above.
-            unsafe {
-                copy_into(
-                    records.cast::<u8>(),
-                    record_capacity,
-                    s.records(),
-                    "records",
-                )?
-            };
+        if let Some(ids) = ids {
+            ids.fill(s.ids(), "ids")?;
+        }
+        if let Some(records) = records {
+            records.fill(s.records(), "records")?;
         }
         Ok(())
     })
@@ -267,8 +265,8 @@ pub unsafe extern "C" fn tp_snapshot_equal(
 ) -> TpStatus {
     call(|| {
         // SAFETY: forwarded from this function's contract.
-        let (a, b) = unsafe { (get(a)?, get(b)?) };
-        // SAFETY: as above.
-        unsafe { put(equal, a == b, "equal") }
+        let (a, b, equal) = unsafe { (get(a)?, get(b)?, Out::new(equal, "equal")?) };
+        equal.write(a == b);
+        Ok(())
     })
 }

@@ -1,8 +1,10 @@
 //! Compiles `examples/session.c` with the system C compiler against the
 //! library cargo built for this test run, and runs it: once linked to the
 //! static library, once to the shared one, and once under AddressSanitizer
-//! where the compiler and the machine support it. Skips (with a message)
-//! when there is no C compiler. Also checks the header compiles as C++.
+//! where the compiler and the machine support it. Does the same for
+//! `tests/c/stale_handles.c` (double frees and uses after free). Skips
+//! (with a message) when there is no C compiler. Also checks the header
+//! compiles as C++.
 
 #![allow(clippy::unwrap_used)]
 
@@ -42,9 +44,12 @@ fn out_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
 }
 
-/// Compiles the example with `flags` and links `link`; panics with the
-/// compiler's output on failure.
-fn build(cc: &str, name: &str, flags: &[&str], link: &[String]) -> PathBuf {
+const SESSION: &str = "examples/session.c";
+const STALE: &str = "tests/c/stale_handles.c";
+
+/// Compiles `source` (relative to the crate) with `flags` and links
+/// `link`; panics with the compiler's output on failure.
+fn build(cc: &str, source: &str, name: &str, flags: &[&str], link: &[String]) -> PathBuf {
     let exe = out_dir().join(name);
     let out = Command::new(cc)
         .args([
@@ -59,7 +64,7 @@ fn build(cc: &str, name: &str, flags: &[&str], link: &[String]) -> PathBuf {
         .args(flags)
         .arg("-I")
         .arg(crate_dir().join("include"))
-        .arg(crate_dir().join("examples/session.c"))
+        .arg(crate_dir().join(source))
         .args(link)
         .args(system_libs())
         .arg("-o")
@@ -75,7 +80,8 @@ fn build(cc: &str, name: &str, flags: &[&str], link: &[String]) -> PathBuf {
     exe
 }
 
-fn run(exe: &Path, env: &[(&str, &str)]) {
+/// Runs `exe` and checks it succeeded and printed `expected`.
+fn run(exe: &Path, env: &[(&str, &str)], expected: &str) {
     let out = Command::new(exe)
         .envs(env.iter().copied())
         .output()
@@ -88,7 +94,7 @@ fn run(exe: &Path, env: &[(&str, &str)]) {
         exe.display(),
         out.status
     );
-    assert!(stdout.contains("ok: 4 clients in sync"), "{stdout}");
+    assert!(stdout.contains(expected), "{stdout}");
     println!("{stdout}");
 }
 
@@ -102,8 +108,8 @@ fn example_runs_against_the_static_library() {
         eprintln!("skipped: no C compiler (set CC or install cc)");
         return;
     };
-    let exe = build(&cc, "session-static", &[], &[static_lib()]);
-    run(&exe, &[]);
+    let exe = build(&cc, SESSION, "session-static", &[], &[static_lib()]);
+    run(&exe, &[], "ok: 4 clients in sync");
 }
 
 #[test]
@@ -122,16 +128,17 @@ fn example_runs_against_the_shared_library() {
         format!("-Wl,-rpath,{dir}"),
         "-l:libtickpack_ffi.so".into(),
     ];
-    let exe = build(&cc, "session-shared", &[], &link);
-    run(&exe, &[]);
+    let exe = build(&cc, SESSION, "session-shared", &[], &link);
+    run(&exe, &[], "ok: 4 clients in sync");
 }
 
 /// Whether `cc` can build and run a program under AddressSanitizer here
 /// (some compilers lack the runtime, some sandboxes forbid its mappings).
-fn asan_works(cc: &str) -> bool {
+fn asan_works(cc: &str, name: &str) -> bool {
+    // One probe per caller: the tests run in parallel.
     let dir = out_dir();
-    let src = dir.join("probe.c");
-    let exe = dir.join("probe");
+    let src = dir.join(format!("probe-{name}.c"));
+    let exe = dir.join(format!("probe-{name}"));
     std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
     let built = Command::new(cc)
         .args(["-fsanitize=address", "-o"])
@@ -145,24 +152,50 @@ fn asan_works(cc: &str) -> bool {
             .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn example_runs_under_address_sanitizer() {
+/// Builds `source` with AddressSanitizer and runs it with leak checking
+/// (every handle the programs make they free); skips, saying why, when the
+/// compiler or the machine cannot.
+fn run_under_asan(source: &str, name: &str, expected: &str) {
     let Some(cc) = compiler() else {
         eprintln!("skipped: no C compiler (set CC or install cc)");
         return;
     };
-    if !asan_works(&cc) {
+    if !asan_works(&cc, name) {
         eprintln!("skipped: {cc} cannot build and run with -fsanitize=address here");
         return;
     }
     let exe = build(
         &cc,
-        "session-asan",
+        source,
+        name,
         &["-fsanitize=address", "-fno-omit-frame-pointer"],
         &[static_lib()],
     );
-    // Leak checking included: every handle the example makes it frees.
-    run(&exe, &[("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")]);
+    run(
+        &exe,
+        &[("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")],
+        expected,
+    );
+}
+
+#[test]
+fn example_runs_under_address_sanitizer() {
+    run_under_asan(SESSION, "session-asan", "ok: 4 clients in sync");
+}
+
+#[test]
+fn stale_handles_are_refused_from_c() {
+    let Some(cc) = compiler() else {
+        eprintln!("skipped: no C compiler (set CC or install cc)");
+        return;
+    };
+    let exe = build(&cc, STALE, "stale-static", &[], &[static_lib()]);
+    run(&exe, &[], "ok: stale handles refused");
+}
+
+#[test]
+fn stale_handles_are_refused_under_address_sanitizer() {
+    run_under_asan(STALE, "stale-asan", "ok: stale handles refused");
 }
 
 #[test]

@@ -261,7 +261,7 @@ fn encoder_and_decoder_round_trip_with_a_baseline() {
     let t1 = snapshot_with(s, &[2, 3], &[car(2.5, 1), car(3.0, 0)]);
     let (mut enc, mut dec, mut got0, mut got1) = (null_mut(), null_mut(), null_mut(), null_mut());
     ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
-    ok(ffi!(tp_encoder_set_checksum(enc, true)));
+    ok(ffi!(tp_encoder_set_checksum(enc, 1)));
     ok(ffi!(tp_decoder_new(s, &mut dec)));
     ok(ffi!(tp_snapshot_new(s, &mut got0)));
     ok(ffi!(tp_snapshot_new(s, &mut got1)));
@@ -583,4 +583,47 @@ fn status_names() {
     assert_eq!(name(3).to_str(), Ok("TP_STATUS_BUFFER_TOO_SMALL"));
     assert_eq!(name(TpStatus::Panic as i32).to_str(), Ok("TP_STATUS_PANIC"));
     assert_eq!(name(-1).to_str(), Ok("TP_STATUS_UNKNOWN"));
+}
+
+/// A handle freed twice, or used after its free, is refused with
+/// `TP_STATUS_WRONG_HANDLE`, also once a newer handle may sit at the
+/// freed address, which the stale handle must not reach.
+#[test]
+fn freed_handles_are_refused_and_never_reach_newer_ones() {
+    let s = schema();
+    let a = snapshot_with(s, &[], &[]);
+    ok(ffi!(tp_snapshot_free(a)));
+    fails(
+        ffi!(tp_snapshot_free(a)),
+        TpStatus::WrongHandle,
+        "not a tickpack handle",
+    );
+    // Newer snapshots, one likely where `a` was.
+    let newer: Vec<_> = (0..4).map(|_| snapshot_with(s, &[], &[])).collect();
+    let ids = [5u32];
+    let cars = [car(1.0, 1)];
+    fails(
+        ffi!(tp_snapshot_set_section(
+            a,
+            0,
+            ids.as_ptr(),
+            cars.as_ptr().cast(),
+            1,
+            CAR
+        )),
+        TpStatus::WrongHandle,
+        "not a tickpack handle",
+    );
+    for &h in &newer {
+        let mut n = 9usize;
+        ok(ffi!(tp_snapshot_section_len(h, 0, &mut n)));
+        assert_eq!(n, 0, "a newer handle was written through a freed one");
+        ok(ffi!(tp_snapshot_free(h)));
+    }
+    ok(ffi!(tp_schema_free(s)));
+    fails(
+        ffi!(tp_schema_free(s)),
+        TpStatus::WrongHandle,
+        "not a tickpack handle",
+    );
 }

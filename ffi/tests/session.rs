@@ -261,7 +261,7 @@ fn damaged_input_gives_statuses() {
     let t1 = snapshot_with(s, &[2, 3, 4], &[car(2.5, 1), car(3.0, 1), car(4.0, 0)]);
     let (mut enc, mut dec, mut got) = (null_mut(), null_mut(), null_mut());
     ok(ffi!(tp_encoder_new(s, TP_DEFAULT_LEVEL, &mut enc)));
-    ok(ffi!(tp_encoder_set_checksum(enc, true)));
+    ok(ffi!(tp_encoder_set_checksum(enc, 1)));
     ok(ffi!(tp_decoder_new(s, &mut dec)));
     ok(ffi!(tp_snapshot_new(s, &mut got)));
     let mut delta = [0u8; 512];
@@ -561,4 +561,50 @@ fn a_misaligned_receive_result_is_refused_before_the_packet_is_applied() {
     ok(ffi!(tp_snapshot_free(seen)));
     ok(ffi!(tp_snapshot_free(world)));
     ok(ffi!(tp_server_free(server)));
+}
+
+/// The size of the first packet a server with `config` sends each of two
+/// clients, and how many encodes it ran for them.
+fn first_packets(config: &TpServerConfig) -> (usize, u64) {
+    let s = schema();
+    let mut server = null_mut();
+    ok(ffi!(tp_server_new(s, null(), config, &mut server)));
+    let world = snapshot_with(s, &[4, 5], &[car(1.0, 4), car(2.0, 5)]);
+    ok(ffi!(tp_server_begin_tick(server, world, null_mut())));
+    let mut buf = [0u8; 1024];
+    let mut n = 0usize;
+    for id in [1, 2] {
+        ok(ffi!(tp_server_add_client(server, id)));
+        ok(ffi!(tp_server_encode(
+            server,
+            id,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut n
+        )));
+    }
+    let mut stats = TpServerStats::default();
+    ok(ffi!(tp_server_stats(server, &mut stats)));
+    ok(ffi!(tp_snapshot_free(world)));
+    ok(ffi!(tp_server_free(server)));
+    ok(ffi!(tp_schema_free(s)));
+    (n, stats.encodes)
+}
+
+/// Flags C passes are bytes where any value is defined: 0 is off, any
+/// other byte on (a `bool` holding 2 was undefined behaviour).
+#[test]
+fn config_flags_are_bytes_and_any_non_zero_byte_is_on() {
+    let with = |checksum, share_encodes| TpServerConfig {
+        checksum,
+        share_encodes,
+        ..TpServerConfig::default()
+    };
+    let (plain, unshared) = first_packets(&with(0, 0));
+    assert_eq!(unshared, 2, "share_encodes 0 is off");
+    for byte in [1, 2, 0x80, 0xff] {
+        let (n, encodes) = first_packets(&with(byte, byte));
+        assert_eq!(n, plain + 2, "checksum {byte} is on");
+        assert_eq!(encodes, 1, "share_encodes {byte} is on");
+    }
 }

@@ -35,6 +35,13 @@
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Features
+//!
+//! `test-knobs` (off by default) adds [`ServerConfig`]'s
+//! `first_sequence` (start near the sequence wrap) and `share_encodes`
+//! (turn encode sharing off to measure it), for tests and benches; not a
+//! stable API.
 
 #![forbid(unsafe_code)]
 

@@ -50,15 +50,36 @@ pub struct ServerConfig {
     /// Compress full snapshots with this one instead (a set's keyframe
     /// dictionary); `None`: full snapshots use `dictionary`.
     pub keyframe_dictionary: Option<Dictionary>,
-    /// Sequence of the first tick (tests start near the wrap).
+    /// Sequence of the first tick (tests start near the wrap). Feature
+    /// `test-knobs`; 0 without it.
+    #[cfg(feature = "test-knobs")]
     pub first_sequence: u16,
     /// Give clients with the same baseline, view and recalled records the
     /// same bytes, encoded once per tick. A client whose chain started on
     /// another tick than the encode's still takes its bytes; its own
     /// recall is then derived from its own baseline recall, since recalls
     /// forget by the steps since their keyframes. Default on; off only to
-    /// measure what it saves.
+    /// measure what it saves. Feature `test-knobs`; always on without it.
+    #[cfg(feature = "test-knobs")]
     pub share_encodes: bool,
+}
+
+impl ServerConfig {
+    /// [`ServerConfig::first_sequence`], or 0 without `test-knobs`.
+    fn first_sequence(&self) -> u16 {
+        #[cfg(feature = "test-knobs")]
+        return self.first_sequence;
+        #[cfg(not(feature = "test-knobs"))]
+        0
+    }
+
+    /// [`ServerConfig::share_encodes`], or on without `test-knobs`.
+    fn share_encodes(&self) -> bool {
+        #[cfg(feature = "test-knobs")]
+        return self.share_encodes;
+        #[cfg(not(feature = "test-knobs"))]
+        true
+    }
 }
 
 impl Default for ServerConfig {
@@ -70,7 +91,9 @@ impl Default for ServerConfig {
             checksum: true,
             dictionary: None,
             keyframe_dictionary: None,
+            #[cfg(feature = "test-knobs")]
             first_sequence: 0,
+            #[cfg(feature = "test-knobs")]
             share_encodes: true,
         }
     }
@@ -386,9 +409,9 @@ impl Server {
             limits: config.limits,
             hello,
             history: config.history,
-            share: config.share_encodes,
+            share: config.share_encodes(),
             clients: HashMap::new(),
-            sequence: config.first_sequence.wrapping_sub(1),
+            sequence: config.first_sequence().wrapping_sub(1),
             world: None,
             shared: Vec::new(),
             out: Vec::new(),

@@ -180,7 +180,8 @@ pub struct TrainArgs {
     pub captures: Vec<PathBuf>,
     /// The set's directory. A set already there is refused unless --force,
     /// then replaced as a whole (the new set is written beside it, then
-    /// swapped in); any other existing file or non-empty directory is refused.
+    /// swapped in); any other existing file or non-empty directory, or a set
+    /// beside files its manifest does not name, is refused.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Replace the dictionary set already at --out.
@@ -237,6 +238,12 @@ pub struct EvalArgs {
     /// zstd level, for tickpack and the plain frames alike.
     #[arg(long, value_name = "L", default_value_t = tickpack::DEFAULT_LEVEL, value_parser = parse_level, allow_negative_numbers = true)]
     pub level: i32,
+    /// Most bytes of snapshots held at once as baselines still to be used;
+    /// a capture that needs more is refused (the table prints what a
+    /// capture needed).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::eval::MAX_HELD_BYTES,
+          value_parser = |s: &str| parse_whole(s, 1, crate::eval::MAX_HELD_BYTES_LIMIT))]
+    pub max_held_bytes: u64,
     /// Baselines.
     #[command(flatten)]
     pub model: ModelArgs,
@@ -257,7 +264,7 @@ pub struct SuggestArgs {
     /// The capture.
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
-    /// Candidate steps, comma-separated [default: 0.0001,0.001,0.01,0.1,1].
+    /// Candidate steps, comma-separated, at most 32 [default: 0.0001,0.001,0.01,0.1,1].
     #[arg(long, value_name = "STEPS", value_parser = parse_step, value_delimiter = ',', num_args = 1, allow_negative_numbers = true)]
     pub steps: Vec<f64>,
 }

@@ -86,6 +86,14 @@ pub enum TrainerError {
         /// The limit, bytes.
         limit: u64,
     },
+    /// `suggest` was given more candidate steps than [`MAX_STEPS`](crate::suggest::MAX_STEPS)
+    /// (each costs a column and a pass over every field's samples).
+    TooManySteps {
+        /// Steps given.
+        given: usize,
+        /// The most allowed.
+        max: usize,
+    },
     /// A tick of a capture records more sent packets than allowed.
     TooManySent {
         /// The capture file.
@@ -144,6 +152,9 @@ impl fmt::Display for TrainerError {
                 "{file}: at tick {tick}, {snapshots} snapshots ({bytes} bytes) are still needed \
                  as baselines, over the {limit}-byte limit: the packets' baselines reach too far back"
             ),
+            Self::TooManySteps { given, max } => {
+                write!(f, "--steps: at most {max} steps, got {given}")
+            }
             Self::TooManySent { file, tick, limit } => write!(
                 f,
                 "{file}: tick {tick} records more than {limit} sent packets"

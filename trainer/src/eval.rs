@@ -161,8 +161,15 @@ fn mean_of(total: f64, n: usize) -> Option<f64> {
     (n > 0).then(|| round2(total / n as f64))
 }
 
-/// Most bytes of snapshots `eval` holds as baselines by default: 1 GiB.
-pub const MAX_HELD_BYTES: u64 = 1 << 30;
+/// Most bytes of snapshots `eval` holds as baselines by default: 64 MiB,
+/// about 200 times what the bundled scenarios' captures and the Quake 3
+/// imports need (at most 10 snapshots, 325 KB), so that a small hostile
+/// capture whose baselines reach far back is refused early;
+/// `--max-held-bytes` raises it for long baseline distances.
+pub const MAX_HELD_BYTES: u64 = 64 << 20;
+
+/// The largest `--max-held-bytes` accepted: 64 GiB.
+pub const MAX_HELD_BYTES_LIMIT: u64 = 1 << 36;
 
 /// Most bytes of raw snapshots the `zstd_frame_dict_bytes_mean` dictionary
 /// is trained on: 16 MiB (zstd asks for about 100 times the dictionary size).
@@ -530,6 +537,10 @@ pub fn table(report: &EvalReport, ctx: &EvalContext) -> String {
         "\nraw record bytes mean {}; round trip {}\n",
         f(report.raw_bytes_mean),
         if report.roundtrip_ok { "ok" } else { "FAILED" }
+    );
+    s += &format!(
+        "baselines held at once: at most {} snapshots, {} bytes (--max-held-bytes)\n",
+        ctx.peak_held_ticks, ctx.peak_held_bytes
     );
     s
 }

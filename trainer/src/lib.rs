@@ -170,7 +170,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
                 held_out_fraction: a.held_out.unwrap_or(d.held_out_fraction),
                 level: a.level,
                 max_dict_samples: d.max_dict_samples,
-                max_held_bytes: d.max_held_bytes,
+                max_held_bytes: a.max_held_bytes,
             };
             let (report, ctx) = eval::eval(&opts)?;
             if a.json {

@@ -20,6 +20,10 @@ fn main() -> ExitCode {
             eprintln!("error: {m}\n\nFor more information, try '--help'.");
             ExitCode::from(2)
         }
+        Err(e @ TrainerError::TooManySteps { .. }) => {
+            eprintln!("error: {e}\n\nFor more information, try '--help'.");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("tickpack-trainer: {e}");
             ExitCode::FAILURE

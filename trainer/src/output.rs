@@ -12,7 +12,10 @@
 //!   loaded back, and then swapped in: the old set is moved aside and
 //!   removed only after the new one is in place, so a directory never holds
 //!   a mix of old dictionaries and a new manifest. Without force a set that
-//!   appeared there meanwhile is refused, not replaced.
+//!   appeared there meanwhile is refused, not replaced. Force replaces only
+//!   a directory that holds nothing but a set (its manifest and the files it
+//!   names): one that also holds other files (notes, captures) is refused,
+//!   since replacing the directory would delete them.
 
 #![forbid(unsafe_code)]
 
@@ -80,24 +83,17 @@ impl Pending {
     /// Starts writing `dest` (already checked with [`check_output`]).
     pub fn new(dest: &Path, force: bool) -> Result<Self, TrainerError> {
         let dir = parent_of(dest);
-        let file = tempfile::Builder::new()
+        // The output gets the permissions of the file it replaces, or
+        // those of any new file (the umask applied).
+        let old = std::fs::metadata(dest).ok().map(|m| m.permissions());
+        let file = ordinary(old.is_none(), false)
             .prefix(".tickpack-")
             .suffix(".part")
             .tempfile_in(dir)
             .map_err(|e| TrainerError::io(dir, e))?;
-        // A temporary file is private; the output gets the permissions of
-        // the file it replaces, or those of an ordinary new file.
-        let perms = match std::fs::metadata(dest) {
-            Ok(m) => m.permissions(),
-            Err(_) => ordinary(
-                false,
-                file.as_file()
-                    .metadata()
-                    .map_err(|e| TrainerError::io(file.path(), e))?
-                    .permissions(),
-            ),
-        };
-        std::fs::set_permissions(file.path(), perms).map_err(|e| TrainerError::io(dest, e))?;
+        if let Some(perms) = old {
+            std::fs::set_permissions(file.path(), perms).map_err(|e| TrainerError::io(dest, e))?;
+        }
         Ok(Self {
             dest: dest.to_owned(),
             force,
@@ -145,29 +141,74 @@ impl Pending {
     }
 }
 
-/// The permissions of a new file (`rw-r--r--`) or directory (`rwxr-xr-x`)
-/// in place of `current` (a temporary file's or directory's, private).
-fn ordinary(dir: bool, current: std::fs::Permissions) -> std::fs::Permissions {
+/// A builder of temporary files (or directories, `dir`) that, when `new`,
+/// are created as any new file is: on Unix with mode `rw-rw-rw-`
+/// (`rwxrwxrwx`) less the umask, which the system applies, rather than a
+/// temporary's private `rw-------`. Not `new`, they stay private until
+/// they take the permissions of what they replace.
+fn ordinary<'a, 'b>(new: bool, dir: bool) -> tempfile::Builder<'a, 'b> {
+    #[allow(unused_mut)]
+    let mut b = tempfile::Builder::new();
     #[cfg(unix)]
-    {
+    if new {
         use std::os::unix::fs::PermissionsExt;
-        let _ = current;
-        std::fs::Permissions::from_mode(if dir { 0o755 } else { 0o644 })
+        b.permissions(std::fs::Permissions::from_mode(if dir {
+            0o777
+        } else {
+            0o666
+        }));
     }
     #[cfg(not(unix))]
-    {
-        let _ = dir;
-        let mut p = current;
-        p.set_readonly(false);
-        p
-    }
+    let _ = (new, dir);
+    b
 }
 
 /// What is at a dictionary set's target directory.
 enum Target {
     Absent,
     EmptyDir,
-    Set,
+    /// A set, and the names of the entries its manifest does not name.
+    Set {
+        others: Vec<String>,
+    },
+}
+
+/// The entries of set directory `dir` that are neither its manifest nor a
+/// file `manifest` names.
+fn other_entries(dir: &Path, manifest: &Manifest) -> Result<Vec<String>, TrainerError> {
+    let mut own = vec![MANIFEST_FILE];
+    for d in &manifest.dictionaries {
+        own.push(&d.file);
+        own.extend(d.model.as_ref().map(|m| m.file.as_str()));
+    }
+    let mut others = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| TrainerError::io(dir, e))? {
+        let name = entry.map_err(|e| TrainerError::io(dir, e))?.file_name();
+        if !own.iter().any(|f| std::ffi::OsStr::new(f) == name) {
+            others.push(name.to_string_lossy().into_owned());
+        }
+    }
+    others.sort();
+    Ok(others)
+}
+
+/// Refuses to replace a set directory that holds files of someone else's:
+/// the swap would delete them.
+fn refuse_others(out: &Path, others: &[String]) -> Result<(), TrainerError> {
+    if others.is_empty() {
+        return Ok(());
+    }
+    const SHOWN: usize = 5;
+    let mut names = others[..others.len().min(SHOWN)].join(", ");
+    if others.len() > SHOWN {
+        names += &format!(" and {} more", others.len() - SHOWN);
+    }
+    Err(refuse(format!(
+        "{} holds files that are not its dictionary set's ({names}): \
+         --force replaces a directory that holds only a set, so move them \
+         elsewhere or give another directory",
+        out.display()
+    )))
 }
 
 fn set_target(out: &Path) -> Result<Target, TrainerError> {
@@ -192,8 +233,11 @@ fn set_target(out: &Path) -> Result<Target, TrainerError> {
         File::open(&manifest)
             .and_then(|f| f.take(limit as u64 + 1).read_to_end(&mut text))
             .map_err(|e| TrainerError::io(&manifest, e))?;
-        if text.len() <= limit && serde_json::from_slice::<Manifest>(&text).is_ok() {
-            return Ok(Target::Set);
+        if text.len() <= limit {
+            if let Ok(m) = serde_json::from_slice::<Manifest>(&text) {
+                let others = other_entries(out, &m)?;
+                return Ok(Target::Set { others });
+            }
         }
         return Err(refuse(format!(
             "{} holds a {MANIFEST_FILE} that is not a dictionary set's: \
@@ -214,19 +258,21 @@ fn set_target(out: &Path) -> Result<Target, TrainerError> {
 }
 
 /// Refuses a set directory `out` that holds anything but a dictionary set
-/// (or nothing), that holds a set and `force` is off, or that holds one of
-/// `inputs` (replacing the set would delete it).
+/// (or nothing), that holds a set and `force` is off, that holds a set and
+/// files its manifest does not name, or that holds one of `inputs`
+/// (replacing the set would delete it).
 pub fn check_set_output(inputs: &[&Path], out: &Path, force: bool) -> Result<(), TrainerError> {
-    match set_target(out)? {
+    let others = match set_target(out)? {
         Target::Absent => return Ok(()),
-        Target::Set if !force => {
+        Target::Set { .. } if !force => {
             return Err(refuse(format!(
                 "{} holds a dictionary set: add --force to replace it",
                 out.display()
             )))
         }
-        Target::Set | Target::EmptyDir => {}
-    }
+        Target::Set { others } => others,
+        Target::EmptyDir => Vec::new(),
+    };
     let dir = out.canonicalize().map_err(|e| TrainerError::io(out, e))?;
     for input in inputs {
         if let Ok(p) = input.canonicalize() {
@@ -239,53 +285,50 @@ pub fn check_set_output(inputs: &[&Path], out: &Path, force: bool) -> Result<(),
             }
         }
     }
-    Ok(())
+    refuse_others(out, &others)
 }
 
 /// Writes `set` to `out` as a whole: into a new directory beside `out`,
 /// loaded back and verified there, then swapped in for whatever set `out`
 /// held. A set at `out` is replaced only when `force` is on, even one that
-/// appeared after [`check_set_output`] (while training). Returns the set
-/// as loaded from `out`.
+/// appeared after [`check_set_output`] (while training), and only when
+/// `out` holds nothing but that set. Returns the set as loaded from `out`.
 pub fn save_set(
     set: &DictionarySet,
     out: &Path,
     force: bool,
 ) -> Result<DictionarySet, TrainerError> {
     let target = set_target(out)?;
-    if matches!(target, Target::Set) && !force {
-        return Err(refuse(format!(
-            "{} holds a dictionary set (it appeared while training): \
-             add --force to replace it",
-            out.display()
-        )));
+    if let Target::Set { others } = &target {
+        if !force {
+            return Err(refuse(format!(
+                "{} holds a dictionary set (it appeared while training): \
+                 add --force to replace it",
+                out.display()
+            )));
+        }
+        refuse_others(out, others)?;
     }
     let parent = parent_of(out);
     std::fs::create_dir_all(parent).map_err(|e| TrainerError::io(parent, e))?;
-    let staging = tempfile::Builder::new()
+    let old = std::fs::metadata(out).ok().map(|m| m.permissions());
+    let staging = ordinary(old.is_none(), true)
         .prefix(".tickpack-set-")
         .tempdir_in(parent)
         .map_err(|e| TrainerError::io(parent, e))?;
     set.save(staging.path())?;
     DictionarySet::load(staging.path())?;
-    let perms = match std::fs::metadata(out) {
-        Ok(m) => m.permissions(),
-        Err(_) => ordinary(
-            true,
-            std::fs::metadata(staging.path())
-                .map_err(|e| TrainerError::io(staging.path(), e))?
-                .permissions(),
-        ),
-    };
-    std::fs::set_permissions(staging.path(), perms)
-        .map_err(|e| TrainerError::io(staging.path(), e))?;
+    if let Some(perms) = old {
+        std::fs::set_permissions(staging.path(), perms)
+            .map_err(|e| TrainerError::io(staging.path(), e))?;
+    }
     let old = match target {
         Target::Absent => None,
         Target::EmptyDir => {
             std::fs::remove_dir(out).map_err(|e| TrainerError::io(out, e))?;
             None
         }
-        Target::Set => {
+        Target::Set { .. } => {
             let holder = tempfile::Builder::new()
                 .prefix(".tickpack-old-set-")
                 .tempdir_in(parent)

@@ -35,6 +35,9 @@ use crate::TrainerError;
 
 /// Candidate steps when none are given.
 pub const DEFAULT_STEPS: [f64; 5] = [0.0001, 0.001, 0.01, 0.1, 1.0];
+/// Most candidate steps `suggest` takes: each is a column of the report
+/// and a pass over every float field's samples.
+pub const MAX_STEPS: usize = 32;
 /// Most tick-to-tick pairs kept per field.
 pub const SAMPLES: usize = 50_000;
 /// Most bytes the float fields' reservoirs of pairs hold together (each
@@ -274,6 +277,12 @@ fn layout(schema: &tickpack::Schema) -> (Vec<FieldStats>, Vec<(usize, usize, usi
 /// Gathers the statistics of every float field of the capture at `path`
 /// and renders them, with bits per value at `steps`.
 pub fn suggest(path: &Path, steps: &[f64]) -> Result<String, TrainerError> {
+    if steps.len() > MAX_STEPS {
+        return Err(TrainerError::TooManySteps {
+            given: steps.len(),
+            max: MAX_STEPS,
+        });
+    }
     let f = std::fs::File::open(path).map_err(|e| TrainerError::io(path, e))?;
     let mut r =
         CaptureReader::new(BufReader::new(f)).map_err(crate::captures::capture_err(path))?;

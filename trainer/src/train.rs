@@ -15,6 +15,11 @@
 //!    into blocks as the codec cuts them: the samples. For keyframes and for
 //!    deltas, zstd's fastCover trainer makes a dictionary of each size tried;
 //!    the one giving the fewest held-out bytes is kept, or none if none helps.
+//!    A set always has a keyframe dictionary, though: when none helps, the
+//!    one costing least, or a [`MARKER_DICT_LEN`]-byte one that changes
+//!    almost nothing. Keyframes name their dictionary only when they use
+//!    one, and two versions of one schema can be held side by side
+//!    (`DictionarySets`) only when both sets' keyframes name theirs.
 //! 5. The set (schema with the chosen operators, dictionaries, manifest) is
 //!    written to a new directory beside `--out`, loaded back and verified,
 //!    then swapped in for the set there, if any ([`crate::output`]).
@@ -406,6 +411,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
             bytes_mean: mean(plain, held.len()),
         });
         let mut best: Option<(u64, Vec<u8>, u64)> = None;
+        let mut least: Option<(u64, Vec<u8>, u64)> = None;
         for &size in &opts.sizes {
             pb.set_message(format!("{} dictionary, {size} bytes", kind.name()));
             pb.inc(1);
@@ -427,9 +433,26 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
                 size: bytes.len() as u64,
                 bytes_mean: mean(total, held.len()),
             });
+            if least.as_ref().is_none_or(|b| total < b.0) {
+                least = Some((total, bytes.clone(), size as u64));
+            }
             if total < plain && best.as_ref().is_none_or(|b| total < b.0) {
                 best = Some((total, bytes, size as u64));
             }
+        }
+        if kind == DictKind::Keyframe && best.is_none() {
+            let names = (game.as_str(), version.as_str(), schema.id());
+            let (total, marker) = marker_dictionary(&mut enc, names, &data, held)?;
+            candidates.push(Candidate {
+                kind,
+                max_size: MARKER_DICT_LEN as u64,
+                size: MARKER_DICT_LEN as u64,
+                bytes_mean: mean(total, held.len()),
+            });
+            best = match least {
+                Some(l) if l.0 < total => Some(l),
+                _ => Some((total, marker, MARKER_DICT_LEN as u64)),
+            };
         }
         if let Some((total, bytes, max_size)) = best {
             // A static Huffman table from the same samples: kept when
@@ -559,6 +582,27 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         snapshots_held,
     };
     Ok((set, report))
+}
+
+/// Bytes of the keyframe dictionary a set gets when no trained one helps.
+pub const MARKER_DICT_LEN: usize = 64;
+
+/// A [`MARKER_DICT_LEN`]-byte raw-content dictionary (the start of the
+/// keyframe samples, zero-padded) and the held-out keyframes' bytes with
+/// it: small enough to change their size by little, while it makes them
+/// name the set's dictionary.
+fn marker_dictionary(
+    enc: &mut Encoder,
+    (game, version, schema_id): (&str, &str, u32),
+    samples: &[u8],
+    held: &[Job<'_>],
+) -> Result<(u64, Vec<u8>), TrainerError> {
+    let mut bytes = samples[..samples.len().min(MARKER_DICT_LEN)].to_vec();
+    bytes.resize(MARKER_DICT_LEN, 0);
+    let id = dictionary_id(game, version, schema_id, DictKind::Keyframe, &bytes);
+    enc.set_dictionary(Some(&Dictionary::new(id, bytes.clone())))
+        .map_err(|e| TrainerError::Zstd(format!("keyframe dictionary: {e}")))?;
+    Ok((total_bytes(enc, held)?, bytes))
 }
 
 fn measure(

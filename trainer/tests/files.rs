@@ -136,17 +136,6 @@ fn existing_outputs_need_force_and_failures_keep_them() {
     assert!(i.contains("ticks: 4"), "{i}");
     assert_eq!(listing(&dir), before);
 
-    // Outputs are ordinary files and directories, not private temporaries.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let fresh = dir.join("fresh.tpcap");
-        cmd(&[&"export", &"idle", &fresh, &"--ticks", &"2"]).unwrap();
-        let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o644);
-        std::fs::remove_file(&fresh).unwrap();
-    }
-
     // A directory is never an output.
     let e = cmd(&[&"export", &"idle", &dir, &"--force", &"--ticks", &"2"]).unwrap_err();
     assert!(matches!(e, TrainerError::Output(_)), "{e}");
@@ -178,20 +167,12 @@ fn train_replaces_a_set_as_a_whole() {
     assert!(e.contains("--force"), "{e}");
     assert_eq!(listing(&set), first);
 
-    // A file the new manifest does not name does not survive a retrain, and
-    // nothing is left beside the set.
-    std::fs::write(set.join("keyframe-old.dict"), b"stale").unwrap();
+    // A retrain replaces the set's files, and nothing is left beside it.
     train(&[&"--keyframe-every", &"7", &"--force"]).unwrap();
     assert_eq!(listing(&set), first, "exactly the new set's files");
     assert_eq!(listing(&dir.join("sets/cube-pile")), vec!["1".to_owned()]);
     let i = cmd(&[&"inspect", &set]).unwrap();
     assert!(i.contains("verified: yes"), "{i}");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&set).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o755);
-    }
 
     // A non-empty directory that is not a set is refused, untouched.
     let other = dir.join("notes");
@@ -257,9 +238,17 @@ fn a_set_that_appears_while_training_is_not_replaced_without_force() {
         "nothing left beside"
     );
 
-    // With --force it is replaced as a whole.
+    // With --force it is still kept: it holds a file that is not the set's.
+    let e = save_set(&set, &out, true).unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m) if m.contains("notes.txt")),
+        "{e}"
+    );
+    assert_eq!(listing(&out), before);
+    // Once only the set is there, --force replaces it as a whole.
+    std::fs::remove_file(out.join("notes.txt")).unwrap();
     save_set(&set, &out, true).unwrap();
-    assert!(!out.join("notes.txt").exists());
+    assert_eq!(listing(&out), listing(&dir.join("first")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -295,5 +284,95 @@ fn force_replaces_only_a_dictionary_set_not_any_directory_with_a_manifest() {
             b"<h1>keep me</h1>"
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `train --force` never deletes a file the set's manifest does not name
+/// (a notes file, a capture, a stale dictionary): it refuses the directory
+/// and leaves everything in it as it was.
+#[test]
+fn force_never_deletes_files_that_are_not_the_sets() {
+    let dir = tmp("strays");
+    let cap = dir.join("c.tpcap");
+    cmd(&[&"export", &"cubes", &cap, &"--ticks", &"60"]).unwrap();
+    let set = dir.join("set");
+    let train = || cmd(&[&"train", &cap, &"--out", &set, &"--quiet", &"--force"]);
+    train().unwrap();
+    let own = listing(&set);
+    std::fs::write(set.join("notes.txt"), b"keep me").unwrap();
+    std::fs::copy(&cap, set.join("other.tpcap")).unwrap();
+    std::fs::write(set.join("keyframe-old.dict"), b"mine").unwrap();
+    let before = listing(&set);
+    let manifest = std::fs::read(set.join("manifest.json")).unwrap();
+    let e = train().unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Output(m)
+            if m.contains("keyframe-old.dict, notes.txt, other.tpcap")),
+        "{e}"
+    );
+    assert_eq!(listing(&set), before);
+    assert_eq!(std::fs::read(set.join("notes.txt")).unwrap(), b"keep me");
+    assert_eq!(
+        std::fs::read(set.join("keyframe-old.dict")).unwrap(),
+        b"mine"
+    );
+    assert_eq!(std::fs::read(set.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(listing(&dir), ["c.tpcap", "set"], "nothing left beside");
+    // Without them, --force replaces the set.
+    for f in ["notes.txt", "other.tpcap", "keyframe-old.dict"] {
+        std::fs::remove_file(set.join(f)).unwrap();
+    }
+    train().unwrap();
+    assert_eq!(listing(&set), own);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs the trainer binary under `umask` (a child process: the umask is
+/// the whole process's, and tests run in parallel).
+#[cfg(unix)]
+fn under_umask(umask: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask} && exec \"$@\""))
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_tickpack-trainer"))
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// New outputs are created as any new file is, the umask applied (they
+/// were 0o644 and 0o755 whatever the umask); a replaced output keeps the
+/// permissions of the file it replaces.
+#[cfg(unix)]
+#[test]
+fn new_outputs_honour_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tmp("umask");
+    for (umask, file, folder) in [("077", 0o600, 0o700), ("002", 0o664, 0o775)] {
+        let cap = dir.join(format!("c{umask}.tpcap"));
+        under_umask(umask, &[&"export", &"cubes", &cap, &"--ticks", &"60"]);
+        assert_eq!(mode(&cap), file, "capture under umask {umask}");
+        let set = dir.join(format!("set{umask}"));
+        under_umask(umask, &[&"train", &cap, &"--out", &set, &"--quiet"]);
+        assert_eq!(mode(&set), folder, "set under umask {umask}");
+        for f in listing(&set) {
+            assert_eq!(mode(&set.join(&f)), file, "{f} under umask {umask}");
+        }
+    }
+    // Replacing keeps the old output's permissions, whatever the umask.
+    let cap = dir.join("c077.tpcap");
+    std::fs::set_permissions(&cap, std::fs::Permissions::from_mode(0o640)).unwrap();
+    under_umask(
+        "022",
+        &[&"export", &"idle", &cap, &"--ticks", &"2", &"--force"],
+    );
+    assert_eq!(mode(&cap), 0o640);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -111,6 +111,7 @@ fn usage_errors_print_one_message() {
     std::fs::write(&unknown, b"neither").unwrap();
     let unknown = unknown.display().to_string();
     let sizes = vec!["512"; tickpack_trainer::cli::MAX_SIZES + 1].join(",");
+    let steps = vec!["0.5"; tickpack_trainer::suggest::MAX_STEPS + 1].join(",");
     for (args, says) in [
         // clap's own errors: values out of range, unknown names.
         (vec!["eval", "a", "--level", "99"], "--level"),
@@ -132,6 +133,10 @@ fn usage_errors_print_one_message() {
             "--sizes",
         ),
         (vec!["inspect", &unknown], "not a capture"),
+        (
+            vec!["suggest", &unknown, "--steps", &steps],
+            "at most 32 steps",
+        ),
     ] {
         let o = bin().args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -250,4 +255,24 @@ fn numbers_are_range_checked_naming_the_flag() {
     let m = usage(&["export", "cubes", "x.tpcap", "--ticks", "900000"]);
     assert!(m.contains("--ticks") && m.contains("budget"), "{m}");
     assert!(!std::path::Path::new("x.tpcap").exists());
+}
+
+/// `suggest` takes at most `MAX_STEPS` candidate steps, refused with a
+/// typed error before the capture is read (they were unbounded: each is a
+/// column and a pass over every field's samples).
+#[test]
+fn suggest_refuses_more_steps_than_its_limit() {
+    use tickpack_trainer::suggest::{suggest, MAX_STEPS};
+    let steps = vec![0.5; MAX_STEPS + 1];
+    match suggest(std::path::Path::new("no-such.tpcap"), &steps) {
+        Err(TrainerError::TooManySteps { given, max }) => {
+            assert_eq!((given, max), (MAX_STEPS + 1, 32));
+        }
+        other => panic!("{other:?}"),
+    }
+    let many = vec![0.5; 100_000];
+    assert!(matches!(
+        suggest(std::path::Path::new("no-such.tpcap"), &many),
+        Err(TrainerError::TooManySteps { given: 100_000, .. })
+    ));
 }

@@ -401,3 +401,54 @@ fn suggest_keeps_its_samples_within_a_budget_whatever_the_float_fields() {
     assert!(peak < 36 << 20, "peak heap {peak}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A capture a few hundred KB on disk whose baselines reach far back is
+/// refused at eval's default limit (64 MiB of held snapshots), not after
+/// holding what it asks for (about 150 MB here; the old 1 GiB default let
+/// a 184 KB capture reach 1.07 GB); `--max-held-bytes` sets the limit.
+#[test]
+fn eval_refuses_a_hostile_capture_at_its_default_limit() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("hostile");
+    let cap = dir.join("zeros.tpcap");
+    let per_tick = zeros(&cap, 1100, 8192);
+    assert!(std::fs::metadata(&cap).unwrap().len() < 512 << 10);
+    // Tick t against t - 500 with prior t - 1000: 1001 snapshots live.
+    assert!(1001 * per_tick as u64 > 128 << 20);
+    let opts = EvalOptions {
+        captures: vec![cap.clone()],
+        model: BaselineModel::Distance(500),
+        max_dict_samples: 256 << 10,
+        ..EvalOptions::default()
+    };
+    let (r, peak) = counting::peak_of(|| eval(&opts));
+    match r {
+        Err(tickpack_trainer::TrainerError::TooMuchHeld { limit, .. }) => {
+            assert_eq!(limit, 64 << 20);
+        }
+        other => panic!("{:?}", other.map(|(r, _)| r)),
+    }
+    assert!(peak < (64 << 20) + (8 << 20), "peak heap {peak}");
+
+    // The flag sets the limit.
+    let args: Vec<String> = [
+        "eval",
+        cap.to_str().unwrap(),
+        "--baseline-distance",
+        "500",
+        "--max-held-bytes",
+        "100000",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let e = tickpack_trainer::run(&args, &mut Vec::new()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            tickpack_trainer::TrainerError::TooMuchHeld { limit: 100_000, .. }
+        ),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -153,22 +153,16 @@ fn no_reply_to_an_unverified_address_exceeds_what_it_sent() {
 fn a_replayed_request_from_a_spoofed_address_gets_only_a_smaller_challenge() {
     let mut link = Link::new(4);
     let request = link.client.poll_transmit(link.now).unwrap();
-    let mut challenges = 0;
     for port in 6000..6010 {
         let mut d = request.clone();
-        match link.server.handle_datagram(link.now, addr(port), &mut d) {
-            Ok(None) => {
-                let t = link.server.poll_transmit().unwrap();
-                assert_eq!(t.to, addr(port));
-                assert!(t.datagram.len() < request.len());
-                challenges += 1;
-            }
-            r => assert_eq!(r, Err(ConnError::RateLimited)),
-        }
+        assert_eq!(
+            link.server.handle_datagram(link.now, addr(port), &mut d),
+            Ok(None)
+        );
+        let t = link.server.poll_transmit().unwrap();
+        assert_eq!(t.to, addr(port));
+        assert!(t.datagram.len() < request.len());
     }
-    // A few answered (the token's rate), none larger than the request.
-    assert!((1..=4).contains(&challenges), "{challenges} challenges");
-    assert_eq!(link.server.poll_transmit(), None);
     // The victim cannot read the challenge; no client got connected.
     assert_eq!(link.server.connected().count(), 0);
 }

@@ -68,6 +68,8 @@ struct Sim {
     client_at: SocketAddr,
     copier: Option<SocketAddr>,
     delivered: usize,
+    /// Server datagrams to addresses other than the client's.
+    elsewhere: usize,
 }
 
 impl Sim {
@@ -84,6 +86,7 @@ impl Sim {
             client_at: addr(CLIENT),
             copier: None,
             delivered: 0,
+            elsewhere: 0,
         }
     }
 
@@ -99,6 +102,9 @@ impl Sim {
     }
 
     fn deliver_down(&mut self, to: SocketAddr, mut d: Vec<u8>) {
+        if to != self.client_at {
+            self.elsewhere += 1;
+        }
         if to == self.client_at {
             if let Ok(Some(_)) = self.client.handle_datagram(self.now, addr(SERVER), &mut d) {
                 self.delivered += 1;
@@ -277,10 +283,48 @@ fn a_request_replayed_from_many_addresses_leaves_room_for_a_new_client() {
     let mut d = newcomer.poll_transmit(now).unwrap();
     assert_eq!(server.handle_datagram(now, addr(6500), &mut d), Ok(None));
     let mut challenged = false;
+    let mut copies = 0;
     while let Some(t) = server.poll_transmit() {
         challenged |= t.to == addr(6500);
+        copies += usize::from(t.to != addr(6500));
     }
     assert!(challenged, "the new client's challenge was dropped");
+    assert!(copies <= 4, "{copies} challenges queued for one token");
+}
+
+#[test]
+fn copies_of_a_request_do_not_starve_its_owner() {
+    // An attacker replays a client's captured request from another
+    // address every step (as the lobby's attack does each tick); the
+    // server drains its queue every step.
+    let key = Key::generate().unwrap();
+    let mut server = server(&key, 4);
+    let t = token(&key, 42);
+    let mut probe = Client::new(T0, addr(SERVER), t.clone(), 1200);
+    let captured = probe.poll_transmit(T0).unwrap();
+    let mut client = Client::new(T0, addr(SERVER), t, 1200);
+    let victim = SocketAddr::from(([10, 0, 0, 1], 9));
+    let mut now = T0;
+    // Request, challenge, response, welcome: a few resends at most.
+    for _ in 0..20 {
+        now += Duration::from_millis(16);
+        for _ in 0..2 {
+            let mut d = captured.clone();
+            let _ = server.handle_datagram(now, victim, &mut d);
+        }
+        if let Some(mut d) = client.poll_transmit(now) {
+            let _ = server.handle_datagram(now, addr(CLIENT), &mut d);
+        }
+        while let Some(mut t) = server.poll_transmit() {
+            if t.to == addr(CLIENT) {
+                let _ = client.handle_datagram(now, addr(SERVER), &mut t.datagram);
+            }
+        }
+        if client.is_connected() {
+            return;
+        }
+    }
+    panic!("the client never connected: {:?}", client.state());
 }
 
 #[test]
@@ -389,4 +433,108 @@ fn a_copier_is_probed_at_most_once_per_migration_interval() {
     }
     // 3 s of copies: at most 3 probes of up to 4 path packets each.
     assert!((1..=12).contains(&probes), "{probes} path packets");
+}
+
+#[test]
+fn a_probe_ends_when_the_validated_address_sends_newer_packets() {
+    let mut sim = Sim::new();
+    while sim.server.poll_transmit().is_some() {}
+    // One copied packet, delivered first from the copier's address, starts
+    // a probe there.
+    let copier = addr(6666);
+    let mut out = Vec::new();
+    sim.client.send(sim.now, b"input", &mut out).unwrap();
+    let mut copy = out.clone();
+    sim.server
+        .handle_datagram(sim.now, copier, &mut copy)
+        .unwrap();
+    assert!(std::iter::from_fn(|| sim.server.poll_transmit()).any(|t| t.to == copier));
+    // The client's next, newer packet from its validated address ends the
+    // probe: the copier is sent no path token again.
+    for _ in 0..50 {
+        sim.tick();
+    }
+    assert_eq!(sim.elsewhere, 0, "the probe went on");
+    assert_eq!(sim.server.address(0), Some(addr(CLIENT)));
+}
+
+#[test]
+fn a_recorded_response_cannot_restart_a_connection_under_its_keys() {
+    let key = Key::generate().unwrap();
+    let mut server = server(&key, 1);
+    let mut now = T0;
+    let ip = |k: u16| SocketAddr::from(([10, 9, (k >> 8) as u8, k as u8], 5000));
+    // Connects `client` from `from` in 10 ms steps, returning the last
+    // response it sent.
+    let run = |server: &mut Server, client: &mut Client, from, now: &mut Duration| {
+        let mut response = None;
+        for _ in 0..50 {
+            *now += Duration::from_millis(10);
+            while let Some(mut d) = client.poll_transmit(*now) {
+                if !client.is_connected() && d.len() < 200 {
+                    response = Some(d.clone());
+                }
+                let _ = server.handle_datagram(*now, from, &mut d);
+            }
+            while let Some(mut t) = server.poll_transmit() {
+                if t.to == from {
+                    let _ = client.handle_datagram(*now, addr(SERVER), &mut t.datagram);
+                }
+            }
+            if client.is_connected() {
+                break;
+            }
+        }
+        response
+    };
+    // The first token expires first, so it is the one a memory that
+    // forgets by expiry alone would drop.
+    let first_token = ConnectToken::issue(
+        &key,
+        PROTOCOL,
+        1,
+        T0,
+        Duration::from_secs(20),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let mut first = Client::new(now, addr(SERVER), first_token, 1200);
+    let response = run(&mut server, &mut first, ip(0), &mut now).unwrap();
+    assert!(first.is_connected());
+    let mut recorded = Vec::new();
+    first.send(now, b"fire", &mut recorded).unwrap();
+    let mut d = recorded.clone();
+    assert!(server.handle_datagram(now, ip(0), &mut d).is_ok());
+    for mut d in first.disconnect(now) {
+        let _ = server.handle_datagram(now, ip(0), &mut d);
+    }
+    // 64 more players pass through the slot within the first challenge's
+    // lifetime (5 s): the used-token memory (64 per slot) fills.
+    let mut refused = 0;
+    for k in 1..=64u16 {
+        let mut c = Client::new(now, addr(SERVER), token(&key, 100 + u64::from(k)), 1200);
+        run(&mut server, &mut c, ip(k), &mut now);
+        if !c.is_connected() {
+            refused += 1;
+            continue;
+        }
+        for mut d in c.disconnect(now) {
+            let _ = server.handle_datagram(now, ip(k), &mut d);
+        }
+    }
+    assert!(now < T0 + Duration::from_secs(5), "{now:?}");
+    assert!(
+        refused >= 1,
+        "the 65th connection within 5 s was not held back"
+    );
+    // The first client's recorded response, replayed from its address,
+    // must not bring back a connection under the first connection's keys.
+    let mut d = response;
+    let _ = server.handle_datagram(now, ip(0), &mut d);
+    let mut d = recorded;
+    let r = server.handle_datagram(now, ip(0), &mut d);
+    assert!(
+        !matches!(r, Ok(Some(_))),
+        "recorded packet delivered: {r:?}"
+    );
 }

@@ -13,7 +13,9 @@ use crate::block::{self, CDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::limits::Limits;
-use crate::model::{self, ContextMap, ModelShape, ModelStats, ModelTable};
+use crate::model::{self, ContextMap, ModelTable};
+#[cfg(feature = "training")]
+use crate::model::{ModelShape, ModelStats};
 use crate::packet::MAX_HEADER_LEN;
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
@@ -436,7 +438,8 @@ impl Encoder {
     /// The uncompressed payload `encode` would cut into blocks (the
     /// sections' entity sets, masks and values, without header): exactly
     /// the bytes zstd and its dictionaries see, so dictionary training
-    /// samples come from here.
+    /// samples come from here. Feature `training`.
+    #[cfg(feature = "training")]
     pub fn payload<'r>(
         &mut self,
         snapshot: &Snapshot,
@@ -457,14 +460,18 @@ impl Encoder {
     }
 
     /// The shape a model table must have to code this schema's packets
-    /// (`None`: the schema is too large for a context model).
+    /// (`None`: the schema is too large for a context model). Feature
+    /// `training`.
+    #[cfg(feature = "training")]
     pub fn model_shape(&self) -> Option<ModelShape> {
         self.context_map.as_ref().map(ContextMap::shape)
     }
 
     /// Counts into `stats` the model tokens of the packet `encode` would
     /// build against `reference`: training data for a [`ModelTable`].
-    /// `stats` must have [`Encoder::model_shape`]'s shape.
+    /// `stats` must have [`Encoder::model_shape`]'s shape. Feature
+    /// `training`.
+    #[cfg(feature = "training")]
     pub fn model_tokens<'r>(
         &mut self,
         snapshot: &Snapshot,
@@ -482,6 +489,27 @@ impl Encoder {
             model::count_sections(map, stats, &self.scratch, &self.elements);
         }
         Ok(())
+    }
+
+    /// Hands to `sink` the model tokens [`Encoder::model_tokens`] counts,
+    /// in coding order (for `internals::model_tokens`). The inner result
+    /// is the first token outside the schema's context map.
+    #[cfg(feature = "internals")]
+    pub(crate) fn record_model_tokens(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: Reference<'_>,
+        sink: &mut dyn model::ModelSink,
+    ) -> Result<Result<(), model::ModelError>, EncodeError> {
+        self.full_rows = true;
+        let built = self.build_snapshot(snapshot, sequence, reference);
+        self.full_rows = false;
+        built?;
+        Ok(match (&self.context_map, self.payload_len == 0) {
+            (Some(map), false) => model::record_sections(map, sink, &self.scratch, &self.elements),
+            _ => Ok(()),
+        })
     }
 
     fn bound(&self) -> usize {

@@ -58,6 +58,11 @@ pub(crate) trait RunSink: ModelSink {
 
 impl RunSink for &mut ModelStats {}
 
+/// Any sink, a run as one decision per bit (the bench crate's token
+/// recorder, through `internals::model_tokens`).
+#[cfg(feature = "internals")]
+impl RunSink for &mut dyn ModelSink {}
+
 /// Codes tokens with a [`ModelTable`]'s static probabilities.
 ///
 /// A context index outside the table is remembered and returned by

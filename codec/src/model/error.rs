@@ -38,7 +38,7 @@ pub enum ModelError {
     /// The table declares more probability slots than the limit allows.
     TooManySlots {
         /// Slots declared (bit contexts plus value contexts times
-        /// [`VALUE_SLOTS`](super::VALUE_SLOTS)).
+        /// 80, the value slots).
         slots: u64,
         /// The limit.
         limit: u64,

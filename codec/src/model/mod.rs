@@ -3,10 +3,10 @@
 //! fixed frequency, looked up by context in a [`ModelTable`].
 //!
 //! The block encoder walks its logical data (masks, kinds, values) and hands
-//! each token to a [`ModelSink`] with a context index it chooses:
-//! [`ModelStats`] counts them for training, [`ModelTable::from_stats`]
-//! quantises the counts, [`ModelEncoder`] codes them and [`ModelDecoder`]
-//! reads them back with the same table.
+//! each token to a `ModelSink` with a context index it chooses:
+//! `ModelStats` counts them for training, `ModelTable::from_stats`
+//! quantises the counts, `ModelEncoder` codes them and `ModelDecoder`
+//! reads them back with the same table (all feature `training`).
 //!
 //! ```
 //! use tickpack::model::{ModelDecoder, ModelEncoder, ModelShape, ModelStats, ModelTable, ModelSink};
@@ -37,6 +37,15 @@
 //!
 //! The arithmetic and the table format are specified in FORMAT.md, section
 //! "Model block".
+//!
+//! Without the `training` feature only what loading and attaching a
+//! trained table needs is public: [`ModelTable`], [`ModelShape`],
+//! [`ModelError`] and [`DEFAULT_MAX_SLOTS`]. The coder, the statistics and
+//! the context map are for trainers and benches (feature `training`).
+
+// Without `training`, the coder and statistics types stay `pub` in their
+// files but are only reachable inside the crate.
+#![cfg_attr(not(feature = "training"), allow(unreachable_pub, dead_code))]
 
 mod classes;
 mod coder;
@@ -49,13 +58,29 @@ mod table;
 mod value;
 mod walk;
 
-pub use coder::{ModelDecoder, ModelEncoder, ModelSink};
-pub use contexts::{ContextConfig, ContextMap, RowState};
 pub use error::ModelError;
+pub use table::{ModelShape, ModelTable, DEFAULT_MAX_SLOTS};
+
+#[cfg(feature = "training")]
+pub use coder::{ModelDecoder, ModelEncoder, ModelSink};
+#[cfg(not(feature = "training"))]
+pub(crate) use coder::{ModelDecoder, ModelEncoder, ModelSink};
+#[cfg(feature = "training")]
+pub use contexts::{ContextConfig, ContextMap, RowState};
+#[cfg(not(feature = "training"))]
+pub(crate) use contexts::{ContextConfig, ContextMap, RowState};
+#[cfg(feature = "training")]
 pub use range::{PROB_BITS, PROB_ONE};
+#[cfg(feature = "training")]
 pub use stats::ModelStats;
-pub use table::{quantise, ModelShape, ModelTable, DEFAULT_MAX_SLOTS, PRIOR};
+#[cfg(not(feature = "training"))]
+pub(crate) use stats::ModelStats;
+#[cfg(feature = "training")]
+pub use table::{quantise, PRIOR};
+#[cfg(feature = "training")]
 pub use value::{class_of, VALUE_SLOTS};
-pub(crate) use walk::{
-    context_map, count_sections, encode_sections, encode_sections_sized, WalkSource,
-};
+#[cfg(feature = "training")]
+pub(crate) use walk::count_sections;
+#[cfg(feature = "internals")]
+pub(crate) use walk::record_sections;
+pub(crate) use walk::{context_map, encode_sections, encode_sections_sized, WalkSource};

@@ -19,7 +19,9 @@
 use super::classes::ClassCdf;
 use super::range::{PROB_BITS, PROB_ONE};
 use super::value::VALUE_SLOTS;
-use super::{ModelError, ModelStats};
+use super::ModelError;
+#[cfg(feature = "training")]
+use super::ModelStats;
 
 const MAGIC: [u8; 4] = *b"TPCM";
 const VERSION: u8 = 1;
@@ -35,13 +37,13 @@ pub const DEFAULT_MAX_SLOTS: usize = 1 << 20;
 pub struct ModelShape {
     /// Contexts of single binary decisions.
     pub bit_contexts: u32,
-    /// Contexts of multi-bit values, [`VALUE_SLOTS`] probabilities each.
+    /// Contexts of multi-bit values, 80 probabilities (`VALUE_SLOTS`) each.
     pub value_contexts: u32,
 }
 
 impl ModelShape {
-    /// Probability slots: bit contexts plus value contexts times
-    /// [`VALUE_SLOTS`].
+    /// Probability slots: bit contexts plus value contexts times 80
+    /// (`VALUE_SLOTS`).
     pub fn slots(&self) -> u64 {
         u64::from(self.bit_contexts) + u64::from(self.value_contexts) * VALUE_SLOTS as u64
     }
@@ -91,6 +93,7 @@ pub fn quantise(n0: u64, n1: u64) -> u16 {
 
 impl ModelTable {
     /// A table with every slot at [`PRIOR`] (each decision costs one bit).
+    #[cfg(feature = "training")]
     pub fn uniform(shape: ModelShape) -> Result<Self, ModelError> {
         check_slots(shape, DEFAULT_MAX_SLOTS)?;
         Ok(Self::build(shape, vec![PRIOR; shape.slots() as usize]))
@@ -117,6 +120,7 @@ impl ModelTable {
     }
 
     /// Quantises training counts (see [`quantise`]).
+    #[cfg(feature = "training")]
     pub fn from_stats(stats: &ModelStats) -> Self {
         Self::build(
             stats.shape(),

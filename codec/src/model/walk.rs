@@ -553,6 +553,20 @@ pub(crate) fn encode_sections_sized<T: TokenSink>(
     both.1.finish()?.finish()
 }
 
+/// Hands the sections' tokens, under their dense contexts, to `sink`;
+/// the first token the map does not know is the error.
+#[cfg(feature = "internals")]
+pub(crate) fn record_sections(
+    map: &ContextMap,
+    sink: &mut dyn super::ModelSink,
+    scratch: &[EncodeScratch],
+    elements: &[Vec<Element>],
+) -> Result<(), ModelError> {
+    let mut walk = WalkSink::new(map, sink);
+    walk_sections(&mut walk, scratch, elements);
+    walk.finish().map(drop)
+}
+
 /// Counts the sections' tokens into `stats` (tokens the map does not know,
 /// or outside `stats`' shape, are recorded in `stats`' error).
 pub(crate) fn count_sections(

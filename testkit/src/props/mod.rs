@@ -54,6 +54,7 @@ use crate::rng::SplitMix64;
 
 mod conn;
 mod decode;
+mod dictset;
 mod huffman;
 mod model;
 mod net;
@@ -65,6 +66,7 @@ mod transport;
 
 use conn::*;
 use decode::*;
+use dictset::*;
 use huffman::*;
 use model::*;
 use net::*;
@@ -97,9 +99,12 @@ pub fn capture_read(data: &[u8]) {
     let _ = capture_read_inner(&mut Unstructured::new(data));
 }
 
-/// Arbitrary manifest bytes and dictionary files (or a valid set with bytes
-/// changed) loaded as a dictionary set: `Ok` or a typed error, never a
-/// panic; a loaded set's dictionaries match their manifest.
+/// Arbitrary manifest bytes and dictionary files, or the shipped racing set
+/// (manifest, dictionaries and model table) with bytes changed, its sizes,
+/// hashes and ids often recomputed afterwards so that the damage reaches
+/// the parsers behind them, loaded as a dictionary set: `Ok` or a typed
+/// error, never a panic; a loaded set's dictionaries match their manifest,
+/// and the intact set loads.
 pub fn dictset_load(data: &[u8]) {
     let _ = dictset_load_inner(&mut Unstructured::new(data));
 }

@@ -1,7 +1,10 @@
-//! Handshake rate limits: how many handshake replies one connect token or
-//! one source IP gets per window, so that one valid request replayed from
-//! many (spoofed) addresses, or one address sending many tokens, cannot
-//! fill the server's handshake queue and crowd out other clients.
+//! Handshake limits: how many handshake replies of one connect token may
+//! wait in the server's queue at once, and how many one source address
+//! gets per window, so that one valid request replayed from many (spoofed)
+//! addresses, or one address sending many tokens, cannot fill the server's
+//! handshake queue and crowd out other clients. The per-token bound counts
+//! queued replies, not a rate, so copies of a client's request sent at a
+//! lower rate than the server drains its queue never starve the client.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -9,11 +12,10 @@ use std::time::Duration;
 
 /// The window the per-token and per-address counts are kept over.
 pub(crate) const WINDOW: Duration = Duration::from_millis(250);
-/// Handshake replies per token per window: a client resends every 100 ms,
-/// so it needs 3, and its copies get at most one more.
-pub(crate) const PER_TOKEN: u32 = 4;
-/// Handshake replies per source IP per window (players behind one NAT
-/// share it).
+/// Handshake replies of one token queued at once (until
+/// `Server::poll_transmit` takes them).
+pub(crate) const PER_TOKEN_QUEUED: usize = 4;
+/// Handshake replies per source address (IP and port) per window.
 pub(crate) const PER_ADDRESS: u32 = 32;
 /// Most keys counted at once; past it, keys whose window ended are
 /// dropped, and if all are current the reply is refused.

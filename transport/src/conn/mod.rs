@@ -17,8 +17,8 @@
 //! there every packet is sealed with ChaCha20-Poly1305 under the
 //! connection's key for its direction, with the packet's sequence as nonce,
 //! and accepted once (a [`REPLAY_WINDOW`]). A token connects once until it
-//! expires; each token and each source IP gets a few handshake replies per
-//! window.
+//! expires; a token has a few handshake replies queued at most, and each
+//! source address gets a few per window.
 //!
 //! A client's address changes as RFC 9000 §9 has it: an authenticated
 //! packet newer than all before it from a new address makes the server
@@ -243,8 +243,10 @@ pub enum ConnError {
     /// A challenge or denial that answers another request or challenge
     /// than this client's (an old one, replayed).
     Stale,
-    /// A handshake packet beyond the rate its token or source address may
-    /// be answered at; it gets no reply (the client resends).
+    /// A handshake packet whose token has its share of replies queued
+    /// already, whose source address used its rate, or that would start
+    /// more connections within a challenge's lifetime than the used-token
+    /// memory holds; it gets no reply (the client resends).
     RateLimited,
 }
 
@@ -302,7 +304,7 @@ impl std::fmt::Display for ConnError {
             }
             Self::WrongServer => f.write_str("connect token names none of this server's addresses"),
             Self::Stale => f.write_str("reply to another request or challenge"),
-            Self::RateLimited => f.write_str("handshake rate limit reached"),
+            Self::RateLimited => f.write_str("handshake limit reached, no reply"),
         }
     }
 }

@@ -4,12 +4,12 @@
 //! are in `handshake`; connected packets, path validation and timers here.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::challenge::Challenger;
 use super::crypto::{fill_random, Key, PacketKey};
-use super::limit::{RateLimit, PER_ADDRESS, PER_TOKEN};
+use super::limit::{RateLimit, PER_ADDRESS};
 use super::packet::{
     open_packet, parse_header, seal_packet, Header, CLIENT_OVERHEAD, DISCONNECT, KEEPALIVE, PATH,
     PAYLOAD, PING, PONG, REQUEST, REQUEST_BYTES, RESPONSE,
@@ -148,10 +148,12 @@ pub struct Server {
     /// The tokens that got a slot, until they expire.
     used_tokens: UsedTokens,
     /// Handshake replies per token and per source IP.
-    token_limit: RateLimit<[u8; 32]>,
-    address_limit: RateLimit<IpAddr>,
+    address_limit: RateLimit<SocketAddr>,
+    /// Handshake replies queued per token (client-to-server token key).
+    queued_by_token: HashMap<[u8; 32], usize>,
     events: VecDeque<ServerEvent>,
-    transmits: VecDeque<Transmit>,
+    /// Queued datagrams, each handshake reply with its token's key.
+    transmits: VecDeque<(Transmit, Option<[u8; 32]>)>,
 }
 
 impl Server {
@@ -164,8 +166,8 @@ impl Server {
             slots,
             by_client_id: HashMap::new(),
             used_tokens: UsedTokens::default(),
-            token_limit: RateLimit::new(PER_TOKEN),
             address_limit: RateLimit::new(PER_ADDRESS),
+            queued_by_token: HashMap::new(),
             events: VecDeque::new(),
             transmits: VecDeque::new(),
             config,
@@ -224,7 +226,7 @@ impl Server {
         let body = open_packet(datagram, &header, protocol_id, &conn.client_to_server)?;
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
-        let mut probe = None;
+        let mut probe = false;
         if let Some(path) = conn.path.as_mut() {
             if from == path.addr {
                 path.received(len);
@@ -249,11 +251,14 @@ impl Server {
                 .last_probe
                 .is_none_or(|t| now.saturating_sub(t) >= MIGRATION_INTERVAL)
         {
+            // A failing random source only leaves the connection where it
+            // is; the next newer packet from there tries again.
             let mut token = [0u8; PATH_TOKEN_BYTES];
-            fill_random(&mut token)?;
-            conn.path = Some(PathCheck::new(from, token, len, now));
-            conn.last_probe = Some(now);
-            probe = Some(());
+            if fill_random(&mut token).is_ok() {
+                conn.path = Some(PathCheck::new(from, token, len, now));
+                conn.last_probe = Some(now);
+                probe = true;
+            }
         }
         let mut pong = None;
         match header.kind {
@@ -267,7 +272,7 @@ impl Server {
             PONG => conn.pinger.pong(body, now),
             _ => {}
         }
-        if probe.is_some() {
+        if probe {
             // Sealing an 8-byte body cannot fail, and the budget allows a
             // path packet for the packet that started the probe; a failure
             // only leaves the token to the next resend.
@@ -403,7 +408,16 @@ impl Server {
     /// The next datagram to send (handshake replies, keep-alives,
     /// disconnects).
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.transmits.pop_front()
+        let (transmit, token) = self.transmits.pop_front()?;
+        if let Some(key) = token {
+            if let Some(n) = self.queued_by_token.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.queued_by_token.remove(&key);
+                }
+            }
+        }
+        Some(transmit)
     }
 
     /// The next connection change.
@@ -528,7 +542,7 @@ impl Server {
 
     fn queue(&mut self, to: SocketAddr, datagram: Vec<u8>) {
         if self.transmits.len() < MAX_QUEUED {
-            self.transmits.push_back(Transmit { to, datagram });
+            self.transmits.push_back((Transmit { to, datagram }, None));
         }
     }
 }

@@ -6,45 +6,57 @@ use std::collections::HashMap;
 
 use super::crypto::KEY_BYTES;
 
-/// Used tokens remembered per client slot at most: a server whose slots
-/// turn over faster than that within a token's lifetime forgets the tokens
-/// nearest their expiry first. Forgetting costs no safety: a reconnection
-/// under a forgotten token gets fresh connection keys (HKDF with a new
-/// server nonce), so no packet of the earlier connection authenticates.
+/// Used tokens remembered per client slot at most. Past that the server
+/// forgets, nearest expiry first, a token whose challenge has expired: its
+/// recorded response is refused as expired, and a new request under it
+/// gets a new server nonce and so fresh connection keys, under which no
+/// packet of the earlier connection authenticates. If every remembered
+/// token's challenge is still live (more connections within a challenge's
+/// lifetime than this allows), new connections wait: the bound is a rate.
 pub(crate) const USED_TOKENS_PER_SLOT: usize = 64;
 
-/// Client-to-server token keys of used tokens, with their expiry (seconds
-/// since the Unix epoch).
+/// Client-to-server token keys of used tokens, with the token's and its
+/// challenge's expiry (seconds since the Unix epoch).
 #[derive(Debug, Default)]
 pub(crate) struct UsedTokens {
-    expiry: HashMap<[u8; KEY_BYTES], u64>,
+    expiry: HashMap<[u8; KEY_BYTES], (u64, u64)>,
 }
 
 impl UsedTokens {
     /// Whether the token with this key got a connection and has not
     /// expired at `now_secs`.
     pub(crate) fn contains(&self, key: &[u8; KEY_BYTES], now_secs: u64) -> bool {
-        self.expiry.get(key).is_some_and(|&e| now_secs < e)
+        self.expiry.get(key).is_some_and(|&(e, _)| now_secs < e)
     }
 
-    /// Remembers a token until `expires_at`, keeping at most `cap`.
+    /// Whether a token can be remembered at `now_secs` within `cap`,
+    /// forgetting one whose challenge expired if need be.
+    pub(crate) fn has_room(&mut self, now_secs: u64, cap: usize) -> bool {
+        if self.expiry.len() < cap.max(1) {
+            return true;
+        }
+        self.expiry.retain(|_, &mut (e, _)| now_secs < e);
+        if self.expiry.len() < cap.max(1) {
+            return true;
+        }
+        let forgettable = self
+            .expiry
+            .iter()
+            .filter(|(_, &(_, challenge))| challenge <= now_secs)
+            .min_by_key(|(_, &(e, _))| e)
+            .map(|(k, _)| *k);
+        forgettable.is_some_and(|k| self.expiry.remove(&k).is_some())
+    }
+
+    /// Remembers a token until `expires_at`; its challenge expires at
+    /// `challenge_expires_at`. Call [`UsedTokens::has_room`] first.
     pub(crate) fn insert(
         &mut self,
         key: [u8; KEY_BYTES],
         expires_at: u64,
-        now_secs: u64,
-        cap: usize,
+        challenge_expires_at: u64,
     ) {
-        if !self.expiry.contains_key(&key) && self.expiry.len() >= cap.max(1) {
-            self.expiry.retain(|_, &mut e| now_secs < e);
-            if self.expiry.len() >= cap.max(1) {
-                let soonest = self.expiry.iter().min_by_key(|(_, &e)| e).map(|(k, _)| *k);
-                if let Some(k) = soonest {
-                    self.expiry.remove(&k);
-                }
-            }
-        }
-        self.expiry.insert(key, expires_at);
+        self.expiry.insert(key, (expires_at, challenge_expires_at));
     }
 }
 
@@ -55,15 +67,22 @@ mod tests {
     #[test]
     fn kept_until_expiry_within_the_cap() {
         let mut u = UsedTokens::default();
-        u.insert([1; 32], 100, 10, 2);
-        u.insert([2; 32], 50, 10, 2);
+        assert!(u.has_room(10, 2));
+        u.insert([1; 32], 100, 15);
+        assert!(u.has_room(10, 2));
+        u.insert([2; 32], 50, 15);
         assert!(u.contains(&[1; 32], 99) && !u.contains(&[1; 32], 100));
-        // Full: the one nearest its expiry goes.
-        u.insert([3; 32], 80, 10, 2);
-        assert!(u.contains(&[1; 32], 10) && u.contains(&[3; 32], 10));
-        assert!(!u.contains(&[2; 32], 10));
-        // Expired ones go first.
-        u.insert([4; 32], 200, 90, 2);
+        // Full, and both challenges live: no room (the rate bound).
+        assert!(!u.has_room(14, 2));
+        assert_eq!(u.expiry.len(), 2);
+        // Challenges expired: the one nearest its expiry goes.
+        assert!(u.has_room(15, 2));
+        u.insert([3; 32], 80, 20);
+        assert!(u.contains(&[1; 32], 15) && u.contains(&[3; 32], 15));
+        assert!(!u.contains(&[2; 32], 15));
+        // Expired tokens go first.
+        assert!(u.has_room(90, 2));
+        u.insert([4; 32], 200, 95);
         assert!(u.contains(&[1; 32], 90) && u.contains(&[4; 32], 90));
         assert_eq!(u.expiry.len(), 2);
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::super::challenge::Challenge;
 use super::super::crypto::{connection_key, fill_random, PacketKey, SERVER_NONCE_BYTES};
+use super::super::limit::PER_TOKEN_QUEUED;
 use super::super::packet::{
     check_len, parse_request, seal_handshake, CHALLENGE, CHALLENGE_BODY_BYTES,
     CHALLENGE_TOKEN_BYTES, DENIED, DENIED_BODY_BYTES, RESPONSE_BYTES,
@@ -55,7 +56,7 @@ impl Server {
             // Tied to this request: a client that retries (with a new
             // request nonce) takes no replay of this denial.
             let denial = seal_denied(&self.config, &private, &request.request_nonce)?;
-            self.queue_handshake(from, denial);
+            self.queue_handshake(from, denial, &private);
             return Err(e);
         }
         let mut server_nonce = [0u8; SERVER_NONCE_BYTES];
@@ -83,7 +84,7 @@ impl Server {
             &challenge.private.server_to_client_key,
             &body,
         )?;
-        self.queue_handshake(from, packet);
+        self.queue_handshake(from, packet, &challenge.private);
         Ok(())
     }
 
@@ -114,11 +115,17 @@ impl Server {
             let mut answers = [0u8; DENIED_BODY_BYTES];
             answers.copy_from_slice(&challenge.server_nonce[..DENIED_BODY_BYTES]);
             let denial = seal_denied(&self.config, private, &answers)?;
-            self.queue_handshake(from, denial);
+            self.queue_handshake(from, denial, private);
             return Err(ConnError::ServerFull {
                 max_clients: self.config.max_clients,
             });
         };
+        let cap = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
+        if !self.used_tokens.has_room(now.as_secs(), cap) {
+            // More connections within a challenge's lifetime than the
+            // used-token memory holds: this one waits (the client resends).
+            return Err(ConnError::RateLimited);
+        }
         let nonce = &challenge.server_nonce;
         let client_to_server = connection_key(&private.client_to_server_key, nonce, b"c2s")?;
         let server_to_client = connection_key(&private.server_to_client_key, nonce, b"s2c")?;
@@ -138,12 +145,10 @@ impl Server {
             last_pong: None,
         });
         self.by_client_id.insert(private.client_id, slot);
-        let cap = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
         self.used_tokens.insert(
             *private.client_to_server_key.as_bytes(),
             challenge.token_expires_at,
-            now.as_secs(),
-            cap,
+            challenge.expires_at,
         );
         self.events.push_back(ServerEvent::Connected {
             slot,
@@ -163,18 +168,21 @@ impl Server {
         }
     }
 
-    /// Counts a handshake reply against its token's and source IP's rate.
+    /// Refuses a handshake packet whose token has its share of replies
+    /// queued already, or whose source address used its rate; counts it
+    /// against the address otherwise.
     fn check_rate(
         &mut self,
         private: &PrivateToken,
         from: SocketAddr,
         now: Duration,
     ) -> Result<(), ConnError> {
-        if self
-            .token_limit
-            .allow(*private.client_to_server_key.as_bytes(), now)
-            && self.address_limit.allow(from.ip(), now)
-        {
+        let queued = self
+            .queued_by_token
+            .get(private.client_to_server_key.as_bytes())
+            .copied()
+            .unwrap_or(0);
+        if queued < PER_TOKEN_QUEUED && self.address_limit.allow(from, now) {
             Ok(())
         } else {
             Err(ConnError::RateLimited)
@@ -225,11 +233,15 @@ impl Server {
     }
 
     /// Queues a reply to a connection request or response (a challenge or
-    /// a denial) within [`MAX_QUEUED_HANDSHAKES`], so that a flood of
-    /// requests leaves room for the connected clients' own packets.
-    fn queue_handshake(&mut self, to: SocketAddr, datagram: Vec<u8>) {
+    /// a denial) under `private`'s token within [`MAX_QUEUED_HANDSHAKES`],
+    /// so that a flood of requests leaves room for the connected clients'
+    /// own packets.
+    fn queue_handshake(&mut self, to: SocketAddr, datagram: Vec<u8>, private: &PrivateToken) {
         if self.transmits.len() < MAX_QUEUED_HANDSHAKES {
-            self.transmits.push_back(Transmit { to, datagram });
+            let key = *private.client_to_server_key.as_bytes();
+            *self.queued_by_token.entry(key).or_insert(0) += 1;
+            self.transmits
+                .push_back((Transmit { to, datagram }, Some(key)));
         }
     }
 }
