@@ -186,6 +186,11 @@ pub(crate) fn server(
     set: Option<&DictionarySet>,
     c: &TpServerConfig,
 ) -> Result<Server, SessionError> {
+    Server::new(schema, server_config(set, c))
+}
+
+/// The session server settings `c`, with `set`'s dictionaries if given.
+pub(crate) fn server_config(set: Option<&DictionarySet>, c: &TpServerConfig) -> ServerConfig {
     let config = ServerConfig {
         history: c.history,
         level: c.level,
@@ -195,15 +200,14 @@ pub(crate) fn server(
         share_encodes: flag(c.share_encodes),
         ..ServerConfig::default()
     };
-    let config = match set {
+    match set {
         None => config,
         Some(set) => ServerConfig {
             dictionary: set.dictionary(DictKind::Delta).cloned(),
             keyframe_dictionary: set.dictionary(DictKind::Keyframe).cloned(),
             ..config
         },
-    };
-    Server::new(schema, config)
+    }
 }
 
 /// Adds (or resets) client `id`.
@@ -253,6 +257,25 @@ pub(crate) fn server_stats(server: &Server) -> TpServerStats {
     }
 }
 
+/// The session client settings `c`, holding `set`'s dictionaries if
+/// given.
+pub(crate) fn client_config(set: Option<&DictionarySet>, c: &TpClientConfig) -> ClientConfig {
+    let config = ClientConfig {
+        history: c.history,
+        max_jump: c.max_jump,
+        resync_after: c.resync_after,
+        limits: limits(c.limits),
+        ..ClientConfig::default()
+    };
+    match set {
+        None => config,
+        Some(set) => ClientConfig {
+            dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
+            ..config
+        },
+    }
+}
+
 /// The default client settings.
 pub(crate) fn default_client_config() -> TpClientConfig {
     let c = ClientConfig::default();
@@ -271,19 +294,9 @@ pub(crate) fn client(
     set: Option<&DictionarySet>,
     c: &TpClientConfig,
 ) -> Result<Client, SessionError> {
-    let config = ClientConfig {
-        history: c.history,
-        max_jump: c.max_jump,
-        resync_after: c.resync_after,
-        limits: limits(c.limits),
-        ..ClientConfig::default()
-    };
+    let config = client_config(set, c);
     let Some(set) = set else {
         return Client::new(schema, config);
-    };
-    let config = ClientConfig {
-        dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
-        ..config
     };
     let mut client = Client::new(schema, config)?;
     // Packets do not always name their dictionary: agree on the set's, as

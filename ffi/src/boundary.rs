@@ -28,9 +28,14 @@ use tickpack_sets::dictset::DictionarySet;
 
 use crate::codec::EncoderState;
 use crate::error::{set_last, Error, TpStatus};
+use crate::net_client::NetClientState;
+use crate::net_server::NetServerState;
 use crate::out::Out;
 use crate::server::ServerState;
-use crate::{TpClient, TpDecoder, TpDictSet, TpEncoder, TpSchema, TpServer, TpSnapshot};
+use crate::{
+    TpClient, TpDecoder, TpDictSet, TpEncoder, TpNetClient, TpNetServer, TpSchema, TpServer,
+    TpSnapshot,
+};
 
 /// What a handle owns; the variant is its kind.
 // Always inside a boxed `Slot`, one per handle: the size is no concern.
@@ -43,6 +48,8 @@ pub(crate) enum Object {
     Decoder(Decoder),
     Server(ServerState),
     Client(Client),
+    NetServer(NetServerState),
+    NetClient(NetClientState),
 }
 
 impl Object {
@@ -55,6 +62,8 @@ impl Object {
             Self::Decoder(_) => "TpDecoder",
             Self::Server(_) => "TpServer",
             Self::Client(_) => "TpClient",
+            Self::NetServer(_) => "TpNetServer",
+            Self::NetClient(_) => "TpNetClient",
         }
     }
 }
@@ -147,6 +156,8 @@ kind!(TpEncoder, Encoder, EncoderState);
 kind!(TpDecoder, Decoder, Decoder);
 kind!(TpServer, Server, ServerState);
 kind!(TpClient, Client, Client);
+kind!(TpNetServer, NetServer, NetServerState);
+kind!(TpNetClient, NetClient, NetClientState);
 
 /// Runs an entry point's body: a panic becomes [`TpStatus::Panic`], an
 /// error its status, and the thread's last message is set either way.

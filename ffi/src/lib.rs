@@ -31,6 +31,11 @@ mod boundary;
 pub mod client;
 pub mod codec;
 pub mod error;
+pub mod net_address;
+pub mod net_client;
+pub mod net_event;
+pub mod net_interest;
+pub mod net_server;
 mod out;
 pub mod schema;
 pub mod server;
@@ -78,5 +83,19 @@ pub struct TpServer {
 /// The client side of a session: applied history and the ack to send.
 /// Made by `tp_client_new`; freed by `tp_client_free`.
 pub struct TpClient {
+    _opaque: [u8; 0],
+}
+
+/// A network server endpoint: connections, connect tokens, per-client
+/// snapshots and pacing over datagrams the caller moves. Made by
+/// `tp_net_server_new`; freed by `tp_net_server_free`.
+pub struct TpNetServer {
+    _opaque: [u8; 0],
+}
+
+/// A network client endpoint: one connection to a server, made from a
+/// connect token. Made by `tp_net_client_new`; freed by
+/// `tp_net_client_free`.
+pub struct TpNetClient {
     _opaque: [u8; 0],
 }
