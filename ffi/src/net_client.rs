@@ -137,11 +137,13 @@ pub unsafe extern "C" fn tp_net_client_new(
             (schema, optional_set(set, schema)?)
         };
         let token = ConnectToken::from_bytes(token)?;
-        let mut config_net = ClientConfig::default();
-        config_net.mtu = c.mtu;
-        config_net.linger = c.linger;
-        config_net.news_only = c.news_only != 0;
-        config_net.session = adapter::client_config(set, &c.session);
+        let config_net = ClientConfig {
+            mtu: c.mtu,
+            linger: c.linger,
+            news_only: c.news_only != 0,
+            session: adapter::client_config(set, &c.session),
+            ..ClientConfig::default()
+        };
         let client = Client::new(ms(now_ms), server, token, schema.clone(), config_net)?;
         new_handle(
             out,

@@ -4,7 +4,7 @@
 //! through the C API over an in-memory link.
 
 // These tests call the `unsafe extern "C"` functions directly.
-#![allow(unsafe_code)]
+#![allow(unsafe_code, clippy::unwrap_used)]
 
 #[macro_use]
 mod common;
@@ -317,7 +317,7 @@ fn a_client_connects_and_applies_what_the_server_sent_it() {
 unsafe extern "C" fn even_only(user: *mut c_void, _client: u16, ty: usize, entity: u32) -> i32 {
     // SAFETY: the test passes a pointer to its live `u32` counter.
     unsafe { *user.cast::<u32>() += 1 };
-    i32::from(ty == 0 && entity % 2 == 0)
+    i32::from(ty == 0 && entity.is_multiple_of(2))
 }
 
 #[test]
@@ -381,7 +381,7 @@ fn tiers_view_from_the_focus_entity() {
         let (equal, ids) = lobby.applied_matches(0, 0);
         assert!(equal);
         let (near, far) = if t < 12 { (1, 8) } else { (8, 1) };
-        if t > 13 || t < 12 {
+        if !(12..=13).contains(&t) {
             assert!(ids.contains(&near), "tick {t}: {ids:?}");
         }
         seen_far += usize::from(ids.contains(&far));
