@@ -757,7 +757,8 @@ typedef struct TpNetServerConfig {
  * Decides whether `client` sees entity `entity` of type `entity_type`
  * this tick: nonzero sends it, 0 leaves it out. `user` is
  * `TpInterestConfig::user`. Called from inside `tp_net_server_tick`, on
- * its thread; it must not call into the library with the same server.
+ * its thread; a library call made from inside it is refused with
+ * `TP_STATUS_INVALID_ARGUMENT`.
  */
 typedef int32_t (*TpInterestFn)(void *user, uint16_t client, size_t entity_type, uint32_t entity);
 

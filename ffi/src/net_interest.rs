@@ -11,6 +11,7 @@ use tickpack::{Primitive, Schema, Snapshot};
 use tickpack_net::{ClientId, Interest};
 use tickpack_session::{RateTiers, View};
 
+use crate::boundary::in_callback;
 use crate::error::Error;
 
 /// `TpInterestConfig::kind`: every client sees the whole world.
@@ -23,7 +24,8 @@ pub const TP_INTEREST_CALLBACK: u8 = 2;
 /// Decides whether `client` sees entity `entity` of type `entity_type`
 /// this tick: nonzero sends it, 0 leaves it out. `user` is
 /// `TpInterestConfig::user`. Called from inside `tp_net_server_tick`, on
-/// its thread; it must not call into the library with the same server.
+/// its thread; a library call made from inside it is refused with
+/// `TP_STATUS_INVALID_ARGUMENT`.
 pub type TpInterestFn = Option<
     unsafe extern "C" fn(user: *mut c_void, client: u16, entity_type: usize, entity: u32) -> i32,
 >;
@@ -62,6 +64,9 @@ pub struct TpInterestConfig {
     pub user: *mut c_void,
 }
 
+/// Entity ids and positions of one tick.
+type Placed = Vec<(u32, [f32; 3])>;
+
 /// Tiers over one entity type, viewed from each client's focus entity.
 #[derive(Debug)]
 pub(crate) struct Tiers {
@@ -71,6 +76,8 @@ pub(crate) struct Tiers {
     /// Byte offset of the position field in a record, and its elements.
     offset: usize,
     dims: usize,
+    /// The positions of the tick they were computed for.
+    cache: Option<(u32, Placed)>,
     /// Per client: the entity it views from (default: its token's user).
     focus: HashMap<ClientId, u32>,
     /// Per client: per entity id, the tick it was last sent.
@@ -163,6 +170,7 @@ impl Tiers {
             entity_type: c.entity_type,
             offset: ty.offsets().get(index).copied().unwrap_or_default(),
             dims: field.len,
+            cache: None,
             focus: HashMap::new(),
             last_sent: HashMap::new(),
             fresh: HashSet::new(),
@@ -170,7 +178,7 @@ impl Tiers {
     }
 
     /// Ids and positions of the tiered entities of `world`.
-    fn positions(&self, world: &Snapshot) -> Vec<(u32, [f32; 3])> {
+    fn positions(&self, world: &Snapshot) -> Placed {
         let Some(section) = world.sections().get(self.entity_type) else {
             return Vec::new();
         };
@@ -194,7 +202,24 @@ impl Tiers {
     }
 
     fn view(&mut self, client: ClientId, user: u64, tick: u32, world: &Snapshot) -> View {
-        let placed = self.positions(world);
+        // Computed once per tick, not once per client.
+        if self.cache.as_ref().is_none_or(|(t, _)| *t != tick) {
+            self.cache = Some((tick, self.positions(world)));
+        }
+        let placed = self.cache.take().map(|(_, p)| p).unwrap_or_default();
+        let view = self.view_from(client, user, tick, world, &placed);
+        self.cache = Some((tick, placed));
+        view
+    }
+
+    fn view_from(
+        &mut self,
+        client: ClientId,
+        user: u64,
+        tick: u32,
+        world: &Snapshot,
+        placed: &[(u32, [f32; 3])],
+    ) -> View {
         let focus = self
             .focus
             .get(&client)
@@ -258,10 +283,14 @@ impl Interest for CInterest {
                         s.ids()
                             .iter()
                             .copied()
-                            // SAFETY: the caller gave this function and
-                            // pointer in `TpInterestConfig` and promised
-                            // the call is sound (see `TpInterestFn`).
-                            .filter(|&id| unsafe { f(core::ptr::with_exposed_provenance_mut(*user), client.index(), ty, id) } != 0)
+                            .filter(|&id| {
+                                // SAFETY: the caller gave this function
+                                // and pointer in `TpInterestConfig` and
+                                // promised the call is sound (see
+                                // `TpInterestFn`).
+                                let user = core::ptr::with_exposed_provenance_mut(*user);
+                                in_callback(|| unsafe { f(user, client.index(), ty, id) }) != 0
+                            })
                             .collect()
                     })
                     .collect();

@@ -346,6 +346,44 @@ fn a_callback_interest_decides_per_entity() {
     assert!(calls >= 8 * 19, "{calls}");
 }
 
+/// Tries to call into the library from inside the callback; records the
+/// status in `*user`.
+unsafe extern "C" fn reentrant(user: *mut c_void, _client: u16, _ty: usize, _id: u32) -> i32 {
+    let mut stats = TpNetServerStats::default();
+    // The server behind the callback is borrowed: any call is refused,
+    // so a null handle is as good as the real one here.
+    let status = ffi!(tp_net_server_stats(null(), &mut stats));
+    // SAFETY: the test passes a pointer to its live status.
+    unsafe { *user.cast::<Option<TpStatus>>() = Some(status) };
+    1
+}
+
+#[test]
+fn a_callback_cannot_call_into_the_library() {
+    let mut seen: Option<TpStatus> = None;
+    let interest = TpInterestConfig {
+        kind: TP_INTEREST_CALLBACK,
+        entity_type: 0,
+        position_field: null(),
+        position_field_len: 0,
+        near: 0.0,
+        far: 0.0,
+        hold_skipped: 0,
+        callback: Some(reentrant),
+        user: (&raw mut seen).cast(),
+    };
+    let mut lobby = Lobby::new(&interest, &[1]);
+    let w = world(lobby.schema, 0);
+    for _ in 0..10 {
+        lobby.tick(w);
+    }
+    ok(ffi!(tp_snapshot_free(w)));
+    assert_eq!(seen, Some(TpStatus::InvalidArgument));
+    // Outside the callback, calls work again.
+    let mut stats = TpNetServerStats::default();
+    ok(ffi!(tp_net_server_stats(lobby.server, &mut stats)));
+}
+
 fn tiered(field: &str, near: f32) -> TpInterestConfig {
     TpInterestConfig {
         kind: TP_INTEREST_TIERED,
