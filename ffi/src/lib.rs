@@ -13,6 +13,11 @@
 //! a [`TpClient`] that applies packets and says what to ack. The example
 //! `ffi/examples/session.c` runs a server and clients over a lossy link.
 //!
+//! The network endpoints of `tickpack-net` ([`TpNetServer`],
+//! [`TpNetClient`]) add connect tokens, authenticated connections,
+//! fragments, pacing and interest over datagrams the caller's socket
+//! moves; `ffi/examples/net_lobby.cpp` runs them over UDP on 127.0.0.1.
+//!
 //! Safety contract of every function (stated once here, as in the header):
 //! pointer arguments are null or valid for the access the documentation
 //! describes (`len` bytes, one value), and a handle is not used by two
