@@ -41,6 +41,7 @@ pub mod net_client;
 pub mod net_event;
 pub mod net_interest;
 pub mod net_server;
+pub mod net_server_query;
 mod out;
 pub mod schema;
 pub mod server;

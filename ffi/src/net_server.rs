@@ -9,7 +9,6 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tickpack::Snapshot;
 use tickpack_net::{ClientId, Server, ServerConfig, UDP_IP_OVERHEAD};
 use tickpack_transport::conn::{ConnectToken, Key, CONNECT_TOKEN_BYTES, KEY_BYTES};
 use tickpack_transport::TokenBucketConfig;
@@ -18,7 +17,7 @@ use crate::adapter;
 use crate::boundary::{call, disjoint, free, get, get_mut, new_handle, slice, text, HANDLE_OUT};
 use crate::error::{set_last, Error, TpStatus};
 use crate::net_address::TpAddress;
-use crate::net_event::{TpHandled, TpNetEvent, TpRtt};
+use crate::net_event::{TpHandled, TpNetEvent};
 use crate::net_interest::{CInterest, TpInterestConfig, TP_INTEREST_EVERYTHING};
 use crate::out::{copy_out, write_opt, Out, OutBuf};
 use crate::server::{optional_set, TpServerConfig};
@@ -59,47 +58,10 @@ pub struct TpNetServerConfig {
     pub session: TpServerConfig,
 }
 
-/// Network server counters.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TpNetServerStats {
-    /// Datagrams the connection layer refused.
-    pub rejected: u64,
-    /// Authenticated payloads that were malformed.
-    pub malformed: u64,
-    /// Payloads the connection layer would not seal (an address not
-    /// verified yet, over its amplification budget).
-    pub unsent: u64,
-    /// Ticks run.
-    pub ticks: u32,
-    /// Clients connected now.
-    pub clients: u32,
-}
-
-/// What one client cost and did, as the server saw it.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TpNetClientStats {
-    /// Ticks it was due a regular snapshot.
-    pub ticks: u64,
-    /// Session packet bytes sent (framing not counted).
-    pub bytes: u64,
-    /// Regular snapshots that were full (a resync).
-    pub full: u64,
-    /// Snapshots held back: over its byte budget.
-    pub held_back: u64,
-    /// Snapshots not sent: more fragments than allowed.
-    pub too_large: u64,
-    /// Malformed authenticated payloads it sent.
-    pub malformed: u64,
-    /// Address changes followed.
-    pub migrations: u64,
-}
-
 /// A server, the key and protocol its tokens use, and the datagram of a
 /// `tp_net_server_poll_transmit` whose buffer was too small.
 pub(crate) struct NetServerState {
-    server: Server<CInterest>,
+    pub(crate) server: Server<CInterest>,
     key: Key,
     protocol_id: u64,
     pending: Option<(SocketAddr, Vec<u8>)>,
@@ -463,7 +425,7 @@ pub unsafe extern "C" fn tp_net_server_poll_event(
 }
 
 /// The connected client `client`, or `TP_STATUS_INVALID_ARGUMENT`.
-fn connected(server: &Server<CInterest>, client: u16) -> Result<ClientId, Error> {
+pub(crate) fn connected(server: &Server<CInterest>, client: u16) -> Result<ClientId, Error> {
     server
         .clients()
         .find(|c| c.index() == client)
@@ -517,117 +479,5 @@ pub unsafe extern "C" fn tp_net_server_set_focus(
         let state = unsafe { get_mut(server)? };
         let id = connected(&state.server, client)?;
         state.server.interest_mut().set_focus(id, entity)
-    })
-}
-
-/// Writes the round-trip estimate to client `client` to `*rtt`;
-/// `TP_STATUS_EMPTY` before the first measurement.
-///
-/// # Safety
-/// `server` is a live handle; `rtt` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn tp_net_server_rtt(
-    server: *const TpNetServer,
-    client: u16,
-    rtt: *mut TpRtt,
-) -> TpStatus {
-    call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let (out, state) = unsafe { (Out::new(rtt, "rtt")?, get(server)?) };
-        let id = connected(&state.server, client)?;
-        let r = state
-            .server
-            .rtt(id)
-            .ok_or_else(|| Error::new(TpStatus::Empty, "no round trip measured yet"))?;
-        out.write(r.into());
-        Ok(())
-    })
-}
-
-/// Writes the server's counters to `*stats`.
-///
-/// # Safety
-/// `server` is a live handle; `stats` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn tp_net_server_stats(
-    server: *const TpNetServer,
-    stats: *mut TpNetServerStats,
-) -> TpStatus {
-    call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let (out, state) = unsafe { (Out::new(stats, "stats")?, get(server)?) };
-        let s = state.server.stats();
-        out.write(TpNetServerStats {
-            rejected: s.rejected,
-            malformed: s.malformed,
-            unsent: s.unsent,
-            ticks: state.server.ticks(),
-            clients: u32::try_from(state.server.clients().count()).unwrap_or(u32::MAX),
-        });
-        Ok(())
-    })
-}
-
-/// Writes connected client `client`'s counters to `*stats`.
-///
-/// # Safety
-/// `server` is a live handle; `stats` is valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn tp_net_server_client_stats(
-    server: *const TpNetServer,
-    client: u16,
-    stats: *mut TpNetClientStats,
-) -> TpStatus {
-    call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let (out, state) = unsafe { (Out::new(stats, "stats")?, get(server)?) };
-        let id = connected(&state.server, client)?;
-        let s = state.server.peer_stats(id).unwrap_or_default();
-        out.write(TpNetClientStats {
-            ticks: s.ticks,
-            bytes: s.bytes,
-            full: s.full,
-            held_back: s.held_back,
-            too_large: s.too_large,
-            malformed: s.malformed,
-            migrations: s.migrations,
-        });
-        Ok(())
-    })
-}
-
-/// Copies the snapshot the server sent client `client` with sequence
-/// `sequence` (as the client applies it) into `out`, replacing its
-/// contents; `TP_STATUS_EMPTY` when the server no longer holds it (or
-/// never sent it). For tests and debugging: compare it with what the
-/// client applied.
-///
-/// # Safety
-/// `server` and `out` are live handles.
-#[no_mangle]
-pub unsafe extern "C" fn tp_net_server_sent_state(
-    server: *const TpNetServer,
-    client: u16,
-    sequence: u16,
-    out: *mut TpSnapshot,
-) -> TpStatus {
-    call(|| {
-        disjoint(out, &[server.cast()])?;
-        // SAFETY: forwarded from this function's contract; the handles
-        // differ.
-        let (state, out) = unsafe { (get(server)?, get_mut(out)?) };
-        let mut sent = Snapshot::default();
-        if !state
-            .server
-            .session()
-            .sent_state(client, sequence, &mut sent)
-        {
-            return Err(Error::new(
-                TpStatus::Empty,
-                format_args!("no snapshot {sequence} held for client {client}"),
-            ));
-        }
-        *std::sync::Arc::make_mut(out) = sent;
-        Ok(())
     })
 }
