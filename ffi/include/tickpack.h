@@ -724,8 +724,8 @@ typedef struct TpNetServerConfig {
   uint64_t protocol_id;
   /**
    * The key connect tokens are sealed with, shared with whatever
-   * issues them (`tp_net_key_generate`); the default is all zeros,
-   * which anyone can forge tokens for: replace it.
+   * issues them (`tp_net_key_generate`). The default is all zeros,
+   * which `tp_net_server_new` refuses: anyone could forge tokens.
    */
   uint8_t private_key[TP_NET_KEY_BYTES];
   /**

@@ -40,8 +40,8 @@ pub struct TpNetServerConfig {
     /// The game's protocol id, in every connect token (default 0).
     pub protocol_id: u64,
     /// The key connect tokens are sealed with, shared with whatever
-    /// issues them (`tp_net_key_generate`); the default is all zeros,
-    /// which anyone can forge tokens for: replace it.
+    /// issues them (`tp_net_key_generate`). The default is all zeros,
+    /// which `tp_net_server_new` refuses: anyone could forge tokens.
     pub private_key: [u8; TP_NET_KEY_BYTES],
     /// Most clients at once, 1..=32767 (default 64); a client's id is
     /// its slot, `0..max_clients`.
@@ -121,6 +121,12 @@ fn net_config(
 ) -> Result<ServerConfig, Error> {
     if c.bytes_per_second == 0 {
         return Err(Error::invalid("bytes_per_second is 0"));
+    }
+    // The default key: anyone could seal tokens for it.
+    if c.private_key == [0; TP_NET_KEY_BYTES] {
+        return Err(Error::invalid(
+            "private_key is all zeros: set it (tp_net_key_generate, or your backend's key)",
+        ));
     }
     let mut config = ServerConfig::new(c.protocol_id, Key::from_bytes(c.private_key));
     config.max_clients = c.max_clients;

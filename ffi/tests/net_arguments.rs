@@ -62,6 +62,15 @@ fn bad_configurations_are_refused() {
         TpStatus::InvalidArgument,
         "bytes_per_second",
     );
+    let zero = TpNetServerConfig {
+        private_key: [0; TP_NET_KEY_BYTES],
+        ..c
+    };
+    fails(
+        ffi!(tp_net_server_new(s, null(), &zero, null(), &mut out)),
+        TpStatus::InvalidArgument,
+        "private_key is all zeros",
+    );
     let kind = TpInterestConfig {
         kind: 7,
         ..tiered("pos", 1.0)
