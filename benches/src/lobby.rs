@@ -178,10 +178,10 @@ pub fn simulate(cfg: &LobbyConfig) -> Result<LobbyReport, Box<dyn std::error::Er
                     Received::Dropped(_) => report.dropped += 1,
                 }
             }
-            let msg = client.message(i as u16 + 1).to_bytes();
+            let msg = client.message().to_bytes();
             up[i].send(now, &msg);
             for m in up[i].recv(now) {
-                server.handle_message(&m)?;
+                server.handle_message(i as u16 + 1, &m)?;
             }
         }
     }

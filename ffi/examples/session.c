@@ -127,7 +127,7 @@ static void deliver(Peer *peer, TpServer *server, const uint8_t *packet, size_t 
     }
     /* Dropped packets are normal on a lossy link: late ones arrive stale,
      * and a delta whose baseline was lost cannot apply. */
-    if (!check(tp_client_message(peer->client, peer->id, msg, sizeof msg, &msg_len),
+    if (!check(tp_client_message(peer->client, msg, sizeof msg, &msg_len),
                "client message")) {
         return;
     }

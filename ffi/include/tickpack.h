@@ -22,12 +22,47 @@
 /**
  * Largest client message (`tp_client_message`), in bytes.
  */
-#define TP_CLIENT_MESSAGE_MAX 5
+#define TP_CLIENT_MESSAGE_MAX 3
 
 /**
  * The default zstd level.
  */
 #define TP_DEFAULT_LEVEL 3
+
+/**
+ * `TpAddress::family` of an IPv4 address.
+ */
+#define TP_ADDRESS_IPV4 4
+
+/**
+ * `TpAddress::family` of an IPv6 address.
+ */
+#define TP_ADDRESS_IPV6 6
+
+/**
+ * `TpInterestConfig::kind`: every client sees the whole world.
+ */
+#define TP_INTEREST_EVERYTHING 0
+
+/**
+ * `TpInterestConfig::kind`: distance rate tiers over one entity type.
+ */
+#define TP_INTEREST_TIERED 1
+
+/**
+ * `TpInterestConfig::kind`: a C function decides per entity.
+ */
+#define TP_INTEREST_CALLBACK 2
+
+/**
+ * Bytes of a server's private key (`TpNetServerConfig::private_key`).
+ */
+#define TP_NET_KEY_BYTES 32
+
+/**
+ * Bytes of a connect token (`tp_net_server_issue_token`).
+ */
+#define TP_NET_TOKEN_BYTES 370
 
 /**
  * What a call did. Every function of the API returns one; `TP_STATUS_OK`
@@ -98,6 +133,12 @@ enum TpStatus
    * whose policy refuses it, or a quaternion of four zeros.
    */
   TP_STATUS_QUANTIZE = 12,
+  /**
+   * A network endpoint refused a call: a bad configuration (MTU,
+   * client count, key), a malformed connect token, a world too large
+   * for the connect snapshot.
+   */
+  TP_STATUS_NET = 13,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -152,6 +193,146 @@ typedef int32_t TpOutcome;
 #endif // __cplusplus
 
 /**
+ * What one received datagram did (`tp_net_*_handle`). None is an error:
+ * the datagram was taken in or dropped, and nothing else changed.
+ */
+enum TpHandled
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An authenticated payload, taken in.
+   */
+  TP_HANDLED_PAYLOAD = 0,
+  /**
+   * A handshake or control packet of the connection layer.
+   */
+  TP_HANDLED_CONTROL = 1,
+  /**
+   * Refused by the connection layer (forged, replayed, foreign,
+   * malformed); `tp_last_error_message` says why.
+   */
+  TP_HANDLED_REJECTED = 2,
+  /**
+   * Authenticated but malformed; counted against the sender, who is
+   * disconnected after too many.
+   */
+  TP_HANDLED_MALFORMED = 3,
+  /**
+   * An outcome this version of the header does not name.
+   */
+  TP_HANDLED_OTHER = 4,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TpHandled TpHandled;
+#else
+typedef int32_t TpHandled;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What an event says happened.
+ */
+enum TpNetEventKind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Server: a client answered its challenge (`client`, `user`,
+   * `address`); its connect snapshot goes out with the next tick.
+   */
+  TP_NET_EVENT_KIND_CLIENT_CONNECTED = 1,
+  /**
+   * Server: the client holds its connect snapshot; regular snapshots
+   * flow (`client`).
+   */
+  TP_NET_EVENT_KIND_CLIENT_READY = 2,
+  /**
+   * Server: the client's packets now come from `address` (NAT
+   * rebinding).
+   */
+  TP_NET_EVENT_KIND_CLIENT_MIGRATED = 3,
+  /**
+   * Server: a client is gone (`client`, `user`, `reason`); its id is
+   * free for the next one.
+   */
+  TP_NET_EVENT_KIND_CLIENT_DISCONNECTED = 4,
+  /**
+   * Client: the connect snapshot arrived; the client is connected.
+   */
+  TP_NET_EVENT_KIND_CONNECTED = 5,
+  /**
+   * Client: a snapshot was applied (`sequence`, `tick`).
+   */
+  TP_NET_EVENT_KIND_SNAPSHOT_APPLIED = 6,
+  /**
+   * Client: the connection ended (`reason`); it sends nothing more.
+   */
+  TP_NET_EVENT_KIND_DISCONNECTED = 7,
+  /**
+   * An event this version of the header does not name.
+   */
+  TP_NET_EVENT_KIND_OTHER = 8,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TpNetEventKind TpNetEventKind;
+#else
+typedef int32_t TpNetEventKind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a connection ended.
+ */
+enum TpDisconnectReason
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Not a disconnect event.
+   */
+  TP_DISCONNECT_REASON_NONE = 0,
+  /**
+   * The peer fell silent for the token's timeout, or the handshake did
+   * not finish in time.
+   */
+  TP_DISCONNECT_REASON_TIMED_OUT = 1,
+  /**
+   * Refused: server full, token expired or used, or the two ends
+   * disagree on schema, dictionaries or limits.
+   */
+  TP_DISCONNECT_REASON_REFUSED = 2,
+  /**
+   * The server ended it (`tp_net_server_kick`).
+   */
+  TP_DISCONNECT_REASON_KICKED = 3,
+  /**
+   * The peer sent too many malformed authenticated payloads.
+   */
+  TP_DISCONNECT_REASON_BAD_TRAFFIC = 4,
+  /**
+   * The client left (`tp_net_client_disconnect`).
+   */
+  TP_DISCONNECT_REASON_LEFT = 5,
+  /**
+   * A reason this version of the header does not name.
+   */
+  TP_DISCONNECT_REASON_OTHER = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum TpDisconnectReason TpDisconnectReason;
+#else
+typedef int32_t TpDisconnectReason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * The client side of a session: applied history and the ack to send.
  * Made by `tp_client_new`; freed by `tp_client_free`.
  */
@@ -174,6 +355,20 @@ typedef struct TpDictSet TpDictSet;
  * `tp_encoder_new` or `tp_encoder_from_dictset`; freed by `tp_encoder_free`.
  */
 typedef struct TpEncoder TpEncoder;
+
+/**
+ * A network client endpoint: one connection to a server, made from a
+ * connect token. Made by `tp_net_client_new`; freed by
+ * `tp_net_client_free`.
+ */
+typedef struct TpNetClient TpNetClient;
+
+/**
+ * A network server endpoint: connections, connect tokens, per-client
+ * snapshots and pacing over datagrams the caller moves. Made by
+ * `tp_net_server_new`; freed by `tp_net_server_free`.
+ */
+typedef struct TpNetServer TpNetServer;
 
 /**
  * A schema: the entity types and their fields. Made by
@@ -350,6 +545,139 @@ typedef struct TpPacketInfo {
 } TpPacketInfo;
 
 /**
+ * Network client settings; `tp_net_client_config_default` fills in the
+ * defaults.
+ */
+typedef struct TpNetClientConfig {
+  /**
+   * Largest datagram, in bytes: the server's (default 1,200).
+   */
+  size_t mtu;
+  /**
+   * Ticks the presented world keeps an entity no snapshot updated
+   * (default 20): for servers whose interest leaves entities out.
+   */
+  uint32_t linger;
+  /**
+   * Present only what each snapshot changed against its baseline
+   * (for servers that hold skipped entities; default 0, off; anything
+   * else on).
+   */
+  uint8_t news_only;
+  /**
+   * The codec session (history, limits: the server's).
+   */
+  struct TpClientConfig session;
+} TpNetClientConfig;
+
+/**
+ * A UDP address: what `recvfrom` gave you, or where to `sendto`.
+ */
+typedef struct TpAddress {
+  /**
+   * `TP_ADDRESS_IPV4` or `TP_ADDRESS_IPV6`; any other value is refused.
+   */
+  uint8_t family;
+  /**
+   * The port, in host byte order.
+   */
+  uint16_t port;
+  /**
+   * The address in network byte order: the first 4 bytes for IPv4
+   * (the rest are ignored when read and zero when written), all 16 for
+   * IPv6.
+   */
+  uint8_t bytes[16];
+} TpAddress;
+
+/**
+ * One event of `tp_net_server_poll_event` or `tp_net_client_poll_event`;
+ * fields the kind does not use are zero.
+ */
+typedef struct TpNetEvent {
+  /**
+   * What happened.
+   */
+  TpNetEventKind kind;
+  /**
+   * The client's id on the server (its slot, `0..max_clients`).
+   */
+  uint16_t client;
+  /**
+   * The user id its connect token names.
+   */
+  uint64_t user;
+  /**
+   * Why the connection ended (disconnect events).
+   */
+  TpDisconnectReason reason;
+  /**
+   * The applied snapshot's session sequence (`SnapshotApplied`).
+   */
+  uint16_t sequence;
+  /**
+   * Its tick, counting up without wrap (`SnapshotApplied`).
+   */
+  uint32_t tick;
+  /**
+   * The client's address (`ClientConnected`, `ClientMigrated`).
+   */
+  struct TpAddress address;
+} TpNetEvent;
+
+/**
+ * Round-trip estimates of a connection, in microseconds.
+ */
+typedef struct TpRtt {
+  /**
+   * The smoothed estimate.
+   */
+  uint64_t smoothed_us;
+  /**
+   * Its mean deviation.
+   */
+  uint64_t variance_us;
+  /**
+   * The newest sample.
+   */
+  uint64_t latest_us;
+  /**
+   * The smallest sample.
+   */
+  uint64_t min_us;
+} TpRtt;
+
+/**
+ * Network client counters.
+ */
+typedef struct TpNetClientCounters {
+  /**
+   * Snapshots applied.
+   */
+  uint64_t applied;
+  /**
+   * Datagrams the connection layer refused (forged, replayed, foreign).
+   */
+  uint64_t rejected;
+  /**
+   * Authenticated payloads that were malformed.
+   */
+  uint64_t malformed;
+  /**
+   * Snapshots that did not decode.
+   */
+  uint64_t undecodable;
+  /**
+   * Snapshots older than the newest applied.
+   */
+  uint64_t stale;
+  /**
+   * Snapshots against a baseline no longer held.
+   */
+  uint64_t unknown_baseline;
+} TpNetClientCounters;
+
+/**
  * Server settings; `tp_server_config_default` fills in the defaults.
  */
 typedef struct TpServerConfig {
@@ -384,6 +712,168 @@ typedef struct TpServerConfig {
    */
   struct TpLimits limits;
 } TpServerConfig;
+
+/**
+ * Network server settings; `tp_net_server_config_default` fills in the
+ * defaults, then set `protocol_id` and `private_key`.
+ */
+typedef struct TpNetServerConfig {
+  /**
+   * The game's protocol id, in every connect token (default 0).
+   */
+  uint64_t protocol_id;
+  /**
+   * The key connect tokens are sealed with, shared with whatever
+   * issues them (`tp_net_key_generate`). The default is all zeros,
+   * which `tp_net_server_new` refuses: anyone could forge tokens.
+   */
+  uint8_t private_key[TP_NET_KEY_BYTES];
+  /**
+   * Most clients at once, 1..=32767 (default 64); a client's id is
+   * its slot, `0..max_clients`.
+   */
+  uint16_t max_clients;
+  /**
+   * Largest datagram sent or accepted, in bytes (default 1,200).
+   */
+  size_t mtu;
+  /**
+   * Each client's byte budget per second, UDP/IP headers included
+   * (default 64,000); a snapshot over it is held back a tick.
+   */
+  uint64_t bytes_per_second;
+  /**
+   * Malformed authenticated payloads a client may send before it is
+   * disconnected (default 64).
+   */
+  uint32_t bad_payload_limit;
+  /**
+   * The codec session (history, level, checksum, limits).
+   */
+  struct TpServerConfig session;
+} TpNetServerConfig;
+
+/**
+ * Decides whether `client` sees entity `entity` of type `entity_type`
+ * this tick: nonzero sends it, 0 leaves it out. `user` is
+ * `TpInterestConfig::user`. Called from inside `tp_net_server_tick`, on
+ * its thread; a library call made from inside it is refused with
+ * `TP_STATUS_INVALID_ARGUMENT`.
+ */
+typedef int32_t (*TpInterestFn)(void *user, uint16_t client, size_t entity_type, uint32_t entity);
+
+/**
+ * What each client of a `TpNetServer` is sent of the world;
+ * `tp_net_server_new` takes it (null: everything). `kind` picks the
+ * hook; the fields of the other kinds are ignored.
+ */
+typedef struct TpInterestConfig {
+  /**
+   * `TP_INTEREST_EVERYTHING`, `TP_INTEREST_TIERED` or
+   * `TP_INTEREST_CALLBACK` (a byte, so no value is undefined; others
+   * are refused).
+   */
+  uint8_t kind;
+  /**
+   * Tiered: the entity type whose entities are tiered by distance;
+   * every other type is sent whole every tick.
+   */
+  size_t entity_type;
+  /**
+   * Tiered: the name (UTF-8, `position_field_len` bytes, no NUL needed)
+   * of that type's position field: `f32` with 2 or 3 elements.
+   */
+  const uint8_t *position_field;
+  /**
+   * Length of `position_field` in bytes.
+   */
+  size_t position_field_len;
+  /**
+   * Tiered: up to this distance from the client's focus entity, every
+   * tick (the default 100).
+   */
+  float near;
+  /**
+   * Tiered: up to this distance every 2nd tick, beyond every 4th (the
+   * default 200).
+   */
+  float far;
+  /**
+   * Tiered: 0 leaves an entity skipped this tick out of the client's
+   * snapshot (its game keeps the last one it saw), anything else holds
+   * it at the client's baseline record.
+   */
+  uint8_t hold_skipped;
+  /**
+   * Callback: the function.
+   */
+  TpInterestFn callback;
+  /**
+   * Callback: passed to it unchanged.
+   */
+  void *user;
+} TpInterestConfig;
+
+/**
+ * Network server counters.
+ */
+typedef struct TpNetServerStats {
+  /**
+   * Datagrams the connection layer refused.
+   */
+  uint64_t rejected;
+  /**
+   * Authenticated payloads that were malformed.
+   */
+  uint64_t malformed;
+  /**
+   * Payloads the connection layer would not seal (an address not
+   * verified yet, over its amplification budget).
+   */
+  uint64_t unsent;
+  /**
+   * Ticks run.
+   */
+  uint32_t ticks;
+  /**
+   * Clients connected now.
+   */
+  uint32_t clients;
+} TpNetServerStats;
+
+/**
+ * What one client cost and did, as the server saw it.
+ */
+typedef struct TpNetClientStats {
+  /**
+   * Ticks it was due a regular snapshot.
+   */
+  uint64_t ticks;
+  /**
+   * Session packet bytes sent (framing not counted).
+   */
+  uint64_t bytes;
+  /**
+   * Regular snapshots that were full (a resync).
+   */
+  uint64_t full;
+  /**
+   * Snapshots held back: over its byte budget.
+   */
+  uint64_t held_back;
+  /**
+   * Snapshots not sent: more fragments than allowed.
+   */
+  uint64_t too_large;
+  /**
+   * Malformed authenticated payloads it sent.
+   */
+  uint64_t malformed;
+  /**
+   * Address changes followed.
+   */
+  uint64_t migrations;
+} TpNetClientStats;
 
 /**
  * Server counters.
@@ -474,8 +964,9 @@ TpStatus tp_client_latest(const struct TpClient *client,
 /**
  * Writes the message to send the server now into `out` (room for
  * `capacity` bytes, `TP_CLIENT_MESSAGE_MAX` is always enough) and its
- * length to `*written`: `client_id`, the newest applied sequence (the
- * ack), and whether a full snapshot is needed. Send it after every
+ * length to `*written`: the newest applied sequence (the ack) and
+ * whether a full snapshot is needed. It names no client: the server takes
+ * it as the client's whose connection carried it. Send it after every
  * received packet, or at least every tick.
  *
  * # Safety
@@ -483,7 +974,6 @@ TpStatus tp_client_latest(const struct TpClient *client,
  * bytes; `written` is valid for a write.
  */
 TpStatus tp_client_message(const struct TpClient *client,
-                           uint16_t client_id,
                            uint8_t *out,
                            size_t capacity,
                            size_t *written);
@@ -670,6 +1160,372 @@ const char *tp_last_error_message(void);
  * is no status. Never null.
  */
 const char *tp_status_name(int32_t status);
+
+/**
+ * Writes the default network client settings to `*config`.
+ *
+ * # Safety
+ * `config` is valid for a write.
+ */
+TpStatus tp_net_client_config_default(struct TpNetClientConfig *config);
+
+/**
+ * Makes a network client in `*out` that connects at `now_ms` to the
+ * server at `*server` with the connect token `token` (`token_len` bytes,
+ * as `tp_net_server_issue_token` or your backend made it), decoding
+ * `schema`. With `set` non-null it holds the set's dictionaries, and
+ * `schema` must be the set's. `config` null means the defaults. Then
+ * send what `tp_net_client_poll_transmit` gives.
+ *
+ * # Safety
+ * `schema` is a live handle, `set` null or one; `config` is null or
+ * valid for a read; `token` is valid for reads of `token_len` bytes;
+ * `server` is valid for a read; `out` is valid for a write.
+ */
+TpStatus tp_net_client_new(const struct TpSchema *schema,
+                           const struct TpDictSet *set,
+                           const struct TpNetClientConfig *config,
+                           const uint8_t *token,
+                           size_t token_len,
+                           const struct TpAddress *server,
+                           uint64_t now_ms,
+                           struct TpNetClient **out);
+
+/**
+ * Frees a network client (without a goodbye: call
+ * `tp_net_client_disconnect` and send first to leave cleanly). Null is
+ * accepted and does nothing; a handle already freed gives
+ * `TP_STATUS_WRONG_HANDLE`.
+ *
+ * # Safety
+ * `client` is null or a handle of this library that no other call is using.
+ */
+TpStatus tp_net_client_free(struct TpNetClient *client);
+
+/**
+ * Takes one datagram (`len` bytes at `datagram`, left unchanged) that
+ * arrived from `*from` at `now_ms`, and writes what it did to
+ * `*handled` unless that is null. Any bytes are safe to pass: a forged
+ * or malformed datagram is `TP_HANDLED_REJECTED` or
+ * `TP_HANDLED_MALFORMED` (still `TP_STATUS_OK`; `tp_last_error_message`
+ * says why).
+ *
+ * # Safety
+ * `client` is a live handle; `from` is valid for a read; `datagram` is
+ * valid for reads of `len` bytes; `handled` is null or valid for a write.
+ */
+TpStatus tp_net_client_handle(struct TpNetClient *client,
+                              uint64_t now_ms,
+                              const struct TpAddress *from,
+                              const uint8_t *datagram,
+                              size_t len,
+                              TpHandled *handled);
+
+/**
+ * Advances the client to `now_ms`: resends the handshake, times out a
+ * silent server, moves the jitter buffer and the presented world. Call
+ * it every frame.
+ *
+ * # Safety
+ * `client` is a live handle.
+ */
+TpStatus tp_net_client_handle_timeout(struct TpNetClient *client, uint64_t now_ms);
+
+/**
+ * Writes the next datagram to send to the server into `out` (room for
+ * `capacity` bytes; the MTU is enough), its length to `*written` and its
+ * destination to `*to` unless that is null; `TP_STATUS_EMPTY` when there
+ * is none. When `capacity` is too small, `*written` gets the size needed
+ * and the same datagram comes out of the next call.
+ *
+ * # Safety
+ * `client` is a live handle; `out` is valid for writes of `capacity`
+ * bytes; `written` is valid for a write; `to` is null or valid for a
+ * write.
+ */
+TpStatus tp_net_client_poll_transmit(struct TpNetClient *client,
+                                     uint64_t now_ms,
+                                     uint8_t *out,
+                                     size_t capacity,
+                                     size_t *written,
+                                     struct TpAddress *to);
+
+/**
+ * Writes the next event to `*event`; `TP_STATUS_EMPTY` when there is
+ * none.
+ *
+ * # Safety
+ * `client` is a live handle; `event` is valid for a write.
+ */
+TpStatus tp_net_client_poll_event(struct TpNetClient *client, struct TpNetEvent *event);
+
+/**
+ * Copies the newest snapshot the client applied (exactly what the
+ * server sent it) into `out`, replacing its contents, and writes its
+ * sequence to `*sequence` unless null; `TP_STATUS_EMPTY` before the
+ * first.
+ *
+ * # Safety
+ * `client` and `out` are live handles; `sequence` is null or valid for a
+ * write.
+ */
+TpStatus tp_net_client_latest(const struct TpNetClient *client,
+                              struct TpSnapshot *out,
+                              uint16_t *sequence);
+
+/**
+ * Copies the world to draw now into `out`, replacing its contents: the
+ * jitter buffer's output, with entities the server left out kept for
+ * `linger` ticks. Empty until connected.
+ *
+ * # Safety
+ * `client` and `out` are live handles.
+ */
+TpStatus tp_net_client_presented(const struct TpNetClient *client, struct TpSnapshot *out);
+
+/**
+ * Writes whether the client is connected (holds its connect snapshot
+ * and has not been disconnected) to `*connected`, and the reason its
+ * connection ended to `*reason` unless null (`TP_DISCONNECT_REASON_NONE`
+ * while it has not).
+ *
+ * # Safety
+ * `client` is a live handle; `connected` is valid for a write; `reason`
+ * is null or valid for a write.
+ */
+TpStatus tp_net_client_state(const struct TpNetClient *client,
+                             bool *connected,
+                             TpDisconnectReason *reason);
+
+/**
+ * Says goodbye: the next `tp_net_client_poll_transmit` calls give the
+ * disconnect datagrams, and the client sends nothing after them.
+ *
+ * # Safety
+ * `client` is a live handle.
+ */
+TpStatus tp_net_client_disconnect(struct TpNetClient *client, uint64_t now_ms);
+
+/**
+ * Writes the round-trip estimate to the server to `*rtt`;
+ * `TP_STATUS_EMPTY` before the first measurement.
+ *
+ * # Safety
+ * `client` is a live handle; `rtt` is valid for a write.
+ */
+TpStatus tp_net_client_rtt(const struct TpNetClient *client, struct TpRtt *rtt);
+
+/**
+ * Writes the client's counters to `*stats`.
+ *
+ * # Safety
+ * `client` is a live handle; `stats` is valid for a write.
+ */
+TpStatus tp_net_client_stats(const struct TpNetClient *client, struct TpNetClientCounters *stats);
+
+/**
+ * Fills `key` (`len` must be `TP_NET_KEY_BYTES`) with a fresh random
+ * private key from the operating system.
+ *
+ * # Safety
+ * `key` is valid for writes of `len` bytes.
+ */
+TpStatus tp_net_key_generate(uint8_t *key, size_t len);
+
+/**
+ * Writes the default network server settings to `*config`.
+ *
+ * # Safety
+ * `config` is valid for a write.
+ */
+TpStatus tp_net_server_config_default(struct TpNetServerConfig *config);
+
+/**
+ * Makes a network server for `schema` in `*out`, with settings
+ * `*config` and the interest hook `*interest` (null: every client sees
+ * everything). With `set` non-null it compresses with the set's
+ * dictionaries, and `schema` must be the set's.
+ *
+ * # Safety
+ * `schema` is a live handle, `set` null or one; `config` is valid for a
+ * read; `interest` is null or valid for a read, its `position_field`
+ * valid for reads of `position_field_len` bytes when tiered; `out` is
+ * valid for a write.
+ */
+TpStatus tp_net_server_new(const struct TpSchema *schema,
+                           const struct TpDictSet *set,
+                           const struct TpNetServerConfig *config,
+                           const struct TpInterestConfig *interest,
+                           struct TpNetServer **out);
+
+/**
+ * Frees a network server. Null is accepted and does nothing; a handle
+ * already freed gives `TP_STATUS_WRONG_HANDLE`.
+ *
+ * # Safety
+ * `server` is null or a handle of this library that no other call is using.
+ */
+TpStatus tp_net_server_free(struct TpNetServer *server);
+
+/**
+ * Issues user `user` a connect token for this server (its protocol id
+ * and key) into `out` (room for `capacity` bytes; `TP_NET_TOKEN_BYTES`
+ * is enough), its length to `*written`: valid for `valid_secs` seconds
+ * from `now_ms`, dropping a connection silent for `timeout_secs`. The
+ * token holds the connection's keys: hand it to the client only over an
+ * encrypted channel. A backend that issues tokens itself uses the same
+ * key and protocol id.
+ *
+ * # Safety
+ * `server` is a live handle; `out` is valid for writes of `capacity`
+ * bytes; `written` is valid for a write.
+ */
+TpStatus tp_net_server_issue_token(const struct TpNetServer *server,
+                                   uint64_t user,
+                                   uint64_t now_ms,
+                                   uint32_t valid_secs,
+                                   uint32_t timeout_secs,
+                                   uint8_t *out,
+                                   size_t capacity,
+                                   size_t *written);
+
+/**
+ * Takes one datagram (`len` bytes at `datagram`, left unchanged) that
+ * arrived from `*from` at `now_ms`, and writes what it did to
+ * `*handled` unless that is null. Any bytes at all are safe to pass: a
+ * forged or malformed datagram is `TP_HANDLED_REJECTED` or
+ * `TP_HANDLED_MALFORMED` (the call still returns `TP_STATUS_OK`, and
+ * `tp_last_error_message` says why), and changes no other client.
+ *
+ * # Safety
+ * `server` is a live handle; `from` is valid for a read; `datagram` is
+ * valid for reads of `len` bytes; `handled` is null or valid for a write.
+ */
+TpStatus tp_net_server_handle(struct TpNetServer *server,
+                              uint64_t now_ms,
+                              const struct TpAddress *from,
+                              const uint8_t *datagram,
+                              size_t len,
+                              TpHandled *handled);
+
+/**
+ * Drops silent connections and queues keep-alives; call it every tick
+ * at least.
+ *
+ * # Safety
+ * `server` is a live handle.
+ */
+TpStatus tp_net_server_handle_timeout(struct TpNetServer *server, uint64_t now_ms);
+
+/**
+ * Runs one tick with the whole world `world` (the server keeps a
+ * reference, changing `world` afterwards copies it first): a new
+ * client's connect snapshot is queued, every ready client gets its
+ * snapshot as the interest hook sees it, paced. Writes the tick's
+ * sequence to `*sequence` unless that is null. Then send what
+ * `tp_net_server_poll_transmit` gives.
+ *
+ * # Safety
+ * `server` and `world` are live handles; `sequence` is null or valid for
+ * a write.
+ */
+TpStatus tp_net_server_tick(struct TpNetServer *server,
+                            uint64_t now_ms,
+                            const struct TpSnapshot *world,
+                            uint16_t *sequence);
+
+/**
+ * Writes the next datagram to send into `out` (room for `capacity`
+ * bytes; the MTU is enough), its length to `*written` and its
+ * destination to `*to`; `TP_STATUS_EMPTY` when there is none. Call until
+ * then after every tick, handle and handle_timeout. When `capacity` is
+ * too small, `*written` gets the size needed and the same datagram comes
+ * out of the next call.
+ *
+ * # Safety
+ * `server` is a live handle; `out` is valid for writes of `capacity`
+ * bytes; `written` and `to` are valid for a write.
+ */
+TpStatus tp_net_server_poll_transmit(struct TpNetServer *server,
+                                     uint64_t now_ms,
+                                     uint8_t *out,
+                                     size_t capacity,
+                                     size_t *written,
+                                     struct TpAddress *to);
+
+/**
+ * Writes the next event to `*event`; `TP_STATUS_EMPTY` when there is
+ * none.
+ *
+ * # Safety
+ * `server` is a live handle; `event` is valid for a write.
+ */
+TpStatus tp_net_server_poll_event(struct TpNetServer *server, struct TpNetEvent *event);
+
+/**
+ * Disconnects client `client` (it sees `TP_DISCONNECT_REASON_KICKED`);
+ * writes whether it was connected to `*was_connected` unless null.
+ *
+ * # Safety
+ * `server` is a live handle; `was_connected` is null or valid for a
+ * write.
+ */
+TpStatus tp_net_server_kick(struct TpNetServer *server,
+                            uint64_t now_ms,
+                            uint16_t client,
+                            bool *was_connected);
+
+/**
+ * Makes connected client `client` view the world from entity `entity`
+ * (a server made with `TP_INTEREST_TIERED`; by default a client views
+ * from the entity whose id is its token's user id).
+ *
+ * # Safety
+ * `server` is a live handle.
+ */
+TpStatus tp_net_server_set_focus(struct TpNetServer *server, uint16_t client, uint32_t entity);
+
+/**
+ * Writes the round-trip estimate to client `client` to `*rtt`;
+ * `TP_STATUS_EMPTY` before the first measurement.
+ *
+ * # Safety
+ * `server` is a live handle; `rtt` is valid for a write.
+ */
+TpStatus tp_net_server_rtt(const struct TpNetServer *server, uint16_t client, struct TpRtt *rtt);
+
+/**
+ * Writes the server's counters to `*stats`.
+ *
+ * # Safety
+ * `server` is a live handle; `stats` is valid for a write.
+ */
+TpStatus tp_net_server_stats(const struct TpNetServer *server, struct TpNetServerStats *stats);
+
+/**
+ * Writes connected client `client`'s counters to `*stats`.
+ *
+ * # Safety
+ * `server` is a live handle; `stats` is valid for a write.
+ */
+TpStatus tp_net_server_client_stats(const struct TpNetServer *server,
+                                    uint16_t client,
+                                    struct TpNetClientStats *stats);
+
+/**
+ * Copies the snapshot the server sent client `client` with sequence
+ * `sequence` (as the client applies it) into `out`, replacing its
+ * contents; `TP_STATUS_EMPTY` when the server no longer holds it (or
+ * never sent it). For tests and debugging: compare it with what the
+ * client applied.
+ *
+ * # Safety
+ * `server` and `out` are live handles.
+ */
+TpStatus tp_net_server_sent_state(const struct TpNetServer *server,
+                                  uint16_t client,
+                                  uint16_t sequence,
+                                  struct TpSnapshot *out);
 
 /**
  * Parses a schema from JSON text (`len` bytes of UTF-8 at `text`, no NUL
@@ -864,32 +1720,13 @@ TpStatus tp_server_encode(struct TpServer *server,
                           size_t *written);
 
 /**
- * Takes a message a client sent (`len` bytes at `message`, made by
- * `tp_client_message`): its ack moves that client's baseline forward, its
- * request for a full snapshot is honoured. Writes the sender's id to
- * `*client_id` unless that is null. Malformed messages and unknown
- * clients give `TP_STATUS_SESSION`; late, duplicate or bogus acks are
- * ignored.
- *
- * The client is the one the message names: any peer can name any client,
- * ack for it or make it resynchronise. When your transport knows which
- * client a message came from, use `tp_server_on_message_from`.
- *
- * # Safety
- * `server` is a live handle; `message` is valid for reads of `len` bytes;
- * `client_id` is null or valid for a write.
- */
-TpStatus tp_server_on_message(struct TpServer *server,
-                              const uint8_t *message,
-                              size_t len,
-                              uint16_t *client_id);
-
-/**
- * Takes a message that arrived on client `client_id`'s own connection
- * (one your transport authenticated), as `tp_server_on_message` does, but
- * as that client's only: a message naming another client gives
- * `TP_STATUS_SESSION` and changes nothing, so that no peer can ack for
- * another client or make it resynchronise.
+ * Takes a message (`len` bytes at `message`, made by `tp_client_message`)
+ * that arrived on client `client_id`'s own connection (one your
+ * transport authenticated): its ack moves that client's baseline
+ * forward, its request for a full snapshot is honoured. The message names
+ * no client, so no peer can ack for another client or make it
+ * resynchronise. Malformed messages and unknown clients give
+ * `TP_STATUS_SESSION`; late, duplicate or bogus acks are ignored.
  *
  * # Safety
  * `server` is a live handle; `message` is valid for reads of `len` bytes.

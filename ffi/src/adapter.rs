@@ -186,6 +186,11 @@ pub(crate) fn server(
     set: Option<&DictionarySet>,
     c: &TpServerConfig,
 ) -> Result<Server, SessionError> {
+    Server::new(schema, server_config(set, c))
+}
+
+/// The session server settings `c`, with `set`'s dictionaries if given.
+pub(crate) fn server_config(set: Option<&DictionarySet>, c: &TpServerConfig) -> ServerConfig {
     let config = ServerConfig {
         history: c.history,
         level: c.level,
@@ -195,15 +200,14 @@ pub(crate) fn server(
         share_encodes: flag(c.share_encodes),
         ..ServerConfig::default()
     };
-    let config = match set {
+    match set {
         None => config,
         Some(set) => ServerConfig {
             dictionary: set.dictionary(DictKind::Delta).cloned(),
             keyframe_dictionary: set.dictionary(DictKind::Keyframe).cloned(),
             ..config
         },
-    };
-    Server::new(schema, config)
+    }
 }
 
 /// Adds (or resets) client `id`.
@@ -231,20 +235,15 @@ pub(crate) fn send(server: &mut Server, id: u16) -> Result<Arc<[u8]>, SessionErr
     server.send(id, &View::all())
 }
 
-/// Takes a client's message; returns its client id.
-pub(crate) fn handle_message(server: &mut Server, message: &[u8]) -> Result<u16, SessionError> {
-    server.handle_message(message).map(|(id, _)| id)
-}
-
 /// Takes a message that arrived on client `id`'s connection: its ack and
-/// its request for a full snapshot are that client's, and a message naming
-/// another client is refused without a change.
+/// its request for a full snapshot are that client's (a message names no
+/// client).
 pub(crate) fn handle_message_from(
     server: &mut Server,
     id: u16,
     message: &[u8],
 ) -> Result<(), SessionError> {
-    server.handle_message_from(id, message).map(|_| ())
+    server.handle_message(id, message).map(|_| ())
 }
 
 /// The server's counters.
@@ -255,6 +254,25 @@ pub(crate) fn server_stats(server: &Server) -> TpServerStats {
         full: s.full,
         encodes: s.encodes,
         bytes: s.bytes,
+    }
+}
+
+/// The session client settings `c`, holding `set`'s dictionaries if
+/// given.
+pub(crate) fn client_config(set: Option<&DictionarySet>, c: &TpClientConfig) -> ClientConfig {
+    let config = ClientConfig {
+        history: c.history,
+        max_jump: c.max_jump,
+        resync_after: c.resync_after,
+        limits: limits(c.limits),
+        ..ClientConfig::default()
+    };
+    match set {
+        None => config,
+        Some(set) => ClientConfig {
+            dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
+            ..config
+        },
     }
 }
 
@@ -276,19 +294,9 @@ pub(crate) fn client(
     set: Option<&DictionarySet>,
     c: &TpClientConfig,
 ) -> Result<Client, SessionError> {
-    let config = ClientConfig {
-        history: c.history,
-        max_jump: c.max_jump,
-        resync_after: c.resync_after,
-        limits: limits(c.limits),
-        ..ClientConfig::default()
-    };
+    let config = client_config(set, c);
     let Some(set) = set else {
         return Client::new(schema, config);
-    };
-    let config = ClientConfig {
-        dictionaries: set.dictionaries().iter().map(|(_, d)| d.clone()).collect(),
-        ..config
     };
     let mut client = Client::new(schema, config)?;
     // Packets do not always name their dictionary: agree on the set's, as
@@ -353,6 +361,6 @@ pub(crate) fn client_stats(client: &Client) -> TpClientStats {
 }
 
 /// The message (ack and full-snapshot request) the client sends now.
-pub(crate) fn message(client: &Client, client_id: u16) -> Vec<u8> {
-    client.message(client_id).to_bytes()
+pub(crate) fn message(client: &Client) -> Vec<u8> {
+    client.message().to_bytes()
 }

@@ -16,6 +16,7 @@
 
 use core::mem::{align_of, size_of};
 use std::any::Any;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::NonNull;
@@ -28,9 +29,14 @@ use tickpack_sets::dictset::DictionarySet;
 
 use crate::codec::EncoderState;
 use crate::error::{set_last, Error, TpStatus};
+use crate::net_client::NetClientState;
+use crate::net_server::NetServerState;
 use crate::out::Out;
 use crate::server::ServerState;
-use crate::{TpClient, TpDecoder, TpDictSet, TpEncoder, TpSchema, TpServer, TpSnapshot};
+use crate::{
+    TpClient, TpDecoder, TpDictSet, TpEncoder, TpNetClient, TpNetServer, TpSchema, TpServer,
+    TpSnapshot,
+};
 
 /// What a handle owns; the variant is its kind.
 // Always inside a boxed `Slot`, one per handle: the size is no concern.
@@ -43,6 +49,8 @@ pub(crate) enum Object {
     Decoder(Decoder),
     Server(ServerState),
     Client(Client),
+    NetServer(NetServerState),
+    NetClient(NetClientState),
 }
 
 impl Object {
@@ -55,6 +63,8 @@ impl Object {
             Self::Decoder(_) => "TpDecoder",
             Self::Server(_) => "TpServer",
             Self::Client(_) => "TpClient",
+            Self::NetServer(_) => "TpNetServer",
+            Self::NetClient(_) => "TpNetClient",
         }
     }
 }
@@ -147,10 +157,18 @@ kind!(TpEncoder, Encoder, EncoderState);
 kind!(TpDecoder, Decoder, Decoder);
 kind!(TpServer, Server, ServerState);
 kind!(TpClient, Client, Client);
+kind!(TpNetServer, NetServer, NetServerState);
+kind!(TpNetClient, NetClient, NetClientState);
 
 /// Runs an entry point's body: a panic becomes [`TpStatus::Panic`], an
 /// error its status, and the thread's last message is set either way.
 pub(crate) fn call(body: impl FnOnce() -> Result<(), Error>) -> TpStatus {
+    if IN_CALLBACK.with(Cell::get) {
+        // The handle that runs the callback is borrowed mutably: no call
+        // may reach it (or anything) from inside.
+        set_last(Some("no call into the library from an interest callback"));
+        return TpStatus::InvalidArgument;
+    }
     // A panic may leave a handle the body was mutating half-updated; its
     // memory stays valid and `TpStatus::Panic` tells the caller to drop it.
     match panic::catch_unwind(AssertUnwindSafe(body)) {
@@ -167,6 +185,19 @@ pub(crate) fn call(body: impl FnOnce() -> Result<(), Error>) -> TpStatus {
             TpStatus::Panic
         }
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside a C callback the library called.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, a call of C code, refusing every library call it makes.
+pub(crate) fn in_callback<R>(f: impl FnOnce() -> R) -> R {
+    IN_CALLBACK.with(|c| c.set(true));
+    let r = f();
+    IN_CALLBACK.with(|c| c.set(false));
+    r
 }
 
 fn panic_text(payload: &(dyn Any + Send)) -> &str {

@@ -20,7 +20,7 @@ use crate::server::optional_set;
 use crate::{TpClient, TpDictSet, TpSchema, TpSnapshot};
 
 /// Largest client message (`tp_client_message`), in bytes.
-pub const TP_CLIENT_MESSAGE_MAX: usize = 5;
+pub const TP_CLIENT_MESSAGE_MAX: usize = 3;
 // A literal above so that cbindgen can write it into the header.
 const _: () = assert!(TP_CLIENT_MESSAGE_MAX == ClientMessage::MAX_LEN);
 
@@ -221,8 +221,9 @@ pub unsafe extern "C" fn tp_client_latest(
 
 /// Writes the message to send the server now into `out` (room for
 /// `capacity` bytes, `TP_CLIENT_MESSAGE_MAX` is always enough) and its
-/// length to `*written`: `client_id`, the newest applied sequence (the
-/// ack), and whether a full snapshot is needed. Send it after every
+/// length to `*written`: the newest applied sequence (the ack) and
+/// whether a full snapshot is needed. It names no client: the server takes
+/// it as the client's whose connection carried it. Send it after every
 /// received packet, or at least every tick.
 ///
 /// # Safety
@@ -231,7 +232,6 @@ pub unsafe extern "C" fn tp_client_latest(
 #[no_mangle]
 pub unsafe extern "C" fn tp_client_message(
     client: *const TpClient,
-    client_id: u16,
     out: *mut u8,
     capacity: usize,
     written: *mut usize,
@@ -245,7 +245,7 @@ pub unsafe extern "C" fn tp_client_message(
             )
         };
         // SAFETY: as above.
-        let bytes = adapter::message(unsafe { get(client)? }, client_id);
+        let bytes = adapter::message(unsafe { get(client)? });
         copy_out(out, &bytes, written, "out")
     })
 }

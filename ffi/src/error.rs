@@ -54,10 +54,14 @@ pub enum TpStatus {
     /// A value could not be quantised: NaN or an infinity, outside a range
     /// whose policy refuses it, or a quaternion of four zeros.
     Quantize = 12,
+    /// A network endpoint refused a call: a bad configuration (MTU,
+    /// client count, key), a malformed connect token, a world too large
+    /// for the connect snapshot.
+    Net = 13,
 }
 
 impl TpStatus {
-    const ALL: [Self; 13] = [
+    const ALL: [Self; 14] = [
         Self::Ok,
         Self::NullPointer,
         Self::WrongHandle,
@@ -71,6 +75,7 @@ impl TpStatus {
         Self::Empty,
         Self::Panic,
         Self::Quantize,
+        Self::Net,
     ];
 
     /// The status's name as C sees it.
@@ -89,6 +94,7 @@ impl TpStatus {
             Self::Empty => "TP_STATUS_EMPTY\0",
             Self::Panic => "TP_STATUS_PANIC\0",
             Self::Quantize => "TP_STATUS_QUANTIZE\0",
+            Self::Net => "TP_STATUS_NET\0",
         }
     }
 }
@@ -159,6 +165,18 @@ impl From<EncodeError> for Error {
 impl From<DecodeError> for Error {
     fn from(e: DecodeError) -> Self {
         Self::new(TpStatus::Decode, format_args!("decode: {e}"))
+    }
+}
+
+impl From<tickpack_net::NetError> for Error {
+    fn from(e: tickpack_net::NetError) -> Self {
+        Self::new(TpStatus::Net, format_args!("net: {e}"))
+    }
+}
+
+impl From<tickpack_transport::conn::ConnError> for Error {
+    fn from(e: tickpack_transport::conn::ConnError) -> Self {
+        Self::new(TpStatus::Net, format_args!("connection: {e}"))
     }
 }
 

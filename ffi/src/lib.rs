@@ -13,6 +13,11 @@
 //! a [`TpClient`] that applies packets and says what to ack. The example
 //! `ffi/examples/session.c` runs a server and clients over a lossy link.
 //!
+//! The network endpoints of `tickpack-net` ([`TpNetServer`],
+//! [`TpNetClient`]) add connect tokens, authenticated connections,
+//! fragments, pacing and interest over datagrams the caller's socket
+//! moves; `ffi/examples/net_lobby.cpp` runs them over UDP on 127.0.0.1.
+//!
 //! Safety contract of every function (stated once here, as in the header):
 //! pointer arguments are null or valid for the access the documentation
 //! describes (`len` bytes, one value), and a handle is not used by two
@@ -31,6 +36,12 @@ mod boundary;
 pub mod client;
 pub mod codec;
 pub mod error;
+pub mod net_address;
+pub mod net_client;
+pub mod net_event;
+pub mod net_interest;
+pub mod net_server;
+pub mod net_server_query;
 mod out;
 pub mod schema;
 pub mod server;
@@ -78,5 +89,19 @@ pub struct TpServer {
 /// The client side of a session: applied history and the ack to send.
 /// Made by `tp_client_new`; freed by `tp_client_free`.
 pub struct TpClient {
+    _opaque: [u8; 0],
+}
+
+/// A network server endpoint: connections, connect tokens, per-client
+/// snapshots and pacing over datagrams the caller moves. Made by
+/// `tp_net_server_new`; freed by `tp_net_server_free`.
+pub struct TpNetServer {
+    _opaque: [u8; 0],
+}
+
+/// A network client endpoint: one connection to a server, made from a
+/// connect token. Made by `tp_net_client_new`; freed by
+/// `tp_net_client_free`.
+pub struct TpNetClient {
     _opaque: [u8; 0],
 }

@@ -285,43 +285,13 @@ pub unsafe extern "C" fn tp_server_encode(
     })
 }
 
-/// Takes a message a client sent (`len` bytes at `message`, made by
-/// `tp_client_message`): its ack moves that client's baseline forward, its
-/// request for a full snapshot is honoured. Writes the sender's id to
-/// `*client_id` unless that is null. Malformed messages and unknown
-/// clients give `TP_STATUS_SESSION`; late, duplicate or bogus acks are
-/// ignored.
-///
-/// The client is the one the message names: any peer can name any client,
-/// ack for it or make it resynchronise. When your transport knows which
-/// client a message came from, use `tp_server_on_message_from`.
-///
-/// # Safety
-/// `server` is a live handle; `message` is valid for reads of `len` bytes;
-/// `client_id` is null or valid for a write.
-#[no_mangle]
-pub unsafe extern "C" fn tp_server_on_message(
-    server: *mut TpServer,
-    message: *const u8,
-    len: usize,
-    client_id: *mut u16,
-) -> TpStatus {
-    call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let client_id = unsafe { Out::optional(client_id, "client_id")? };
-        // SAFETY: as above.
-        let (state, message) = unsafe { (get_mut(server)?, slice(message, len, "message")?) };
-        let id = adapter::handle_message(&mut state.server, message)?;
-        write_opt(client_id, id);
-        Ok(())
-    })
-}
-
-/// Takes a message that arrived on client `client_id`'s own connection
-/// (one your transport authenticated), as `tp_server_on_message` does, but
-/// as that client's only: a message naming another client gives
-/// `TP_STATUS_SESSION` and changes nothing, so that no peer can ack for
-/// another client or make it resynchronise.
+/// Takes a message (`len` bytes at `message`, made by `tp_client_message`)
+/// that arrived on client `client_id`'s own connection (one your
+/// transport authenticated): its ack moves that client's baseline
+/// forward, its request for a full snapshot is honoured. The message names
+/// no client, so no peer can ack for another client or make it
+/// resynchronise. Malformed messages and unknown clients give
+/// `TP_STATUS_SESSION`; late, duplicate or bogus acks are ignored.
 ///
 /// # Safety
 /// `server` is a live handle; `message` is valid for reads of `len` bytes.

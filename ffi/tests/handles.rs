@@ -547,17 +547,11 @@ fn dictionary_set_from_a_directory() {
         let mut m = 0usize;
         ok(ffi!(tp_client_message(
             client,
-            3,
             msg.as_mut_ptr(),
             msg.len(),
             &mut m
         )));
-        ok(ffi!(tp_server_on_message(
-            server,
-            msg.as_ptr(),
-            m,
-            null_mut()
-        )));
+        ok(ffi!(tp_server_on_message_from(server, 3, msg.as_ptr(), m)));
     }
     ok(ffi!(tp_client_latest(client, got, null_mut())));
     ok(ffi!(tp_snapshot_equal(got, world, &mut eq)));

@@ -387,9 +387,8 @@ impl Client {
     }
 
     /// The message to send the server now.
-    pub fn message(&self, client_id: u16) -> ClientMessage {
+    pub fn message(&self) -> ClientMessage {
         ClientMessage {
-            client_id,
             ack: self.newest,
             request_full: self.want_full,
         }

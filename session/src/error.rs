@@ -41,13 +41,6 @@ pub enum SessionError {
     },
     /// A handshake message could not be parsed.
     Handshake(DecodeError),
-    /// A message on one client's connection claims another client.
-    WrongClient {
-        /// The client whose connection carried the message.
-        connection: u16,
-        /// The client the message names.
-        claimed: u16,
-    },
 }
 
 impl fmt::Display for SessionError {
@@ -81,13 +74,6 @@ impl fmt::Display for SessionError {
             }
             Self::MissingDictionary { id } => write!(f, "dictionary {id:#010x} is not held"),
             Self::Handshake(e) => write!(f, "handshake message: {e}"),
-            Self::WrongClient {
-                connection,
-                claimed,
-            } => write!(
-                f,
-                "a message on client {connection}'s connection claims client {claimed}"
-            ),
         }
     }
 }

@@ -31,7 +31,7 @@
 //!     let packet = server.send(1, &View::all())?;
 //!     assert!(matches!(client.receive(&packet), Received::Applied { .. }));
 //!     assert_eq!(client.latest().map(|(_, s)| s), Some(&*world));
-//!     server.handle_message(&client.message(1).to_bytes())?;
+//!     server.handle_message(1, &client.message().to_bytes())?;
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

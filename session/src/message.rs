@@ -1,11 +1,11 @@
-//! The client-to-server message: who I am, the newest snapshot I applied,
-//! and whether I need a full snapshot.
+//! The client-to-server message: the newest snapshot I applied, and
+//! whether I need a full snapshot. It names no client: the connection it
+//! arrives on does ([`Server::handle_message`](super::Server::handle_message)).
 //!
 //! ```text
 //! offset size field
-//! 0      2    client id, u16 LE (survives a NAT port change)
-//! 2      1    flags: bit 0 ACK (an ack follows), bit 1 FULL (send a full snapshot); others 0
-//! 3      2    ack sequence, u16 LE (if ACK)
+//! 0      1    flags: bit 0 ACK (an ack follows), bit 1 FULL (send a full snapshot); others 0
+//! 1      2    ack sequence, u16 LE (if ACK)
 //! ```
 
 use tickpack::wire::Reader;
@@ -17,8 +17,6 @@ const FULL: u8 = 2;
 /// A parsed client message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ClientMessage {
-    /// The client's id, assigned at connect.
-    pub client_id: u16,
     /// Newest sequence applied, if any.
     pub ack: Option<u16>,
     /// The client wants a full snapshot (after a long outage or a checksum mismatch).
@@ -27,12 +25,11 @@ pub struct ClientMessage {
 
 impl ClientMessage {
     /// Largest encoded size.
-    pub const MAX_LEN: usize = 5;
+    pub const MAX_LEN: usize = 3;
 
-    /// Encodes the message (3 or 5 bytes).
+    /// Encodes the message (1 or 3 bytes).
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(Self::MAX_LEN);
-        out.extend_from_slice(&self.client_id.to_le_bytes());
         let flags =
             if self.ack.is_some() { ACK } else { 0 } | if self.request_full { FULL } else { 0 };
         out.push(flags);
@@ -45,7 +42,6 @@ impl ClientMessage {
     /// Parses a message; anything malformed is a typed error.
     pub fn parse(bytes: &[u8]) -> Result<Self, DecodeError> {
         let mut r = Reader::new(bytes);
-        let client_id = r.u16_le()?;
         let flags = r.u8()?;
         if flags & !(ACK | FULL) != 0 {
             return Err(DecodeError::ReservedBits { flags });
@@ -61,7 +57,6 @@ impl ClientMessage {
             });
         }
         Ok(Self {
-            client_id,
             ack,
             request_full: flags & FULL != 0,
         })
@@ -75,8 +70,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn inverse(client_id: u16, ack: Option<u16>, request_full: bool) {
-            let m = ClientMessage { client_id, ack, request_full };
+        fn inverse(ack: Option<u16>, request_full: bool) {
+            let m = ClientMessage { ack, request_full };
             prop_assert_eq!(ClientMessage::parse(&m.to_bytes()), Ok(m));
         }
 

@@ -686,52 +686,35 @@ impl Server {
         Ok(())
     }
 
-    /// Handles a client message: its ack and its request for a full
-    /// snapshot. Returns the client id and what the ack did.
-    ///
-    /// The client id is the one the message claims: on an untrusted link
-    /// anyone can claim any id. Behind an authenticated connection, use
-    /// [`handle_message_from`](Self::handle_message_from) with the id the
-    /// connection authenticated instead.
+    /// Handles a message that arrived on client `id`'s connection (one
+    /// the transport authenticated: the message itself names no client,
+    /// so no peer can ack for another or make it resynchronise): its
+    /// request for a full snapshot, else its ack. Returns what the ack did.
     pub fn handle_message(
-        &mut self,
-        bytes: &[u8],
-    ) -> Result<(u16, Option<AckOutcome>), SessionError> {
-        let m = ClientMessage::parse(bytes).map_err(SessionError::Message)?;
-        Ok((m.client_id, self.apply_message(&m)?))
-    }
-
-    /// Handles a message that arrived on client `id`'s authenticated
-    /// connection: a message claiming another client is refused
-    /// (`WrongClient`) and changes nothing, so that no peer can ack for
-    /// another client or make it resynchronise. Returns what the ack did.
-    pub fn handle_message_from(
         &mut self,
         id: u16,
         bytes: &[u8],
     ) -> Result<Option<AckOutcome>, SessionError> {
         let m = ClientMessage::parse(bytes).map_err(SessionError::Message)?;
-        if m.client_id != id {
-            return Err(SessionError::WrongClient {
-                connection: id,
-                claimed: m.client_id,
-            });
-        }
-        self.apply_message(&m)
+        self.apply_message(id, &m)
     }
 
-    /// A message's request for a full snapshot, else its ack, for the
-    /// client it names.
-    fn apply_message(&mut self, m: &ClientMessage) -> Result<Option<AckOutcome>, SessionError> {
+    /// A message's request for a full snapshot, else its ack, for client
+    /// `id`.
+    fn apply_message(
+        &mut self,
+        id: u16,
+        m: &ClientMessage,
+    ) -> Result<Option<AckOutcome>, SessionError> {
         if m.request_full {
-            self.request_full(m.client_id)?;
+            self.request_full(id)?;
         }
         let outcome = match m.ack {
-            Some(a) if !m.request_full => Some(self.ack(m.client_id, a)?),
+            Some(a) if !m.request_full => Some(self.ack(id, a)?),
             _ => None,
         };
-        if !self.clients.contains_key(&m.client_id) {
-            return Err(SessionError::UnknownClient { id: m.client_id });
+        if !self.clients.contains_key(&id) {
+            return Err(SessionError::UnknownClient { id });
         }
         Ok(outcome)
     }

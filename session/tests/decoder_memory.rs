@@ -305,7 +305,9 @@ fn sparse_ids_in_and_out_of_view_keep_recalls_within_the_bound() {
         server.begin_tick(world.clone());
         let p = server.send(1, &halves[t % 2]).unwrap();
         assert!(matches!(acker.receive(&p), Received::Applied { .. }));
-        server.handle_message(&acker.message(1).to_bytes()).unwrap();
+        server
+            .handle_message(1, &acker.message().to_bytes())
+            .unwrap();
         packets.push(p);
     }
     drop((server, acker));

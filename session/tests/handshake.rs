@@ -164,7 +164,7 @@ fn agreed_dictionaries_decode_deltas() {
         );
         assert_eq!(client.latest().map(|(_, s)| s), Some(&*world));
         server
-            .handle_message(&client.message(1).to_bytes())
+            .handle_message(1, &client.message().to_bytes())
             .unwrap();
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tickpack::{Primitive, Schema, Snapshot};
 use tickpack_session::{
-    AckOutcome, Client, ClientConfig, DropReason, Received, Server, ServerConfig, SessionError,
-    View, DEFAULT_RESYNC_AFTER,
+    AckOutcome, Client, ClientConfig, DropReason, Received, Server, ServerConfig, View,
+    DEFAULT_RESYNC_AFTER,
 };
 
 fn schema() -> Schema {
@@ -74,7 +74,7 @@ impl Game {
         }
         let r = self.client.receive(&packet);
         self.server
-            .handle_message(&self.client.message(1).to_bytes())
+            .handle_message(1, &self.client.message().to_bytes())
             .unwrap();
         r
     }
@@ -149,7 +149,7 @@ fn repeated_undecodable_packets_ask_for_a_full_snapshot() {
     for _ in 0..DEFAULT_RESYNC_AFTER {
         g.client.receive(&[1, 0, 0, 0, 0]);
     }
-    assert!(g.client.message(1).request_full);
+    assert!(g.client.message().request_full);
     g.tick(&[]);
     assert!(g.in_sync());
 }
@@ -189,7 +189,7 @@ fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
         let packet = server.send(1, &View::all()).unwrap();
         let got = client.receive(&packet);
         server
-            .handle_message(&client.message(1).to_bytes())
+            .handle_message(1, &client.message().to_bytes())
             .unwrap();
         assert_eq!(client.latest().map(|(_, s)| s), Some(&*w), "tick {tick}");
         got
@@ -201,7 +201,7 @@ fn a_request_for_a_full_snapshot_forgets_every_earlier_ack() {
     let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
     client.request_full();
     server
-        .handle_message(&client.message(1).to_bytes())
+        .handle_message(1, &client.message().to_bytes())
         .unwrap();
     assert_eq!(server.acked(1), None);
     let full_before = server.stats().full;
@@ -237,17 +237,17 @@ fn a_late_ack_from_before_a_request_for_a_full_snapshot_is_ignored() {
         server.begin_tick(world(&schema, tick));
         let p = server.send(1, &View::all()).unwrap();
         client.receive(&p);
-        let m = client.message(1).to_bytes();
+        let m = client.message().to_bytes();
         if tick == 18 {
             late = Some(m); // delayed in the network
         } else {
-            server.handle_message(&m).unwrap();
+            server.handle_message(1, &m).unwrap();
         }
     }
     let mut client = Client::new(schema.clone(), ClientConfig::default()).unwrap();
     client.request_full();
     server
-        .handle_message(&client.message(1).to_bytes())
+        .handle_message(1, &client.message().to_bytes())
         .unwrap();
     let mut drops = 0;
     for tick in 21..=40 {
@@ -257,11 +257,11 @@ fn a_late_ack_from_before_a_request_for_a_full_snapshot_is_ignored() {
             drops += 1;
         }
         server
-            .handle_message(&client.message(1).to_bytes())
+            .handle_message(1, &client.message().to_bytes())
             .unwrap();
         if tick == 21 {
             // The old message arrives after the full was sent.
-            let (_, outcome) = server.handle_message(&late.take().unwrap()).unwrap();
+            let outcome = server.handle_message(1, &late.take().unwrap()).unwrap();
             assert_eq!(outcome, Some(AckOutcome::Unknown));
         }
     }
@@ -269,7 +269,7 @@ fn a_late_ack_from_before_a_request_for_a_full_snapshot_is_ignored() {
 }
 
 #[test]
-fn a_message_on_one_clients_connection_cannot_act_for_another() {
+fn a_message_acts_only_for_the_connection_it_arrived_on() {
     let mut g = Game::new();
     g.server.connect(2);
     for _ in 0..5 {
@@ -277,33 +277,23 @@ fn a_message_on_one_clients_connection_cannot_act_for_another() {
     }
     let acked = g.server.acked(1);
     assert!(acked.is_some());
-    // Client 2's peer forges a request for a full snapshot in client 1's
-    // name: refused, and client 1 keeps its baseline.
-    let forged = tickpack_session::ClientMessage {
-        client_id: 1,
+    // Client 2's peer asks for a full snapshot: the message names no
+    // client, so it is client 2's request, and client 1 keeps its baseline.
+    let request = tickpack_session::ClientMessage {
         ack: None,
         request_full: true,
     }
     .to_bytes();
-    assert_eq!(
-        g.server.handle_message_from(2, &forged),
-        Err(SessionError::WrongClient {
-            connection: 2,
-            claimed: 1
-        })
-    );
+    assert_eq!(g.server.handle_message(2, &request), Ok(None));
     assert_eq!(g.server.acked(1), acked);
     // Client 1's own message on its own connection applies.
-    let own = g.client.message(1).to_bytes();
+    let own = g.client.message().to_bytes();
     assert!(matches!(
-        g.server.handle_message_from(1, &own),
+        g.server.handle_message(1, &own),
         Ok(Some(AckOutcome::Stale))
     ));
     assert!(matches!(g.tick(&[]), Received::Applied { .. }));
     assert!(g.in_sync());
-    // Without the connection's id the same forged bytes do reset client 1.
-    g.server.handle_message(&forged).unwrap();
-    assert_eq!(g.server.acked(1), None);
 }
 
 /// A client the server did not send to for 65,536 ticks (a peer that held
@@ -423,7 +413,7 @@ fn a_replayed_keyframe_after_the_client_is_back_in_sync_is_stale() {
         Received::Applied { baseline: None, .. }
     ));
     g.server
-        .handle_message(&g.client.message(1).to_bytes())
+        .handle_message(1, &g.client.message().to_bytes())
         .unwrap();
     for _ in 0..5 {
         g.tick(&[]);

@@ -201,11 +201,11 @@ fn simulate(loss_pct: u64, seed: u64, views: bool) {
                 }
             }
             if rng.below(100) >= loss_pct / 2 {
-                let m = client.message(*id).to_bytes();
+                let m = client.message().to_bytes();
                 pair.to_server.send(pair.now_ms, &m);
             }
             for m in pair.to_server.recv(pair.now_ms) {
-                server.handle_message(&m).unwrap();
+                server.handle_message(*id, &m).unwrap();
             }
         }
     }

@@ -100,7 +100,7 @@ fn entities_leave_and_come_back_under_loss() {
             // Acks are lost as often as packets.
             if rng.below(100) >= loss {
                 server
-                    .handle_message(&client.message(1).to_bytes())
+                    .handle_message(1, &client.message().to_bytes())
                     .unwrap();
             }
         }
@@ -154,7 +154,7 @@ fn clients_with_different_chains_agree_on_forgetting() {
                 other => panic!("tick {t}, client {id}: {other:?}"),
             }
             assert_eq!(c.latest().unwrap().1, &*world(t), "tick {t}, client {id}");
-            server.handle_message(&c.message(*id).to_bytes()).unwrap();
+            server.handle_message(*id, &c.message().to_bytes()).unwrap();
         }
     }
     for (id, c) in &clients {
@@ -210,7 +210,7 @@ fn late_joiners_share_encodes_and_keep_their_own_recalls() {
                 }
                 other => panic!("tick {t}, client {id}: {other:?}"),
             }
-            server.handle_message(&c.message(*id).to_bytes()).unwrap();
+            server.handle_message(*id, &c.message().to_bytes()).unwrap();
         }
     }
     for (id, c) in &clients {

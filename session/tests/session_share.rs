@@ -187,7 +187,7 @@ fn run(r: Run) -> u64 {
                 c.request_full();
             }
             if rng.below(100) >= loss {
-                server.handle_message(&c.message(*id).to_bytes()).unwrap();
+                server.handle_message(*id, &c.message().to_bytes()).unwrap();
             }
         }
     }

@@ -287,11 +287,11 @@ fn simulate(seed: u64, link: LinkConfig, ticks: u64, calm: u64, history: usize) 
                 }
             }
             if t >= c.join_tick {
-                let m = c.client.message(c.id).to_bytes();
+                let m = c.client.message().to_bytes();
                 c.link.to_server.send(c.link.now_ms, &m);
             }
             for m in c.link.to_server.recv(c.link.now_ms) {
-                server.handle_message(&m).unwrap();
+                server.handle_message(c.id, &m).unwrap();
             }
             // Garbage acks now and then: never sent, far future, far past.
             // One that hits a sequence really sent but lost makes the server
@@ -524,7 +524,7 @@ proptest! {
                     in_flight.push(p);
                 }
                 Op::Ack => {
-                    server.handle_message(&client.message(7).to_bytes()).unwrap();
+                    server.handle_message(7, &client.message().to_bytes()).unwrap();
                 }
                 Op::GarbageAck(s) => {
                     let before = server.acked(7);
@@ -581,7 +581,7 @@ fn shared_encodes_respect_the_baseline_view() {
             // Both ack every other tick, so their baselines share a sequence.
             if t % 2 == 1 {
                 server
-                    .handle_message(&client.message(id).to_bytes())
+                    .handle_message(id, &client.message().to_bytes())
                     .unwrap();
             }
         }
@@ -646,7 +646,7 @@ fn shared_encodes_respect_held_records() {
             // sequence while the held records in them differ.
             if *id == 1 || t % 3 == 0 {
                 server
-                    .handle_message(&client.message(*id).to_bytes())
+                    .handle_message(*id, &client.message().to_bytes())
                     .unwrap();
             }
         }
@@ -682,7 +682,7 @@ fn held_entities_cost_nothing_with_prediction() {
         let p = server.send(1, &view).unwrap();
         assert!(matches!(client.receive(&p), Received::Applied { .. }));
         server
-            .handle_message(&client.message(1).to_bytes())
+            .handle_message(1, &client.message().to_bytes())
             .unwrap();
         if t >= 10 {
             last = last.max(p.len());

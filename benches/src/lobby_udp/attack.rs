@@ -12,8 +12,12 @@ use std::net::{SocketAddr, UdpSocket};
 use tickpack_session::ClientMessage;
 use tickpack_transport::conn::REQUEST_BYTES;
 
-use super::Channel;
 use tickpack_scenarios::rng::SplitMix64;
+
+/// `tickpack-net`'s channel bytes of a client message and a chunk ack
+/// (what an attacker can read off the wire format).
+const MESSAGE: u8 = 3;
+const CHUNK_ACK: u8 = 2;
 
 /// The address a replayed request claims to come from: nobody listens,
 /// so anything the server sends there would be amplification.
@@ -114,17 +118,13 @@ impl Attacker {
             let i = (self.rng.next_u64() % clients.len() as u64) as usize;
             let from = Spoofed::Server { from: clients[i] };
             let msg = ClientMessage {
-                client_id: (i + 1) as u16,
                 ack: Some(self.rng.next_u64() as u16),
                 request_full: self.rng.chance(0.5),
             };
-            let mut d = vec![Channel::Message as u8];
+            let mut d = vec![MESSAGE];
             d.extend_from_slice(&msg.to_bytes());
             out.push((from, d));
-            out.push((
-                from,
-                vec![Channel::ChunkAck as u8, 0xac, 0x00, 0x00, 0x02, 0x07],
-            ));
+            out.push((from, vec![CHUNK_ACK, 0xac, 0x00, 0x00, 0x02, 0x07]));
         }
         out.push((Spoofed::Server { from: VICTIM }, self.request.clone()));
         for index in 0..clients.len() {

@@ -1,42 +1,61 @@
-//! The game server: authenticated connections, the session server (and a
-//! shadow pricing `View::all()`), per client a connect chunk, a
-//! fragmenter and a token bucket. Counts the bytes it sends to and
-//! receives from every address, to show it amplifies nothing.
+//! The game server: a `tickpack_net::Server` with the distance rate
+//! tiers as its interest, plus the measurement around it: a shadow
+//! session pricing `View::all()`, the views each client was sent (for
+//! the final check), and the bytes sent to and received from every
+//! address, to show it amplifies nothing.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tickpack::Snapshot;
-use tickpack_session::{ClientMessage, RateTiers, Server, ServerConfig, View};
-use tickpack_transport::conn::{self, ServerEvent};
-use tickpack_transport::{
-    ChunkConfig, ChunkSender, Conformance, FragmentConfig, Fragmenter, Paced, TokenBucket,
-    TokenBucketConfig,
-};
+use tickpack::{Schema, Snapshot};
+use tickpack_net::{ClientId, Handled, Interest, ServerEvent, Tiered};
+use tickpack_session::{self as session, View};
 
 use super::traffic::{Traffic, TrafficTable};
-use super::{Channel, Clock, WIRE_OVERHEAD};
+use super::Clock;
 
 /// Views kept per client for the final check: the newest snapshot a
 /// client applied is rarely older than this many ticks.
 const VIEWS_KEPT: usize = 1024;
 
-/// The server's side of one connected client.
+/// The rate tiers, remembering each view sent this tick for the check.
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    tiers: Tiered,
+    sent: Vec<(ClientId, View)>,
+}
+
+impl Recorded {
+    pub(crate) fn new(tiers: Tiered) -> Self {
+        Self {
+            tiers,
+            sent: Vec::new(),
+        }
+    }
+}
+
+impl Interest for Recorded {
+    fn view(&mut self, client: ClientId, user: u64, tick: u32, world: &Snapshot) -> View {
+        self.tiers.view(client, user, tick, world)
+    }
+
+    fn sent(&mut self, client: ClientId, tick: u32, view: &View) {
+        self.tiers.sent(client, tick, view);
+        self.sent.push((client, view.clone()));
+    }
+
+    fn disconnected(&mut self, client: ClientId) {
+        self.tiers.disconnected(client);
+    }
+}
+
+/// The server's side of one client, by its user (car) id.
 #[derive(Debug)]
 pub(crate) struct Peer {
-    pub(crate) slot: u16,
-    chunk: ChunkSender,
-    /// Sequence of the connect snapshot the chunk carries.
-    pub(crate) chunk_seq: u16,
-    /// Regular snapshots flow (the chunk was acked).
-    pub(crate) live: bool,
-    frag: Fragmenter,
-    bucket: TokenBucket,
+    pub(crate) client: ClientId,
     pub(crate) stats: PeerStats,
-    /// Per car id, the tick it was last sent to this client.
-    last_sent: Vec<Option<u32>>,
     /// The views of the last snapshots sent, by sequence (for the check).
     pub(crate) views: VecDeque<(u16, View)>,
 }
@@ -61,80 +80,52 @@ pub(crate) struct PeerStats {
 
 /// The server side of the lobby.
 pub(crate) struct Host {
-    pub(crate) conn: conn::Server,
-    pub(crate) server: Server,
-    shadow: Server,
-    rates: RateTiers,
-    far: super::FarCars,
-    frag_cfg: FragmentConfig,
-    chunk_cfg: ChunkConfig,
-    bucket_cfg: TokenBucketConfig,
-    /// By session id (the connect token's client id).
+    pub(crate) net: tickpack_net::Server<Recorded>,
+    shadow: session::Server,
+    /// By user (car) id.
     pub(crate) peers: HashMap<u16, Peer>,
     pub(crate) traffic: TrafficTable,
     /// Addresses that proved they receive there (connected clients').
     pub(crate) verified: HashSet<SocketAddr>,
-    /// Datagrams refused by the connection layer / bad session messages.
+    /// Datagrams refused by the connection layer / bad payloads.
     pub(crate) rejected: u64,
     pub(crate) bad_messages: u64,
     pub(crate) tick_of_seq: HashMap<u16, usize>,
-    max_clients: u16,
-    out: Vec<u8>,
-    /// Time spent in the session server's `begin_tick` and `send` (the
-    /// snapshots the clients get; the `View::all` shadow not counted).
+    buf: Vec<u8>,
+    /// Time spent in the endpoint's tick (encoding, fragmenting, sealing
+    /// every client's snapshot; the `View::all` shadow not counted).
     pub(crate) encode_time: Duration,
     /// Ticks that `encode_time` covers.
     pub(crate) encode_ticks: u64,
 }
 
 impl Host {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        conn: conn::Server,
-        server_cfg: ServerConfig,
-        schema: &tickpack::Schema,
-        frag_cfg: FragmentConfig,
-        chunk_cfg: ChunkConfig,
-        bucket_cfg: TokenBucketConfig,
-        max_clients: u16,
-        far: super::FarCars,
-        rates: RateTiers,
+        net: tickpack_net::Server<Recorded>,
+        schema: &Schema,
+        shadow_cfg: session::ServerConfig,
     ) -> Result<Self, Box<dyn std::error::Error>> {
         Ok(Self {
-            conn,
-            server: Server::new(schema.clone(), server_cfg.clone())?,
-            shadow: Server::new(schema.clone(), server_cfg)?,
-            rates,
-            far,
-            frag_cfg,
-            chunk_cfg,
-            bucket_cfg,
+            net,
+            shadow: session::Server::new(schema.clone(), shadow_cfg)?,
             peers: HashMap::new(),
             traffic: TrafficTable::default(),
             verified: HashSet::new(),
             rejected: 0,
             bad_messages: 0,
             tick_of_seq: HashMap::new(),
-            max_clients,
-            out: Vec::new(),
+            buf: Vec::new(),
             encode_time: Duration::ZERO,
             encode_ticks: 0,
         })
     }
 
-    /// Seals `body` on `channel` for `slot` and queues it.
-    fn send(&mut self, clock: &Clock, slot: u16, channel: Channel, body: &[u8], out: &mut Outbox) {
-        let mut payload = Vec::with_capacity(1 + body.len());
-        payload.push(channel as u8);
-        payload.extend_from_slice(body);
-        if let Ok(to) = self.conn.send(clock.unix(), slot, &payload, &mut self.out) {
-            let datagram = std::mem::take(&mut self.out);
-            self.traffic.sent(to, datagram.len());
-            out.push((to, datagram));
-        }
+    /// The session server (its ring says what each client was sent).
+    pub(crate) fn session(&self) -> &session::Server {
+        self.net.session()
     }
 
-    /// One server tick: every live client gets its snapshot.
+    /// One server tick: every client gets its snapshot.
     pub(crate) fn tick(
         &mut self,
         clock: &Clock,
@@ -143,239 +134,108 @@ impl Host {
         out: &mut Outbox,
     ) -> Result<(), Box<dyn std::error::Error>> {
         let started = Instant::now();
-        let seq = self.server.begin_tick(world.clone());
-        let mut encoding = started.elapsed();
-        self.shadow.begin_tick(world.clone());
+        let seq = self.net.tick(clock.unix(), world.clone())?;
+        self.encode_time += started.elapsed();
+        self.encode_ticks += 1;
         self.tick_of_seq.insert(seq, k);
-        let cars = tickpack_scenarios::car_positions(world);
-        let mut ids: Vec<u16> = self.peers.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let Some(peer) = self.peers.get_mut(&id) else {
+        self.shadow.begin_tick(world.clone());
+        let cars = world.sections().first().map_or(0, |s| s.len()) as u64;
+        for (client, view) in std::mem::take(&mut self.net.interest_mut().sent) {
+            let Some(peer) = self.user_of(client).and_then(|u| self.peers.get_mut(&u)) else {
                 continue;
             };
-            if !peer.live {
-                continue;
-            }
-            let view = super::view_for(&self.rates, self.far, k, id, &cars, &peer.last_sent);
-            let full_before = self.server.stats().full;
-            let started = Instant::now();
-            let packet = self.server.send(id, &view)?;
-            encoding += started.elapsed();
-            peer.stats.all_bytes += self.shadow.send(id, &View::all())?.len() as u64;
-            peer.stats.ticks += 1;
-            let paced = peer.frag.split_paced(
-                &packet,
-                &mut peer.bucket,
-                clock.since_start,
-                WIRE_OVERHEAD,
-            )?;
-            let Paced::Send { parts, conformance } = paced else {
-                peer.stats.held_back += 1;
-                continue;
-            };
-            match conformance {
-                Conformance::Yellow => peer.stats.yellow += 1,
-                _ => peer.stats.green += 1,
-            }
-            peer.stats.resyncs += self.server.stats().full - full_before;
-            let sent = view.sent_ids(0).unwrap_or(&[]);
-            for &car in sent {
-                if let Some(slot) = peer.last_sent.get_mut(car as usize) {
-                    *slot = Some(k as u32);
-                }
-            }
-            peer.views.push_back((seq, view.clone()));
+            let sent = view.sent_ids(0).map_or(0, |s| s.len() as u64);
+            peer.views.push_back((seq, view));
             if peer.views.len() > VIEWS_KEPT {
                 peer.views.pop_front();
             }
-            peer.stats.bytes += packet.len() as u64;
-            peer.stats.cars_sent += sent.len() as u64;
-            peer.stats.cars_held += (cars.len() - sent.len()) as u64;
-            let slot = peer.slot;
-            for part in parts {
-                self.send(clock, slot, Channel::Fragment, &part, out);
+            if self.net.is_ready(client) {
+                peer.stats.cars_sent += sent;
+                peer.stats.cars_held += cars.saturating_sub(sent);
             }
         }
-        self.encode_time += encoding;
-        self.encode_ticks += 1;
+        let users: Vec<u16> = self.peers.keys().copied().collect();
+        for user in users {
+            let Some(peer) = self.peers.get_mut(&user) else {
+                continue;
+            };
+            let client = peer.client;
+            if !self.net.is_ready(client) {
+                continue;
+            }
+            if let Some(a) = self.net.session().acked(client.index()) {
+                let _ = self.shadow.ack(user, a);
+            }
+            peer.stats.all_bytes += self.shadow.send(user, &View::all())?.len() as u64;
+            if let Some(s) = self.net.peer_stats(client) {
+                peer.stats.bytes = s.bytes;
+                peer.stats.ticks = s.ticks;
+                peer.stats.resyncs = s.full;
+                peer.stats.green = s.green;
+                peer.stats.yellow = s.yellow;
+                peer.stats.held_back = s.held_back;
+                peer.stats.addr_changes = s.migrations;
+            }
+        }
+        self.poll(clock, out);
         Ok(())
     }
 
-    /// Connect-chunk slices, keep-alives and handshake replies.
+    fn user_of(&self, client: ClientId) -> Option<u16> {
+        self.net.user(client).and_then(|u| u16::try_from(u).ok())
+    }
+
+    /// Timers, then every datagram the endpoint has to send.
     pub(crate) fn poll(&mut self, clock: &Clock, out: &mut Outbox) {
-        self.conn.handle_timeout(clock.unix());
-        while let Some(t) = self.conn.poll_transmit() {
-            self.traffic.sent(t.to, t.datagram.len());
-            out.push((t.to, t.datagram));
-        }
-        let mut slices = Vec::new();
-        for peer in self.peers.values_mut().filter(|p| !p.live) {
-            for _ in 0..64 {
-                let Some(slice) = peer
-                    .chunk
-                    .poll_transmit_paced(clock.since_start, &mut peer.bucket)
-                else {
-                    break;
-                };
-                slices.push((peer.slot, slice));
-            }
-        }
-        for (slot, slice) in slices {
-            self.send(clock, slot, Channel::Slice, &slice, out);
+        self.net.handle_timeout(clock.unix());
+        self.events();
+        while let Some(to) = self.net.poll_transmit(clock.unix(), &mut self.buf) {
+            self.traffic.sent(to, self.buf.len());
+            out.push((to, std::mem::take(&mut self.buf)));
         }
     }
 
     /// Handles one datagram from `from`.
-    pub(crate) fn handle(
-        &mut self,
-        clock: &Clock,
-        k: usize,
-        from: SocketAddr,
-        datagram: &mut [u8],
-        out: &mut Outbox,
-    ) -> Result<(), Box<dyn std::error::Error>> {
+    pub(crate) fn handle(&mut self, clock: &Clock, from: SocketAddr, datagram: &mut [u8]) {
         self.traffic.received(from, datagram.len());
-        let payload = match self.conn.handle_datagram(clock.unix(), from, datagram) {
-            Ok(Some((slot, payload))) => Some((slot, payload.to_vec())),
-            Ok(None) => None,
-            Err(_) => {
-                self.rejected += 1;
-                None
-            }
-        };
-        self.connection_events(clock, k, out)?;
-        let Some((slot, payload)) = payload else {
-            return Ok(());
-        };
-        let Some(id) = self
-            .conn
-            .client_id(slot)
-            .and_then(|c| u16::try_from(c).ok())
-        else {
-            return Ok(());
-        };
-        let (Some(&channel), Some(body)) = (payload.first(), payload.get(1..)) else {
-            self.bad_messages += 1;
-            return Ok(());
-        };
-        let Some(peer) = self.peers.get_mut(&id) else {
-            return Ok(());
-        };
-        match Channel::from_byte(channel) {
-            Some(Channel::Message) => match ClientMessage::parse(body) {
-                // The session id is the authenticated slot's, never the
-                // message's own field.
-                Ok(m) => {
-                    if m.request_full {
-                        self.server.request_full(id)?;
-                        self.shadow.request_full(id)?;
-                    }
-                    if let Some(ack) = m.ack {
-                        self.server.ack(id, ack)?;
-                        self.shadow.ack(id, ack)?;
-                    }
-                }
-                Err(_) => self.bad_messages += 1,
-            },
-            Some(Channel::ChunkAck) if !peer.live => {
-                if peer.chunk.handle_ack(body).is_err() {
-                    self.bad_messages += 1;
-                }
-                if peer.chunk.stats().chunks_sent >= 1 {
-                    // Every slice acked: the client holds that snapshot.
-                    peer.live = true;
-                    self.server.ack(id, peer.chunk_seq)?;
-                    self.shadow.ack(id, peer.chunk_seq)?;
-                }
-            }
-            Some(Channel::ChunkAck) => {} // a late ack of the finished chunk
-            _ => self.bad_messages += 1,
+        match self.net.handle(clock.unix(), from, datagram) {
+            Handled::Rejected(_) => self.rejected += 1,
+            Handled::Malformed(_) => self.bad_messages += 1,
+            _ => {}
         }
-        Ok(())
+        self.events();
     }
 
-    fn connection_events(
-        &mut self,
-        clock: &Clock,
-        k: usize,
-        out: &mut Outbox,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        while let Some(event) = self.conn.poll_event() {
+    fn events(&mut self) {
+        while let Some(event) = self.net.poll_event() {
             match event {
-                ServerEvent::Connected {
-                    slot,
-                    client_id,
-                    addr,
-                } => {
+                ServerEvent::ClientConnected { client, user, addr } => {
                     self.verified.insert(addr);
-                    let Ok(id) = u16::try_from(client_id) else {
+                    let Ok(user) = u16::try_from(user) else {
                         continue;
                     };
-                    if k == 0 || id == 0 || id > self.max_clients {
-                        self.conn.disconnect(clock.unix(), slot);
-                        continue;
-                    }
-                    self.connect(clock, k, slot, id, out)?;
+                    self.shadow.connect(user);
+                    self.peers.insert(
+                        user,
+                        Peer {
+                            client,
+                            stats: PeerStats::default(),
+                            views: VecDeque::new(),
+                        },
+                    );
                 }
-                ServerEvent::Migrated { slot, to, .. } => {
+                ServerEvent::ClientMigrated { to, .. } => {
                     self.verified.insert(to);
-                    let id = self
-                        .conn
-                        .client_id(slot)
-                        .and_then(|c| u16::try_from(c).ok());
-                    if let Some(peer) = id.and_then(|id| self.peers.get_mut(&id)) {
-                        peer.stats.addr_changes += 1;
-                    }
                 }
-                ServerEvent::Disconnected { client_id, .. } => {
-                    if let Ok(id) = u16::try_from(client_id) {
-                        self.peers.remove(&id);
-                        self.server.disconnect(id);
-                        self.shadow.disconnect(id);
+                ServerEvent::ClientDisconnected { user, .. } => {
+                    if let Ok(user) = u16::try_from(user) {
+                        self.peers.remove(&user);
+                        self.shadow.disconnect(user);
                     }
                 }
                 _ => {}
             }
         }
-        Ok(())
-    }
-
-    /// A newly connected client: its first (full) snapshot goes out as a
-    /// chunk.
-    fn connect(
-        &mut self,
-        clock: &Clock,
-        k: usize,
-        slot: u16,
-        id: u16,
-        out: &mut Outbox,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        self.server.connect(id);
-        self.shadow.connect(id);
-        let first = self.server.send(id, &View::all())?;
-        self.shadow.send(id, &View::all())?;
-        let mut chunk = ChunkSender::new(self.chunk_cfg);
-        chunk.send(first.to_vec())?;
-        self.peers.insert(
-            id,
-            Peer {
-                slot,
-                chunk,
-                chunk_seq: self.server.sequence(),
-                live: false,
-                frag: Fragmenter::new(self.frag_cfg),
-                bucket: TokenBucket::new(self.bucket_cfg),
-                stats: PeerStats::default(),
-                // Stagger: car `i` is first due `i % 4` ticks early.
-                last_sent: (0..64u32)
-                    .map(|i| Some((k as u32).saturating_sub(i % 4)))
-                    .collect(),
-                views: VecDeque::new(),
-            },
-        );
-        self.poll(clock, out);
-        Ok(())
     }
 
     /// Addresses never verified that were sent more than they sent.

@@ -1,20 +1,17 @@
 //! The racing lobby over real UDP sockets on 127.0.0.1, driven by one
 //! single-threaded event loop at 60 Hz of wall-clock time (the machinery
-//! behind `examples/lobby.rs`).
+//! behind `examples/lobby.rs`), built on `tickpack-net`'s public API.
 //!
 //! * One server socket and one socket per client; each direction of each
 //!   socket is a link that drops with the configured loss and
 //!   delays by the latency ± 10%.
-//! * Every datagram is an authenticated connection-layer packet
-//!   (`tickpack_transport::conn`): the lobby issues each client a connect
-//!   token, the client connects with a challenge/response, and from then on
-//!   every packet is sealed and replay-checked. The server follows a
-//!   client to a new address (client 1 moves to a new socket half-way)
-//!   only on an authenticated packet.
-//! * Inside a packet, byte 0 is the channel (fragment, chunk slice, chunk ack, client message). The connect
-//!   snapshot goes out as a chunk; regular snapshots are session packets
-//!   with distance-based rate tiers, split by the fragmenter, paced by a
-//!   token bucket per client.
+//! * The server is a `tickpack_net::Server` and each client a
+//!   `tickpack_net::Client`: authenticated connections from connect tokens
+//!   the lobby issues, the connect snapshot over a chunk, fragments,
+//!   per-client pacing from the budget, the distance rate tiers as the
+//!   interest hook (`tickpack_net::Tiered`), and on each client the
+//!   jitter buffer and the presented world. Client 1 moves to a new socket
+//!   half-way; the server follows it on an authenticated packet.
 //! * With `attack`, an attacker floods forged traffic at the
 //!   server and every client.
 //!
@@ -36,13 +33,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tickpack::Snapshot;
-use tickpack_session::{Client, ClientConfig, Persist, RateTiers, ServerConfig, View};
+use tickpack_net::{Skipped, Tiered, UDP_IP_OVERHEAD};
+use tickpack_session::{ClientConfig, RateTiers, ServerConfig, View};
 use tickpack_sets::dictset::{DictKind, DictionarySet};
-use tickpack_transport::conn::{self, ConnectToken, Key, CLIENT_OVERHEAD, SERVER_OVERHEAD};
-use tickpack_transport::{
-    ChunkConfig, ChunkReceiver, FragmentConfig, JitterBuffer, JitterConfig, Reassembler,
-    ResendDelay, TokenBucketConfig, MAX_CHUNK_SIZE,
-};
+use tickpack_transport::conn::{self, ConnectToken, Key, CLIENT_OVERHEAD};
+use tickpack_transport::{ResendDelay, TokenBucketConfig};
 
 pub use report::{Report, Verdict};
 
@@ -51,11 +46,6 @@ use tickpack_scenarios::{racing_lobby, racing_schema_quantized, TICK_RATE};
 
 /// Largest datagram, connection-layer overhead included.
 pub const MTU: usize = 1200;
-/// UDP/IPv4 header bytes, charged to the token bucket per datagram.
-const UDP_IP_OVERHEAD: usize = 28;
-/// What the bucket charges per datagram beyond the fragment: channel byte,
-/// connection layer, UDP/IP.
-const WIRE_OVERHEAD: usize = 1 + SERVER_OVERHEAD + UDP_IP_OVERHEAD;
 /// Ticks the presented world keeps a car no snapshot updated.
 const LINGER: u32 = 20;
 /// Most datagrams read from one socket per loop turn.
@@ -114,24 +104,6 @@ pub enum FarCars {
     /// (older) record never replaces a newer one (a car that stands still
     /// longer than the linger time expires from the presented world).
     Held,
-}
-
-/// The channel byte inside a connection-layer payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Channel {
-    Fragment = 0,
-    Slice = 1,
-    ChunkAck = 2,
-    Message = 3,
-}
-
-impl Channel {
-    fn from_byte(b: u8) -> Option<Self> {
-        [Self::Fragment, Self::Slice, Self::ChunkAck, Self::Message]
-            .into_iter()
-            .find(|c| *c as u8 == b)
-    }
 }
 
 /// The loop's time: since the start, and as the connection layer wants it
@@ -212,43 +184,42 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         history: server_cfg.history,
         ..ClientConfig::default()
     };
-    let max_payload = MTU - CLIENT_OVERHEAD;
-    let frag_cfg = FragmentConfig {
-        mtu: max_payload - 1,
-        ..FragmentConfig::default()
-    };
-    let chunk_cfg = ChunkConfig {
-        bandwidth: 125_000,
-        packet_overhead: WIRE_OVERHEAD,
-        resend: ResendDelay::Fixed(
-            (a.latency * 2 + Duration::from_millis(30)).max(Duration::from_millis(100)),
-        ),
-        initial_burst: true,
-        ..ChunkConfig::default()
-    };
     let cir = (a.budget_mbps * 1e6 / 8.0 / f64::from(a.clients)) as u64;
-    let bucket_cfg =
-        TokenBucketConfig::for_rate(cir).with_min_burst((MTU + UDP_IP_OVERHEAD) as u64);
-
     let epoch_start = SystemTime::now().duration_since(UNIX_EPOCH)?;
     let key = Key::generate()?;
-    let mut conn_cfg = conn::ServerConfig::new(PROTOCOL_ID, key.clone());
-    conn_cfg.max_clients = a.clients;
-    conn_cfg.max_payload = max_payload;
+    let mut net_cfg = tickpack_net::ServerConfig::new(PROTOCOL_ID, key.clone());
+    net_cfg.max_clients = a.clients;
+    net_cfg.mtu = MTU;
+    net_cfg.session = server_cfg.clone();
+    net_cfg.pacing =
+        TokenBucketConfig::for_rate(cir).with_min_burst((MTU + UDP_IP_OVERHEAD) as u64);
+    net_cfg.chunk.resend = ResendDelay::Fixed(
+        (a.latency * 2 + Duration::from_millis(30)).max(Duration::from_millis(100)),
+    );
+    let skipped = match a.far_cars {
+        FarCars::Omitted => Skipped::Omitted,
+        FarCars::Held => Skipped::Held,
+    };
+    let interest = host::Recorded::new(Tiered::new(
+        a.tiers,
+        skipped,
+        tickpack_scenarios::car_positions,
+    ));
     let server_socket = UdpSocket::bind("127.0.0.1:0")?;
     server_socket.set_nonblocking(true)?;
     let server_addr = server_socket.local_addr()?;
     let mut host = host::Host::new(
-        conn::Server::new(conn_cfg)?,
-        server_cfg,
+        tickpack_net::Server::new(schema.clone(), net_cfg, interest)?,
         &schema,
-        frag_cfg,
-        chunk_cfg,
-        bucket_cfg,
-        a.clients,
-        a.far_cars,
-        a.tiers,
+        server_cfg,
     )?;
+    let net_client_cfg = tickpack_net::ClientConfig {
+        mtu: MTU,
+        session: client_cfg,
+        linger: LINGER,
+        news_only: a.far_cars == FarCars::Held,
+        ..tickpack_net::ClientConfig::default()
+    };
     let mut down = link::Link::new(a.seed ^ 0xd0, a.loss, a.latency);
     let mut players = Vec::with_capacity(usize::from(a.clients));
     let mut sniffed_request = Vec::new();
@@ -266,20 +237,23 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
             timeout,
         )?;
         if id == 1 {
+            // What an eavesdropper sees of client 1's first request.
+            let max_payload = MTU - CLIENT_OVERHEAD;
             let mut probe = conn::Client::new(epoch_start, server_addr, token.clone(), max_payload);
             sniffed_request = probe.poll_transmit(epoch_start).unwrap_or_default();
         }
+        let net = tickpack_net::Client::new(
+            epoch_start,
+            server_addr,
+            token,
+            schema.clone(),
+            net_client_cfg.clone(),
+        )?;
         players.push(player::Player::new(
             id,
             socket,
             link::Link::new(a.seed ^ (u64::from(id) << 8), a.loss, a.latency),
-            conn::Client::new(epoch_start, server_addr, token, max_payload),
-            Client::new(schema.clone(), client_cfg.clone())?,
-            Reassembler::new(frag_cfg),
-            ChunkReceiver::new(MAX_CHUNK_SIZE),
-            JitterBuffer::new(JitterConfig::default()),
-            Persist::new(&Snapshot::new(&schema), LINGER),
-            a.far_cars == FarCars::Held,
+            net,
         ));
     }
     let mut attacker = if a.attack {
@@ -331,9 +305,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
                         .collect();
                     for (target, mut d) in att.spoofed(&addrs) {
                         match target {
-                            attack::Spoofed::Server { from } => {
-                                host.handle(&clock, k, from, &mut d, &mut outbox)?
-                            }
+                            attack::Spoofed::Server { from } => host.handle(&clock, from, &mut d),
                             attack::Spoofed::Client { index } => {
                                 if let Some(p) = players.get_mut(index) {
                                     p.handle(now, &clock, server_addr, &mut d);
@@ -373,7 +345,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
                 Err(e) if e.kind() == ErrorKind::ConnectionReset => continue,
                 Err(e) => return Err(e.into()),
             };
-            host.handle(&clock, k, from, &mut buf[..n], &mut outbox)?;
+            host.handle(&clock, from, &mut buf[..n]);
         }
         for p in &mut players {
             p.receive(now, &clock, &mut buf)?;

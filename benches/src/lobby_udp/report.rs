@@ -104,7 +104,7 @@ pub(crate) fn build(
     rebinds: u64,
     wall: Duration,
 ) -> Report {
-    let schema = host.server.schema().clone();
+    let schema = host.session().schema().clone();
     let mut want = Snapshot::new(&schema);
     let mut exact = Snapshot::new(&schema);
     let mut ages = Vec::new();
@@ -113,7 +113,7 @@ pub(crate) fn build(
     for p in players {
         let mut lag = None;
         let peer = host.peers.get(&p.id);
-        let latest = p.client.latest();
+        let latest = p.net.latest();
         let tick = latest.and_then(|(seq, _)| host.tick_of_seq.get(&seq).copied());
         // Each client's final applied state against the unquantised world
         // of its tick, car by car: the cars that snapshot sent (a held car
@@ -138,7 +138,9 @@ pub(crate) fn build(
                 // have it: the held records are only there).
                 let in_sync = view.is_some_and(|view| {
                     view.apply(&worlds[t], &mut exact);
-                    let recorded = host.server.sent_state(p.id, seq, &mut want);
+                    let recorded = host
+                        .session()
+                        .sent_state(peer.client.index(), seq, &mut want);
                     if view.has_held() {
                         recorded && want == *snap && sent_match(&exact, snap)
                     } else {
@@ -150,15 +152,18 @@ pub(crate) fn build(
                     .tick_of_seq
                     .get(&useq)
                     .map_or(i64::MIN / 2, |&w| utick - w as i64);
-                (in_sync, presented_ok(&p.persist, worlds, offset, &mut ages))
+                (
+                    in_sync,
+                    presented_ok(p.persist(), worlds, offset, &mut ages),
+                )
             }
             _ => (false, false),
         };
-        let js = p.jitter.stats();
+        let js = p.net.jitter().stats();
         rows.push(Row {
             id: p.id,
             peer: peer.map(|p| p.stats),
-            player: p.stats,
+            player: p.stats(),
             connect_ms: p.connected_at.map(|d| d.as_secs_f64() * 1e3),
             in_sync,
             presented,
@@ -185,7 +190,7 @@ pub(crate) fn build(
         ticks,
         wall,
         verdict,
-        full_snapshots: host.server.stats().full,
+        full_snapshots: host.session().stats().full,
         server_rejected: host.rejected,
         server_bad: host.bad_messages,
         wire_bytes: down.offered_bytes,
@@ -222,14 +227,10 @@ pub(crate) fn build(
 
 /// The view snapshot `seq` was sent to `peer` with, while kept.
 fn sent_view(peer: &Peer, seq: u16) -> Option<View> {
-    if seq == peer.chunk_seq {
-        Some(View::all())
-    } else {
-        peer.views
-            .iter()
-            .find(|(s, _)| *s == seq)
-            .map(|v| v.1.clone())
-    }
+    peer.views
+        .iter()
+        .find(|(s, _)| *s == seq)
+        .map(|v| v.1.clone())
 }
 
 /// Every entity of `sent` (a world through a view's sent ids) is in `got`

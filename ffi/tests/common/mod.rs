@@ -79,3 +79,6 @@ pub(crate) fn snapshot_with(
     )));
     s
 }
+
+/// The network endpoints' test lobby.
+pub(crate) mod net;

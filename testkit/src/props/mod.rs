@@ -43,6 +43,7 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("model_block_decode", model_block_decode),
     ("conn_packets", conn_packets),
     ("quant_roundtrip", quant_roundtrip),
+    ("net_endpoint", net_endpoint),
 ];
 
 /// The id the fuzzed decoders register their dictionary under.
@@ -56,6 +57,7 @@ mod decode;
 mod dictset;
 mod huffman;
 mod model;
+mod net;
 mod packets;
 mod quant;
 mod roundtrip;
@@ -67,6 +69,7 @@ use decode::*;
 use dictset::*;
 use huffman::*;
 use model::*;
+use net::*;
 use packets::*;
 use quant::*;
 use roundtrip::*;
@@ -249,4 +252,13 @@ pub fn model_block_decode(data: &[u8]) {
 /// nothing hostile moves the client or ends the connection.
 pub fn conn_packets(data: &[u8]) {
     let _ = conn_packets_inner(&mut Unstructured::new(data));
+}
+
+/// Arbitrary datagrams at the server (from the honest client's address or
+/// another) and at the client, mutated and replayed honest datagrams, and
+/// ticks: every call returns, the server refuses whatever comes from
+/// another address, the honest client's applied state is always what the
+/// server sent it, and nothing ends its connection.
+pub fn net_endpoint(data: &[u8]) {
+    let _ = net_endpoint_inner(&mut Unstructured::new(data));
 }

@@ -131,19 +131,19 @@ pub(super) fn session_ops_inner(u: &mut Unstructured<'_>) -> AResult<()> {
                 peers[p].flight.duplicate(i);
             }
             6 if peers[p].joined => {
-                let m = peers[p].client.message(peers[p].id).to_bytes();
+                let m = peers[p].client.message().to_bytes();
                 if u.arbitrary()? {
                     // A joined client's own message on its own connection.
-                    assert!(server.handle_message_from(peers[p].id, &m).is_ok());
+                    assert!(server.handle_message(peers[p].id, &m).is_ok());
                 } else {
-                    let _ = server.handle_message(&m);
+                    // On some other connection: it acts for that one only.
+                    let _ = server.handle_message(u.arbitrary()?, &m);
                 }
             }
             7 => {
                 let _ = server.ack(peers[p].id, u.arbitrary()?);
                 let garbage: Vec<u8> = u.arbitrary()?;
-                let _ = server.handle_message(&garbage);
-                let _ = server.handle_message_from(peers[p].id, &garbage);
+                let _ = server.handle_message(peers[p].id, &garbage);
                 let peer = &mut peers[p];
                 let r = peer.client.receive(&garbage);
                 if let Received::Applied { sequence, .. } = r {
