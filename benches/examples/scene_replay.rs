@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, Reference, Snapshot};
 use tickpack_scenarios::{self as scenarios, raw, Scenario};
-use tickpack_sets::dictset::{DictKind, DictionarySet, SetEncoder};
+use tickpack_sets::dictset::DictionarySet;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -79,7 +79,7 @@ struct Tp {
 
 enum Enc {
     One(Box<Encoder>),
-    Set(Box<SetEncoder>),
+    Set(Box<Encoder>),
 }
 
 impl Codec for Tp {
@@ -87,7 +87,7 @@ impl Codec for Tp {
         let rf = reference(ticks, i, self.predicts);
         let enc = match &mut self.enc {
             Enc::One(e) => e,
-            Enc::Set(s) => s.encoder_mut(DictKind::Delta),
+            Enc::Set(s) => s,
         };
         enc.encode_to_vec(&ticks[i], (i & 0xffff) as u16, rf, out)?;
         Ok(())
@@ -183,7 +183,7 @@ fn set(dir: &Path, sc: &Scenario, entropy: Entropy, level: i32) -> Res<Tp> {
     let set = DictionarySet::load(dir)?;
     set.fits(&sc.schema)?;
     let mut enc = set.encoder(level)?;
-    enc.encoder_mut(DictKind::Delta).set_entropy(entropy);
+    enc.set_entropy(entropy);
     Ok(Tp {
         enc: Enc::Set(Box::new(enc)),
         dec: set.decoder()?,

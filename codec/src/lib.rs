@@ -99,7 +99,7 @@ pub mod format {
 pub use block::{HuffmanError, HuffmanTable, MAX_BLOCK_CONTENT};
 pub use decoder::Decoder;
 pub use dict::Dictionary;
-pub use encoder::{Encoder, Entropy, DEFAULT_LEVEL};
+pub use encoder::{Encoder, Entropy, KeyframeDictionary, DEFAULT_LEVEL};
 pub use error::{DecodeError, DictionaryError, EncodeError, SchemaError, SnapshotError};
 pub use limits::Limits;
 pub use packet::{

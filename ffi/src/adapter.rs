@@ -13,7 +13,7 @@ use tickpack::{
 use tickpack_session::{
     Client, ClientConfig, DropReason, Hello, Received, Server, ServerConfig, SessionError, View,
 };
-use tickpack_sets::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder};
+use tickpack_sets::dictset::{DictKind, DictSetError, DictionarySet};
 
 use crate::client::{TpClientConfig, TpClientStats, TpOutcome, TpReceived};
 use crate::codec::{TpLimits, TpPacketInfo};
@@ -65,35 +65,24 @@ fn baseline(base: Base<'_>) -> Option<Baseline<'_>> {
     base.map(|(sequence, snapshot)| Baseline { sequence, snapshot })
 }
 
-/// An encoder without dictionary, or one using a dictionary set's.
-// Lives inside a handle's heap slot, one per stream: the size is no concern.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Encoder {
-    Plain(tickpack::Encoder),
-    Set(SetEncoder),
-}
+/// An encoder without dictionary, or one holding a dictionary set's.
+pub(crate) struct Encoder(tickpack::Encoder);
 
 impl Encoder {
     pub(crate) fn new(schema: Schema, level: i32) -> Self {
-        Self::Plain(tickpack::Encoder::with_level(schema, level))
+        Self(tickpack::Encoder::with_level(schema, level))
     }
 
     pub(crate) fn from_set(set: &DictionarySet, level: i32) -> Result<Self, DictSetError> {
-        set.encoder(level).map(Self::Set)
+        set.encoder(level).map(Self)
     }
 
     pub(crate) fn set_checksum(&mut self, on: bool) {
-        match self {
-            Self::Plain(e) => e.set_checksum(on),
-            Self::Set(e) => e.set_checksum(on),
-        }
+        self.0.set_checksum(on);
     }
 
     pub(crate) fn set_limits(&mut self, l: TpLimits) {
-        match self {
-            Self::Plain(e) => e.set_limits(limits(l)),
-            Self::Set(e) => e.set_limits(limits(l)),
-        }
+        self.0.set_limits(limits(l));
     }
 
     /// Encodes `snapshot` as packet `sequence` against `base` into `out`.
@@ -104,26 +93,13 @@ impl Encoder {
         base: Base<'_>,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
-        match self {
-            Self::Plain(e) => e.encode_to_vec(snapshot, sequence, baseline(base), out),
-            Self::Set(e) => e.encoder_mut(DictKind::of(base.is_some())).encode_to_vec(
-                snapshot,
-                sequence,
-                baseline(base),
-                out,
-            ),
-        }
+        self.0
+            .encode_to_vec(snapshot, sequence, baseline(base), out)
     }
 
     /// An upper bound on the packet size for `snapshot` against `base`.
     pub(crate) fn max_encoded_len(&mut self, snapshot: &Snapshot, base: Base<'_>) -> usize {
-        let b = base.map(|(_, s)| s);
-        match self {
-            Self::Plain(e) => e.max_encoded_len(snapshot, b),
-            Self::Set(e) => e
-                .encoder_mut(DictKind::of(base.is_some()))
-                .max_encoded_len(snapshot, b),
-        }
+        self.0.max_encoded_len(snapshot, base.map(|(_, s)| s))
     }
 }
 

@@ -16,6 +16,7 @@ use super::view::View;
 use super::DEFAULT_HISTORY;
 use tickpack::Baseline;
 use tickpack::Dictionary;
+use tickpack::KeyframeDictionary;
 use tickpack::Limits;
 use tickpack::Recall;
 use tickpack::Schema;
@@ -392,7 +393,10 @@ impl Server {
             .set_dictionary(config.dictionary.as_ref())
             .map_err(SessionError::Dictionary)?;
         encoder
-            .set_keyframe_dictionary(config.keyframe_dictionary.as_ref())
+            .set_keyframe_dictionary(match &config.keyframe_dictionary {
+                Some(d) => KeyframeDictionary::Own(d),
+                None => KeyframeDictionary::Delta,
+            })
             .map_err(SessionError::Dictionary)?;
         Ok(Self {
             cur_view: Snapshot::new(&schema),

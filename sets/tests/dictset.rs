@@ -497,7 +497,7 @@ fn huffman_tables_travel_with_the_set() {
     let t = ticks(&schema, 3);
     for mode in [tickpack::Entropy::Best, tickpack::Entropy::Huffman] {
         let mut enc = loaded.encoder(3).unwrap();
-        enc.encoder_mut(DictKind::Delta).set_entropy(mode);
+        enc.set_entropy(mode);
         let b = tickpack::Baseline {
             sequence: 1,
             snapshot: &t[1],

@@ -114,8 +114,7 @@ fn model_tables_travel_with_the_set() {
     let schema = loaded.schema().clone();
     let t = ticks(&schema, 12);
     let mut enc = loaded.encoder(3).unwrap();
-    enc.encoder_mut(DictKind::Delta)
-        .set_entropy(tickpack::Entropy::Model);
+    enc.set_entropy(tickpack::Entropy::Model);
     let mut dec = loaded.decoder().unwrap();
     let mut bare = Encoder::new(schema.clone());
     for i in 1..t.len() {

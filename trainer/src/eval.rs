@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use tickpack::{Decoder, Encoder, Snapshot};
-use tickpack_sets::dictset::{DictKind, DictSetError, DictionarySet, SetEncoder, MANIFEST_FILE};
+use tickpack_sets::dictset::{DictSetError, DictionarySet, MANIFEST_FILE};
 
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
@@ -137,18 +137,14 @@ pub fn load_set(dir: &Path, game: &str, version: &str) -> Result<DictionarySet, 
 
 enum Codec {
     Plain(Box<Encoder>),
-    Set(Box<SetEncoder>),
+    Set(Box<Encoder>),
 }
 
 impl Codec {
     fn encode(&mut self, job: &Job<'_>, out: &mut Vec<u8>) -> Result<(), TrainerError> {
         match self {
             Codec::Plain(e) => encode(e, job, out),
-            Codec::Set(e) => encode(
-                e.encoder_mut(DictKind::of(job.baseline.is_some())),
-                job,
-                out,
-            ),
+            Codec::Set(e) => encode(e, job, out),
         }
     }
 }

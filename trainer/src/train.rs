@@ -619,9 +619,10 @@ fn measure(
         &mut Encoder::with_level(set.schema().clone(), level),
         &jobs.held_delta,
     )?;
-    let mut enc = set.encoder(level)?;
-    let with_delta = total_bytes(enc.encoder_mut(DictKind::Delta), &jobs.held_delta)?;
-    let with_key = total_bytes(enc.encoder_mut(DictKind::Keyframe), &jobs.held_key)?;
+    // A fresh encoder per kind, so one pass's encoder state does not
+    // reach the other's measurement.
+    let with_delta = total_bytes(&mut set.encoder(level)?, &jobs.held_delta)?;
+    let with_key = total_bytes(&mut set.encoder(level)?, &jobs.held_key)?;
     let (nd, nk) = (jobs.held_delta.len(), jobs.held_key.len());
     Ok(Measured {
         delta_packets: nd as u64,

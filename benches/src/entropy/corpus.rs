@@ -82,7 +82,7 @@ pub fn scenario(name: &str, ticks: usize) -> Res<Corpus> {
     let huffman = dict.huffman().cloned();
     let predicts = set.schema().predicts();
     let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
-    let enc = enc.encoder_mut(DictKind::Delta);
+    let enc = &mut enc;
     let n = sc.ticks.len();
     let mut packets = Vec::new();
     for i in (n * 4 / 5).max(2 * DISTANCE)..n {

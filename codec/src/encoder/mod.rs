@@ -132,7 +132,7 @@ pub struct Encoder {
     limits: Limits,
     blocks: ZstdBlocks,
     dict: Option<Prepared>,
-    keyframe_dict: Option<Prepared>,
+    keyframe_dict: KeyframeDict,
     entropy: Entropy,
     /// Whether the packet being built is a keyframe (no baseline).
     keyframe: bool,
@@ -222,7 +222,7 @@ impl Encoder {
             limits: Limits::default(),
             blocks: ZstdBlocks::new(level),
             dict: None,
-            keyframe_dict: None,
+            keyframe_dict: KeyframeDict::Delta,
             entropy: Entropy::Best,
             keyframe: false,
             checksum_len: 0,
@@ -276,15 +276,23 @@ impl Encoder {
         Ok(())
     }
 
-    /// Compresses keyframes (packets without baseline) with `dict` instead
-    /// of the [`set_dictionary`](Encoder::set_dictionary) one: keyframes and
-    /// deltas have different statistics, and the trainer makes one
-    /// dictionary for each. `None`: keyframes use the main dictionary.
+    /// What keyframes (packets without baseline) are compressed with,
+    /// beside the [`set_dictionary`](Encoder::set_dictionary) one for
+    /// deltas: keyframes and deltas have different statistics, and the
+    /// trainer makes one dictionary for each. The default is
+    /// [`KeyframeDictionary::Delta`].
     pub fn set_keyframe_dictionary(
         &mut self,
-        dict: Option<&Dictionary>,
+        dict: KeyframeDictionary<'_>,
     ) -> Result<(), DictionaryError> {
-        self.keyframe_dict = self.prepare(dict)?;
+        self.keyframe_dict = match dict {
+            KeyframeDictionary::Delta => KeyframeDict::Delta,
+            KeyframeDictionary::None => KeyframeDict::None,
+            KeyframeDictionary::Own(d) => match self.prepare(Some(d))? {
+                Some(p) => KeyframeDict::Own(p),
+                None => KeyframeDict::None,
+            },
+        };
         self.verdict.clear();
         Ok(())
     }
@@ -517,16 +525,36 @@ impl Encoder {
     }
 }
 
-/// The dictionary a packet uses: the keyframe dictionary for a keyframe
-/// when there is one, else the main one. Takes the fields rather than the
-/// encoder, so callers may borrow its other fields mutably meanwhile.
+/// The dictionary a packet uses: for a keyframe the one
+/// [`KeyframeDict`] says, else the main one. Takes the fields rather than
+/// the encoder, so callers may borrow its other fields mutably meanwhile.
 fn active<'a>(
     dict: &'a Option<Prepared>,
-    keyframe_dict: &'a Option<Prepared>,
+    keyframe_dict: &'a KeyframeDict,
     keyframe: bool,
 ) -> Option<&'a Prepared> {
     match (keyframe_dict, keyframe) {
-        (Some(k), true) => Some(k),
+        (KeyframeDict::Own(k), true) => Some(k),
+        (KeyframeDict::None, true) => None,
         _ => dict.as_ref(),
     }
+}
+
+/// What keyframes are compressed with
+/// ([`Encoder::set_keyframe_dictionary`]).
+#[derive(Debug, Clone, Copy)]
+pub enum KeyframeDictionary<'a> {
+    /// The delta dictionary ([`Encoder::set_dictionary`]), as deltas.
+    Delta,
+    /// No dictionary (a dictionary set without a keyframe dictionary).
+    None,
+    /// This dictionary.
+    Own(&'a Dictionary),
+}
+
+/// The prepared form of a [`KeyframeDictionary`].
+enum KeyframeDict {
+    Delta,
+    None,
+    Own(Prepared),
 }

@@ -6,12 +6,10 @@ use super::*;
 use tickpack::model::ModelTable;
 use tickpack::Decoder;
 use tickpack::Dictionary;
-use tickpack::EncodeError;
 use tickpack::Encoder;
 use tickpack::HuffmanTable;
-use tickpack::Limits;
+use tickpack::KeyframeDictionary;
 use tickpack::Schema;
-use tickpack::{Reference, Snapshot};
 
 /// Whether `a` and `b` lay records out the same way (entity types, field
 /// names, types, lengths and default records), whatever their operators.
@@ -271,19 +269,20 @@ impl DictionarySet {
         same_layout(&self.schema, schema).map_err(|reason| DictSetError::LayoutMismatch { reason })
     }
 
-    /// An encoder using the set's schema and, per packet, the dictionary of
-    /// its kind.
-    pub fn encoder(&self, level: i32) -> Result<SetEncoder, DictSetError> {
-        let make = |kind| -> Result<Encoder, DictSetError> {
-            let mut e = Encoder::with_level(self.schema.clone(), level);
-            e.set_dictionary(self.dictionary(kind))
-                .map_err(DictSetError::Dictionary)?;
-            Ok(e)
+    /// An encoder with the set's schema, its delta dictionary for deltas
+    /// and its keyframe dictionary for keyframes (none if the set has no
+    /// keyframe dictionary), with their Huffman and model tables.
+    pub fn encoder(&self, level: i32) -> Result<Encoder, DictSetError> {
+        let mut e = Encoder::with_level(self.schema.clone(), level);
+        e.set_dictionary(self.dictionary(DictKind::Delta))
+            .map_err(DictSetError::Dictionary)?;
+        let keyframes = match self.dictionary(DictKind::Keyframe) {
+            Some(d) => KeyframeDictionary::Own(d),
+            None => KeyframeDictionary::None,
         };
-        Ok(SetEncoder {
-            keyframe: make(DictKind::Keyframe)?,
-            delta: make(DictKind::Delta)?,
-        })
+        e.set_keyframe_dictionary(keyframes)
+            .map_err(DictSetError::Dictionary)?;
+        Ok(e)
     }
 
     /// A decoder with the set's schema holding all its dictionaries.
@@ -313,56 +312,5 @@ impl DictionarySet {
         decoder
             .agree(id(DictKind::Delta), id(DictKind::Keyframe))
             .map_err(DictSetError::Decode)
-    }
-}
-
-/// An encoder for a [`DictionarySet`]: keyframes with the keyframe
-/// dictionary, deltas with the delta dictionary, both under the set's
-/// schema. Made by [`DictionarySet::encoder`].
-#[derive(Debug)]
-pub struct SetEncoder {
-    keyframe: Encoder,
-    delta: Encoder,
-}
-
-impl SetEncoder {
-    /// Encodes like [`Encoder::encode`], with the encoder (and dictionary)
-    /// of the packet's kind. For the other entry points
-    /// ([`Encoder::encode_to_vec`], [`Encoder::encode_into`], ...) take
-    /// that encoder with [`SetEncoder::encoder_mut`].
-    pub fn encode<'r>(
-        &mut self,
-        snapshot: &Snapshot,
-        sequence: u16,
-        reference: impl Into<Reference<'r>>,
-    ) -> Result<Vec<u8>, EncodeError> {
-        let reference = reference.into();
-        self.encoder_mut(DictKind::of(reference.baseline.is_some()))
-            .encode(snapshot, sequence, reference)
-    }
-
-    /// The encoder used for packets of `kind`.
-    pub fn encoder_mut(&mut self, kind: DictKind) -> &mut Encoder {
-        match kind {
-            DictKind::Keyframe => &mut self.keyframe,
-            DictKind::Delta => &mut self.delta,
-        }
-    }
-
-    /// Sets the limits of both encoders.
-    pub fn set_limits(&mut self, limits: Limits) {
-        self.keyframe.set_limits(limits);
-        self.delta.set_limits(limits);
-    }
-
-    /// Turns packet checksums on or off for both encoders.
-    pub fn set_checksum(&mut self, on: bool) {
-        self.keyframe.set_checksum(on);
-        self.delta.set_checksum(on);
-    }
-
-    /// The set's schema.
-    pub fn schema(&self) -> &Schema {
-        self.delta.schema()
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use tickpack::{
     Baseline, Decoder, Dictionary, Encoder, HuffmanTable, Primitive, Schema, Section, Snapshot,
 };
-use tickpack_sets::dictset::{DictKind, DictionarySet, SetEncoder};
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
 use tickpack_scenarios::raw;
@@ -155,7 +155,7 @@ impl Method for Tickpack {
 /// tickpack with a shipped dictionary set (operators, `predict` with the
 /// prior `i - 2·DISTANCE`, dictionaries).
 pub(crate) struct TickpackSet {
-    enc: SetEncoder,
+    enc: Encoder,
     dec: Decoder,
     predicts: bool,
 }
@@ -184,7 +184,7 @@ impl TickpackSet {
         let mut payloads = Vec::new();
         for i in d.training() {
             let seq = (i & 0xffff) as u16;
-            let e = enc.encoder_mut(DictKind::Delta);
+            let e = &mut enc;
             let mut p = Vec::new();
             match prior(d, i).filter(|_| predicts) {
                 Some(pr) => e.payload(
@@ -224,9 +224,7 @@ impl Method for TickpackSet {
             prior: prior(d, i).filter(|_| self.predicts),
             recall: None,
         };
-        self.enc
-            .encoder_mut(DictKind::Delta)
-            .encode_to_vec(&d.ticks[i], seq, reference, out)?;
+        self.enc.encode_to_vec(&d.ticks[i], seq, reference, out)?;
         Ok(())
     }
 
