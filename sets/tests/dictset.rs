@@ -554,3 +554,43 @@ fn sets_sharing_a_schema_without_keyframe_dictionaries_are_refused() {
         Err(DictSetError::AmbiguousSchema { .. })
     ));
 }
+
+/// The bytes of `enc` for a keyframe and then a delta of `t`.
+fn key_and_delta(enc: &mut tickpack::Encoder, t: &[Snapshot]) -> (Vec<u8>, Vec<u8>) {
+    let key = enc.encode(&t[0], 0, None).unwrap();
+    let b = Some(Baseline {
+        sequence: 0,
+        snapshot: &t[0],
+    });
+    (key, enc.encode(&t[1], 1, b).unwrap())
+}
+
+#[test]
+fn a_sets_encoder_codes_each_kind_as_an_encoder_with_that_kinds_dictionary() {
+    // Bytes as the two encoders (one per kind) the set gave before: a set
+    // without keyframe dictionary codes keyframes with no dictionary, not
+    // the delta one.
+    let both = set("arena", "1.0", DeltaOp::Xor);
+    let delta_only = DictionarySet::assemble(
+        empty_manifest("arena", "1.0"),
+        trained_schema(DeltaOp::Xor),
+        base_schema().id(),
+        vec![(DictKind::Delta, dict_bytes(2), 2048)],
+    )
+    .unwrap();
+    for s in [&both, &delta_only] {
+        let t = ticks(s.schema(), 2);
+        let alone = |kind| {
+            let mut e = tickpack::Encoder::with_level(s.schema().clone(), 3);
+            e.set_dictionary(s.dictionary(kind)).unwrap();
+            key_and_delta(&mut e, &t)
+        };
+        let (key, delta) = key_and_delta(&mut s.encoder(3).unwrap(), &t);
+        assert_eq!(key, alone(DictKind::Keyframe).0);
+        assert_eq!(delta, alone(DictKind::Delta).1);
+    }
+    let t = ticks(delta_only.schema(), 2);
+    let (key, _) = key_and_delta(&mut delta_only.encoder(3).unwrap(), &t);
+    let (h, _) = delta_only.decoder().unwrap().decode(&key, None).unwrap();
+    assert!(!h.dictionary);
+}
