@@ -180,7 +180,7 @@ pub fn scan_all(paths: &[PathBuf]) -> Result<Vec<Scanned>, TrainerError> {
             same_layout(&first.header.schema, &header.schema).map_err(|reason| {
                 TrainerError::SchemaMismatch {
                     file: p.display().to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 }
             })?;
         }

@@ -46,7 +46,7 @@ pub use manifest::{
     ModelFile, Training, MANIFEST_FORMAT,
 };
 pub use registry::DictionarySets;
-pub use set::{same_layout, DictionarySet};
+pub use set::{same_layout, DictionarySet, LayoutMismatch};
 
 /// The manifest's file name in a set's directory.
 pub const MANIFEST_FILE: &str = "manifest.json";

@@ -1,6 +1,8 @@
 //! A loaded dictionary set: assembling one, its accessors, and the encoder
 //! and decoder made from it.
 
+use std::fmt;
+
 use super::id::*;
 use super::*;
 use tickpack::model::ModelTable;
@@ -11,36 +13,85 @@ use tickpack::HuffmanTable;
 use tickpack::KeyframeDictionary;
 use tickpack::Schema;
 
+/// How two schemas lay records out differently (see [`same_layout`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LayoutMismatch {
+    /// A different number of entity types.
+    EntityTypes {
+        /// In the first schema.
+        a: usize,
+        /// In the second.
+        b: usize,
+    },
+    /// Entity type `index` differs in name or field count.
+    EntityType {
+        /// Its index in both schemas.
+        index: usize,
+        /// Its name in the first schema.
+        a: String,
+        /// Its name in the second.
+        b: String,
+    },
+    /// A field differs in name, type or length.
+    Field {
+        /// The entity type's name (first schema).
+        entity: String,
+        /// The field as the first schema declares it (`name: type x len`).
+        a: String,
+        /// The field as the second declares it.
+        b: String,
+    },
+    /// An entity type's default record differs.
+    DefaultRecord {
+        /// The entity type's name.
+        entity: String,
+    },
+}
+
+impl fmt::Display for LayoutMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::EntityTypes { a, b } => write!(f, "{a} entity types against {b}"),
+            Self::EntityType { a, b, .. } => write!(f, "entity type `{a}` against `{b}`"),
+            Self::Field { entity, a, b } => write!(f, "field `{entity}.{a}` against `{b}`"),
+            Self::DefaultRecord { entity } => write!(f, "default record of `{entity}`"),
+        }
+    }
+}
+
+impl std::error::Error for LayoutMismatch {}
+
 /// Whether `a` and `b` lay records out the same way (entity types, field
 /// names, types, lengths and default records), whatever their operators.
-pub fn same_layout(a: &Schema, b: &Schema) -> Result<(), String> {
+pub fn same_layout(a: &Schema, b: &Schema) -> Result<(), LayoutMismatch> {
     if a.sections().len() != b.sections().len() {
-        return Err(format!(
-            "{} entity types against {}",
-            a.sections().len(),
-            b.sections().len()
-        ));
+        return Err(LayoutMismatch::EntityTypes {
+            a: a.sections().len(),
+            b: b.sections().len(),
+        });
     }
-    for (x, y) in a.sections().iter().zip(b.sections()) {
+    for (index, (x, y)) in a.sections().iter().zip(b.sections()).enumerate() {
         if x.name() != y.name() || x.fields().len() != y.fields().len() {
-            return Err(format!("entity type `{}` against `{}`", x.name(), y.name()));
+            return Err(LayoutMismatch::EntityType {
+                index,
+                a: x.name().to_string(),
+                b: y.name().to_string(),
+            });
         }
         for (f, g) in x.fields().iter().zip(y.fields()) {
             if f.name != g.name || f.ty != g.ty || f.len != g.len {
-                return Err(format!(
-                    "field `{}.{}` ({:?} x{}) against `{}` ({:?} x{})",
-                    x.name(),
-                    f.name,
-                    f.ty,
-                    f.len,
-                    g.name,
-                    g.ty,
-                    g.len
-                ));
+                return Err(LayoutMismatch::Field {
+                    entity: x.name().to_string(),
+                    a: format!("{} ({:?} x{})", f.name, f.ty, f.len),
+                    b: format!("{} ({:?} x{})", g.name, g.ty, g.len),
+                });
             }
         }
         if x.default_record() != y.default_record() {
-            return Err(format!("default record of `{}`", x.name()));
+            return Err(LayoutMismatch::DefaultRecord {
+                entity: x.name().to_string(),
+            });
         }
     }
     Ok(())
@@ -266,7 +317,9 @@ impl DictionarySet {
     /// Checks the set was trained for `schema`'s layout (its operators may
     /// differ: the set's replace them).
     pub fn fits(&self, schema: &Schema) -> Result<(), DictSetError> {
-        same_layout(&self.schema, schema).map_err(|reason| DictSetError::LayoutMismatch { reason })
+        same_layout(&self.schema, schema).map_err(|reason| DictSetError::LayoutMismatch {
+            reason: reason.to_string(),
+        })
     }
 
     /// An encoder with the set's schema, its delta dictionary for deltas
