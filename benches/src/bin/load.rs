@@ -212,12 +212,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "soak passed: {:.0} s virtual in {:.0} s wall, {} waves; {joined} joined, {left} left, \
                  {silenced} timed out, {rebound} rebinds; level baseline {} B, highest window {highest} B \
-                 (+{} B, tolerance {} KiB)",
+                 (+{} B, allowed {} B: tolerance {} KiB and the used-token table)",
                 r.seconds,
                 r.wall,
                 r.levels.len(),
                 r.baseline,
                 highest.saturating_sub(r.baseline),
+                r.allowance,
                 tolerance_kib
             );
         }
