@@ -1,7 +1,7 @@
 //! How many clients one `tickpack_net::Server` holds (issue 38 §2): the
 //! machinery of the `load` binary.
 //!
-//! * [`bench`]: one server endpoint, sans-IO, with hundreds of clients
+//! * [`bench`](mod@bench): one server endpoint, sans-IO, with hundreds of clients
 //!   on a virtual clock, each with its own lossy link and its own view of
 //!   the quantised race (distance rate tiers from its car); server time,
 //!   memory and bytes per client.

@@ -51,7 +51,7 @@ pub struct UdpRun {
 }
 
 /// Most ticks a client's newest snapshot may be behind at the end.
-const MAX_LAG: u64 = 30;
+pub const MAX_LAG: u64 = 30;
 
 impl UdpRun {
     /// Whether the server kept 60 Hz (99% of the ticks due ran, the 99th
