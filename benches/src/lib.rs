@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod entropy;
+pub mod load;
 pub mod lobby;
 pub mod lobby_udp;
 pub mod q3;

@@ -49,3 +49,10 @@ pub fn peak_of<R>(f: impl FnOnce() -> R) -> (R, usize) {
     let r = f();
     (r, PEAK.load(Ordering::SeqCst).saturating_sub(base))
 }
+
+/// Heap bytes allocated now (meaningful only in a binary whose global
+/// allocator is [`Counting`]): for levels compared over a long run, where
+/// a peak says nothing.
+pub fn current() -> usize {
+    CURRENT.load(Ordering::SeqCst)
+}
