@@ -20,6 +20,9 @@ pub(crate) const USED_TOKENS_PER_SLOT: usize = 64;
 #[derive(Debug, Default)]
 pub(crate) struct UsedTokens {
     expiry: HashMap<[u8; KEY_BYTES], (u64, u64)>,
+    /// When expired tokens were last forgotten: at most once a second, so
+    /// the table holds what is live, not every token since it last filled.
+    pruned_at: u64,
 }
 
 impl UsedTokens {
@@ -32,10 +35,10 @@ impl UsedTokens {
     /// Whether a token can be remembered at `now_secs` within `cap`,
     /// forgetting one whose challenge expired if need be.
     pub(crate) fn has_room(&mut self, now_secs: u64, cap: usize) -> bool {
-        if self.expiry.len() < cap.max(1) {
-            return true;
+        if now_secs > self.pruned_at || self.expiry.len() >= cap.max(1) {
+            self.expiry.retain(|_, &mut (e, _)| now_secs < e);
+            self.pruned_at = now_secs;
         }
-        self.expiry.retain(|_, &mut (e, _)| now_secs < e);
         if self.expiry.len() < cap.max(1) {
             return true;
         }
@@ -85,5 +88,19 @@ mod tests {
         u.insert([4; 32], 200, 95);
         assert!(u.contains(&[1; 32], 90) && u.contains(&[4; 32], 90));
         assert_eq!(u.expiry.len(), 2);
+    }
+
+    #[test]
+    fn expired_tokens_are_forgotten_before_the_table_fills() {
+        let mut u = UsedTokens::default();
+        for i in 0..10u8 {
+            assert!(u.has_room(10, 64));
+            u.insert([i; 32], 20, 12);
+        }
+        assert_eq!(u.expiry.len(), 10);
+        // Far below the cap, the next connection after they expired
+        // forgets them.
+        assert!(u.has_room(21, 64));
+        assert_eq!(u.expiry.len(), 0);
     }
 }
