@@ -12,7 +12,7 @@ use tickpack_transport::conn::{self, ClientState, ConnectToken};
 use tickpack_transport::{ChunkReceiver, JitterBuffer, Playout, Reassembler, MAX_CHUNK_SIZE};
 
 use crate::channel::{self, Channel};
-use crate::config::{fragment_config, max_payload};
+use crate::config::{fragment_config, history_for_rtt, max_payload, should_resize};
 use crate::{ClientConfig, DisconnectReason, Handled, NetError, PayloadError};
 
 /// Most chunk acks sent per slice received.
@@ -312,6 +312,7 @@ impl Client {
     /// Expires stalled chunks and reassemblies, and plays out the jitter
     /// buffer into the presented world. Call it every frame.
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.size_history();
         self.chunks.handle_timeout(now);
         self.reasm.handle_timeout(now);
         // Plays up to the newest snapshot received: later ticks are not
@@ -327,6 +328,20 @@ impl Client {
                 Some(Playout::Gap { .. }) => {}
                 None => break,
             }
+        }
+    }
+
+    /// Sizes the session history for the round trip as the server sizes
+    /// this client's ring (its baselines must still be here).
+    fn size_history(&mut self) {
+        let wanted = history_for_rtt(
+            self.config.jitter.tick,
+            self.conn.rtt(),
+            self.config.session.history,
+            self.config.max_round_trip,
+        );
+        if should_resize(self.session.history(), wanted) {
+            self.session.set_history(wanted);
         }
     }
 
