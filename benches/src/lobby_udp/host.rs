@@ -163,6 +163,12 @@ impl Host {
             if !self.net.is_ready(client) {
                 continue;
             }
+            // The shadow's ring follows the one sized for the round trip.
+            if let Some(h) = self.net.session().history(client.index()) {
+                if self.shadow.history(user) != Some(h) {
+                    let _ = self.shadow.set_history(user, h);
+                }
+            }
             if let Some(a) = self.net.session().acked(client.index()) {
                 let _ = self.shadow.ack(user, a);
             }
