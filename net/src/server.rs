@@ -41,7 +41,9 @@ pub enum ServerEvent {
         /// The client.
         client: ClientId,
     },
-    /// An authenticated packet came from a new address (NAT rebinding).
+    /// The client's new address (a NAT rebinding) echoed its path token:
+    /// the slot's packets now go there. An authenticated packet from a new
+    /// address alone moves nothing (it may be an on-path copy).
     ClientMigrated {
         /// The client.
         client: ClientId,

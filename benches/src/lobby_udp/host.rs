@@ -85,7 +85,10 @@ pub(crate) struct Host {
     /// By user (car) id.
     pub(crate) peers: HashMap<u16, Peer>,
     pub(crate) traffic: TrafficTable,
-    /// Addresses that proved they receive there (connected clients').
+    /// Addresses that proved they receive there: a client's when it
+    /// answered its challenge, a new one only once it echoed its path
+    /// token (the server's `ClientMigrated`), never on an authenticated
+    /// packet alone (an attacker's copy ahead of the original is one).
     pub(crate) verified: HashSet<SocketAddr>,
     /// Datagrams refused by the connection layer / bad payloads.
     pub(crate) rejected: u64,
@@ -230,6 +233,7 @@ impl Host {
                         },
                     );
                 }
+                // Raised only after the path echo (see `verified`).
                 ServerEvent::ClientMigrated { to, .. } => {
                     self.verified.insert(to);
                 }

@@ -259,7 +259,25 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         ));
     }
     let mut attacker = if a.attack {
-        Some(attack::Attacker::new(a.seed ^ 0xa7, sniffed_request)?)
+        for p in &mut players {
+            p.sniffed = Some(Vec::new());
+        }
+        // The attacker holds a real token of its own (user 10,000).
+        let token = ConnectToken::issue(
+            &key,
+            PROTOCOL_ID,
+            10_000,
+            epoch_start,
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+        )?;
+        let mut probe = conn::Client::new(epoch_start, server_addr, token, MTU - CLIENT_OVERHEAD);
+        let token_request = probe.poll_transmit(epoch_start).unwrap_or_default();
+        Some(attack::Attacker::new(
+            a.seed ^ 0xa7,
+            sniffed_request,
+            token_request,
+        )?)
     } else {
         None
     };
@@ -317,8 +335,12 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
                     }
                 }
             }
-            for p in &mut players {
+            for (i, p) in players.iter_mut().enumerate() {
                 p.tick(now, &clock);
+                if let (Some(att), Some(copies)) = (attacker.as_mut(), p.sniffed.as_mut()) {
+                    att.copy_ahead(i, copies, server_addr)?;
+                    copies.clear();
+                }
             }
             if next_tick + tick_len * 4 < now {
                 next_tick = now; // far behind: do not burst to catch up
