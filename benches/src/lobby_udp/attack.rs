@@ -102,7 +102,7 @@ impl Attacker {
             if self.rng.chance(0.05) && self.client_copies.len() < 64 {
                 self.client_copies.push_back(d.clone());
             }
-            if index % 2 != 0 {
+            if !index.is_multiple_of(2) {
                 continue;
             }
             self.count(d);
