@@ -79,3 +79,26 @@ fn a_huge_round_trip_costs_no_more_than_the_cap() {
     let memory = sim.server.session().client_memory(id.index()).unwrap();
     assert!(memory < cap * 256, "{memory} bytes");
 }
+
+/// Failed before the client resent its chunk's final ack with its answer:
+/// with that ack lost, the server learned the chunk arrived only from the
+/// ack to the next resent slice, one chunk resend delay (here 5 s) later.
+#[test]
+fn a_lost_final_chunk_ack_is_resent_with_the_answer() {
+    let mut sim = Sim::new(
+        |c| c.chunk.resend = tickpack_transport::ResendDelay::Fixed(Duration::from_secs(5)),
+        EveryEntity,
+    );
+    sim.add(1, common::calm(), ClientConfig::default());
+    let mut t = 0;
+    while !sim.peers[0].client.is_connected() {
+        sim.run(t, 1, 12);
+        t += 1;
+        assert!(t < 200, "never connected");
+    }
+    // Everything the client sent with the chunk's completion is lost.
+    while sim.peers[0].up.drop_at(0) {}
+    sim.run(t, 60, 12);
+    let id = sim.server.client_of(1).unwrap();
+    assert!(sim.server.is_ready(id), "not ready within 1 s");
+}
