@@ -12,7 +12,7 @@ use tickpack_transport::conn::{self, ClientState, ConnectToken};
 use tickpack_transport::{ChunkReceiver, JitterBuffer, Playout, Reassembler, MAX_CHUNK_SIZE};
 
 use crate::channel::{self, Channel};
-use crate::config::{fragment_config, max_payload};
+use crate::config::{fragment_config, history_for_rtt, max_payload, should_resize};
 use crate::{ClientConfig, DisconnectReason, Handled, NetError, PayloadError};
 
 /// Most chunk acks sent per slice received.
@@ -76,6 +76,8 @@ pub struct Client {
     /// The answer to the server's hello, sent with each message until a
     /// regular snapshot shows the server took it.
     answer: Option<Vec<u8>>,
+    /// The connect chunk's final ack, sent with the answer.
+    chunk_ack: Option<Vec<u8>>,
     ended: Option<DisconnectReason>,
     /// The newest sequence seen, unrolled to a tick count.
     unwrap: Option<(u16, i64)>,
@@ -113,6 +115,7 @@ impl Client {
             config,
             connected: false,
             answer: None,
+            chunk_ack: None,
             ended: None,
             unwrap: None,
             last_message: None,
@@ -155,6 +158,7 @@ impl Client {
                     // The server sends regular snapshots only once it took
                     // the answer.
                     self.answer = None;
+                    self.chunk_ack = None;
                     let r = self.session.receive(&packet);
                     self.applied(r, now);
                 }
@@ -163,11 +167,16 @@ impl Client {
             Some((Channel::Slice, body)) => {
                 let r = self.chunks.handle_slice(body).map_err(PayloadError::Chunk);
                 let chunk = self.chunks.poll_chunk();
+                let mut last = None;
                 for _ in 0..ACKS_PER_SLICE {
                     let Some(ack) = self.chunks.poll_transmit() else {
                         break;
                     };
                     self.seal(now, Channel::ChunkAck, &ack);
+                    last = Some(ack);
+                }
+                if chunk.is_some() && !self.connected {
+                    self.chunk_ack = last;
                 }
                 r?;
                 match chunk {
@@ -257,6 +266,14 @@ impl Client {
         if let Some(answer) = self.answer.take() {
             self.seal(now, Channel::Answer, &answer);
             self.answer = Some(answer);
+            // Until a regular snapshot shows the server has both, the
+            // chunk's final ack goes too: otherwise only a resent slice
+            // draws another, one chunk resend delay later (seconds at high
+            // loss and a long round trip).
+            if let Some(ack) = self.chunk_ack.take() {
+                self.seal(now, Channel::ChunkAck, &ack);
+                self.chunk_ack = Some(ack);
+            }
         }
     }
 
@@ -312,6 +329,7 @@ impl Client {
     /// Expires stalled chunks and reassemblies, and plays out the jitter
     /// buffer into the presented world. Call it every frame.
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.size_history();
         self.chunks.handle_timeout(now);
         self.reasm.handle_timeout(now);
         // Plays up to the newest snapshot received: later ticks are not
@@ -327,6 +345,20 @@ impl Client {
                 Some(Playout::Gap { .. }) => {}
                 None => break,
             }
+        }
+    }
+
+    /// Sizes the session history for the round trip as the server sizes
+    /// this client's ring (its baselines must still be here).
+    fn size_history(&mut self) {
+        let wanted = history_for_rtt(
+            self.config.jitter.tick,
+            self.conn.rtt(),
+            self.config.session.history,
+            self.config.max_round_trip,
+        );
+        if should_resize(self.session.history(), wanted) {
+            self.session.set_history(wanted);
         }
     }
 

@@ -19,6 +19,37 @@ pub const UDP_IP_OVERHEAD: usize = 28;
 /// byte, the connection layer and UDP/IP.
 pub const WIRE_OVERHEAD: usize = 1 + SERVER_OVERHEAD + UDP_IP_OVERHEAD;
 
+/// Default [`ServerConfig::tick`] (and the jitter buffer's): 60 Hz.
+pub const DEFAULT_TICK: Duration = Duration::from_micros(16_667);
+/// Default [`ServerConfig::max_round_trip`] and
+/// [`ClientConfig::max_round_trip`]: one second, 128 snapshots at 60 Hz.
+pub const DEFAULT_MAX_ROUND_TRIP: Duration = Duration::from_secs(1);
+
+/// The history for a round trip estimate: [`history_for`] of its
+/// timeout (SRTT + 4 RTTVAR), within `least` and the history of
+/// `max_round_trip`; the latter before the first sample (a ring too short
+/// for the round trip turns every packet into a full snapshot, a long one
+/// only costs its empty slots).
+///
+/// [`history_for`]: tickpack_session::history_for
+pub(crate) fn history_for_rtt(
+    tick: Duration,
+    rtt: Option<tickpack_transport::conn::Rtt>,
+    least: usize,
+    max_round_trip: Duration,
+) -> usize {
+    let cap = session::history_for(tick, max_round_trip).max(least);
+    rtt.map_or(cap, |r| session::history_for(tick, r.timeout()))
+        .clamp(least, cap)
+}
+
+/// Whether a ring of `current` snapshots should become `wanted`: at once
+/// to grow, and to shrink only by a quarter or more (an estimate that
+/// wobbles does not reallocate every tick).
+pub(crate) fn should_resize(current: usize, wanted: usize) -> bool {
+    wanted > current || wanted < current - current / 4
+}
+
 /// How a [`Server`](crate::Server) runs.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -34,8 +65,17 @@ pub struct ServerConfig {
     /// Most fragments per snapshot; a larger snapshot is not sent (counted
     /// in [`PeerStats::too_large`](crate::PeerStats::too_large)).
     pub max_parts: u16,
-    /// The codec session: history, dictionaries, limits, recall.
+    /// The codec session: history (each client's ring to begin with, and
+    /// its least), dictionaries, limits, recall.
     pub session: session::ServerConfig,
+    /// Time between [`Server::tick`](crate::Server::tick) calls: a
+    /// client's ring is sized by
+    /// [`history_for`](tickpack_session::history_for)`(tick, round trip)`.
+    pub tick: Duration,
+    /// The longest round trip a client's ring is sized for, whatever its
+    /// estimate says (a peer can inflate its own): each client's ring holds
+    /// at most `history_for(tick, max_round_trip)` snapshots.
+    pub max_round_trip: Duration,
     /// Each client's byte budget: snapshots and connect chunk slices are
     /// paid from it, [`WIRE_OVERHEAD`] per datagram included.
     pub pacing: TokenBucketConfig,
@@ -57,6 +97,8 @@ impl ServerConfig {
             mtu: DEFAULT_MTU,
             max_parts: FragmentConfig::default().max_parts,
             session: session::ServerConfig::default(),
+            tick: DEFAULT_TICK,
+            max_round_trip: DEFAULT_MAX_ROUND_TRIP,
             pacing: TokenBucketConfig::for_rate(64_000)
                 .with_min_burst((DEFAULT_MTU + UDP_IP_OVERHEAD) as u64),
             chunk: ChunkConfig {
@@ -82,8 +124,13 @@ pub struct ClientConfig {
     pub max_piles: usize,
     /// Bytes held by snapshots being reassembled.
     pub max_buffered_bytes: usize,
-    /// The codec session: history, dictionaries, limits.
+    /// The codec session: history (to begin with, and its least),
+    /// dictionaries, limits.
     pub session: session::ClientConfig,
+    /// The longest round trip the history is sized for (by
+    /// [`history_for`](tickpack_session::history_for) of the connection's
+    /// round trip estimate at the jitter buffer's tick).
+    pub max_round_trip: Duration,
     /// The jitter buffer in front of the presented world.
     pub jitter: JitterConfig,
     /// Ticks the presented world keeps an entity no snapshot updated.
@@ -105,6 +152,7 @@ impl Default for ClientConfig {
             max_piles: f.max_piles,
             max_buffered_bytes: f.max_buffered_bytes,
             session: session::ClientConfig::default(),
+            max_round_trip: DEFAULT_MAX_ROUND_TRIP,
             jitter: JitterConfig::default(),
             linger: 20,
             news_only: false,

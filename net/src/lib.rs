@@ -83,7 +83,10 @@ mod server;
 pub mod udp;
 
 pub use client::{Client, ClientEvent, ClientStats};
-pub use config::{ClientConfig, ServerConfig, DEFAULT_MTU, UDP_IP_OVERHEAD, WIRE_OVERHEAD};
+pub use config::{
+    ClientConfig, ServerConfig, DEFAULT_MAX_ROUND_TRIP, DEFAULT_MTU, DEFAULT_TICK, UDP_IP_OVERHEAD,
+    WIRE_OVERHEAD,
+};
 pub use error::{DisconnectReason, Handled, NetError, PayloadError};
 pub use interest::{EveryEntity, Interest, Positions, Skipped, Tiered};
 pub use peer::PeerStats;

@@ -12,7 +12,7 @@ use tickpack_transport::conn::{self, ServerEvent as ConnEvent};
 use tickpack_transport::{ChunkSender, Conformance, FragmentHeader, TokenBucket};
 
 use crate::channel::{self, Channel};
-use crate::config::{fragment_config, max_payload, WIRE_OVERHEAD};
+use crate::config::{fragment_config, history_for_rtt, max_payload, should_resize, WIRE_OVERHEAD};
 use crate::peer::{Peer, PeerStats};
 use crate::{ClientId, DisconnectReason, Handled, Interest, NetError, PayloadError, ServerConfig};
 
@@ -41,7 +41,9 @@ pub enum ServerEvent {
         /// The client.
         client: ClientId,
     },
-    /// An authenticated packet came from a new address (NAT rebinding).
+    /// The client's new address (a NAT rebinding) echoed its path token:
+    /// the slot's packets now go there. An authenticated packet from a new
+    /// address alone moves nothing (it may be an on-path copy).
     ClientMigrated {
         /// The client.
         client: ClientId,
@@ -319,12 +321,29 @@ impl<I: Interest> Server<I> {
             };
             let (user, live, started) = (peer.user, peer.live, peer.chunk_started);
             if live {
+                self.size_history(slot)?;
                 self.send_snapshot(now, slot, user, tick, &world)?;
             } else if !started {
                 self.start_chunk(slot, user, tick, &world)?;
             }
         }
         Ok(seq)
+    }
+
+    /// Sizes the client's ring for its round trip (within the configured
+    /// cap), so that its acks still name snapshots the ring holds.
+    fn size_history(&mut self, slot: u16) -> Result<(), NetError> {
+        let wanted = history_for_rtt(
+            self.config.tick,
+            self.conn.rtt(slot),
+            self.config.session.history,
+            self.config.max_round_trip,
+        );
+        let current = self.session.history(slot).unwrap_or(wanted);
+        if should_resize(current, wanted) {
+            self.session.set_history(slot, wanted)?;
+        }
+        Ok(())
     }
 
     fn start_chunk(

@@ -5,6 +5,7 @@ use core::fmt;
 use super::error::SessionError;
 use super::handshake::Hello;
 use super::message::ClientMessage;
+use super::ring;
 use super::DEFAULT_HISTORY;
 use tickpack::Baseline;
 use tickpack::DecodeError;
@@ -155,6 +156,13 @@ pub struct Client {
     decoder: Decoder,
     /// Applied snapshots with their recalls.
     ring: Vec<Option<(u16, Snapshot, Recall)>>,
+    /// The baseline the newest applied packet named, moved here when its
+    /// ring slot is taken (the server keeps naming it until an ack of a
+    /// newer snapshot arrives, which can be longer than the ring when the
+    /// connect took long or acks were lost).
+    pinned: Option<(u16, Snapshot, Recall)>,
+    /// The baseline the newest applied packet named.
+    last_baseline: Option<u16>,
     limits: Limits,
     newest: Option<u16>,
     want_full: bool,
@@ -193,6 +201,8 @@ impl Client {
         Ok(Self {
             decoder,
             ring: vec![None; config.history],
+            pinned: None,
+            last_baseline: None,
             limits: config.limits,
             newest: None,
             want_full: false,
@@ -292,7 +302,7 @@ impl Client {
         let n = self.ring.len();
         let (base, recall) = match header.baseline {
             None => (None, None),
-            Some(b) => match &self.ring[usize::from(b) % n] {
+            Some(b) => match entry(&self.ring, &self.pinned, b) {
                 Some((s, snap, recall)) if *s == b => (
                     Some(Baseline {
                         sequence: b,
@@ -310,7 +320,7 @@ impl Client {
         };
         let prior = match header.prior {
             None => None,
-            Some(p) => match &self.ring[usize::from(p) % n] {
+            Some(p) => match entry(&self.ring, &self.pinned, p) {
                 Some((s, snap, _)) if *s == p => Some(Baseline {
                     sequence: p,
                     snapshot: snap,
@@ -341,9 +351,15 @@ impl Client {
         };
         if resync {
             self.ring.iter_mut().for_each(|s| *s = None);
+            self.pinned = None;
             self.resyncing = false;
         }
         let slot = &mut self.ring[usize::from(sequence) % n];
+        if header.baseline.is_some() && slot.as_ref().map(|e| e.0) == header.baseline {
+            // The baseline in use would be overwritten: keep it apart.
+            self.pinned = slot.take();
+        }
+        self.last_baseline = header.baseline;
         match slot {
             Some((s, snap, r)) => {
                 *s = sequence;
@@ -375,10 +391,35 @@ impl Client {
 
     /// An applied snapshot still in the history.
     pub fn get(&self, sequence: u16) -> Option<&Snapshot> {
-        match &self.ring[usize::from(sequence) % self.ring.len()] {
-            Some((s, snap, _)) if *s == sequence => Some(snap),
-            _ => None,
+        entry(&self.ring, &self.pinned, sequence).map(|e| &e.1)
+    }
+
+    /// Resizes the history to `history` snapshots (clamped to 1..=32,767):
+    /// the ones applied in the last `history` ticks before the newest stay.
+    /// Returns the new size. It should stay at least the server's ring
+    /// for this client, or packets name baselines no longer held.
+    pub fn set_history(&mut self, history: usize) -> usize {
+        let len = history.clamp(1, 0x7fff);
+        if let (Some(newest), Some(b)) = (self.newest, self.last_baseline) {
+            // The baseline in use stays, even if older than the new size.
+            let n = self.ring.len();
+            let slot = &mut self.ring[usize::from(b) % n];
+            if usize::from(newest.wrapping_sub(b)) >= len && slot.as_ref().is_some_and(|e| e.0 == b)
+            {
+                self.pinned = slot.take();
+            }
         }
+        if let Some(newest) = self.newest {
+            ring::resize(&mut self.ring, len, newest, |e| e.0);
+        } else {
+            self.ring = vec![None; len];
+        }
+        self.ring.len()
+    }
+
+    /// The history's size.
+    pub fn history(&self) -> usize {
+        self.ring.len()
     }
 
     /// Ask for a full snapshot in the next message (after a long outage).
@@ -398,4 +439,19 @@ impl Client {
     pub fn stats(&self) -> ClientStats {
         self.stats
     }
+}
+
+/// An applied snapshot's entry: in the history, or the pinned baseline.
+type Entry = (u16, Snapshot, Recall);
+
+/// The entry for `sequence` in `ring`, else `pinned` if it is that one.
+fn entry<'a>(
+    ring: &'a [Option<Entry>],
+    pinned: &'a Option<Entry>,
+    sequence: u16,
+) -> Option<&'a Entry> {
+    ring.get(usize::from(sequence) % ring.len().max(1))
+        .and_then(Option::as_ref)
+        .filter(|e| e.0 == sequence)
+        .or(pinned.as_ref().filter(|e| e.0 == sequence))
 }

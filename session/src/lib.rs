@@ -51,6 +51,7 @@ mod handshake;
 mod message;
 mod persist;
 mod rate;
+mod ring;
 mod server;
 mod view;
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use super::error::SessionError;
 use super::handshake::Hello;
 use super::message::ClientMessage;
+use super::ring;
 use super::view::View;
 use super::DEFAULT_HISTORY;
 use tickpack::Baseline;
@@ -143,6 +144,8 @@ struct Sent {
     acked: bool,
     /// The recall of this snapshot (shared chunks with its baseline's).
     recall: Recall,
+    /// The server's tick count when this was sent (sequences wrap).
+    tick: u64,
 }
 
 impl Sent {
@@ -218,6 +221,10 @@ impl PartialEq for SentKey {
 struct ClientSlot {
     ring: Vec<Option<Sent>>,
     acked: Option<u16>,
+    /// The snapshot `acked` names, kept apart from the ring: a resize, or
+    /// a client whose acks stall for longer than the ring, does not lose
+    /// the baseline (the next packet is still a delta).
+    base: Option<Sent>,
     want_full: bool,
     /// Raised by every request for a full snapshot. Only snapshots sent in
     /// the current epoch may be acked or used as a baseline or prior: a
@@ -229,15 +236,20 @@ struct ClientSlot {
 }
 
 impl ClientSlot {
-    /// The acked snapshot `seq`, if still in the ring and within the
-    /// distance a packet at `now` can name (65,536 ticks after an ack, the
-    /// ring may hold a snapshot sent again under its sequence, not acked).
-    fn acked_at(&self, seq: Option<u16>, now: u16) -> Option<&Sent> {
-        let seq = seq?;
-        self.ring[usize::from(seq) % self.ring.len()]
+    /// The ring's snapshots and the acked baseline.
+    fn entries(&self) -> impl Iterator<Item = &Sent> {
+        self.ring.iter().flatten().chain(self.base.as_ref())
+    }
+
+    /// The acked snapshot, if sent in the current epoch and within the
+    /// distance a packet on tick `ticks` can name.
+    fn baseline(&self, ticks: u64) -> Option<&Sent> {
+        self.base
             .as_ref()
-            .filter(|s| s.sequence == seq && s.acked)
-            .filter(|_| (1..=MAX_BASELINE_DISTANCE).contains(&seq_distance(now, seq)))
+            .filter(|b| Some(b.sequence) == self.acked && b.sent_in == self.epoch)
+            .filter(|b| {
+                (1..=u64::from(MAX_BASELINE_DISTANCE)).contains(&ticks.saturating_sub(b.tick))
+            })
     }
 
     /// The prior for predicting `now` from baseline `b`: an acked snapshot
@@ -338,6 +350,8 @@ pub struct Server {
     share: bool,
     clients: HashMap<u16, ClientSlot>,
     sequence: u16,
+    /// Ticks begun (sequences wrap; this does not).
+    ticks: u64,
     world: Option<Arc<Snapshot>>,
     /// The tick's world in code form (quantised schemas), made by the
     /// first send of the tick.
@@ -416,6 +430,7 @@ impl Server {
             share: config.share_encodes(),
             clients: HashMap::new(),
             sequence: config.first_sequence().wrapping_sub(1),
+            ticks: 0,
             world: None,
             shared: Vec::new(),
             out: Vec::new(),
@@ -453,10 +468,34 @@ impl Server {
             ClientSlot {
                 ring: vec![None; self.history],
                 acked: None,
+                base: None,
                 want_full: false,
                 epoch: 0,
             },
         );
+    }
+
+    /// Resizes client `id`'s ring to `history` snapshots (as
+    /// [`history_for`](crate::history_for) sizes it for the client's
+    /// measured round trip), clamped to 1..=32,767: the snapshots sent in
+    /// the last `history` ticks stay, and the acked baseline, kept apart
+    /// from the ring, stays too. Returns the new size. The caller caps
+    /// `history` from its configuration: every snapshot in the ring keeps
+    /// its tick's world alive.
+    pub fn set_history(&mut self, id: u16, history: usize) -> Result<usize, SessionError> {
+        let now = self.sequence;
+        let slot = self
+            .clients
+            .get_mut(&id)
+            .ok_or(SessionError::UnknownClient { id })?;
+        let len = history.clamp(1, usize::from(MAX_BASELINE_DISTANCE));
+        ring::resize(&mut slot.ring, len, now, |s| s.sequence);
+        Ok(slot.ring.len())
+    }
+
+    /// The size of client `id`'s ring.
+    pub fn history(&self, id: u16) -> Option<usize> {
+        self.clients.get(&id).map(|s| s.ring.len())
     }
 
     /// Forgets a client and its history.
@@ -473,6 +512,7 @@ impl Server {
     /// history. Returns the tick's sequence.
     pub fn begin_tick(&mut self, world: Arc<Snapshot>) -> u16 {
         self.sequence = self.sequence.wrapping_add(1);
+        self.ticks += 1;
         self.world = Some(world);
         self.world_codes = None;
         self.shared.clear();
@@ -492,7 +532,6 @@ impl Server {
         let world = self.world.clone().ok_or(SessionError::NoTick)?;
         let world_codes = self.world_codes(&world)?;
         let seq = self.sequence;
-        let history = self.history;
         let slot = self
             .clients
             .get_mut(&id)
@@ -500,7 +539,7 @@ impl Server {
         let (base, prior) = if slot.want_full {
             (None, None)
         } else {
-            let base = slot.acked_at(slot.acked, seq).cloned();
+            let base = slot.baseline(self.ticks).cloned();
             // A held entity keeps its baseline record: against a prediction
             // that is a change (its last motion), against the baseline none.
             let prior = match (&base, self.predicts) {
@@ -613,7 +652,8 @@ impl Server {
         };
         if let Some(slot) = self.clients.get_mut(&id) {
             slot.want_full = false;
-            slot.ring[usize::from(seq) % history] = Some(Sent {
+            let n = slot.ring.len();
+            slot.ring[usize::from(seq) % n] = Some(Sent {
                 sequence: seq,
                 world,
                 view: view.clone(),
@@ -622,6 +662,7 @@ impl Server {
                 sent_in: slot.epoch,
                 acked: false,
                 recall,
+                tick: self.ticks,
             });
         }
         self.stats.packets += 1;
@@ -649,21 +690,19 @@ impl Server {
     /// order, for sequences never sent, or garbage: the baseline only ever
     /// moves forward, and only to a snapshot this client was sent.
     pub fn ack(&mut self, id: u16, sequence: u16) -> Result<AckOutcome, SessionError> {
-        let history = self.history;
         let now = self.sequence;
         let slot = self
             .clients
             .get_mut(&id)
             .ok_or(SessionError::UnknownClient { id })?;
-        let entry = slot.ring[usize::from(sequence) % history]
-            .as_mut()
-            .filter(|s| {
-                s.sequence == sequence && s.sent_in == slot.epoch && !seq_newer(sequence, now)
-            });
-        match entry {
-            Some(e) => e.acked = true,
-            None => return Ok(AckOutcome::Unknown),
-        }
+        let n = slot.ring.len();
+        let entry = slot.ring[usize::from(sequence) % n].as_mut().filter(|s| {
+            s.sequence == sequence && s.sent_in == slot.epoch && !seq_newer(sequence, now)
+        });
+        let Some(entry) = entry else {
+            return Ok(AckOutcome::Unknown);
+        };
+        entry.acked = true;
         match slot.acked {
             // An ack further back than a packet can name is no baseline,
             // and 16-bit sequences that far apart do not order: any ack
@@ -672,6 +711,7 @@ impl Server {
                 Ok(AckOutcome::Stale)
             }
             _ => {
+                slot.base = Some(entry.clone());
                 slot.acked = Some(sequence);
                 Ok(AckOutcome::Advanced(sequence))
             }
@@ -686,6 +726,7 @@ impl Server {
             .ok_or(SessionError::UnknownClient { id })?;
         slot.want_full = true;
         slot.acked = None;
+        slot.base = None;
         slot.epoch += 1;
         Ok(())
     }
@@ -732,6 +773,7 @@ impl Server {
             slot.ring[usize::from(sequence) % slot.ring.len()]
                 .as_ref()
                 .filter(|s| s.sequence == sequence)
+                .or(slot.base.as_ref().filter(|s| s.sequence == sequence))
         }) else {
             return false;
         };
@@ -756,20 +798,15 @@ impl Server {
     pub fn client_memory(&self, id: u16) -> Option<usize> {
         let slot = self.clients.get(&id)?;
         let ring = slot.ring.capacity() * core::mem::size_of::<Option<Sent>>();
-        let mut views: Vec<&View> = slot.ring.iter().flatten().map(|s| &s.view).collect();
+        let ring = ring + core::mem::size_of::<Sent>();
+        let mut views: Vec<&View> = slot.entries().map(|s| &s.view).collect();
         views.dedup();
-        let mut held: Vec<&Arc<Snapshot>> = slot
-            .ring
-            .iter()
-            .flatten()
-            .filter_map(|s| s.held.as_ref())
-            .collect();
+        let mut held: Vec<&Arc<Snapshot>> =
+            slot.entries().filter_map(|s| s.held.as_ref()).collect();
         held.dedup_by(|a, b| Arc::ptr_eq(a, b));
         let mut chunks = HashSet::new();
         let recalls: usize = slot
-            .ring
-            .iter()
-            .flatten()
+            .entries()
             .map(|s| s.recall.heap_bytes(&mut chunks))
             .sum();
         Some(
@@ -789,7 +826,7 @@ impl Server {
     pub fn shared_memory(&self) -> usize {
         let mut seen: HashSet<*const Snapshot> = HashSet::new();
         let mut total = 0;
-        for s in self.clients.values().flat_map(|c| c.ring.iter().flatten()) {
+        for s in self.clients.values().flat_map(ClientSlot::entries) {
             if seen.insert(Arc::as_ptr(&s.world)) {
                 total += s.world.raw_len() + s.world.entity_count() * 4;
             }

@@ -4,13 +4,18 @@
 //! also injects datagrams with spoofed source addresses (a client's, the
 //! server's, or a victim's that never talked to the server): forged acks,
 //! full-snapshot requests, chunk acks, chunk slices, fragments, and
-//! replays of captured server datagrams.
+//! replays of captured server datagrams. On the clients' path, it copies
+//! every datagram of half the clients and delivers the copy from its own
+//! address before the original arrives, replays client datagrams from
+//! other clients' addresses and from the victim's, floods connection
+//! requests made with a real token it holds (from its own address and the
+//! victim's), and replays the denials it is sent at every client.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 
 use tickpack_session::ClientMessage;
-use tickpack_transport::conn::REQUEST_BYTES;
+use tickpack_transport::conn::{DENIED_BYTES, REQUEST_BYTES};
 
 use tickpack_scenarios::rng::SplitMix64;
 
@@ -18,6 +23,8 @@ use tickpack_scenarios::rng::SplitMix64;
 /// (what an attacker can read off the wire format).
 const MESSAGE: u8 = 3;
 const CHUNK_ACK: u8 = 2;
+/// The connection layer's packet kind of a denial.
+const DENIED: u8 = 3;
 
 /// The address a replayed request claims to come from: nobody listens,
 /// so anything the server sends there would be amplification.
@@ -40,22 +47,36 @@ pub(crate) struct Attacker {
     rng: SplitMix64,
     pub(crate) socket: UdpSocket,
     request: Vec<u8>,
+    /// A connection request made with a real token the attacker holds.
+    token_request: Vec<u8>,
     captured: VecDeque<(usize, Vec<u8>)>,
+    /// Client datagrams copied on the path, to replay from elsewhere.
+    client_copies: VecDeque<Vec<u8>>,
+    /// Denials the server sent the attacker, to replay at clients.
+    denials: VecDeque<Vec<u8>>,
     /// Datagrams and bytes sent from the attacker's socket or injected.
     pub(crate) datagrams: u64,
     pub(crate) bytes: u64,
 }
 
 impl Attacker {
-    /// `request`: a client's connection request, as if sniffed.
-    pub(crate) fn new(seed: u64, request: Vec<u8>) -> std::io::Result<Self> {
+    /// `request`: a client's connection request, as if sniffed;
+    /// `token_request`: one made with a token issued to the attacker.
+    pub(crate) fn new(
+        seed: u64,
+        request: Vec<u8>,
+        token_request: Vec<u8>,
+    ) -> std::io::Result<Self> {
         let socket = UdpSocket::bind("127.0.0.1:0")?;
         socket.set_nonblocking(true)?;
         Ok(Self {
             rng: SplitMix64::new(seed),
             socket,
             request,
+            token_request,
             captured: VecDeque::new(),
+            client_copies: VecDeque::new(),
+            denials: VecDeque::new(),
             datagrams: 0,
             bytes: 0,
         })
@@ -66,6 +87,32 @@ impl Attacker {
         if self.rng.chance(0.01) && self.captured.len() < 64 {
             self.captured.push_back((index, datagram.to_vec()));
         }
+    }
+
+    /// Client `index` sent `datagrams` (copied on its path): for an even
+    /// index, each goes to the server from the attacker's own address at
+    /// once, ahead of the original; some are kept for replays.
+    pub(crate) fn copy_ahead(
+        &mut self,
+        index: usize,
+        datagrams: &[Vec<u8>],
+        server: SocketAddr,
+    ) -> std::io::Result<()> {
+        for d in datagrams {
+            if self.rng.chance(0.05) && self.client_copies.len() < 64 {
+                self.client_copies.push_back(d.clone());
+            }
+            if !index.is_multiple_of(2) {
+                continue;
+            }
+            self.count(d);
+            match self.socket.send_to(d, server) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     fn junk(&mut self, len: usize) -> Vec<u8> {
@@ -93,6 +140,10 @@ impl Attacker {
         forged[4] = 0;
         out.push(forged);
         out.push(self.request.clone());
+        // A flood of requests with a valid token of its own.
+        for _ in 0..8 {
+            out.push(self.token_request.clone());
+        }
         for d in out {
             self.count(&d);
             match self.socket.send_to(&d, server) {
@@ -101,9 +152,14 @@ impl Attacker {
                 Err(e) => return Err(e),
             }
         }
-        // Whatever the server answers is read and dropped.
+        // What the server answers is read; denials are kept to replay.
         let mut buf = [0u8; 2048];
-        while self.socket.recv_from(&mut buf).is_ok() {}
+        while let Ok((n, _)) = self.socket.recv_from(&mut buf) {
+            let d = buf.get(..n).unwrap_or_default();
+            if n == DENIED_BYTES && d.first() == Some(&DENIED) && self.denials.len() < 16 {
+                self.denials.push_back(d.to_vec());
+            }
+        }
         Ok(())
     }
 
@@ -127,6 +183,21 @@ impl Attacker {
             out.push((from, vec![CHUNK_ACK, 0xac, 0x00, 0x00, 0x02, 0x07]));
         }
         out.push((Spoofed::Server { from: VICTIM }, self.request.clone()));
+        out.push((Spoofed::Server { from: VICTIM }, self.token_request.clone()));
+        // A client's datagram replayed from another client's address and
+        // from the victim's.
+        if let Some(d) = self.client_copies.pop_front() {
+            let i = (self.rng.next_u64() % clients.len() as u64) as usize;
+            out.push((Spoofed::Server { from: clients[i] }, d.clone()));
+            out.push((Spoofed::Server { from: VICTIM }, d));
+        }
+        // Denials replayed at every client, as from the server.
+        if let Some(d) = self.denials.pop_front() {
+            for index in 0..clients.len() {
+                out.push((Spoofed::Client { index }, d.clone()));
+            }
+            self.denials.push_back(d);
+        }
         for index in 0..clients.len() {
             let to = Spoofed::Client { index };
             out.push((to, vec![0x51, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0xaa]));

@@ -85,7 +85,10 @@ pub(crate) struct Host {
     /// By user (car) id.
     pub(crate) peers: HashMap<u16, Peer>,
     pub(crate) traffic: TrafficTable,
-    /// Addresses that proved they receive there (connected clients').
+    /// Addresses that proved they receive there: a client's when it
+    /// answered its challenge, a new one only once it echoed its path
+    /// token (the server's `ClientMigrated`), never on an authenticated
+    /// packet alone (an attacker's copy ahead of the original is one).
     pub(crate) verified: HashSet<SocketAddr>,
     /// Datagrams refused by the connection layer / bad payloads.
     pub(crate) rejected: u64,
@@ -163,6 +166,12 @@ impl Host {
             if !self.net.is_ready(client) {
                 continue;
             }
+            // The shadow's ring follows the one sized for the round trip.
+            if let Some(h) = self.net.session().history(client.index()) {
+                if self.shadow.history(user) != Some(h) {
+                    let _ = self.shadow.set_history(user, h);
+                }
+            }
             if let Some(a) = self.net.session().acked(client.index()) {
                 let _ = self.shadow.ack(user, a);
             }
@@ -224,6 +233,7 @@ impl Host {
                         },
                     );
                 }
+                // Raised only after the path echo (see `verified`).
                 ServerEvent::ClientMigrated { to, .. } => {
                     self.verified.insert(to);
                 }

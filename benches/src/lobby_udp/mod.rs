@@ -171,17 +171,14 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         keyframe_dictionary: set
             .as_ref()
             .and_then(|s| s.dictionary(DictKind::Keyframe).cloned()),
-        history: tickpack_session::history_for(
-            tick_len,
-            a.latency * 2 + Duration::from_millis(100),
-        ),
+        // Each client's ring (and history) grows from this default to its
+        // measured round trip (tickpack-net sizes it).
         ..ServerConfig::default()
     };
     let client_cfg = ClientConfig {
         dictionaries: set.as_ref().map_or_else(Vec::new, |s| {
             s.dictionaries().iter().map(|(_, d)| d.clone()).collect()
         }),
-        history: server_cfg.history,
         ..ClientConfig::default()
     };
     let cir = (a.budget_mbps * 1e6 / 8.0 / f64::from(a.clients)) as u64;
@@ -191,6 +188,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
     net_cfg.max_clients = a.clients;
     net_cfg.mtu = MTU;
     net_cfg.session = server_cfg.clone();
+    net_cfg.tick = tick_len;
     net_cfg.pacing =
         TokenBucketConfig::for_rate(cir).with_min_burst((MTU + UDP_IP_OVERHEAD) as u64);
     net_cfg.chunk.resend = ResendDelay::Fixed(
@@ -217,6 +215,10 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         mtu: MTU,
         session: client_cfg,
         linger: LINGER,
+        jitter: tickpack_transport::JitterConfig {
+            tick: tick_len,
+            ..tickpack_transport::JitterConfig::default()
+        },
         news_only: a.far_cars == FarCars::Held,
         ..tickpack_net::ClientConfig::default()
     };
@@ -257,7 +259,25 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         ));
     }
     let mut attacker = if a.attack {
-        Some(attack::Attacker::new(a.seed ^ 0xa7, sniffed_request)?)
+        for p in &mut players {
+            p.sniffed = Some(Vec::new());
+        }
+        // The attacker holds a real token of its own (user 10,000).
+        let token = ConnectToken::issue(
+            &key,
+            PROTOCOL_ID,
+            10_000,
+            epoch_start,
+            Duration::from_secs(60),
+            Duration::from_secs(10),
+        )?;
+        let mut probe = conn::Client::new(epoch_start, server_addr, token, MTU - CLIENT_OVERHEAD);
+        let token_request = probe.poll_transmit(epoch_start).unwrap_or_default();
+        Some(attack::Attacker::new(
+            a.seed ^ 0xa7,
+            sniffed_request,
+            token_request,
+        )?)
     } else {
         None
     };
@@ -315,8 +335,12 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
                     }
                 }
             }
-            for p in &mut players {
+            for (i, p) in players.iter_mut().enumerate() {
                 p.tick(now, &clock);
+                if let (Some(att), Some(copies)) = (attacker.as_mut(), p.sniffed.as_mut()) {
+                    att.copy_ahead(i, copies, server_addr)?;
+                    copies.clear();
+                }
             }
             if next_tick + tick_len * 4 < now {
                 next_tick = now; // far behind: do not burst to catch up

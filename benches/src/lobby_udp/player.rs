@@ -21,6 +21,9 @@ pub(crate) struct Player {
     pub(crate) connected_at: Option<Duration>,
     /// The newest snapshot applied: its sequence and unrolled tick.
     pub(crate) unwrap: Option<(u16, i64)>,
+    /// Under `--attack`: a copy of every datagram this client sends, for
+    /// the attacker on its path (taken before the upload link's delay).
+    pub(crate) sniffed: Option<Vec<Vec<u8>>>,
     buf: Vec<u8>,
 }
 
@@ -43,6 +46,7 @@ impl Player {
             net,
             connected_at: None,
             unwrap: None,
+            sniffed: None,
             buf: Vec::new(),
         }
     }
@@ -65,6 +69,9 @@ impl Player {
     /// Whatever the endpoint has to send goes on the upload link.
     pub(crate) fn tick(&mut self, now: Instant, clock: &Clock) {
         while let Some(server) = self.net.poll_transmit(clock.unix(), &mut self.buf) {
+            if let Some(copies) = self.sniffed.as_mut() {
+                copies.push(self.buf.clone());
+            }
             self.up.push(now, server, std::mem::take(&mut self.buf));
         }
     }

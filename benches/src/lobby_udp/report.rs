@@ -290,6 +290,13 @@ impl Report {
         )
     }
 
+    /// Over the clients that connected: how far the newest applied
+    /// snapshot is behind the run's last tick, in ms.
+    fn max_behind_ms(&self) -> f64 {
+        let ticks = self.rows.iter().filter_map(|r| r.lag).max().unwrap_or(0);
+        ticks as f64 * 1e3 / f64::from(TICK_RATE)
+    }
+
     fn mbps(&self, per_tick: f64) -> f64 {
         per_tick * f64::from(self.config.clients) * f64::from(TICK_RATE) * 8.0 / 1e6
     }
@@ -326,6 +333,7 @@ impl Report {
             "presented_ok_clients": v.presented_ok,
             "never_connected_clients": v.never_connected,
             "clients_behind_over_1s": v.behind,
+            "max_behind_ms": self.max_behind_ms(),
             "out_of_sync_clients": v.clients - v.codec_in_sync,
             "server_rejected_datagrams": self.server_rejected,
             "client_rejected_datagrams": self.rows.iter().map(|r| r.player.rejected).sum::<u64>(),
@@ -529,6 +537,11 @@ impl fmt::Display for Report {
             f,
             "clients more than 1 s behind / never connected",
             format!("{} / {}", v.behind, v.never_connected),
+        )?;
+        row(
+            f,
+            "furthest behind (newest applied vs last tick)",
+            format!("{:.0} ms", self.max_behind_ms()),
         )?;
         row(
             f,

@@ -61,11 +61,20 @@ impl Rtt {
     }
 }
 
-/// One side's ping state: the outstanding ping and the estimate.
+/// Pings awaiting their pong at once: with one ping per
+/// [`PING_INTERVAL`](super::PING_INTERVAL) (500 ms), round trips up to 4 s
+/// still give samples (with a single ping in flight, a round trip longer
+/// than the interval never did).
+const PINGS_IN_FLIGHT: usize = 8;
+
+/// One side's ping state: the pings in flight and the estimate.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Pinger {
-    /// Id (the ping packet's sequence) and send time of the last ping.
-    outstanding: Option<(u64, Duration)>,
+    /// Id (the ping packet's sequence) and send time of the last pings
+    /// not answered yet; a new ping replaces the oldest.
+    in_flight: [Option<(u64, Duration)>; PINGS_IN_FLIGHT],
+    /// Where the next ping goes in `in_flight`.
+    next: usize,
     pub(crate) last_ping: Option<Duration>,
     pub(crate) rtt: Option<Rtt>,
 }
@@ -77,26 +86,37 @@ impl Pinger {
             .is_none_or(|t| now.saturating_sub(t) >= interval)
     }
 
-    /// Records a ping with `id` sent at `now` (an earlier unanswered ping
-    /// is forgotten: its pong, if late, gives no sample).
+    /// Records a ping with `id` sent at `now` (it replaces the oldest of
+    /// the pings in flight: that one's pong, if it still comes, gives no
+    /// sample).
     pub(crate) fn sent(&mut self, id: u64, now: Duration) {
-        self.outstanding = Some((id, now));
+        if let Some(slot) = self.in_flight.get_mut(self.next) {
+            *slot = Some((id, now));
+        }
+        self.next = (self.next + 1) % PINGS_IN_FLIGHT;
         self.last_ping = Some(now);
     }
 
-    /// Takes a pong's id: a sample if it answers the outstanding ping.
+    /// Takes a pong's id: a sample if it answers a ping in flight (once).
     pub(crate) fn pong(&mut self, body: &[u8], now: Duration) {
         let Ok(id) = <[u8; 8]>::try_from(body) else {
             return;
         };
         let id = u64::from_le_bytes(id);
-        if let Some((_, sent)) = self.outstanding.filter(|&(e, _)| e == id) {
-            self.outstanding = None;
-            let sample = now.saturating_sub(sent);
-            match self.rtt.as_mut() {
-                Some(rtt) => rtt.update(sample),
-                None => self.rtt = Some(Rtt::first(sample)),
-            }
+        let Some(entry) = self
+            .in_flight
+            .iter_mut()
+            .find(|e| e.is_some_and(|(e, _)| e == id))
+        else {
+            return;
+        };
+        let Some((_, sent)) = entry.take() else {
+            return;
+        };
+        let sample = now.saturating_sub(sent);
+        match self.rtt.as_mut() {
+            Some(rtt) => rtt.update(sample),
+            None => self.rtt = Some(Rtt::first(sample)),
         }
     }
 }
@@ -130,5 +150,27 @@ mod tests {
         assert_eq!(p.rtt.map(|r| r.latest()), Some(ms(30)));
         p.pong(&5u64.to_le_bytes(), ms(90));
         assert_eq!(p.rtt.map(|r| r.latest()), Some(ms(30)));
+    }
+
+    /// Failed before the pings in flight: a round trip longer than the
+    /// ping interval never gave a sample (each ping replaced the last).
+    #[test]
+    fn round_trips_longer_than_the_ping_interval_give_samples() {
+        let ms = Duration::from_millis;
+        let mut p = Pinger::default();
+        for i in 0..4u64 {
+            p.sent(i, ms(500 * i));
+        }
+        // A 1.2 s round trip: ping 0's pong arrives after ping 2 went out.
+        p.pong(&0u64.to_le_bytes(), ms(1200));
+        assert_eq!(p.rtt.map(|r| r.latest()), Some(ms(1200)));
+        p.pong(&1u64.to_le_bytes(), ms(1750));
+        assert_eq!(p.rtt.map(|r| r.latest()), Some(ms(1250)));
+        // Only the last PINGS_IN_FLIGHT pings are remembered.
+        for i in 4..4 + PINGS_IN_FLIGHT as u64 {
+            p.sent(i, ms(500 * i));
+        }
+        p.pong(&2u64.to_le_bytes(), ms(9000));
+        assert_eq!(p.rtt.map(|r| r.latest()), Some(ms(1250)));
     }
 }
