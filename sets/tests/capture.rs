@@ -526,3 +526,23 @@ fn sends_of_a_tick_that_failed_are_refused_not_given_to_the_tick_before() {
     let sends: Vec<_> = c.ticks.iter().map(|t| (t.tick, t.sent.clone())).collect();
     assert_eq!(sends, vec![(5, vec![]), (7, vec![later])]);
 }
+
+#[test]
+fn a_header_a_default_reader_would_refuse_is_refused_by_the_writer() {
+    // 40 types x 256 fields with 200-byte names: a schema text of about
+    // 2.3 MB, over the default 1 MiB header limit.
+    let mut b = Schema::builder();
+    for t in 0..40 {
+        b = b.entity(&format!("type{t:03}"));
+        for f in 0..256 {
+            b = b.field(&format!("{f:0>200}"), Primitive::U8, 1);
+        }
+    }
+    let schema = b.build().unwrap();
+    let header = CaptureHeader::new("game", "1", 60, schema);
+    let r = CaptureWriter::new(Vec::new(), &header, options());
+    assert!(matches!(
+        r.map(|_| ()),
+        Err(CaptureError::HeaderTooLarge { limit, .. }) if limit == CaptureLimits::default().max_header_bytes
+    ));
+}

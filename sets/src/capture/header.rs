@@ -37,6 +37,16 @@ pub(crate) fn encode(h: &CaptureHeader) -> Result<Vec<u8>, CaptureError> {
             body.extend_from_slice(rec);
         }
     }
+    // A capture must read back with the default limits: a header a default
+    // reader refuses would be a file the user cannot open without knowing
+    // to raise them.
+    let limit = super::CaptureLimits::default().max_header_bytes;
+    if body.len() > limit {
+        return Err(CaptureError::HeaderTooLarge {
+            len: body.len() as u64,
+            limit,
+        });
+    }
     let mut out = Vec::with_capacity(PREAMBLE_LEN + body.len() + 4);
     out.extend_from_slice(&MAGIC);
     out.push(CAPTURE_VERSION);
