@@ -64,6 +64,14 @@ fn seal_open(c: &mut Criterion) {
                 black_box(server.send(now, 0, &scratch, &mut out).ok())
             })
         });
+        g.bench_function(format!("assemble_{len}"), |b| {
+            b.iter(|| {
+                scratch.clear();
+                scratch.extend_from_slice(&[0, 1, 2, 3, 4]);
+                scratch.extend_from_slice(black_box(&payload));
+                black_box(scratch.len())
+            })
+        });
         g.bench_function(format!("client_open_{len}"), |b| {
             b.iter_batched_ref(
                 || {
