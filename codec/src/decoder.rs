@@ -126,8 +126,11 @@ impl Decoder {
     /// [`Encoder::set_dictionary`](crate::Encoder::set_dictionary) and
     /// [`Encoder::set_keyframe_dictionary`](crate::Encoder::set_keyframe_dictionary)
     /// use; `keyframe` `None`: keyframes use `delta`'s). Packets that use a
-    /// dictionary without naming it (deltas) are decoded with these. Each
-    /// must have been added ([`DecodeError::UnknownDictionary`] otherwise).
+    /// dictionary without naming it are decoded with these. An encoder set
+    /// to [`KeyframeDictionary::None`](crate::KeyframeDictionary::None) sends
+    /// keyframes without the `DICTIONARY` flag: they decode with no
+    /// dictionary, whatever is agreed here. Each must have been added
+    /// ([`DecodeError::UnknownDictionary`] otherwise).
     pub fn agree(&mut self, delta: Option<u32>, keyframe: Option<u32>) -> Result<(), DecodeError> {
         for id in [delta, keyframe].into_iter().flatten() {
             if !self.dicts.contains_key(&id) {
