@@ -40,6 +40,7 @@ pub mod net_address;
 pub mod net_client;
 pub mod net_event;
 pub mod net_interest;
+mod net_io;
 pub mod net_server;
 pub mod net_server_query;
 mod out;

@@ -17,11 +17,12 @@ use crate::boundary::{
     call, disjoint, free, get, get_mut, new_handle, read_or_default, slice, HANDLE_OUT,
 };
 use crate::client::TpClientConfig;
-use crate::error::{set_last, Error, TpStatus};
+use crate::error::{Error, TpStatus};
 use crate::net_address::TpAddress;
 use crate::net_event::{TpHandled, TpNetEvent, TpRtt};
+use crate::net_io::{handle_datagram, Datagrams};
 use crate::net_server::ms;
-use crate::out::{copy_out, write_opt, Out, OutBuf};
+use crate::out::{write_opt, Out, OutBuf};
 use crate::server::optional_set;
 use crate::{TpDictSet, TpNetClient, TpSchema, TpSnapshot};
 
@@ -65,8 +66,7 @@ pub struct TpNetClientCounters {
 /// buffer was too small.
 pub(crate) struct NetClientState {
     client: Client,
-    pending: Option<Vec<u8>>,
-    buf: Vec<u8>,
+    io: Datagrams,
 }
 
 /// Writes the default network client settings to `*config`.
@@ -149,8 +149,7 @@ pub unsafe extern "C" fn tp_net_client_new(
             out,
             NetClientState {
                 client,
-                pending: None,
-                buf: Vec::new(),
+                io: Datagrams::default(),
             },
         );
         Ok(())
@@ -189,37 +188,17 @@ pub unsafe extern "C" fn tp_net_client_handle(
     len: usize,
     handled: *mut TpHandled,
 ) -> TpStatus {
-    let mut reason = None;
-    let status = call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let (handled, from, datagram) = unsafe {
-            (
-                Out::optional(handled, "handled")?,
-                slice(from, 1, "from")?,
-                slice(datagram, len, "datagram")?,
-            )
-        };
-        let from = from
-            .first()
-            .ok_or_else(|| Error::null("from"))?
-            .to_socket()?;
-        // SAFETY: as above.
-        let state = unsafe { get_mut(client)? };
-        // Decrypted in place: in our buffer, not the caller's.
-        let mut bytes = std::mem::take(&mut state.buf);
-        bytes.clear();
-        bytes.extend_from_slice(datagram);
-        let h = state.client.handle(ms(now_ms), from, &mut bytes);
-        state.buf = bytes;
-        let (h, why) = TpHandled::of(&h);
-        reason = why;
-        write_opt(handled, h);
-        Ok(())
-    });
-    if let Some(reason) = reason.filter(|_| status == TpStatus::Ok) {
-        set_last(Some(&reason));
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        handle_datagram(from, datagram, len, handled, |from, datagram| {
+            // SAFETY: as above.
+            let state = get_mut(client)?;
+            let client = &mut state.client;
+            Ok(state
+                .io
+                .handle(datagram, |b| client.handle(ms(now_ms), from, b)))
+        })
     }
-    status
 }
 
 /// Advances the client to `now_ms`: resends the handshake, times out a
@@ -272,25 +251,11 @@ pub unsafe extern "C" fn tp_net_client_poll_transmit(
         };
         // SAFETY: as above.
         let state = unsafe { get_mut(client)? };
-        let bytes = match state.pending.take() {
-            Some(p) => p,
-            None => {
-                let mut buf = std::mem::take(&mut state.buf);
-                if state.client.poll_transmit(ms(now_ms), &mut buf).is_none() {
-                    state.buf = buf;
-                    return Err(Error::new(TpStatus::Empty, "no datagram to send"));
-                }
-                buf
-            }
-        };
-        write_opt(to_out, state.client.server().into());
-        let r = copy_out(out, &bytes, written, "out");
-        if r.is_err() {
-            state.pending = Some(bytes);
-        } else {
-            state.buf = bytes;
-        }
-        r
+        let client = &mut state.client;
+        let server = client.server();
+        state.io.transmit(out, written, to_out, |buf| {
+            client.poll_transmit(ms(now_ms), buf).map(|_| server)
+        })
     })
 }
 

@@ -6,7 +6,6 @@
 // caller's contract.
 #![allow(unsafe_code)]
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use tickpack_net::{ClientId, Server, ServerConfig, UDP_IP_OVERHEAD};
@@ -15,10 +14,11 @@ use tickpack_transport::TokenBucketConfig;
 
 use crate::adapter;
 use crate::boundary::{call, disjoint, free, get, get_mut, new_handle, slice, text, HANDLE_OUT};
-use crate::error::{set_last, Error, TpStatus};
+use crate::error::{Error, TpStatus};
 use crate::net_address::TpAddress;
 use crate::net_event::{TpHandled, TpNetEvent};
 use crate::net_interest::{CInterest, TpInterestConfig, TP_INTEREST_EVERYTHING};
+use crate::net_io::{handle_datagram, Datagrams};
 use crate::out::{copy_out, write_opt, Out, OutBuf};
 use crate::server::{optional_set, TpServerConfig};
 use crate::{TpDictSet, TpNetServer, TpSchema, TpSnapshot};
@@ -64,8 +64,7 @@ pub(crate) struct NetServerState {
     pub(crate) server: Server<CInterest>,
     key: Key,
     protocol_id: u64,
-    pending: Option<(SocketAddr, Vec<u8>)>,
-    buf: Vec<u8>,
+    io: Datagrams,
 }
 
 /// Milliseconds since the caller's epoch, as the endpoints' clock.
@@ -192,8 +191,7 @@ pub unsafe extern "C" fn tp_net_server_new(
                 server,
                 key: Key::from_bytes(c.private_key),
                 protocol_id: c.protocol_id,
-                pending: None,
-                buf: Vec::new(),
+                io: Datagrams::default(),
             },
         );
         Ok(())
@@ -273,37 +271,17 @@ pub unsafe extern "C" fn tp_net_server_handle(
     len: usize,
     handled: *mut TpHandled,
 ) -> TpStatus {
-    let mut reason = None;
-    let status = call(|| {
-        // SAFETY: forwarded from this function's contract.
-        let (handled, from, datagram) = unsafe {
-            (
-                Out::optional(handled, "handled")?,
-                slice(from, 1, "from")?,
-                slice(datagram, len, "datagram")?,
-            )
-        };
-        let from = from
-            .first()
-            .ok_or_else(|| Error::null("from"))?
-            .to_socket()?;
-        // SAFETY: as above.
-        let state = unsafe { get_mut(server)? };
-        // Decrypted in place: in our buffer, not the caller's.
-        let mut bytes = std::mem::take(&mut state.buf);
-        bytes.clear();
-        bytes.extend_from_slice(datagram);
-        let h = state.server.handle(ms(now_ms), from, &mut bytes);
-        state.buf = bytes;
-        let (h, why) = TpHandled::of(&h);
-        reason = why;
-        write_opt(handled, h);
-        Ok(())
-    });
-    if let Some(reason) = reason.filter(|_| status == TpStatus::Ok) {
-        set_last(Some(&reason));
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        handle_datagram(from, datagram, len, handled, |from, datagram| {
+            // SAFETY: as above.
+            let state = get_mut(server)?;
+            let server = &mut state.server;
+            Ok(state
+                .io
+                .handle(datagram, |b| server.handle(ms(now_ms), from, b)))
+        })
     }
-    status
 }
 
 /// Drops silent connections and queues keep-alives; call it every tick
@@ -384,27 +362,10 @@ pub unsafe extern "C" fn tp_net_server_poll_transmit(
         };
         // SAFETY: as above.
         let state = unsafe { get_mut(server)? };
-        let (to, bytes) = match state.pending.take() {
-            Some(p) => p,
-            None => {
-                let mut buf = std::mem::take(&mut state.buf);
-                match state.server.poll_transmit(ms(now_ms), &mut buf) {
-                    Some(to) => (to, buf),
-                    None => {
-                        state.buf = buf;
-                        return Err(Error::new(TpStatus::Empty, "no datagram to send"));
-                    }
-                }
-            }
-        };
-        to_out.write(to.into());
-        let r = copy_out(out, &bytes, written, "out");
-        if r.is_err() {
-            state.pending = Some((to, bytes));
-        } else {
-            state.buf = bytes;
-        }
-        r
+        let server = &mut state.server;
+        state.io.transmit(out, written, Some(to_out), |buf| {
+            server.poll_transmit(ms(now_ms), buf)
+        })
     })
 }
 
