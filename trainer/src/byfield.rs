@@ -25,6 +25,16 @@ use tickpack::{Encoder, PacketHeader, Schema};
 use crate::measure::Job;
 use crate::TrainerError;
 
+/// How far a model block's bits may be from the sum of its tokens' ideal
+/// costs (the flush row), for a body of `body_bytes`: the range coder's
+/// final bytes (at most about two), and the head symbols' frequencies,
+/// which follow the table's decisions only to within their quantisation
+/// (a small fraction of a bit per value). The bundled scenarios' flushes
+/// stay within −5..+10 bits (trainer/tests/byfield.rs).
+pub fn flush_tolerance_bits(body_bytes: usize) -> f64 {
+    16.0 + 0.001 * 8.0 * body_bytes as f64
+}
+
 /// What a row of the attribution counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Slot {
