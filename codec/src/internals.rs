@@ -464,3 +464,86 @@ impl tokens::TokenSink for Labels<'_, '_, '_> {
         self.walk.element(section, row, element, kind, v);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ModelShape, ModelStats, ModelTable};
+
+    #[test]
+    fn walk_contexts_label_what_they_code() {
+        use tokens::ctx;
+        let cases = [
+            (ctx::SECTION, 0, 0, TokenRole::SectionFlags),
+            (ctx::SET_HEAD, 0, 1, TokenRole::SetHead),
+            (ctx::SET_GAP, 0, 0, TokenRole::SetGap),
+            (ctx::SET_BIT, 0, 1, TokenRole::SetBit),
+            (ctx::SPAWN_COUNT, 0, 0, TokenRole::SpawnCount),
+            (ctx::SPAWN_GAP, 0, 0, TokenRole::SpawnGap),
+            (ctx::MASK_GROUP, 1, 3, TokenRole::GroupBit),
+            (ctx::MASK_ELEMENT, 2, 17, TokenRole::ElementBit),
+            (ctx::KIND, 0, 40, TokenRole::KindBit),
+            (ctx::VALUE, 1, 63, TokenRole::Value),
+        ];
+        for (class, row, index, role) in cases {
+            let l = TokenLabel::of_walk_context(ctx::make(class, 5, row, index));
+            assert_eq!(l, TokenLabel::at(5, row, role, index));
+        }
+        assert_eq!(
+            TokenLabel::of_walk_context(15 << 28).role,
+            TokenRole::Unlabelled
+        );
+    }
+
+    /// Token by token, the costs sum to what the training statistics
+    /// price the same tokens at; contexts outside the table are `None`.
+    #[test]
+    fn token_costs_sum_to_the_statistics_cost() {
+        let shape = ModelShape {
+            bit_contexts: 3,
+            value_contexts: 2,
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let probs = (0..shape.slots())
+            .map(|_| 1 + (next() % 4095) as u16)
+            .collect();
+        let table = ModelTable::from_probabilities(shape, probs).unwrap();
+        let mut stats = ModelStats::new(shape).unwrap();
+        let mut sum = 0.0;
+        for _ in 0..500 {
+            let r = next();
+            let ctx = (r % 3) as u32;
+            let v = next() >> (next() % 64);
+            let token = match r % 3 {
+                0 => Token::Bit {
+                    ctx,
+                    bit: v & 1 == 1,
+                },
+                1 => Token::Uint { ctx: ctx % 2, v },
+                _ => Token::Sint {
+                    ctx: ctx % 2,
+                    zigzag: v,
+                },
+            };
+            match token {
+                Token::Bit { ctx, bit } => stats.bit(ctx, bit),
+                Token::Uint { ctx, v } => stats.uint(ctx, v),
+                Token::Sint { ctx, zigzag } => stats.sint(ctx, zigzag),
+            }
+            sum += token_cost_bits(&table, token).unwrap();
+        }
+        let want = stats.cost_bits(&table).unwrap();
+        assert!((sum - want).abs() < 1e-6 * want, "{sum} {want}");
+        assert_eq!(
+            token_cost_bits(&table, Token::Bit { ctx: 3, bit: true }),
+            None
+        );
+        assert_eq!(token_cost_bits(&table, Token::Uint { ctx: 2, v: 1 }), None);
+    }
+}
