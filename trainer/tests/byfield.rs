@@ -220,7 +220,7 @@ fn the_checker_refuses_broken_svg() {
 /// shipped set: the rows sum to the packets' bits, model blocks were
 /// attributed exactly with flushes in tolerance, and the SVG names every
 /// field.
-fn eval_scenario(scenario: &str, set: &str, fields: &[&str]) {
+fn eval_scenario(scenario: &str, set: &str, fields: &[&str]) -> Vec<serde_json::Value> {
     let dir = tmp(scenario);
     let cap = dir.join("c.tpcap");
     cmd(&[&"export", &scenario, &cap, &"--ticks", &"120"]);
@@ -300,6 +300,7 @@ fn eval_scenario(scenario: &str, set: &str, fields: &[&str]) {
     .to_vec();
     assert!(run(&args, &mut Vec::new()).is_err());
     std::fs::remove_dir_all(dir).unwrap();
+    rows.clone()
 }
 
 #[test]
@@ -309,6 +310,22 @@ fn racing_attribution_sums_to_the_packets() {
         "racing-lobby",
         &["position", "rotation", "velocity", "steering", "throttle"],
     );
+}
+
+/// Spawned and recalled rows (cars leaving and coming back into view)
+/// are attributed exactly too.
+#[test]
+fn recalled_rows_are_attributed() {
+    let rows = eval_scenario(
+        "racing-quantized-view",
+        "racing-lobby-quantized",
+        &["position", "velocity", "rotation"],
+    );
+    let exact = |kind: &str| {
+        rows.iter()
+            .any(|r| r["kind"] == kind && r["exact_bits_per_packet"].as_f64().unwrap() > 1.0)
+    };
+    assert!(exact("value/recalled") && exact("mask/recalled"));
 }
 
 #[test]
