@@ -29,8 +29,8 @@ use crate::TrainerError;
 /// costs (the flush row), for a body of `body_bytes`: the range coder's
 /// final bytes (at most about two), and the head symbols' frequencies,
 /// which follow the table's decisions only to within their quantisation
-/// (a small fraction of a bit per value). The bundled scenarios' flushes
-/// and of 3,000 Quake 3 snapshots stay within −12..+11 bits
+/// (a small fraction of a bit per value). The flushes of the bundled
+/// scenarios and of 3,000 Quake 3 snapshots stay within −12..+11 bits
 /// (trainer/tests/byfield.rs; docs/guide.md, "Where the bytes go").
 pub fn flush_tolerance_bits(body_bytes: usize) -> f64 {
     16.0 + 0.001 * 8.0 * body_bytes as f64
