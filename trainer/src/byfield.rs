@@ -193,7 +193,7 @@ impl ByFieldAcc {
             let len = match (h.last, h.block_type) {
                 (false, _) => h.size,
                 (true, BlockType::Rle) => 1,
-                (true, _) => packet.len() - at - n,
+                (true, _) => (packet.len() - at).saturating_sub(n),
             };
             model |= h.block_type == BlockType::Model;
             body += len;
