@@ -244,6 +244,18 @@ pub struct EvalArgs {
     #[arg(long, value_name = "BYTES", default_value_t = crate::eval::MAX_HELD_BYTES,
           value_parser = |s: &str| parse_whole(s, 1, crate::eval::MAX_HELD_BYTES_LIMIT))]
     pub max_held_bytes: u64,
+    /// Attribute the packets' bits to entity type, field, element and kind
+    /// (header, block headers, flags, sets, mask, kind and value bits,
+    /// coder flush): a table, or `by_field` in the JSON.
+    #[arg(long)]
+    pub by_field: bool,
+    /// With --by-field: also write the attribution as an SVG bar chart to
+    /// PATH (written whole or not at all).
+    #[arg(long, value_name = "PATH", requires = "by_field")]
+    pub svg: Option<PathBuf>,
+    /// Replace the --svg file if it exists.
+    #[arg(long, requires = "svg")]
+    pub force: bool,
     /// Baselines.
     #[command(flatten)]
     pub model: ModelArgs,

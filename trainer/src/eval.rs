@@ -12,6 +12,7 @@ use serde::Serialize;
 use tickpack::{Decoder, Encoder, Snapshot};
 use tickpack_sets::dictset::{DictSetError, DictionarySet, MANIFEST_FILE};
 
+use crate::byfield::{ByField, ByFieldAcc};
 use crate::captures::{held_out_start, scan_all, snapshot_bytes, Scanned};
 use crate::measure::{encode, raw_snapshot, Job};
 use crate::recalls::{Expiry, RecallChain};
@@ -46,6 +47,9 @@ pub struct EvalOptions {
     /// (default [`MAX_HELD_BYTES`]); a capture whose baselines reach back
     /// further is refused.
     pub max_held_bytes: u64,
+    /// Attribute every measured packet's bits to entity type, field,
+    /// element and kind ([`EvalReport::by_field`]).
+    pub by_field: bool,
 }
 
 impl Default for EvalOptions {
@@ -59,6 +63,7 @@ impl Default for EvalOptions {
             level: tickpack::DEFAULT_LEVEL,
             max_dict_samples: MAX_FRAME_DICT_SAMPLES,
             max_held_bytes: MAX_HELD_BYTES,
+            by_field: false,
         }
     }
 }
@@ -93,6 +98,9 @@ pub struct EvalReport {
     pub zstd_frame_decode_us_mean: Option<f64>,
     /// Every tickpack packet (and keyframe) decoded bit-exactly.
     pub roundtrip_ok: bool,
+    /// With `--by-field` only: where the packets' bits go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_field: Option<ByField>,
 }
 
 /// What was replayed, for the readable table.
@@ -231,6 +239,17 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
         ),
         Some(s) => (Codec::Set(Box::new(s.encoder(opts.level)?)), s.decoder()?),
     };
+    let mut by_field = match (&set, opts.by_field) {
+        (_, false) => None,
+        (None, true) => Some(ByFieldAcc::new(
+            header.schema.clone(),
+            Encoder::with_level(header.schema.clone(), opts.level),
+        )),
+        (Some(s), true) => Some(ByFieldAcc::new(
+            header.schema.clone(),
+            s.encoder(opts.level)?,
+        )),
+    };
     let (picks, picked_bytes) =
         frame_dict_picks(&scanned, opts.held_out_fraction, opts.max_dict_samples);
 
@@ -287,6 +306,9 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
                 codec.encode(&j, &mut packet)?;
                 enc_us += t.elapsed().as_secs_f64() * 1e6;
                 sizes.push(packet.len() as u64);
+                if let Some(acc) = by_field.as_mut() {
+                    acc.packet(&j, &packet)?;
+                }
                 let t = Instant::now();
                 let r = decoder.decode_into(&packet, j.reference(), &mut out);
                 dec_us += t.elapsed().as_secs_f64() * 1e6;
@@ -326,6 +348,7 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
         zstd_frame_encode_us_mean: mean_of(frames.encode_us, n),
         zstd_frame_decode_us_mean: mean_of(frames.decode_us, n),
         roundtrip_ok: ok,
+        by_field: by_field.as_ref().map(ByFieldAcc::finish),
     };
     let ctx = EvalContext {
         captures: scanned.len(),
@@ -538,5 +561,9 @@ pub fn table(report: &EvalReport, ctx: &EvalContext) -> String {
         "baselines held at once: at most {} snapshots, {} bytes (--max-held-bytes)\n",
         ctx.peak_held_ticks, ctx.peak_held_bytes
     );
+    if let Some(b) = &report.by_field {
+        s += "\n";
+        s += &crate::byfield::table(b);
+    }
     s
 }

@@ -8,7 +8,7 @@
 //! tickpack-trainer import jsonl INPUT.jsonl OUT.tpcap
 //! tickpack-trainer export SCENARIO OUT.tpcap [--ticks N] [--seed S]
 //! tickpack-trainer train CAPTURE... --out DIR [--game G] [--version V] [--json] ...
-//! tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json] ...
+//! tickpack-trainer eval CAPTURE... [--dictionaries DIR] [--baseline-distance N] [--json] [--by-field [--svg PATH]] ...
 //! tickpack-trainer inspect FILE
 //! tickpack-trainer suggest CAPTURE [--steps 0.001,0.01,...]
 //! ```
@@ -20,6 +20,8 @@
 //! ([`output`]), and captures are read in bounded memory ([`captures`]).
 #![forbid(unsafe_code)]
 
+pub mod byfield;
+pub mod byfield_svg;
 pub mod captures;
 pub mod cli;
 mod error;
@@ -171,8 +173,29 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
                 level: a.level,
                 max_dict_samples: d.max_dict_samples,
                 max_held_bytes: a.max_held_bytes,
+                by_field: a.by_field,
             };
+            if let Some(svg) = &a.svg {
+                let inputs: Vec<&std::path::Path> =
+                    opts.captures.iter().map(|c| c.as_path()).collect();
+                output::check_output(&inputs, svg, a.force)?;
+            }
             let (report, ctx) = eval::eval(&opts)?;
+            if let (Some(svg), Some(b)) = (&a.svg, &report.by_field) {
+                let title = opts
+                    .captures
+                    .iter()
+                    .map(|c| c.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let file = output::Pending::new(svg, a.force)?;
+                let mut w = file.writer()?;
+                w.write_all(byfield_svg::svg(b, &title).as_bytes())
+                    .and_then(|()| w.flush())
+                    .map_err(|e| TrainerError::io(svg, e))?;
+                drop(w);
+                file.commit()?;
+            }
             if a.json {
                 let text = serde_json::to_string(&report)
                     .map_err(|e| TrainerError::Empty(format!("json: {e}")))?;

@@ -520,6 +520,35 @@ impl Encoder {
         })
     }
 
+    /// Builds the packet `encode` would build against `reference` (every
+    /// row as masks and values, as the model codes them) and hands `f` its
+    /// walk: the context map, the packet's model table (its dictionary's),
+    /// the sections' scratch and elements. `None` for an empty payload.
+    /// For `internals::walk_tokens` and `internals::model_tokens_labelled`.
+    #[cfg(feature = "internals")]
+    pub(crate) fn with_walk<R>(
+        &mut self,
+        snapshot: &Snapshot,
+        sequence: u16,
+        reference: Reference<'_>,
+        f: impl FnOnce(Option<&ContextMap>, Option<&ModelTable>, &[EncodeScratch], &[Vec<Element>]) -> R,
+    ) -> Result<Option<R>, EncodeError> {
+        self.full_rows = true;
+        let built = self.build_snapshot(snapshot, sequence, reference);
+        self.full_rows = false;
+        built?;
+        if self.payload_len == 0 {
+            return Ok(None);
+        }
+        let table = self.active_dict().and_then(|d| d.model.as_deref());
+        Ok(Some(f(
+            self.context_map.as_ref(),
+            table,
+            &self.scratch,
+            &self.elements,
+        )))
+    }
+
     fn bound(&self) -> usize {
         self.header.len() + block::max_blocks_len(self.payload_len)
     }

@@ -84,3 +84,11 @@ pub(crate) use walk::count_sections;
 #[cfg(feature = "internals")]
 pub(crate) use walk::record_sections;
 pub(crate) use walk::{context_map, encode_sections, encode_sections_sized, WalkSource};
+// `internals::model_tokens_labelled`: the walk's model tokens, labelled
+// and priced.
+#[cfg(feature = "internals")]
+pub(crate) use coder::RunSink;
+#[cfg(feature = "internals")]
+pub(crate) use value::{put_sint, put_uint, Decisions};
+#[cfg(feature = "internals")]
+pub(crate) use walk::{walk_sections, WalkSink};
