@@ -209,3 +209,78 @@ pub fn choose(
     }
     Ok((kept, choices))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::{DeltaOp, Primitive};
+
+    fn schema() -> Schema {
+        Schema::builder()
+            .entity("e")
+            .field_with(tickpack::Field {
+                name: "vel".into(),
+                ty: Primitive::F32,
+                len: 2,
+                delta: Some(DeltaOp::Xor),
+            })
+            .field("ms", Primitive::I32, 1)
+            .field("pos", Primitive::F32, 2)
+            .field("yaw", Primitive::F32, 1)
+            .grid(0.5)
+            .default_record(&[1; 24])
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn applying_keeps_what_the_schema_declares() {
+        let s = schema();
+        let t = [
+            Transform {
+                section: 0,
+                field: 2,
+                kind: Kind::Integrate(Integrate::new("vel", "ms", 0.001)),
+            },
+            Transform {
+                section: 0,
+                field: 0,
+                kind: Kind::Grid(0.25),
+            },
+        ];
+        let out = apply(&s, &t).unwrap();
+        let (a, b) = (&s.sections()[0], &out.sections()[0]);
+        assert_eq!(a.fields(), b.fields());
+        assert_eq!(a.default_record(), b.default_record());
+        let grids: Vec<Option<f64>> = b.grids().collect();
+        assert_eq!(grids, [Some(0.25), None, None, Some(0.5)]);
+        assert_eq!(
+            b.integrations()[2],
+            Some(Integrate::new("vel", "ms", 0.001))
+        );
+        assert_eq!(apply(&s, &[]).unwrap(), s);
+    }
+
+    #[test]
+    fn only_transforms_that_shrink_the_cost_are_kept() {
+        let s = schema();
+        let grid = |field, step| Transform {
+            section: 0,
+            field,
+            kind: Kind::Grid(step),
+        };
+        // The cost: 100, less 10 for a grid on `vel`, more 5 for one on `pos`.
+        let cost = |x: &Schema| {
+            let g: Vec<Option<f64>> = x.sections()[0].grids().collect();
+            Ok(100 - if g[0].is_some() { 10 } else { 0 } + if g[2].is_some() { 5 } else { 0 })
+        };
+        let (kept, choices) = choose(&s, &[grid(2, 1.0), grid(0, 0.25)], cost).unwrap();
+        assert_eq!(kept, [grid(0, 0.25)]);
+        assert_eq!(choices.len(), 1);
+        assert_eq!(
+            (choices[0].field.as_str(), choices[0].held_out_bytes),
+            ("vel", [100, 90])
+        );
+        assert_eq!(choices[0].describe(), "grid 0.25");
+    }
+}

@@ -100,7 +100,6 @@ pub struct FieldChoice {
 /// A lossless transform training found in the captures and applied to one
 /// field: a grid (FORMAT.md 4.5) or an integration (4.9), exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct TransformChoice {
     /// Entity type name.
     pub entity: String,
