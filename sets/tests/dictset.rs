@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tickpack::{Baseline, DeltaOp, Field, PacketHeader, Primitive, Schema, Snapshot};
 use tickpack_sets::dictset::{
     dictionary_id, DictKind, DictSetError, DictionarySet, DictionarySets, Manifest, SetLimits,
-    MANIFEST_FILE,
+    TransformChoice, MANIFEST_FILE,
 };
 
 fn base_schema() -> Schema {
@@ -45,6 +45,7 @@ fn empty_manifest(game: &str, version: &str) -> Manifest {
         schema: serde_json::Value::Null,
         default_records: Vec::new(),
         fields: Vec::new(),
+        transforms: Vec::new(),
         dictionaries: Vec::new(),
         training: Default::default(),
         measured: Default::default(),
@@ -593,4 +594,76 @@ fn a_sets_encoder_codes_each_kind_as_an_encoder_with_that_kinds_dictionary() {
     let (key, _) = key_and_delta(&mut delta_only.encoder(3).unwrap(), &t);
     let (h, _) = delta_only.decoder().unwrap().decode(&key, None).unwrap();
     assert!(!h.dictionary);
+}
+
+#[test]
+fn listed_transforms_must_be_in_the_schema() {
+    // A set whose schema declares a grid and an integration that training
+    // applied, as its manifest lists them.
+    let schema = Schema::builder()
+        .entity("ship")
+        .field("vel", Primitive::F32, 3)
+        .field("ms", Primitive::I32, 1)
+        .field("pos", Primitive::F32, 3)
+        .integrate(tickpack::Integrate::new("vel", "ms", 0.001))
+        .field("yaw", Primitive::F32, 1)
+        .grid(0.5)
+        .build()
+        .unwrap();
+    let mut manifest = empty_manifest("transforms", "1");
+    manifest.transforms = vec![
+        TransformChoice {
+            entity: "ship".into(),
+            field: "pos".into(),
+            grid: None,
+            integrate: Some(tickpack::Integrate::new("vel", "ms", 0.001)),
+            held_out_bytes: [100, 90],
+        },
+        TransformChoice {
+            entity: "ship".into(),
+            field: "yaw".into(),
+            grid: Some(0.5),
+            integrate: None,
+            held_out_bytes: [90, 80],
+        },
+    ];
+    let set = DictionarySet::assemble(
+        manifest,
+        schema,
+        0,
+        vec![(DictKind::Delta, dict_bytes(3), 2048)],
+    )
+    .unwrap();
+    let dir = tmp("transforms");
+    set.save(&dir).unwrap();
+    let loaded = DictionarySet::load(&dir).unwrap();
+    assert_eq!(loaded.manifest().transforms, set.manifest().transforms);
+    assert_eq!(
+        loaded.manifest().transforms[1].describe(),
+        "grid 0.5".to_owned()
+    );
+
+    // Listing a grid step the schema does not declare, a transform of a
+    // field that has none, or one of a field that does not exist, is
+    // refused: `inspect` and `eval` would report what packets do not use.
+    for edit in [
+        |t: &mut serde_json::Value| t[1]["grid"] = serde_json::json!(0.25),
+        |t: &mut serde_json::Value| t[0]["field"] = serde_json::json!("vel"),
+        |t: &mut serde_json::Value| t[1]["field"] = serde_json::json!("roll"),
+        |t: &mut serde_json::Value| t[0]["integrate"]["scale"] = serde_json::json!(0.002),
+    ] {
+        let copy = tmp("transforms-edit");
+        set.save(&copy).unwrap();
+        edit_manifest(&copy, |m| edit(&mut m["transforms"]));
+        assert!(
+            matches!(
+                DictionarySet::load(&copy),
+                Err(DictSetError::TransformMismatch { .. })
+            ),
+            "{:?}",
+            DictionarySet::load(&copy)
+        );
+        let _ = std::fs::remove_dir_all(&copy);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

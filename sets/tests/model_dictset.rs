@@ -29,6 +29,7 @@ fn manifest() -> Manifest {
         schema: serde_json::Value::Null,
         default_records: Vec::new(),
         fields: Vec::new(),
+        transforms: Vec::new(),
         dictionaries: Vec::new(),
         training: Default::default(),
         measured: Default::default(),

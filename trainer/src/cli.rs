@@ -212,6 +212,10 @@ pub struct TrainArgs {
     #[arg(long, value_name = "N", default_value_t = 10,
           value_parser = |s: &str| parse_whole(s, 1, MAX_KEYFRAME_EVERY), allow_negative_numbers = true)]
     pub keyframe_every: u64,
+    /// Apply no lossless transform (grid, integration) found in the
+    /// captures: the set's schema then differs from theirs only in operators.
+    #[arg(long)]
+    pub no_transforms: bool,
     /// Baselines.
     #[command(flatten)]
     pub model: ModelArgs,

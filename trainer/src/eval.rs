@@ -98,6 +98,10 @@ pub struct EvalReport {
     pub zstd_frame_decode_us_mean: Option<f64>,
     /// Every tickpack packet (and keyframe) decoded bit-exactly.
     pub roundtrip_ok: bool,
+    /// The lossless transforms the set's training applied, one
+    /// `entity.field: what` each (`player.viewangles: grid 0.0054931640625`);
+    /// empty without a set.
+    pub transforms: Vec<String>,
     /// With `--by-field` only: where the packets' bits go.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub by_field: Option<ByField>,
@@ -348,6 +352,7 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
         zstd_frame_encode_us_mean: mean_of(frames.encode_us, n),
         zstd_frame_decode_us_mean: mean_of(frames.decode_us, n),
         roundtrip_ok: ok,
+        transforms: set.as_ref().map_or_else(Vec::new, applied),
         by_field: by_field.as_ref().map(ByFieldAcc::finish),
     };
     let ctx = EvalContext {
@@ -359,6 +364,16 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
         peak_held_bytes: peak_bytes,
     };
     Ok((report, ctx))
+}
+
+/// The transforms `set`'s manifest lists, as [`EvalReport::transforms`]
+/// prints them.
+pub fn applied(set: &DictionarySet) -> Vec<String> {
+    set.manifest()
+        .transforms
+        .iter()
+        .map(|t| format!("{}.{}: {}", t.entity, t.field, t.describe()))
+        .collect()
 }
 
 fn zstd_err(e: std::io::Error) -> TrainerError {
@@ -557,6 +572,12 @@ pub fn table(report: &EvalReport, ctx: &EvalContext) -> String {
         f(report.raw_bytes_mean),
         if report.roundtrip_ok { "ok" } else { "FAILED" }
     );
+    if !report.transforms.is_empty() {
+        s += &format!(
+            "transforms applied by training: {}\n",
+            report.transforms.join("; ")
+        );
+    }
     s += &format!(
         "baselines held at once: at most {} snapshots, {} bytes (--max-held-bytes)\n",
         ctx.peak_held_ticks, ctx.peak_held_bytes

@@ -104,7 +104,16 @@ fn schema_lines(s: &mut String, schema: &Schema) {
         if t.is_quantized() {
             rows[0].push("quantize".to_owned());
         }
-        for (f, q) in t.fields().iter().zip(t.quantization()) {
+        let grids: Vec<Option<f64>> = t.grids().collect();
+        let has_grid = grids.iter().any(Option::is_some);
+        let has_integrate = t.integrations().iter().any(Option::is_some);
+        if has_grid {
+            rows[0].push("grid".to_owned());
+        }
+        if has_integrate {
+            rows[0].push("integrate".to_owned());
+        }
+        for (i, (f, q)) in t.fields().iter().zip(t.quantization()).enumerate() {
             let mut row = vec![
                 format!("    {}", f.name),
                 format!("{:?}", f.ty).to_lowercase(),
@@ -113,6 +122,17 @@ fn schema_lines(s: &mut String, schema: &Schema) {
             ];
             if t.is_quantized() {
                 row.push(q.map_or_else(|| "-".to_owned(), |q| q.to_string()));
+            }
+            if has_grid {
+                let g = grids.get(i).copied().flatten();
+                row.push(g.map_or_else(|| "-".to_owned(), |g| g.to_string()));
+            }
+            if has_integrate {
+                let d = t.integrations().get(i).and_then(Option::as_ref);
+                row.push(d.map_or_else(
+                    || "-".to_owned(),
+                    |d| format!("{} over {} x {}", d.velocity, d.time, d.scale),
+                ));
             }
             rows.push(row);
         }
@@ -360,6 +380,20 @@ fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
         schema_lines(&mut s, set.schema());
     }
     let _ = writeln!(s, "captured schema {:#010x}", m.base_schema_id);
+    if m.transforms.is_empty() {
+        let _ = writeln!(s, "transforms applied by training: none");
+    }
+    for t in &m.transforms {
+        let _ = writeln!(
+            s,
+            "transform applied by training: {}.{}: {} (held-out {} -> {} B)",
+            t.entity,
+            t.field,
+            t.describe(),
+            t.held_out_bytes[0],
+            t.held_out_bytes[1]
+        );
+    }
     for d in &m.dictionaries {
         let _ = writeln!(
             s,

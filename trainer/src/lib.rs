@@ -39,6 +39,7 @@ pub mod replay;
 pub mod suggest;
 pub mod table;
 pub mod train;
+pub mod transforms;
 
 use std::io::Write;
 
@@ -129,6 +130,7 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
                 keyframe_every: usize::try_from(a.keyframe_every).unwrap_or(usize::MAX),
                 progress: !a.json && !a.quiet,
                 max_held_bytes: d.max_held_bytes,
+                transforms: !a.no_transforms,
             };
             if opts.sizes.len() > cli::MAX_SIZES {
                 return Err(TrainerError::Usage(format!(

@@ -72,7 +72,7 @@ const GRID_GAIN: f64 = 0.9;
 
 /// What is gathered for one float field (all its elements together).
 #[derive(Debug, Clone)]
-struct FieldStats {
+pub(crate) struct FieldStats {
     section: String,
     name: String,
     ty: Primitive,
@@ -119,7 +119,7 @@ impl FieldStats {
         }
     }
 
-    fn value(&mut self, x: f64) {
+    pub(crate) fn value(&mut self, x: f64) {
         self.values += 1;
         if !x.is_finite() {
             self.non_finite += 1;
@@ -142,7 +142,7 @@ impl FieldStats {
     /// finite values, the one whose sampled changes cost the fewest bits,
     /// when that is below [`GRID_GAIN`] times their bits without a grid:
     /// `(step, share of values on it, bits per change without, with)`.
-    fn grid(&self) -> Option<(f64, f64, f64, f64)> {
+    pub(crate) fn grid(&self) -> Option<(f64, f64, f64, f64)> {
         let finite = (self.values - self.non_finite) as f64;
         let changed: Vec<(f64, f64)> = self
             .pairs
@@ -170,7 +170,7 @@ impl FieldStats {
             .filter(|g| g.3 < GRID_GAIN * plain)
     }
 
-    fn change(&mut self, a: f64, b: f64, rng: &mut u64) {
+    pub(crate) fn change(&mut self, a: f64, b: f64, rng: &mut u64) {
         if !(a.is_finite() && b.is_finite()) {
             return;
         }
@@ -192,7 +192,7 @@ impl FieldStats {
 }
 
 /// SplitMix64 step.
-fn next(s: &mut u64) -> u64 {
+pub(crate) fn next(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -252,7 +252,7 @@ pub(crate) fn change_bits(a: f64, b: f64, grid: Option<f64>, ty: Primitive) -> u
 }
 
 /// Float fields of a schema: (section, field index, offset) per stats entry.
-fn layout(schema: &tickpack::Schema) -> (Vec<FieldStats>, Vec<(usize, usize, usize)>) {
+pub(crate) fn layout(schema: &tickpack::Schema) -> (Vec<FieldStats>, Vec<(usize, usize, usize)>) {
     let floats = schema
         .sections()
         .iter()

@@ -8,8 +8,12 @@
 //!    sampled evenly (at most [`MAX_JOBS`] packets of each kind, and no more
 //!    than [`TrainOptions::max_held_bytes`] of snapshots); a second reading
 //!    loads only the snapshots those packets need.
-//! 3. Per field, the delta operator that minimises the held-out delta bytes
-//!    (no dictionary) is chosen by coordinate descent, the other fields fixed.
+//! 3. Lossless transforms ([`crate::transforms`]): the grids and
+//!    integrations `suggest` would find in the training packets, each kept
+//!    when it makes the held-out delta bytes (no dictionary) smaller; the
+//!    set's schema declares them, so captures with the plain schema get
+//!    them. Then, per field, the delta operator that minimises the same
+//!    bytes is chosen by coordinate descent, the other fields fixed.
 //! 4. With those operators, the real encoder builds its uncompressed
 //!    payloads ([`tickpack::Encoder::payload`]) for the training packets, cut
 //!    into blocks as the codec cuts them: the samples. For keyframes and for
@@ -90,6 +94,8 @@ pub struct TrainOptions {
     /// Most bytes of snapshots (ids and records) held in memory: when the
     /// packets planned need more, fewer are sampled, evenly.
     pub max_held_bytes: u64,
+    /// Apply the lossless transforms found in the captures (step 3).
+    pub transforms: bool,
 }
 
 impl Default for TrainOptions {
@@ -107,6 +113,7 @@ impl Default for TrainOptions {
             keyframe_every: 10,
             progress: true,
             max_held_bytes: MAX_HELD_BYTES,
+            transforms: true,
         }
     }
 }
@@ -122,6 +129,10 @@ pub struct TrainReport {
     pub manifest: Manifest,
     /// The context-model table trained for the delta dictionary.
     pub model: Option<crate::model::ModelReport>,
+    /// Integrations found that need their velocity or time field declared
+    /// before the field (a different record layout), so not applied: what
+    /// a schema author may declare by hand.
+    pub transforms_not_applied: Vec<String>,
     /// Snapshots held in memory for training (the sampled packets' ticks,
     /// baselines and priors).
     #[serde(skip)]
@@ -353,11 +364,46 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     } else {
         thin(&jobs.held_delta, 1000)
     };
-    let cost = |ops: &[Vec<DeltaOp>]| -> Result<u64, TrainerError> {
-        let schema = with_ops(&base, ops)?;
-        total_bytes(&mut Encoder::with_level(schema, opts.level), &objective)
+    let schema_cost = |schema: &Schema| -> Result<u64, TrainerError> {
+        total_bytes(
+            &mut Encoder::with_level(schema.clone(), opts.level),
+            &objective,
+        )
     };
-    let mut ops = ops_of(&base);
+    let (transformed, transforms, not_applied) = if opts.transforms {
+        pb.set_message("lossless transforms");
+        let found = crate::transforms::find(&base, &thin(&jobs.train_delta, TRANSFORM_JOBS));
+        let (kept, choices) = crate::transforms::choose(&base, &found.candidates, schema_cost)?;
+        let not_applied = found
+            .needs_reorder
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}.{}: integrate {} over {} x {} ({:.1} -> {:.1} bits a change) needs `{}` \
+                     declared before it",
+                    g.section,
+                    g.field,
+                    g.velocity,
+                    g.time,
+                    g.scale,
+                    g.bits.0,
+                    g.bits.1,
+                    g.reorder.join("` and `")
+                )
+            })
+            .collect();
+        (
+            crate::transforms::apply(&base, &kept)?,
+            choices,
+            not_applied,
+        )
+    } else {
+        (base.clone(), Vec::new(), Vec::new())
+    };
+    let cost = |ops: &[Vec<DeltaOp>]| -> Result<u64, TrainerError> {
+        schema_cost(&with_ops(&transformed, ops)?)
+    };
+    let mut ops = ops_of(&transformed);
     let mut best = cost(&ops)?;
     let mut tried: Vec<Vec<std::collections::BTreeMap<String, u64>>> = ops
         .iter()
@@ -390,7 +436,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
             break;
         }
     }
-    let schema = with_ops(&base, &ops)?;
+    let schema = with_ops(&transformed, &ops)?;
 
     // Step 4: dictionaries per kind.
     let mut dictionaries = Vec::new();
@@ -514,6 +560,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
                 })
             })
             .collect(),
+        transforms,
         dictionaries: Vec::new(),
         training: Training {
             trainer: format!("tickpack-trainer {}", env!("CARGO_PKG_VERSION")),
@@ -579,10 +626,14 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         seconds: started.elapsed().as_secs_f64(),
         manifest: set.manifest().clone(),
         model: model.map(|(_, r)| r),
+        transforms_not_applied: not_applied,
         snapshots_held,
     };
     Ok((set, report))
 }
+
+/// Most training packets the transform searches read (evenly sampled).
+pub const TRANSFORM_JOBS: usize = 4000;
 
 /// Bytes of the keyframe dictionary a set gets when no trained one helps.
 pub const MARKER_DICT_LEN: usize = 64;
@@ -655,6 +706,20 @@ pub fn summary(report: &TrainReport) -> String {
         t.held_out_ticks,
         t.baselines
     );
+    for t in &m.transforms {
+        let _ = writeln!(
+            s,
+            "transform {}.{}: {} (held-out {} -> {} B)",
+            t.entity,
+            t.field,
+            t.describe(),
+            t.held_out_bytes[0],
+            t.held_out_bytes[1]
+        );
+    }
+    for t in &report.transforms_not_applied {
+        let _ = writeln!(s, "not applied: {t}");
+    }
     let _ = writeln!(s);
     let mut rows = vec![vec![
         "field".to_owned(),

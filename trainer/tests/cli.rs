@@ -31,7 +31,7 @@ fn read(p: &Path) -> Capture {
 }
 
 /// The stable keys of `eval --json`, in order (docs/guide.md, "Trainer").
-const EVAL_KEYS: [&str; 13] = [
+const EVAL_KEYS: [&str; 14] = [
     "packets",
     "raw_bytes_mean",
     "bytes_mean",
@@ -45,6 +45,7 @@ const EVAL_KEYS: [&str; 13] = [
     "zstd_frame_encode_us_mean",
     "zstd_frame_decode_us_mean",
     "roundtrip_ok",
+    "transforms",
 ];
 
 fn eval_json(text: &str) -> serde_json::Map<String, serde_json::Value> {

@@ -240,6 +240,7 @@ fn inspect_reads_no_more_of_a_set_than_loading_it_would() {
         schema: serde_json::Value::Null,
         default_records: Vec::new(),
         fields: Vec::new(),
+        transforms: Vec::new(),
         dictionaries: Vec::new(),
         training: Default::default(),
         measured: Default::default(),

@@ -65,6 +65,13 @@ pub enum DictSetError {
         /// Field.
         field: String,
     },
+    /// A listed transform is not in the schema as listed.
+    TransformMismatch {
+        /// Entity type.
+        entity: String,
+        /// Field.
+        field: String,
+    },
     /// A dictionary file name is not a plain file name.
     BadFileName {
         /// The name.
@@ -180,6 +187,10 @@ impl fmt::Display for DictSetError {
             Self::FieldMismatch { entity, field } => write!(
                 f,
                 "manifest field choice {entity}.{field} disagrees with its schema"
+            ),
+            Self::TransformMismatch { entity, field } => write!(
+                f,
+                "manifest transform of {entity}.{field} disagrees with its schema"
             ),
             Self::BadFileName { file } => write!(f, "bad dictionary file name {file:?}"),
             Self::DuplicateKind { kind } => {

@@ -90,6 +90,29 @@ impl DictionarySet {
                 );
             return Err(DictSetError::FieldMismatch { entity, field });
         }
+        // A transform the manifest lists must be in the schema as listed, so
+        // `inspect` and `eval` never report one the packets do not use.
+        for t in &m.transforms {
+            let declared = schema
+                .sections()
+                .iter()
+                .find(|ty| ty.name() == t.entity)
+                .and_then(|ty| {
+                    let i = ty.fields().iter().position(|f| f.name == t.field)?;
+                    Some((ty.grids().nth(i)?, ty.integrations().get(i)?.clone()))
+                });
+            let holds = match (declared, t.grid, &t.integrate) {
+                (Some((Some(g), _)), Some(step), None) => g.to_bits() == step.to_bits(),
+                (Some((_, Some(d))), None, Some(i)) => d == *i,
+                _ => false,
+            };
+            if !holds {
+                return Err(DictSetError::TransformMismatch {
+                    entity: t.entity.clone(),
+                    field: t.field.clone(),
+                });
+            }
+        }
         let mut dictionaries = Vec::with_capacity(m.dictionaries.len());
         for e in &m.dictionaries {
             if dictionaries.iter().any(|(k, _)| *k == e.kind) {

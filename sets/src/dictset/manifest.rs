@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use tickpack::DeltaOp;
+use tickpack::{DeltaOp, Integrate};
 
 /// The manifest format version this crate writes and reads.
 pub const MANIFEST_FORMAT: u32 = 1;
@@ -68,6 +68,10 @@ pub struct Manifest {
     /// The delta operator chosen for every field, with what each candidate
     /// measured.
     pub fields: Vec<FieldChoice>,
+    /// The lossless transforms training applied: grids and integrations
+    /// the set's schema declares and the captured schema did not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transforms: Vec<TransformChoice>,
     /// The dictionary files (at most one per kind).
     pub dictionaries: Vec<DictionaryEntry>,
     /// How the set was trained.
@@ -91,6 +95,37 @@ pub struct FieldChoice {
     /// operator tried on this field, the others fixed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub held_out_bytes: BTreeMap<String, u64>,
+}
+
+/// A lossless transform training found in the captures and applied to one
+/// field: a grid (FORMAT.md 4.5) or an integration (4.9), exactly one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransformChoice {
+    /// Entity type name.
+    pub entity: String,
+    /// Field name.
+    pub field: String,
+    /// The grid step, for a grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<f64>,
+    /// The integration, for an integrated field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrate: Option<Integrate>,
+    /// Held-out delta bytes (no dictionary) without the transform and with
+    /// it, the transforms kept before it in place.
+    pub held_out_bytes: [u64; 2],
+}
+
+impl TransformChoice {
+    /// What it is, in a few words: `grid 0.5`, `integrate velocity over
+    /// time x 0.001`.
+    pub fn describe(&self) -> String {
+        match (&self.grid, &self.integrate) {
+            (Some(step), _) => format!("grid {step}"),
+            (None, Some(i)) => format!("integrate {} over {} x {}", i.velocity, i.time, i.scale),
+            (None, None) => "nothing".to_owned(),
+        }
+    }
 }
 
 /// One dictionary file.

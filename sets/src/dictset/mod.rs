@@ -43,7 +43,7 @@ pub use id::{dictionary_id, set_id, sha256_hex};
 pub use load::SetLimits;
 pub use manifest::{
     Candidate, CaptureSource, DictKind, DictionaryEntry, FieldChoice, Manifest, Measured,
-    ModelFile, Training, MANIFEST_FORMAT,
+    ModelFile, Training, TransformChoice, MANIFEST_FORMAT,
 };
 pub use registry::DictionarySets;
 pub use set::{same_layout, DictionarySet, LayoutMismatch};

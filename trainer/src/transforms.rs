@@ -1,0 +1,286 @@
+//! The lossless transforms `train` applies itself: the searches of
+//! `suggest` (a grid, FORMAT.md 4.5; an integration, 4.9) run on the
+//! training packets' (baseline, current) record pairs, and each candidate
+//! is kept when the held-out packets come out smaller with it, so a capture
+//! recorded with the plain schema gets them through the set's schema.
+//!
+//! Both transforms are lossless by construction (a value off the grid or
+//! off the prediction is coded bit for bit), so the held-out bytes are the
+//! only test. An integration whose velocity or time field is declared after
+//! the field cannot be applied without changing the record layout (4.9);
+//! it is reported, not applied.
+
+#![forbid(unsafe_code)]
+
+use tickpack::{Integrate, Schema};
+use tickpack_sets::dictset::TransformChoice;
+
+use crate::integrals::{read, search, PairSample, Suggestion};
+use crate::measure::Job;
+use crate::suggest::{layout, next};
+use crate::TrainerError;
+
+/// One transform of one field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// A lossless grid of this step.
+    Grid(f64),
+    /// An integration.
+    Integrate(Integrate),
+}
+
+/// A transform of field `field` of section `section`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transform {
+    /// The section (entity type) index.
+    pub section: usize,
+    /// The field index.
+    pub field: usize,
+    /// What it is.
+    pub kind: Kind,
+}
+
+/// What the search found in the training packets.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    /// Candidates that fit the schema, grids first, in field order.
+    pub candidates: Vec<Transform>,
+    /// Integrations that would need the velocity or time field moved
+    /// before the field (a different record layout): not applicable.
+    pub needs_reorder: Vec<Suggestion>,
+}
+
+/// Runs the grid and integration searches on the (baseline, current)
+/// record pairs of `jobs` (packets with a baseline; keyframes are skipped).
+/// Fields that are quantised or already declare the transform are left out.
+pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
+    let (mut stats, at) = layout(schema);
+    let mut pairs = PairSample::for_schema(schema);
+    let mut rng = 0x7a4f_u64;
+    for job in jobs {
+        let Some((_, base)) = job.baseline else {
+            continue;
+        };
+        for (si, (sec, ty)) in job
+            .snapshot
+            .sections()
+            .iter()
+            .zip(schema.sections())
+            .enumerate()
+        {
+            let Some(bsec) = base.sections().get(si) else {
+                continue;
+            };
+            let fields: Vec<usize> = (0..at.len()).filter(|&k| at[k].0 == si).collect();
+            for (id, rb) in sec.iter() {
+                let ra = bsec.get(id);
+                for &k in &fields {
+                    let (_, fi, off) = at[k];
+                    let f = &ty.fields()[fi];
+                    let w = f.ty.size();
+                    for e in 0..f.len {
+                        stats[k].value(read(rb, off + e * w, f.ty));
+                    }
+                    if let Some(ra) = ra.filter(|ra| *ra != rb) {
+                        for e in 0..f.len {
+                            let o = off + e * w;
+                            stats[k].change(read(ra, o, f.ty), read(rb, o, f.ty), &mut rng);
+                        }
+                    }
+                }
+                if let (Some(ra), Some(sample)) = (ra.filter(|ra| *ra != rb), pairs.get_mut(si)) {
+                    sample.offer(ra, rb, next(&mut rng));
+                }
+            }
+        }
+    }
+    let mut out = Found::default();
+    for (st, &(si, fi, _)) in stats.iter().zip(&at) {
+        let ty = &schema.sections()[si];
+        let quantised = ty.quantization().get(fi).is_some_and(Option::is_some);
+        let declared = ty.grids().nth(fi).flatten().is_some();
+        if quantised || declared {
+            continue;
+        }
+        if let Some((step, ..)) = st.grid() {
+            out.candidates.push(Transform {
+                section: si,
+                field: fi,
+                kind: Kind::Grid(step),
+            });
+        }
+    }
+    for (si, (ty, sample)) in schema.sections().iter().zip(&pairs).enumerate() {
+        for s in search(ty, sample) {
+            if !s.reorder.is_empty() {
+                out.needs_reorder.push(s);
+                continue;
+            }
+            let Some(fi) = ty.fields().iter().position(|f| f.name == s.field) else {
+                continue;
+            };
+            out.candidates.push(Transform {
+                section: si,
+                field: fi,
+                kind: Kind::Integrate(Integrate::new(&s.velocity, &s.time, s.scale)),
+            });
+        }
+    }
+    out
+}
+
+/// `schema` with `transforms` declared on top of what it declares
+/// (operators, quantisation, grids, integrations, default records kept).
+pub fn apply(schema: &Schema, transforms: &[Transform]) -> Result<Schema, TrainerError> {
+    let mut b = Schema::builder();
+    for (s, ty) in schema.sections().iter().enumerate() {
+        b = b.entity(ty.name());
+        let grids: Vec<Option<f64>> = ty.grids().collect();
+        for (i, (f, q)) in ty.fields().iter().zip(ty.quantization()).enumerate() {
+            b = b.field_with(f.clone());
+            if let Some(q) = q {
+                b = b.quantize(*q);
+            }
+            let mine = || transforms.iter().filter(|t| t.section == s && t.field == i);
+            let grid = grids.get(i).copied().flatten().or_else(|| {
+                mine().find_map(|t| match t.kind {
+                    Kind::Grid(step) => Some(step),
+                    Kind::Integrate(_) => None,
+                })
+            });
+            if let Some(step) = grid {
+                b = b.grid(step);
+            }
+            let integrate = ty.integrations().get(i).cloned().flatten().or_else(|| {
+                mine().find_map(|t| match &t.kind {
+                    Kind::Integrate(d) => Some(d.clone()),
+                    Kind::Grid(_) => None,
+                })
+            });
+            if let Some(d) = integrate {
+                b = b.integrate(d);
+            }
+        }
+        if ty.default_record().iter().any(|&x| x != 0) {
+            b = b.default_record(ty.default_record());
+        }
+    }
+    Ok(b.build()?)
+}
+
+/// Keeps, one candidate at a time in order, each transform that makes
+/// `cost` (held-out bytes of the schema with the transforms kept so far)
+/// smaller; returns them with their manifest entries.
+pub fn choose(
+    schema: &Schema,
+    candidates: &[Transform],
+    mut cost: impl FnMut(&Schema) -> Result<u64, TrainerError>,
+) -> Result<(Vec<Transform>, Vec<TransformChoice>), TrainerError> {
+    let mut kept: Vec<Transform> = Vec::new();
+    let mut choices = Vec::new();
+    let mut best = cost(schema)?;
+    for t in candidates {
+        let mut trial = kept.clone();
+        trial.push(t.clone());
+        // A candidate the schema refuses (a grid on an integer field cannot
+        // come from the search, but a hand-made list might) is skipped.
+        let Ok(with) = apply(schema, &trial) else {
+            continue;
+        };
+        let c = cost(&with)?;
+        if c < best {
+            let ty = &schema.sections()[t.section];
+            choices.push(TransformChoice {
+                entity: ty.name().to_owned(),
+                field: ty.fields()[t.field].name.clone(),
+                grid: match t.kind {
+                    Kind::Grid(step) => Some(step),
+                    Kind::Integrate(_) => None,
+                },
+                integrate: match &t.kind {
+                    Kind::Integrate(d) => Some(d.clone()),
+                    Kind::Grid(_) => None,
+                },
+                held_out_bytes: [best, c],
+            });
+            best = c;
+            kept = trial;
+        }
+    }
+    Ok((kept, choices))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tickpack::{DeltaOp, Primitive};
+
+    fn schema() -> Schema {
+        Schema::builder()
+            .entity("e")
+            .field_with(tickpack::Field {
+                name: "vel".into(),
+                ty: Primitive::F32,
+                len: 2,
+                delta: Some(DeltaOp::Xor),
+            })
+            .field("ms", Primitive::I32, 1)
+            .field("pos", Primitive::F32, 2)
+            .field("yaw", Primitive::F32, 1)
+            .grid(0.5)
+            .default_record(&[1; 24])
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn applying_keeps_what_the_schema_declares() {
+        let s = schema();
+        let t = [
+            Transform {
+                section: 0,
+                field: 2,
+                kind: Kind::Integrate(Integrate::new("vel", "ms", 0.001)),
+            },
+            Transform {
+                section: 0,
+                field: 0,
+                kind: Kind::Grid(0.25),
+            },
+        ];
+        let out = apply(&s, &t).unwrap();
+        let (a, b) = (&s.sections()[0], &out.sections()[0]);
+        assert_eq!(a.fields(), b.fields());
+        assert_eq!(a.default_record(), b.default_record());
+        let grids: Vec<Option<f64>> = b.grids().collect();
+        assert_eq!(grids, [Some(0.25), None, None, Some(0.5)]);
+        assert_eq!(
+            b.integrations()[2],
+            Some(Integrate::new("vel", "ms", 0.001))
+        );
+        assert_eq!(apply(&s, &[]).unwrap(), s);
+    }
+
+    #[test]
+    fn only_transforms_that_shrink_the_cost_are_kept() {
+        let s = schema();
+        let grid = |field, step| Transform {
+            section: 0,
+            field,
+            kind: Kind::Grid(step),
+        };
+        // The cost: 100, less 10 for a grid on `vel`, more 5 for one on `pos`.
+        let cost = |x: &Schema| {
+            let g: Vec<Option<f64>> = x.sections()[0].grids().collect();
+            Ok(100 - if g[0].is_some() { 10 } else { 0 } + if g[2].is_some() { 5 } else { 0 })
+        };
+        let (kept, choices) = choose(&s, &[grid(2, 1.0), grid(0, 0.25)], cost).unwrap();
+        assert_eq!(kept, [grid(0, 0.25)]);
+        assert_eq!(choices.len(), 1);
+        assert_eq!(
+            (choices[0].field.as_str(), choices[0].held_out_bytes),
+            ("vel", [100, 90])
+        );
+        assert_eq!(choices[0].describe(), "grid 0.25");
+    }
+}
