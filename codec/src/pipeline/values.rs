@@ -367,6 +367,11 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
 /// not: each side loaded once.
 #[inline(always)]
 pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option<(Kind, u64)> {
+    if e.float && e.width == 4 && e.grid.is_none() {
+        if let Some(coded) = encode_f32_changed(usize::from(e.offset), cur, reference) {
+            return coded;
+        }
+    }
     let (cv, bv) = (element_wide(e, cur), element_wide(e, reference));
     if cv == bv {
         return None;
@@ -384,6 +389,28 @@ pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option
         DeltaOp::Xor => (Kind::Int, cv ^ bv),
         DeltaOp::None => (Kind::Int, cv),
     })
+}
+
+/// [`encode_changed`] of an `f32` element without grid at byte `at` (the
+/// common float): fixed four-byte loads and 32-bit arithmetic, no width
+/// or operator to match. `None` when a record is too short (the general
+/// path then reports it as it does).
+#[inline(always)]
+fn encode_f32_changed(at: usize, cur: &[u8], reference: &[u8]) -> Option<Option<(Kind, u64)>> {
+    let end = at.checked_add(4)?;
+    let c = u32::from_le_bytes(cur.get(at..end)?.try_into().ok()?);
+    let r = u32::from_le_bytes(reference.get(at..end)?.try_into().ok()?);
+    if c == r {
+        return Some(None);
+    }
+    let zigzag32 = |d: u32| u64::from(((d << 1) as i32 ^ ((d as i32) >> 31)) as u32);
+    Some(Some(match integral(u64::from(r), 4) {
+        Some(ri) => match integral(u64::from(c), 4) {
+            Some(ci) => (Kind::Integral, zigzag64(ci - ri)),
+            None => (Kind::Bits, zigzag32(c.wrapping_sub(r))),
+        },
+        None => (Kind::BitsOnly, zigzag32(c.wrapping_sub(r))),
+    }))
 }
 
 /// [`decode`] of a value of element `e` that is not a float (so of
