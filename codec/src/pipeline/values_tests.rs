@@ -350,3 +350,30 @@ proptest! {
         prop_assert_eq!(encode_changed(e, &cur, &reference), want);
     }
 }
+
+proptest! {
+    #[test]
+    fn decode_f32_changed_matches_the_general_path(predict: bool, v: u64, b: u32, at in 0usize..9, extra in 0usize..9, small in 0u64..4, whole_ref in -(1i32 << 25)..(1 << 25), bits_ref: bool, integral: bool) {
+        // The `f32` fast path against FloatReference and
+        // decode_float_changed: the same kind asked for, the same values
+        // refused, the same record written.
+        let op = if predict { DeltaOp::Predict } else { DeltaOp::Int };
+        let len = 4 + extra;
+        let at = at % (extra + 1);
+        let e = Element { offset: at as u16, ..el(4, op, true) };
+        let r_bits = if bits_ref { b } else { (whole_ref as f32).to_bits() };
+        let mut reference = vec![0xa5u8; len];
+        reference[at..at + 4].copy_from_slice(&r_bits.to_le_bytes());
+        let r = FloatReference::new(e, &reference);
+        for v in [small, v & 0xffff_ffff, v, v & 0xff, v & 0x1ff_ffff] {
+            let (mut want, mut got) = (vec![0x5a; len], vec![0x5a; len]);
+            let integral = integral && r.kind() == Kind::Bits;
+            let expected = decode_float_changed(e, r, integral, v, &mut want);
+            let fast = f32_reference(at, &reference);
+            prop_assert_eq!(fast.map(|f| f.1.is_some()), Some(r.kind() == Kind::Bits));
+            let result = fast.map(|f| decode_f32_changed(at, f, integral, v, &mut got));
+            prop_assert_eq!(result, Some(expected));
+            prop_assert_eq!(&got, &want);
+        }
+    }
+}
