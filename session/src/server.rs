@@ -219,12 +219,14 @@ impl PartialEq for SentKey {
 
 #[derive(Debug)]
 struct ClientSlot {
-    ring: Vec<Option<Sent>>,
+    /// Shared with `base` and with the references of a send, which take
+    /// the baseline and prior without copying their views and recalls.
+    ring: Vec<Option<Arc<Sent>>>,
     acked: Option<u16>,
     /// The snapshot `acked` names, kept apart from the ring: a resize, or
     /// a client whose acks stall for longer than the ring, does not lose
     /// the baseline (the next packet is still a delta).
-    base: Option<Sent>,
+    base: Option<Arc<Sent>>,
     want_full: bool,
     /// Raised by every request for a full snapshot. Only snapshots sent in
     /// the current epoch may be acked or used as a baseline or prior: a
@@ -238,12 +240,16 @@ struct ClientSlot {
 impl ClientSlot {
     /// The ring's snapshots and the acked baseline.
     fn entries(&self) -> impl Iterator<Item = &Sent> {
-        self.ring.iter().flatten().chain(self.base.as_ref())
+        self.ring
+            .iter()
+            .flatten()
+            .chain(self.base.as_ref())
+            .map(|s| &**s)
     }
 
     /// The acked snapshot, if sent in the current epoch and within the
     /// distance a packet on tick `ticks` can name.
-    fn baseline(&self, ticks: u64) -> Option<&Sent> {
+    fn baseline(&self, ticks: u64) -> Option<&Arc<Sent>> {
         self.base
             .as_ref()
             .filter(|b| Some(b.sequence) == self.acked && b.sent_in == self.epoch)
@@ -255,7 +261,7 @@ impl ClientSlot {
     /// The prior for predicting `now` from baseline `b`: an acked snapshot
     /// older than `b` whose distance to `b` is closest to `now − b`, since
     /// `2·b − prior` extrapolates by exactly the distance from prior to `b`.
-    fn prior_for(&self, b: u16, now: u16) -> Option<&Sent> {
+    fn prior_for(&self, b: u16, now: u16) -> Option<&Arc<Sent>> {
         let want = i32::from(seq_distance(now, b));
         self.ring
             .iter()
@@ -550,8 +556,8 @@ impl Server {
         };
         // The baseline's content depends on the view it was sent with and
         // its held records, not only its sequence: the key holds all three.
-        let key = base.as_ref().map(Sent::key);
-        let prior_key = prior.as_ref().map(Sent::key);
+        let key = base.as_deref().map(Sent::key);
+        let prior_key = prior.as_deref().map(Sent::key);
         let base_recall = base.as_ref().map(|b| &b.recall);
         let shared = self
             .shared
@@ -653,7 +659,7 @@ impl Server {
         if let Some(slot) = self.clients.get_mut(&id) {
             slot.want_full = false;
             let n = slot.ring.len();
-            slot.ring[usize::from(seq) % n] = Some(Sent {
+            slot.ring[usize::from(seq) % n] = Some(Arc::new(Sent {
                 sequence: seq,
                 world,
                 view: view.clone(),
@@ -663,7 +669,7 @@ impl Server {
                 acked: false,
                 recall,
                 tick: self.ticks,
-            });
+            }));
         }
         self.stats.packets += 1;
         self.stats.full += u64::from(base.is_none());
@@ -702,7 +708,9 @@ impl Server {
         let Some(entry) = entry else {
             return Ok(AckOutcome::Unknown);
         };
-        entry.acked = true;
+        if !entry.acked {
+            Arc::make_mut(entry).acked = true;
+        }
         match slot.acked {
             // An ack further back than a packet can name is no baseline,
             // and 16-bit sequences that far apart do not order: any ack
@@ -797,8 +805,19 @@ impl Server {
     /// once), not counting the world snapshots every client shares.
     pub fn client_memory(&self, id: u16) -> Option<usize> {
         let slot = self.clients.get(&id)?;
-        let ring = slot.ring.capacity() * core::mem::size_of::<Option<Sent>>();
-        let ring = ring + core::mem::size_of::<Sent>();
+        // Each distinct entry once (the baseline is usually also in the
+        // ring), with its reference counts.
+        let mut sents: Vec<*const Sent> = slot
+            .ring
+            .iter()
+            .flatten()
+            .chain(slot.base.as_ref())
+            .map(Arc::as_ptr)
+            .collect();
+        sents.sort_unstable();
+        sents.dedup();
+        let ring = slot.ring.capacity() * core::mem::size_of::<Option<Arc<Sent>>>()
+            + sents.len() * (core::mem::size_of::<Sent>() + 2 * core::mem::size_of::<usize>());
         let mut views: Vec<&View> = slot.entries().map(|s| &s.view).collect();
         views.dedup();
         let mut held: Vec<&Arc<Snapshot>> =

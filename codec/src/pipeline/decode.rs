@@ -276,6 +276,15 @@ fn read_float(
         row,
         element: e as usize,
     };
+    // The common float, `f32` without grid, with fixed-width loads.
+    let at = usize::from(el.offset);
+    if let Some(r) = (el.width == 4 && el.grid.is_none())
+        .then(|| values::f32_reference(at, reference))
+        .flatten()
+    {
+        let (integral, v) = src.float_value(section, kind_of_row, e as usize, r.1.is_some())?;
+        return values::decode_f32_changed(at, r, integral, v, out).map_err(|_| bad());
+    }
     let r = values::FloatReference::new(el, reference);
     let (integral, v) =
         src.float_value(section, kind_of_row, e as usize, r.kind() == Kind::Bits)?;

@@ -229,7 +229,7 @@ fn unzigzag64(z: u64) -> i64 {
 /// The whole number an integral float holds, if it is integral, from the
 /// bit pattern alone (no float arithmetic): `mant_bits` mantissa bits,
 /// exponent bias `bias`, integral range `2^max_pow`.
-#[inline]
+#[inline(always)]
 fn integral_bits(bits: u64, mant_bits: u32, exp_mask: u64, bias: i64, max_pow: i64) -> Option<i64> {
     let sign = bits >> (mant_bits + exp_mask.count_ones());
     let exp = ((bits >> mant_bits) & exp_mask) as i64 - bias;
@@ -255,7 +255,7 @@ fn integral_bits(bits: u64, mant_bits: u32, exp_mask: u64, bias: i64, max_pow: i
 }
 
 /// The whole number an integral float holds, if it is integral.
-#[inline]
+#[inline(always)]
 fn integral(bits: u64, width: u8) -> Option<i64> {
     if width == 4 {
         integral_bits(bits & 0xffff_ffff, 23, 0xff, 127, 24)
@@ -367,6 +367,11 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
 /// not: each side loaded once.
 #[inline(always)]
 pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option<(Kind, u64)> {
+    if e.float && e.width == 4 && e.grid.is_none() {
+        if let Some(coded) = encode_f32_changed(usize::from(e.offset), cur, reference) {
+            return coded;
+        }
+    }
     let (cv, bv) = (element_wide(e, cur), element_wide(e, reference));
     if cv == bv {
         return None;
@@ -384,6 +389,28 @@ pub(crate) fn encode_changed(e: Element, cur: &[u8], reference: &[u8]) -> Option
         DeltaOp::Xor => (Kind::Int, cv ^ bv),
         DeltaOp::None => (Kind::Int, cv),
     })
+}
+
+/// [`encode_changed`] of an `f32` element without grid at byte `at` (the
+/// common float): fixed four-byte loads and 32-bit arithmetic, no width
+/// or operator to match. `None` when a record is too short (the general
+/// path then reports it as it does).
+#[inline(always)]
+fn encode_f32_changed(at: usize, cur: &[u8], reference: &[u8]) -> Option<Option<(Kind, u64)>> {
+    let end = at.checked_add(4)?;
+    let c = u32::from_le_bytes(cur.get(at..end)?.try_into().ok()?);
+    let r = u32::from_le_bytes(reference.get(at..end)?.try_into().ok()?);
+    if c == r {
+        return Some(None);
+    }
+    let zigzag32 = |d: u32| u64::from(((d << 1) as i32 ^ ((d as i32) >> 31)) as u32);
+    Some(Some(match integral(u64::from(r), 4) {
+        Some(ri) => match integral(u64::from(c), 4) {
+            Some(ci) => (Kind::Integral, zigzag64(ci - ri)),
+            None => (Kind::Bits, zigzag32(c.wrapping_sub(r))),
+        },
+        None => (Kind::BitsOnly, zigzag32(c.wrapping_sub(r))),
+    }))
 }
 
 /// [`decode`] of a value of element `e` that is not a float (so of
@@ -522,6 +549,50 @@ fn float_changed_fixed<const W: usize>(
         Some(o) => o.copy_from_slice(&c.to_le_bytes()[..W]),
         None => put_element(e, c, out),
     }
+    Ok(())
+}
+
+/// The reference side of an `f32` element without grid at byte `at`, as
+/// [`FloatReference::new`] gives it, with a fixed four-byte load: its bits
+/// and whole value (`Some`: the element sends a kind bit). `None` when the
+/// record is too short (the general path then decides).
+#[inline(always)]
+pub(crate) fn f32_reference(at: usize, reference: &[u8]) -> Option<(u32, Option<i64>)> {
+    let r = u32::from_le_bytes(reference.get(at..at.checked_add(4)?)?.try_into().ok()?);
+    Some((r, integral(u64::from(r), 4)))
+}
+
+/// [`decode_float_changed`] of an `f32` element without grid at byte
+/// `at` against its [`f32_reference`] `(r, whole)`, with 32-bit
+/// arithmetic and a fixed four-byte store: the same values refused.
+#[inline(always)]
+pub(crate) fn decode_f32_changed(
+    at: usize,
+    (r, whole): (u32, Option<i64>),
+    integral: bool,
+    v: u64,
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let c = if integral {
+        let ci = whole
+            .and_then(|ri| ri.checked_add(unzigzag64(v)))
+            .ok_or(BadValue)?;
+        from_integral(ci, 4).ok_or(BadValue)? as u32
+    } else {
+        if v >> 32 != 0 {
+            return Err(BadValue);
+        }
+        let v = v as u32;
+        r.wrapping_add((v >> 1) ^ (v & 1).wrapping_neg())
+    };
+    if c == r {
+        return Err(BadValue);
+    }
+    let o = at
+        .checked_add(4)
+        .and_then(|end| out.get_mut(at..end))
+        .ok_or(BadValue)?;
+    o.copy_from_slice(&c.to_le_bytes());
     Ok(())
 }
 

@@ -326,3 +326,54 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn encode_changed_of_f32_matches_encode(c_whole in -(1i32 << 25)..(1 << 25), r_whole in -(1i32 << 25)..(1 << 25), c_bits: u32, r_bits: u32, pick in 0u8..4, at in 0usize..9, extra in 0usize..9, predict: bool) {
+        // The `f32` fast path against the general one, with both sides whole
+        // (inside and outside the integral range), either side a bit
+        // pattern, or equal, anywhere in a record.
+        let op = if predict { DeltaOp::Predict } else { DeltaOp::Int };
+        let (c, r) = match pick {
+            0 => ((c_whole as f32).to_bits(), (r_whole as f32).to_bits()),
+            1 => ((c_whole as f32).to_bits(), r_bits),
+            2 => (c_bits, (r_whole as f32).to_bits()),
+            _ => (c_bits, c_bits),
+        };
+        let len = 4 + extra;
+        let at = at % (extra + 1);
+        let e = Element { offset: at as u16, ..el(4, op, true) };
+        let (mut cur, mut reference) = (vec![0x5au8; len], vec![0xa5u8; len]);
+        cur[at..at + 4].copy_from_slice(&c.to_le_bytes());
+        reference[at..at + 4].copy_from_slice(&r.to_le_bytes());
+        let want = differs(e, &cur, &reference).then(|| encode(e, &cur, &reference));
+        prop_assert_eq!(encode_changed(e, &cur, &reference), want);
+    }
+}
+
+proptest! {
+    #[test]
+    fn decode_f32_changed_matches_the_general_path(predict: bool, v: u64, b: u32, at in 0usize..9, extra in 0usize..9, small in 0u64..4, whole_ref in -(1i32 << 25)..(1 << 25), bits_ref: bool, integral: bool) {
+        // The `f32` fast path against FloatReference and
+        // decode_float_changed: the same kind asked for, the same values
+        // refused, the same record written.
+        let op = if predict { DeltaOp::Predict } else { DeltaOp::Int };
+        let len = 4 + extra;
+        let at = at % (extra + 1);
+        let e = Element { offset: at as u16, ..el(4, op, true) };
+        let r_bits = if bits_ref { b } else { (whole_ref as f32).to_bits() };
+        let mut reference = vec![0xa5u8; len];
+        reference[at..at + 4].copy_from_slice(&r_bits.to_le_bytes());
+        let r = FloatReference::new(e, &reference);
+        for v in [small, v & 0xffff_ffff, v, v & 0xff, v & 0x1ff_ffff] {
+            let (mut want, mut got) = (vec![0x5a; len], vec![0x5a; len]);
+            let integral = integral && r.kind() == Kind::Bits;
+            let expected = decode_float_changed(e, r, integral, v, &mut want);
+            let fast = f32_reference(at, &reference);
+            prop_assert_eq!(fast.map(|f| f.1.is_some()), Some(r.kind() == Kind::Bits));
+            let result = fast.map(|f| decode_f32_changed(at, f, integral, v, &mut got));
+            prop_assert_eq!(result, Some(expected));
+            prop_assert_eq!(&got, &want);
+        }
+    }
+}

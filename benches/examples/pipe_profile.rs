@@ -1,0 +1,129 @@
+//! A harness for instruction counts of the codec pipeline: replays the
+//! racing lobby (or the cube pile) with its shipped dictionary set as
+//! `scene_replay` does (seed 4, baseline distance 6, prior 12, the last
+//! 20% of the ticks measured), encodes every measured packet once to warm
+//! the buffers, then runs `passes` encode passes in `encode_pass` and
+//! `passes` decode passes in `decode_pass` (each out of line, so callgrind
+//! can count one of them alone). Prints the packets' mean size and a digest
+//! of their bytes, which must not change with a pipeline optimisation.
+//!
+//! ```sh
+//! cargo build --release -p tickpack-benches --example pipe_profile
+//! valgrind --tool=callgrind --collect-atstart=no \
+//!     --toggle-collect='pipe_profile::decode_pass' \
+//!     target/release/examples/pipe_profile racing 4
+//! callgrind_annotate --inclusive=yes callgrind.out.<pid>
+//! ```
+//!
+//! Arguments: `[racing|cube] [passes] [ticks] [model|zstd]` (default
+//! `racing 4 600`, the set's default entropy; `zstd`: `Entropy::Zstd`).
+#![forbid(unsafe_code)]
+
+use std::error::Error;
+use std::path::PathBuf;
+
+use tickpack::{Baseline, Decoder, Encoder, Entropy, Reference, Snapshot};
+use tickpack_scenarios as scenarios;
+use tickpack_sets::dictset::DictionarySet;
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+const SEED: u64 = 4;
+const DISTANCE: usize = 6;
+
+fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
+    let at = |t: usize| Baseline {
+        sequence: (t & 0xffff) as u16,
+        snapshot: &ticks[t],
+    };
+    Reference {
+        baseline: Some(at(i - DISTANCE)),
+        prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
+        recall: None,
+    }
+}
+
+#[inline(never)]
+fn encode_pass(
+    enc: &mut Encoder,
+    ticks: &[Snapshot],
+    measured: &[usize],
+    predicts: bool,
+    packets: &mut [Vec<u8>],
+) -> Res<()> {
+    for (p, &i) in packets.iter_mut().zip(measured) {
+        let rf = reference(ticks, i, predicts);
+        enc.encode_to_vec(&ticks[i], (i & 0xffff) as u16, rf, p)?;
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn decode_pass(
+    dec: &mut Decoder,
+    ticks: &[Snapshot],
+    measured: &[usize],
+    predicts: bool,
+    packets: &[Vec<u8>],
+    out: &mut Snapshot,
+) -> Res<()> {
+    for (p, &i) in packets.iter().zip(measured) {
+        dec.decode_into(p, reference(ticks, i, predicts), out)?;
+    }
+    Ok(())
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let which = args.get(1).map_or("racing", String::as_str);
+    let passes: usize = args.get(2).map_or(Ok(4), |s| s.parse())?;
+    let n: usize = args.get(3).map_or(Ok(600), |s| s.parse())?;
+    let entropy = match args.get(4).map(String::as_str) {
+        Some("zstd") => Entropy::Zstd,
+        Some("model") => Entropy::Model,
+        _ => Entropy::Best,
+    };
+    let dicts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dictionaries");
+    let (sc, dir) = match which {
+        "racing" => (
+            scenarios::racing_lobby(SEED, n),
+            dicts.join("racing-lobby/1"),
+        ),
+        "cube" => (scenarios::cube_pile(SEED, n), dicts.join("cube-pile/1")),
+        other => return Err(format!("unknown scenario {other}").into()),
+    };
+    let set = DictionarySet::load(&dir)?;
+    set.fits(&sc.schema)?;
+    let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
+    enc.set_entropy(entropy);
+    let mut dec = set.decoder()?;
+    let predicts = set.schema().predicts();
+    let measured: Vec<usize> = ((n * 4 / 5).max(2 * DISTANCE)..n).collect();
+    let mut packets = vec![Vec::new(); measured.len()];
+    let mut out = Snapshot::default();
+    encode_pass(&mut enc, &sc.ticks, &measured, predicts, &mut packets)?;
+    for (p, &i) in packets.iter().zip(&measured) {
+        dec.decode_into(p, reference(&sc.ticks, i, predicts), &mut out)?;
+        if out != sc.ticks[i] {
+            return Err(format!("tick {i} decoded differently").into());
+        }
+    }
+    for _ in 0..passes {
+        encode_pass(&mut enc, &sc.ticks, &measured, predicts, &mut packets)?;
+    }
+    for _ in 0..passes {
+        decode_pass(&mut dec, &sc.ticks, &measured, predicts, &packets, &mut out)?;
+    }
+    let mut h = 0xcbf2_9ce4_8422_2325_u64;
+    for p in &packets {
+        for &b in (p.len() as u32).to_le_bytes().iter().chain(p) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let bytes = packets.iter().map(Vec::len).sum::<usize>() as f64 / packets.len().max(1) as f64;
+    println!(
+        "{which}: {} packets x {passes} passes, {bytes:.1} B mean, packets {h:016x}",
+        packets.len()
+    );
+    Ok(())
+}
