@@ -580,6 +580,34 @@ mod tests {
     }
 
     #[test]
+    fn predicted_values_may_equal_the_prediction_but_not_the_baseline() {
+        let e = Element {
+            offset: 0,
+            width: 2,
+            op: DeltaOp::Predict,
+            float: false,
+            grid: None,
+        };
+        let (base, pred) = (100u16.to_le_bytes(), 110u16.to_le_bytes());
+        let decode = |v: u64| {
+            let mut out = base;
+            decode_value(e, None, v, &pred, &base, &mut out).map(|()| u16::from_le_bytes(out))
+        };
+        // 0: exactly the prediction; zigzag 3 is −2 from it.
+        assert_eq!(decode(0), Ok(110));
+        assert_eq!(decode(3), Ok(108));
+        // −10 from the prediction is the baseline: not a change.
+        assert_eq!(decode(19), Err(BadValue));
+        // The encoder's side: moved as predicted codes 0, stopped is no change.
+        let mut t = SectionTokens::default();
+        encode_row(&[e], &pred, &base, &pred, &mut t);
+        encode_row(&[e], &base, &base, &pred, &mut t);
+        assert_eq!(t.elems.len(), 1);
+        assert_eq!(t.elems[0].value, 0);
+        assert_eq!(t.row_end, [1, 1]);
+    }
+
+    #[test]
     fn prediction_is_linear_and_wraps() {
         let s = [
             Span {
