@@ -63,11 +63,11 @@ pub(crate) use tokens::{SectionTokens, Token, TokenSource};
 use values::Element;
 
 /// Writes into `out` the baseline section as predicted from `b0` and the
-/// older prior `b1`: every entity of `b0`, with its [`DeltaOp::Predict`]
-/// fields replaced by `2·b0 − b1` when the entity is also in `b1`. The
-/// encoder aligns against this predicted section instead of `b0`, so an
-/// entity that kept its velocity counts as unchanged; the decoder builds the
-/// same section and decodes against it.
+/// older prior `b1` at equal distances: every entity of `b0`, with its
+/// [`DeltaOp::Predict`] fields replaced by `2·b0 − b1` when the entity is
+/// also in `b1` ([`predict::predict_spaced`] scales by other distances).
+/// Changed rows code their values against it; whether they changed is
+/// judged against `b0`.
 ///
 /// [`DeltaOp::Predict`]: crate::DeltaOp::Predict
 pub(crate) fn predict_section(
