@@ -38,11 +38,17 @@ pub(crate) fn extrapolate(b0: u64, b1: u64, bits: u32, s: Spacing) -> u64 {
     let mask = u64::MAX >> (64 - bits);
     let d = b0.wrapping_sub(b1) & mask;
     // Sign-extend the `bits`-bit difference.
-    let d = ((d << (64 - bits)) as i64 >> (64 - bits)) as i128;
-    let (n, m) = (i128::from(s.ahead), i128::from(s.back));
-    let q = (2 * d.abs() * n + m) / (2 * m);
-    let q = if d < 0 { -q } else { q };
-    b0.wrapping_add(q as u64) & mask
+    let d = (d << (64 - bits)) as i64 >> (64 - bits);
+    let q = if bits <= 32 {
+        // |d| ≤ 2^31 and n, m < 2^15: the numerator fits 48 bits.
+        let (n, m) = (i64::from(s.ahead), i64::from(s.back));
+        ((2 * d.abs() * n + m) / (2 * m)) as u64
+    } else {
+        let (n, m) = (i128::from(s.ahead), i128::from(s.back));
+        ((2 * i128::from(d).abs() * n + m) / (2 * m)) as u64
+    };
+    let q = if d < 0 { q.wrapping_neg() } else { q };
+    b0.wrapping_add(q) & mask
 }
 
 /// The section predicted from `b0` and `b1` over `spacing`: every entity of
@@ -523,6 +529,8 @@ mod tests {
         // The sum wraps at the lane's width; the difference is signed.
         assert_eq!(extrapolate(250, 240, 8, s(2, 1)), 14);
         assert_eq!(extrapolate(5, 250, 8, s(2, 1)), 27);
+        assert_eq!(extrapolate(0, 1 << 63, 64, s(1, 1)), 1 << 63);
+        assert_eq!(extrapolate(0, 1 << 31, 32, s(3, 1)), 1 << 31);
         let (a, b) = (u64::MAX - 1, 1);
         assert_eq!(
             extrapolate(a, b, 64, s(32767, 1)),
