@@ -379,6 +379,8 @@ impl Decoder {
 
     /// Decodes a payload as the blocks regenerate it (no header, no
     /// blocks) against `baseline` (and `prior`), for the stage benches.
+    /// Without a header, a prior is taken at the distances of the last
+    /// packet decoded (equal distances before any).
     #[cfg(feature = "internals")]
     pub(crate) fn decode_payload_into(
         &mut self,
