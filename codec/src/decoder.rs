@@ -46,6 +46,8 @@ pub struct Decoder {
     payload: Vec<u8>,
     metas: Vec<SectionTokens>,
     predicted: Vec<crate::snapshot::Section>,
+    /// The tick distances of the packet being decoded, for its prediction.
+    spacing: pipeline::predict::Spacing,
     scratch: DecodeScratch,
     /// The schema's model contexts (`None`: too large for a model).
     context_map: Option<ContextMap>,
@@ -91,6 +93,7 @@ impl Decoder {
             payload: Vec::new(),
             metas,
             predicted,
+            spacing: pipeline::predict::Spacing { ahead: 1, back: 1 },
             scratch: DecodeScratch::default(),
             context_map,
             codes: Default::default(),
@@ -242,6 +245,9 @@ impl Decoder {
             |sequence| DecodeError::MissingPrior { sequence },
             |expected, actual| DecodeError::PriorMismatch { expected, actual },
         )?;
+        if let (Some(b), Some(p)) = (header.baseline, header.prior) {
+            self.spacing = pipeline::predict::Spacing::of(header.sequence, b, p);
+        }
         let keyframe = header.baseline.is_none();
         let dictionary_id = match (header.dictionary, header.ids) {
             (false, _) => None,
@@ -376,6 +382,8 @@ impl Decoder {
 
     /// Decodes a payload as the blocks regenerate it (no header, no
     /// blocks) against `baseline` (and `prior`), for the stage benches.
+    /// Without a header, a prior is taken at the distances of the last
+    /// packet decoded (equal distances before any).
     #[cfg(feature = "internals")]
     pub(crate) fn decode_payload_into(
         &mut self,
@@ -525,19 +533,27 @@ impl Decoder {
             .zip(out.sections_mut())
             .enumerate()
         {
-            let b = match (base, prior) {
+            // A predicted section (4.6): entities change against the
+            // baseline, values against the prediction (a type with
+            // integrated fields is decoded against the prediction alone).
+            let (b, pred) = match (base, prior) {
                 (Some(b), Some(p)) if ty.predicts() => {
                     let predicted = &mut self.predicted[i];
-                    pipeline::predict::predict_section(
+                    pipeline::predict::predict_spaced(
                         ty,
                         &b.sections()[i].as_ref(),
                         &p.sections()[i].as_ref(),
+                        self.spacing,
                         predicted,
                     );
-                    predicted.as_ref()
+                    if ty.integrators().is_empty() {
+                        (b.sections()[i].as_ref(), Some(predicted.as_ref()))
+                    } else {
+                        (predicted.as_ref(), None)
+                    }
                 }
-                (Some(b), _) => b.sections()[i].as_ref(),
-                (None, _) => SectionRef::empty(ty.record_size()),
+                (Some(b), _) => (b.sections()[i].as_ref(), None),
+                (None, _) => (SectionRef::empty(ty.record_size()), None),
             };
             let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {
                 Some(r) if r.len() == out.len() => {
@@ -553,6 +569,7 @@ impl Decoder {
                 &self.elements[i],
                 &self.plane_orders[i],
                 &b,
+                pred.as_ref(),
                 m,
                 src,
                 recalled,

@@ -131,13 +131,22 @@ mod prediction {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
-        fn roundtrip_with_prior(schema in schema_strategy(), seed in 1u64.., start: u16) {
+        fn roundtrip_with_prior(
+            schema in schema_strategy(),
+            seed in 1u64..,
+            start: u16,
+            back in 1u16..50,
+            ahead in 1u16..50,
+        ) {
             let schema = predictive(&schema);
             let mut rng = SplitMix64::new(seed);
             let t0 = random_snapshot(&schema, &mut rng, 20, 60);
             let t1 = evolve(&schema, &t0, &mut rng, 60);
             let t2 = evolve(&schema, &t1, &mut rng, 60);
-            let (s0, s1, s2) = (start, start.wrapping_add(3), start.wrapping_add(5));
+            // Prior and baseline spaced unlike baseline and packet: the
+            // prediction scales the motion (FORMAT.md 4.6).
+            let (s0, s1) = (start, start.wrapping_add(back));
+            let s2 = s1.wrapping_add(ahead);
             let (b, p) = (Baseline { sequence: s1, snapshot: &t1 }, Baseline { sequence: s0, snapshot: &t0 });
             let mut enc = Encoder::new(schema.clone());
             enc.set_checksum(true);
@@ -212,19 +221,101 @@ mod prediction {
             &mut predicted,
         )
         .unwrap();
-        // Every body moved, but exactly as predicted: nothing changed.
+        // Every body moved, exactly as predicted: each changed row codes
+        // its moved elements as 0.
         assert!(
-            predicted.len() <= 14,
-            "{} bytes (plain delta {})",
-            predicted.len(),
-            plain.len()
-        );
-        assert!(
-            plain.len() > 2 * predicted.len(),
+            predicted.len() < plain.len(),
             "plain {} vs predicted {}",
             plain.len(),
             predicted.len()
         );
+        let mut dec = Decoder::new(schema.clone());
+        let mut out = Snapshot::new(&schema);
+        let reference = tickpack::Reference::predicted(
+            Baseline {
+                sequence: 6,
+                snapshot: &t6,
+            },
+            Baseline {
+                sequence: 0,
+                snapshot: &t0,
+            },
+        );
+        dec.decode_into(&predicted, reference, &mut out).unwrap();
+        assert_eq!(out, t12);
+    }
+
+    /// A body that moved from prior to baseline, then stopped: against the
+    /// baseline it is unchanged, so it costs nothing, whatever its
+    /// prediction (before value-only prediction it was a changed row).
+    #[test]
+    fn an_unchanged_entity_stays_unchanged_under_prediction() {
+        let schema = Schema::builder()
+            .entity("body")
+            .field_with(Field {
+                name: "pos".into(),
+                ty: Primitive::F32,
+                len: 3,
+                delta: Some(DeltaOp::Predict),
+            })
+            .field("hp", Primitive::U16, 1)
+            .build()
+            .unwrap();
+        let tick = |x: f32, hp: u16| {
+            let mut s = Snapshot::new(&schema);
+            for id in 0..50u32 {
+                let mut rec: Vec<u8> = [x + id as f32, 2.0 * x, -x]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                rec.extend_from_slice(&hp.to_le_bytes());
+                s.section_mut(0).unwrap().insert(id, &rec).unwrap();
+            }
+            s
+        };
+        let (prior, base) = (tick(1.0, 100), tick(5.0, 100));
+        let reference = tickpack::Reference::predicted(
+            Baseline {
+                sequence: 10,
+                snapshot: &base,
+            },
+            Baseline {
+                sequence: 7,
+                snapshot: &prior,
+            },
+        );
+        let mut enc = Encoder::new(schema.clone());
+        let mut dec = Decoder::new(schema.clone());
+        let mut out = Snapshot::new(&schema);
+        let mut packet = Vec::new();
+        // At rest: the empty payload (a 6-byte header naming the prior).
+        enc.encode_to_vec(&base, 12, reference, &mut packet)
+            .unwrap();
+        assert_eq!(packet.len(), 6, "{packet:02x?}");
+        dec.decode_into(&packet, reference, &mut out).unwrap();
+        assert_eq!(out, base);
+        // At rest but hurt: the rows carry `hp` alone, no position.
+        let hurt = tick(5.0, 90);
+        enc.encode_to_vec(&hurt, 12, reference, &mut packet)
+            .unwrap();
+        let alone = enc
+            .encode(
+                &hurt,
+                12,
+                Some(Baseline {
+                    sequence: 10,
+                    snapshot: &base,
+                }),
+            )
+            .unwrap();
+        assert!(
+            packet.len() <= alone.len() + 1,
+            "{} against {} without prior",
+            packet.len(),
+            alone.len()
+        );
+        dec.decode_into(&packet, reference, &mut out).unwrap();
+        assert_eq!(out, hurt);
     }
 }
 

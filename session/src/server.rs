@@ -259,8 +259,11 @@ impl ClientSlot {
     }
 
     /// The prior for predicting `now` from baseline `b`: an acked snapshot
-    /// older than `b` whose distance to `b` is closest to `now − b`, since
-    /// `2·b − prior` extrapolates by exactly the distance from prior to `b`.
+    /// older than `b` whose distance to `b` is closest to `now − b`. The
+    /// prediction scales by the two distances (FORMAT.md 4.6), so any acked
+    /// prior would do; this spacing codes the UDP lobby smallest (the
+    /// closest prior extrapolates its quantisation steps over the whole
+    /// round trip: docs/benchmarks.md, "Prediction").
     fn prior_for(&self, b: u16, now: u16) -> Option<&Arc<Sent>> {
         let want = i32::from(seq_distance(now, b));
         self.ring
@@ -546,10 +549,10 @@ impl Server {
             (None, None)
         } else {
             let base = slot.baseline(self.ticks).cloned();
-            // A held entity keeps its baseline record: against a prediction
-            // that is a change (its last motion), against the baseline none.
+            // A held entity keeps its baseline record, which is no change
+            // under a prediction too (FORMAT.md 4.6: values only).
             let prior = match (&base, self.predicts) {
-                (Some(b), true) if !view.has_held() => slot.prior_for(b.sequence, seq).cloned(),
+                (Some(b), true) => slot.prior_for(b.sequence, seq).cloned(),
                 _ => None,
             };
             (base, prior)

@@ -162,6 +162,7 @@ fn simulate(loss_pct: u64, seed: u64, views: bool) {
     let mut rng = SplitMix64::new(seed);
     let (ticks, calm) = (500u64, 60u64);
     let mut applied = 0u64;
+    let mut held_with_prior = 0u64;
     for t in 0..ticks + calm {
         let original = world.tick();
         let mut quantised = original.clone();
@@ -177,6 +178,12 @@ fn simulate(loss_pct: u64, seed: u64, views: bool) {
             pair.set_lossy(t < ticks);
             let view = view_for(views, *id, t);
             let packet = server.send(*id, &view).unwrap();
+            // A view with held cars is predicted too (FORMAT.md 4.6: a held
+            // car is unchanged against its baseline, whatever the prior).
+            if view.has_held() {
+                let (h, _) = tickpack::PacketHeader::parse(&packet).unwrap();
+                held_with_prior += u64::from(h.prior.is_some());
+            }
             sent_views.insert((*id, seq), view);
             pair.to_client.send(pair.now_ms, &packet);
             for p in pair.to_client.recv(pair.now_ms) {
@@ -231,6 +238,9 @@ fn simulate(loss_pct: u64, seed: u64, views: bool) {
         assert!(*e <= bound, "{}: {e} > {bound}", f.name);
     }
     assert!(errs[0] > 0.0, "the comparison ran");
+    if views {
+        assert!(held_with_prior > ticks / 4, "{held_with_prior}");
+    }
 }
 
 #[test]

@@ -215,19 +215,27 @@ impl Encoder {
                     limit,
                 });
             }
-            let base = match (baseline, prior) {
+            // A predicted section (4.6): entities change against the
+            // baseline, values against the prediction (a type with
+            // integrated fields is coded against the prediction alone).
+            let (base, pred) = match (baseline, prior) {
                 (Some(b), Some(p)) if ty.predicts() => {
                     let predicted = &mut self.predicted[i];
-                    pipeline::predict::predict_section(
+                    pipeline::predict::predict_spaced(
                         ty,
                         &b.snapshot.sections()[i].as_ref(),
                         &p.snapshot.sections()[i].as_ref(),
+                        pipeline::predict::Spacing::of(sequence, b.sequence, p.sequence),
                         predicted,
                     );
-                    predicted.as_ref()
+                    if ty.integrators().is_empty() {
+                        (b.snapshot.sections()[i].as_ref(), Some(predicted.as_ref()))
+                    } else {
+                        (predicted.as_ref(), None)
+                    }
                 }
-                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
-                (None, _) => SectionRef::empty(ty.record_size()),
+                (Some(b), _) => (b.snapshot.sections()[i].as_ref(), None),
+                (None, _) => (SectionRef::empty(ty.record_size()), None),
             };
             let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {
                 Some(r) if r.len() == out.len() => {
@@ -246,6 +254,7 @@ impl Encoder {
                 &self.elements[i],
                 &self.plane_orders[i],
                 &base,
+                pred.as_ref(),
                 &cur,
                 recalled,
                 defer,

@@ -86,16 +86,22 @@ impl Encoder {
             }
             // The baseline `encode_section` was given: the predicted one
             // (still in `self.predicted`) or the baseline's.
-            let base = match (baseline, prior) {
-                (Some(_), Some(_)) if ty.predicts() => self.predicted[i].as_ref(),
-                (Some(b), _) => b.snapshot.sections()[i].as_ref(),
-                (None, _) => SectionRef::empty(ty.record_size()),
+            let (base, b0) = match (baseline, prior) {
+                (Some(b), Some(_)) if ty.predicts() => (
+                    self.predicted[i].as_ref(),
+                    ty.integrators()
+                        .is_empty()
+                        .then(|| b.snapshot.sections()[i].as_ref()),
+                ),
+                (Some(b), _) => (b.snapshot.sections()[i].as_ref(), None),
+                (None, _) => (SectionRef::empty(ty.record_size()), None),
             };
             pipeline::complete_section(
                 ty,
                 &self.elements[i],
                 &self.plane_orders[i],
                 &base,
+                b0.as_ref(),
                 &cur,
                 scratch,
             );

@@ -30,6 +30,12 @@ pub(crate) struct DecodeScratch {
 /// velocity and time, which come before it).
 enum RowReference<'a> {
     Plain(&'a [u8]),
+    /// A changed row of a predicted section (FORMAT.md 4.6): the mask
+    /// against the baseline record `base`, values against `pred`.
+    Predicted {
+        base: &'a [u8],
+        pred: &'a [u8],
+    },
     Integrated {
         base: &'a [u8],
         integrators: &'a [crate::schema::Integrator],
@@ -154,6 +160,36 @@ fn apply_row(
             changed,
             out,
         ),
+        RowReference::Predicted { base, pred } => {
+            for e in changed {
+                let bad = DecodeError::BadValue {
+                    section,
+                    row,
+                    element: e as usize,
+                };
+                let Some(&el) = elements.get(e as usize) else {
+                    return Err(bad);
+                };
+                let (float, v) = if el.float {
+                    let r = values::FloatReference::new(el, pred);
+                    let has_bit = r.kind() == Kind::Bits;
+                    let (integral, v) =
+                        src.float_value(section, kind_of_row, e as usize, has_bit)?;
+                    (Some((r, integral)), v)
+                } else if src.inline_floats() {
+                    (
+                        None,
+                        src.float_value(section, kind_of_row, e as usize, false)?.1,
+                    )
+                } else {
+                    let ctx =
+                        tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
+                    (None, src.uint(ctx)?)
+                };
+                super::predict::decode_value(el, float, v, pred, base, out).map_err(|_| bad)?;
+            }
+            Ok(())
+        }
         RowReference::Integrated {
             base,
             integrators,
@@ -295,12 +331,14 @@ fn read_float(
 /// `s.ids` and `s.records`: the baseline's ids and records between removed
 /// entities copied a run at a time, then each changed row decoded in place
 /// against its baseline record. Returns the rows read.
+#[allow(clippy::too_many_arguments)]
 fn decode_kept(
     src: &mut impl TokenSource,
     section: usize,
     ty: &EntityType,
     elements: &[Element],
     base: &SectionRef<'_>,
+    pred: Option<&SectionRef<'_>>,
     m: &SectionTokens,
     s: &mut DecodeScratch,
 ) -> Result<usize, DecodeError> {
@@ -342,7 +380,15 @@ fn decode_kept(
             row,
             tokens::ctx::CHANGED,
             elements,
-            if ty.integrators().is_empty() {
+            if let Some(pred) = pred {
+                RowReference::Predicted {
+                    base: brec,
+                    pred: pred
+                        .records()
+                        .get(bi * rs..(bi + 1) * rs)
+                        .ok_or(bad.clone())?,
+                }
+            } else if ty.integrators().is_empty() {
                 RowReference::Plain(brec)
             } else {
                 RowReference::Integrated {
@@ -365,7 +411,9 @@ fn decode_kept(
 /// total at most `max_spawn_bytes`. When the section's recall bit is set
 /// (never with byte planes), a spawned entity is decoded against the
 /// record `recalled(id, out)` writes into `out` when it returns `true`; at
-/// least one must (`BadEntitySet`).
+/// least one must (`BadEntitySet`). `pred`: the predicted section of a
+/// type that predicts (FORMAT.md 4.6; same ids as `base`), which the
+/// values of changed rows are coded against.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_section(
     section: usize,
@@ -373,6 +421,7 @@ pub(crate) fn decode_section(
     elements: &[Element],
     order: &[u16],
     base: &SectionRef<'_>,
+    pred: Option<&SectionRef<'_>>,
     m: &SectionTokens,
     src: &mut impl TokenSource,
     mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, DecodeError>,
@@ -393,14 +442,20 @@ pub(crate) fn decode_section(
         // each: changed rows, then spawned rows), decoded into `out`.
         let n = m.changed.len() + m.spawned.len();
         let bytes = src.raw(section, order.len().saturating_mul(n))?;
-        return decode_planes::decode(section, ty, order, bytes, base, m, &mut s.planes, out);
+        let Some(p) = pred else {
+            return decode_planes::decode(section, ty, order, bytes, base, m, &mut s.planes, out);
+        };
+        // Rows against the prediction, then unchanged entities and the
+        // "changed" check back on the baseline.
+        decode_planes::decode_unchecked(section, ty, order, bytes, p, m, &mut s.planes, out)?;
+        return super::predict::planes_to_baseline(section, base, &m.removed, &m.changed, out);
     }
     // Kept entities, in order, with changed rows applied.
     s.ids.clear();
     s.records.clear();
     s.ids.reserve_exact(kept);
     s.records.reserve_exact(kept * rs);
-    let row = decode_kept(src, section, ty, elements, base, m, s)?;
+    let row = decode_kept(src, section, ty, elements, base, pred, m, s)?;
     // Spawned entities, each against its recalled record or the type's
     // default record. Records grow as rows are read, so a truncated
     // payload allocates little.

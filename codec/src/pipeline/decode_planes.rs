@@ -42,6 +42,39 @@ pub(super) fn decode(
     s: &mut Scratch,
     out: &mut Section,
 ) -> Result<(), DecodeError> {
+    decode_with(section, ty, order, planes, base, m, s, out, true)
+}
+
+/// [`decode`] without refusing a changed row equal to its reference: for a
+/// predicted section, whose rows are checked against the baseline after
+/// ([`super::predict::planes_to_baseline`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn decode_unchecked(
+    section: usize,
+    ty: &EntityType,
+    order: &[u16],
+    planes: &[u8],
+    base: &SectionRef<'_>,
+    m: &SectionTokens,
+    s: &mut Scratch,
+    out: &mut Section,
+) -> Result<(), DecodeError> {
+    decode_with(section, ty, order, planes, base, m, s, out, false)
+}
+
+/// [`decode`], refusing a changed row equal to its reference when `check`.
+#[allow(clippy::too_many_arguments)]
+fn decode_with(
+    section: usize,
+    ty: &EntityType,
+    order: &[u16],
+    planes: &[u8],
+    base: &SectionRef<'_>,
+    m: &SectionTokens,
+    s: &mut Scratch,
+    out: &mut Section,
+    check: bool,
+) -> Result<(), DecodeError> {
     let rs = ty.record_size();
     let changed = m.changed.len();
     let n = changed + m.spawned.len();
@@ -85,7 +118,7 @@ pub(super) fn decode(
         });
     if fused {
         // A changed row changes something.
-        if let Some(row) = s.differs.iter().position(|&d| !d) {
+        if let Some(row) = s.differs.iter().position(|&d| !d).filter(|_| check) {
             return Err(DecodeError::BadMask { section, row });
         }
         let direct = plan.is_some_and(|p| {
@@ -124,6 +157,7 @@ pub(super) fn decode(
                 out: records,
                 outs: &s.outs,
             },
+            check,
         )?;
         spawned(
             section,
@@ -365,6 +399,7 @@ fn changed_records(
     rs: usize,
     deltas: &[u8],
     at: Places<'_>,
+    check: bool,
 ) -> Result<(), DecodeError> {
     for (row, (&ra, &oa)) in at.refs.iter().zip(at.outs).enumerate() {
         let (Some(delta), Some(reference), Some(out)) = (
@@ -375,7 +410,7 @@ fn changed_records(
             return Err(DecodeError::BadEntitySet { section });
         };
         // A changed row changes something.
-        if !apply.record(delta, reference, out) {
+        if !apply.record(delta, reference, out) && check {
             return Err(DecodeError::BadMask { section, row });
         }
     }

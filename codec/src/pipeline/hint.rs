@@ -147,7 +147,7 @@ mod tests {
             let (base, cur) = (base.as_ref(), cur.as_ref());
             let mut full = EncodeScratch::default();
             encode_section(
-                ty, &elements, &order, &base, &cur, no_recall, false, None, &mut full,
+                ty, &elements, &order, &base, None, &cur, no_recall, false, None, &mut full,
             )
             .unwrap();
             // A hint that predicts planes whatever the rows: the section is
@@ -161,6 +161,7 @@ mod tests {
                 &elements,
                 &order,
                 &base,
+                None,
                 &cur,
                 no_recall,
                 false,
@@ -170,7 +171,7 @@ mod tests {
             .unwrap();
             assert_eq!(s.mode, RowMode::Planes);
             assert!(s.tokens.elems.is_empty(), "rows left uncoded");
-            complete_section(ty, &elements, &order, &base, &cur, &mut s);
+            complete_section(ty, &elements, &order, &base, None, &cur, &mut s);
             assert_eq!(s.mode, full.mode, "{rows} rows");
             assert_eq!(s.tokens.elems, full.tokens.elems);
             assert_eq!(s.tokens.row_end, full.tokens.row_end);
@@ -194,7 +195,7 @@ mod tests {
             let (base, cur) = (base.as_ref(), cur.as_ref());
             let mut full = EncodeScratch::default();
             encode_section(
-                ty, &elements, &order, &base, &cur, no_recall, false, None, &mut full,
+                ty, &elements, &order, &base, None, &cur, no_recall, false, None, &mut full,
             )
             .unwrap();
             // A hint that predicts masks and values whatever the rows: the
@@ -208,6 +209,7 @@ mod tests {
                 &elements,
                 &order,
                 &base,
+                None,
                 &cur,
                 no_recall,
                 false,

@@ -63,11 +63,11 @@ pub(crate) use tokens::{SectionTokens, Token, TokenSource};
 use values::Element;
 
 /// Writes into `out` the baseline section as predicted from `b0` and the
-/// older prior `b1`: every entity of `b0`, with its [`DeltaOp::Predict`]
-/// fields replaced by `2·b0 − b1` when the entity is also in `b1`. The
-/// encoder aligns against this predicted section instead of `b0`, so an
-/// entity that kept its velocity counts as unchanged; the decoder builds the
-/// same section and decodes against it.
+/// older prior `b1` at equal distances: every entity of `b0`, with its
+/// [`DeltaOp::Predict`] fields replaced by `2·b0 − b1` when the entity is
+/// also in `b1` ([`predict::predict_spaced`] scales by other distances).
+/// Changed rows code their values against it; whether they changed is
+/// judged against `b0`.
 ///
 /// [`DeltaOp::Predict`]: crate::DeltaOp::Predict
 pub(crate) fn predict_section(
@@ -278,13 +278,20 @@ pub(crate) fn encode_section<E>(
     elements: &[Element],
     order: &[u16],
     base: &SectionRef<'_>,
+    pred: Option<&SectionRef<'_>>,
     cur: &SectionRef<'_>,
     recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     defer_planes: bool,
     predict: Option<usize>,
     s: &mut EncodeScratch,
 ) -> Result<(), E> {
+    // Entities change or not against the baseline; the rows of a
+    // predicted section (`pred`, same ids) code values against it.
     align::align(base, cur, &mut s.align);
+    let (base, baseline) = match pred {
+        Some(p) => (p, Some(base)),
+        None => (base, None),
+    };
     let (a, t) = (&s.align, &mut s.tokens);
     t.clear();
     t.base_len = base.len();
@@ -306,7 +313,7 @@ pub(crate) fn encode_section<E>(
             return Ok(());
         }
     }
-    code_rows(ty, elements, base, cur, recalled, s)?;
+    code_rows(ty, elements, base, baseline, cur, recalled, s)?;
     let t = &s.tokens;
     if n == 0 || t.recall {
         s.hint = None;
@@ -345,12 +352,14 @@ pub(crate) fn build_rows(
 
 /// Codes a [`EncodeScratch::tentative`] section's rows as masks and values
 /// after all, and runs the full estimate on them (its rows and planes are
-/// built).
+/// built). `base` is the predicted section when `baseline` is `Some`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn complete_section(
     ty: &EntityType,
     elements: &[Element],
     order: &[u16],
     base: &SectionRef<'_>,
+    baseline: Option<&SectionRef<'_>>,
     cur: &SectionRef<'_>,
     s: &mut EncodeScratch,
 ) {
@@ -362,7 +371,7 @@ pub(crate) fn complete_section(
     s.mode = RowMode::Tokens;
     // A section predicted without a recall codes none.
     let no_recall = |_: u32, _: &mut [u8]| Ok::<bool, core::convert::Infallible>(false);
-    if code_rows(ty, elements, base, cur, no_recall, s).is_ok() {
+    if code_rows(ty, elements, base, baseline, cur, no_recall, s).is_ok() {
         s.pending = true;
         settle_planes(elements.len(), order, ty.record_size(), s);
     }
@@ -371,11 +380,14 @@ pub(crate) fn complete_section(
 /// Appends to `s.tokens` the section's rows as masks and values: changed
 /// rows against their baseline record (integrated elements against their
 /// prediction), spawned rows against their recalled record when
-/// `recalled` gives one, else the type's default record.
+/// `recalled` gives one, else the type's default record. With `baseline`
+/// (a predicted section: `base` is the prediction) a changed row's mask
+/// is judged against the baseline record, its values against `base`.
 fn code_rows<E>(
     ty: &EntityType,
     elements: &[Element],
     base: &SectionRef<'_>,
+    baseline: Option<&SectionRef<'_>>,
     cur: &SectionRef<'_>,
     mut recalled: impl FnMut(u32, &mut [u8]) -> Result<bool, E>,
     s: &mut EncodeScratch,
@@ -384,7 +396,9 @@ fn code_rows<E>(
     let integrators = ty.integrators();
     for &(ci, bi) in &a.changed_rows {
         let (c, b) = (cur.record(ci as usize), base.record(bi as usize));
-        if integrators.is_empty() {
+        if let Some(b0) = baseline {
+            predict::encode_row(elements, c, b0.record(bi as usize), b, t);
+        } else if integrators.is_empty() {
             encode_row(elements, c, b, t);
         } else {
             // Integrated elements are coded against their prediction.

@@ -1,8 +1,201 @@
 //! Linear prediction of a baseline record from two baselines, for fields
-//! coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict).
+//! coded with [`DeltaOp::Predict`](crate::DeltaOp::Predict) (FORMAT.md
+//! 4.6): the extrapolation itself, and the rows of a predicted section,
+//! whose mask is judged against the baseline while the values of changed
+//! predicted elements are coded against the prediction.
 
+use super::values::{self, BadValue, Element, FloatReference};
+use super::{SectionTokens, Token};
 use crate::schema::{DeltaOp, EntityType, Span};
 use crate::snapshot::{Section, SectionRef};
+
+/// The tick distances a prediction extrapolates over: `ahead` from the
+/// baseline to the packet (the header's baseline distance) and `back`
+/// from the prior to the baseline (its prior distance), both at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Spacing {
+    /// Packet sequence − baseline sequence.
+    pub(crate) ahead: u16,
+    /// Baseline sequence − prior sequence.
+    pub(crate) back: u16,
+}
+
+impl Spacing {
+    /// The spacing of a packet `sequence` against `baseline` and `prior`.
+    pub(crate) fn of(sequence: u16, baseline: u16, prior: u16) -> Self {
+        Self {
+            ahead: sequence.wrapping_sub(baseline).max(1),
+            back: baseline.wrapping_sub(prior).max(1),
+        }
+    }
+}
+
+/// `b0 + round((b0 − b1) · ahead / back)` on `bits`-bit lanes (the
+/// difference read as a signed `bits`-bit integer, the quotient rounded to
+/// nearest with ties away from zero, the sum wrapping), as a `u64`.
+#[inline]
+pub(crate) fn extrapolate(b0: u64, b1: u64, bits: u32, s: Spacing) -> u64 {
+    let mask = u64::MAX >> (64 - bits);
+    let d = b0.wrapping_sub(b1) & mask;
+    // Sign-extend the `bits`-bit difference.
+    let d = (d << (64 - bits)) as i64 >> (64 - bits);
+    let q = if bits <= 32 {
+        // |d| ≤ 2^31 and n, m < 2^15: the numerator fits 48 bits.
+        let (n, m) = (i64::from(s.ahead), i64::from(s.back));
+        ((2 * d.abs() * n + m) / (2 * m)) as u64
+    } else {
+        let (n, m) = (i128::from(s.ahead), i128::from(s.back));
+        ((2 * i128::from(d).abs() * n + m) / (2 * m)) as u64
+    };
+    let q = if d < 0 { q.wrapping_neg() } else { q };
+    b0.wrapping_add(q) & mask
+}
+
+/// The section predicted from `b0` and `b1` over `spacing`: every entity of
+/// `b0`, with its predict spans [`extrapolate`]d when `b1` has its id. With
+/// equal distances that is `2·b0 − b1`, computed by [`predict_section`].
+pub(crate) fn predict_spaced(
+    ty: &EntityType,
+    b0: &SectionRef<'_>,
+    b1: &SectionRef<'_>,
+    spacing: Spacing,
+    out: &mut Section,
+) {
+    if spacing.ahead == spacing.back {
+        return predict_section(ty, b0, b1, out);
+    }
+    let rs = ty.record_size();
+    out.clear_for(rs);
+    let (ids, records) = out.parts_mut();
+    ids.extend_from_slice(b0.ids());
+    records.extend_from_slice(b0.records());
+    let spans = ty.spans();
+    super::predict_matched(b0.ids(), b1.ids(), b1.records(), records, rs, |b1, rec| {
+        for s in spans.iter().filter(|s| s.op == DeltaOp::Predict) {
+            let w = s.width.clamp(1, 8);
+            let r = s.offset..s.offset + s.len;
+            let (Some(b1), Some(o)) = (b1.get(r.clone()), rec.get_mut(r)) else {
+                continue;
+            };
+            for (o, b) in o.chunks_exact_mut(w).zip(b1.chunks_exact(w)) {
+                let p = extrapolate(lane(o), lane(b), 8 * w as u32, spacing);
+                o.copy_from_slice(&p.to_le_bytes()[..w]);
+            }
+        }
+    });
+}
+
+/// Up to eight little-endian bytes as an integer.
+#[inline]
+fn lane(b: &[u8]) -> u64 {
+    let mut v = [0u8; 8];
+    let n = b.len().min(8);
+    v[..n].copy_from_slice(&b[..n]);
+    u64::from_le_bytes(v)
+}
+
+/// Appends to `t` one changed row of a predicted section: the elements of
+/// `cur` that differ from the baseline record `base`, each coded against
+/// the predicted record `pred` (a predicted element equal to its
+/// prediction has the value 0).
+pub(crate) fn encode_row(
+    elements: &[Element],
+    cur: &[u8],
+    base: &[u8],
+    pred: &[u8],
+    t: &mut SectionTokens,
+) {
+    for (i, &e) in elements.iter().enumerate() {
+        let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+        if cur.get(r.clone()) == base.get(r) {
+            continue;
+        }
+        let (kind, value) = values::encode(e, cur, pred);
+        t.elems.push(Token {
+            element: i as u32,
+            kind,
+            value,
+        });
+    }
+    t.row_end.push(t.elems.len() as u32);
+}
+
+/// Decodes value `v` of changed element `e` of a predicted row into `out`
+/// (a copy of the baseline record `base`) against the predicted record
+/// `pred`; `float` holds the kind bit read for a float element. A value
+/// that leaves the element as the baseline has it is refused.
+#[inline]
+pub(crate) fn decode_value(
+    e: Element,
+    float: Option<(FloatReference, bool)>,
+    v: u64,
+    pred: &[u8],
+    base: &[u8],
+    out: &mut [u8],
+) -> Result<(), BadValue> {
+    let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+    if v == 0 && e.op == DeltaOp::Predict {
+        // Exactly the prediction (the value codes `cur − pred`).
+        let (Some(p), Some(o)) = (pred.get(r.clone()), out.get_mut(r.clone())) else {
+            return Err(BadValue);
+        };
+        o.copy_from_slice(p);
+    } else {
+        match float {
+            Some((fr, integral)) => values::decode_float_changed(e, fr, integral, v, out)?,
+            None => values::decode_changed(e, v, pred, out)?,
+        }
+    }
+    if out.get(r.clone()) == base.get(r) {
+        return Err(BadValue);
+    }
+    Ok(())
+}
+
+/// Gives the kept entities of a section that [`super::decode_section`]
+/// rebuilt from byte planes against the predicted section their
+/// baseline records back where their rows left them unchanged, and checks
+/// that each changed row differs from its baseline record (`BadMask`
+/// otherwise). `base` is the baseline section, `changed` the changed set
+/// (ascending kept indices) and `removed` the removed set.
+pub(crate) fn planes_to_baseline(
+    section: usize,
+    base: &SectionRef<'_>,
+    removed: &[u32],
+    changed: &[u32],
+    out: &mut Section,
+) -> Result<(), crate::error::DecodeError> {
+    let rs = base.record_size();
+    let (ids, records) = out.parts_mut();
+    let (mut at, mut k, mut c, mut p) = (0usize, 0u32, 0usize, 0usize);
+    for (bi, &id) in base.ids().iter().enumerate() {
+        if removed.get(p) == Some(&(bi as u32)) {
+            p += 1;
+            continue;
+        }
+        // Spawned ids never equal kept ones: skip to this one.
+        while ids.get(at).is_some_and(|&x| x != id) {
+            at += 1;
+        }
+        let (Some(brec), Some(orec)) = (
+            base.records().get(bi * rs..(bi + 1) * rs),
+            records.get_mut(at * rs..(at + 1) * rs),
+        ) else {
+            return Err(crate::error::DecodeError::BadEntitySet { section });
+        };
+        if changed.get(c) == Some(&k) {
+            if orec == brec {
+                return Err(crate::error::DecodeError::BadMask { section, row: c });
+            }
+            c += 1;
+        } else {
+            orec.copy_from_slice(brec);
+        }
+        k += 1;
+        at += 1;
+    }
+    Ok(())
+}
 
 /// [`super::predict_section`]: the same section, bit for bit. A type whose
 /// one predicted span is of 4-byte lanes and at most 64 bytes long (the
@@ -320,6 +513,106 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn spaced_extrapolation_rounds_half_away_from_zero_and_wraps() {
+        let s = |ahead, back| Spacing { ahead, back };
+        // Equal distances: 2·b0 − b1, wrapping.
+        assert_eq!(extrapolate(13, 10, 32, s(5, 5)), 16);
+        assert_eq!(extrapolate(1, u64::from(u32::MAX), 32, s(1, 1)), 3);
+        // 3 over 2 ticks, 3 ahead: 4.5 rounds to 5; −4.5 to −5.
+        assert_eq!(extrapolate(13, 10, 32, s(3, 2)), 18);
+        assert_eq!(extrapolate(10, 13, 32, s(3, 2)), 5);
+        // 1 over 3 ticks, 1 ahead: 0.33 rounds to 0.
+        assert_eq!(extrapolate(7, 6, 16, s(1, 3)), 7);
+        // The sum wraps at the lane's width; the difference is signed.
+        assert_eq!(extrapolate(250, 240, 8, s(2, 1)), 14);
+        assert_eq!(extrapolate(5, 250, 8, s(2, 1)), 27);
+        assert_eq!(extrapolate(0, 1 << 63, 64, s(1, 1)), 1 << 63);
+        assert_eq!(extrapolate(0, 1 << 31, 32, s(3, 1)), 1 << 31);
+        let (a, b) = (u64::MAX - 1, 1);
+        assert_eq!(
+            extrapolate(a, b, 64, s(32767, 1)),
+            a.wrapping_add((a.wrapping_sub(b)).wrapping_mul(32767))
+        );
+    }
+
+    #[test]
+    fn spaced_sections_match_equal_spacing_and_scale() {
+        let schema = Schema::builder()
+            .entity("e")
+            .field("k", Primitive::U8, 1)
+            .field_with(Field {
+                name: "p".into(),
+                ty: Primitive::I32,
+                len: 2,
+                delta: Some(DeltaOp::Predict),
+            })
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ty = &schema.sections()[0];
+        let rec = |k: u8, a: i32, b: i32| {
+            [vec![k], a.to_le_bytes().to_vec(), b.to_le_bytes().to_vec()].concat()
+        };
+        let sec = |rows: &[(u32, Vec<u8>)]| {
+            let ids = rows.iter().map(|r| r.0).collect();
+            let recs = rows.iter().flat_map(|r| r.1.clone()).collect();
+            Section::from_parts(ids, recs, 9).unwrap_or_else(|_| Section::new(9))
+        };
+        let b1 = sec(&[(1, rec(9, 0, 100)), (3, rec(9, 0, 0))]);
+        let b0 = sec(&[(1, rec(1, 10, 90)), (2, rec(2, 5, 5))]);
+        let mut out = Section::new(1);
+        predict_spaced(
+            ty,
+            &b0.as_ref(),
+            &b1.as_ref(),
+            Spacing { ahead: 4, back: 2 },
+            &mut out,
+        );
+        // Entity 1 moved (10, −10) over 2 ticks: 4 ahead is (20, −20); entity 2
+        // has no prior and stays; `k` is not predicted.
+        assert_eq!(out, sec(&[(1, rec(1, 30, 70)), (2, rec(2, 5, 5))]));
+        let mut equal = Section::new(1);
+        predict_spaced(
+            ty,
+            &b0.as_ref(),
+            &b1.as_ref(),
+            Spacing { ahead: 7, back: 7 },
+            &mut equal,
+        );
+        let mut want = Section::new(1);
+        predict_section(ty, &b0.as_ref(), &b1.as_ref(), &mut want);
+        assert_eq!(equal, want);
+        assert_eq!(equal, sec(&[(1, rec(1, 20, 80)), (2, rec(2, 5, 5))]));
+    }
+
+    #[test]
+    fn predicted_values_may_equal_the_prediction_but_not_the_baseline() {
+        let e = Element {
+            offset: 0,
+            width: 2,
+            op: DeltaOp::Predict,
+            float: false,
+            grid: None,
+        };
+        let (base, pred) = (100u16.to_le_bytes(), 110u16.to_le_bytes());
+        let decode = |v: u64| {
+            let mut out = base;
+            decode_value(e, None, v, &pred, &base, &mut out).map(|()| u16::from_le_bytes(out))
+        };
+        // 0: exactly the prediction; zigzag 3 is −2 from it.
+        assert_eq!(decode(0), Ok(110));
+        assert_eq!(decode(3), Ok(108));
+        // −10 from the prediction is the baseline: not a change.
+        assert_eq!(decode(19), Err(BadValue));
+        // The encoder's side: moved as predicted codes 0, stopped is no change.
+        let mut t = SectionTokens::default();
+        encode_row(&[e], &pred, &base, &pred, &mut t);
+        encode_row(&[e], &base, &base, &pred, &mut t);
+        assert_eq!(t.elems.len(), 1);
+        assert_eq!(t.elems[0].value, 0);
+        assert_eq!(t.row_end, [1, 1]);
     }
 
     #[test]

@@ -115,11 +115,13 @@ pub enum DeltaOp {
     Int,
     /// No delta: the value itself is sent.
     None,
-    /// Like `Int`, but against a linear prediction `2·b0 − b1` from the two
-    /// newest acked baselines (element-wise wrapping arithmetic on the
-    /// integer or float bit values) when the packet names a prior baseline
-    /// and the entity is in both; else against `b0`. For values that move
-    /// at a steady rate.
+    /// Like `Int`, but a changed element's value is coded against a linear
+    /// prediction from the baseline `b0` and the prior `b1`, extrapolated
+    /// over the packet's distances (`b0 + (b0 − b1)·n/m`, element-wise
+    /// integer arithmetic on the integer or float bit values, FORMAT.md
+    /// 4.6) when the packet names a prior and the entity is in both; else
+    /// against `b0`. Whether an element changed is still judged against
+    /// `b0`. For values that move at a steady rate.
     Predict,
 }
 
