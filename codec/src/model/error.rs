@@ -121,6 +121,18 @@ pub enum ModelError {
         /// Bytes the decoder consumed.
         consumed: usize,
     },
+    /// The raw-bit stream reaches into the coded bytes the decoder read
+    /// before its last four, or past the block's start.
+    Overlap {
+        /// Stream length.
+        len: usize,
+        /// Coded bytes the decoder consumed (its lookahead included).
+        coded: usize,
+        /// Bytes of the raw-bit stream.
+        raw: usize,
+    },
+    /// The raw-bit stream's padding bits are not zero.
+    Padding,
 }
 
 impl fmt::Display for ModelError {
@@ -191,6 +203,11 @@ impl fmt::Display for ModelError {
                 f,
                 "model stream is {len} bytes, the decoder used {consumed}"
             ),
+            Self::Overlap { len, coded, raw } => write!(
+                f,
+                "model stream of {len} bytes: {raw} raw bytes overlap {coded} coded bytes"
+            ),
+            Self::Padding => write!(f, "model stream's raw padding bits are not zero"),
         }
     }
 }
