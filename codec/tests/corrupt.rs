@@ -463,6 +463,18 @@ fn corrupt_table() {
             DecodeError::PayloadTrailing { count: 1 },
         ),
         (
+            "a raw block that changes nothing (the empty payload spelt twice)",
+            delta(&[0]),
+            b9,
+            DecodeError::NonCanonical,
+        ),
+        (
+            "an RLE block that changes nothing",
+            packet(None, Some(1), false, &[0x03, 0x01, 0x00]),
+            b9,
+            DecodeError::NonCanonical,
+        ),
+        (
             "payload ends in meta",
             key(&[4, 1]),
             None,

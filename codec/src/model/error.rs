@@ -65,6 +65,12 @@ pub enum ModelError {
         /// Stored value.
         value: u16,
     },
+    /// A slot marked present holds the prior (2048), which a table writes
+    /// absent: a second spelling of the same table.
+    PresentPrior {
+        /// Slot index.
+        slot: usize,
+    },
     /// Presence bits beyond the last slot are set.
     BitmapPadding,
     /// The table's trailing xxh3 checksum does not match its bytes.
@@ -168,6 +174,9 @@ impl fmt::Display for ModelError {
             }
             Self::BadProbability { slot, value } => {
                 write!(f, "model slot {slot} has probability {value}")
+            }
+            Self::PresentPrior { slot } => {
+                write!(f, "model slot {slot} is present with the prior 2048")
             }
             Self::BitmapPadding => write!(f, "model table bitmap padding is not zero"),
             Self::Checksum { stored, computed } => write!(
