@@ -1,8 +1,10 @@
-//! The range coder: 32-bit range, carries added to the bytes already
-//! written (the bytes of LZMA's construction), binary decisions with 12-bit static
-//! probabilities, symbols over static cumulative frequencies, raw bits, and a
-//! shortest-tail flush whose trailing zero bytes are dropped (the decoder
-//! reads zeros past the end).
+//! The range coder of a format-3 model block: 32-bit range, carries added
+//! to the bytes already written (the bytes of LZMA's construction), binary
+//! decisions with 12-bit static probabilities and symbols over static
+//! cumulative frequencies in the coded stream; raw bits in the block's
+//! raw-bit stream ([`super::raw`]). The flush writes the fewest bytes whose
+//! decoder window, continued by the raw stream's bytes, lies in the final
+//! interval.
 
 use super::classes::{ClassCdf, FREQ_BITS};
 use super::raw::{check_end, Output, RawReader, RawTail};
