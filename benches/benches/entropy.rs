@@ -1,6 +1,10 @@
-//! The format-3 entropy-coder candidates (issue 36) on recorded model
-//! tokens: encode and decode of every packet of a corpus per design,
-//! throughput in coded bytes. Racing and cube pile with their shipped
+//! The entropy stage alone on recorded model tokens: the shipped coder
+//! (`shipped`, format 3: `tickpack::model`) and the issue-36 prototypes,
+//! encode and decode of every packet of a corpus per design, throughput in
+//! coded bytes (criterion's MB/s; decisions per µs follow from the token
+//! counts `--example entropy_coders` prints); beside them zstd's own decoding
+//! of a dictionary-less zstd -3 frame of each packet's payload (`zstd3`,
+//! throughput in payload bytes). Racing and cube pile with their shipped
 //! sets (the last 720 of 3600 ticks), Quake 3 (the first 400 snapshots of
 //! each demo, tables trained on the other four) when the demos are
 //! present; smaller with `-- --test`. Bytes per design: `--example entropy_coders`.
@@ -16,7 +20,7 @@ use tickpack_benches::entropy::reference::Reference;
 use tickpack_benches::entropy::Coder;
 
 const DESIGNS: [&str; 5] = [
-    "range",
+    "shipped",
     "binary-tree",
     "range-raw",
     "rans-1x24",
@@ -98,8 +102,45 @@ fn coders(c: &mut Criterion) {
                 })
             });
         }
+        zstd_decode(&mut g, &corpus);
         g.finish();
     }
+}
+
+/// zstd's decoder on a zstd -3 frame (no dictionary) of every packet's
+/// payload: the stage the model block replaces.
+fn zstd_decode(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    corpus: &Corpus,
+) {
+    let mut zc = zstd::bulk::Compressor::new(3).unwrap_or_else(|e| panic!("zstd: {e}"));
+    let frames: Vec<(Vec<u8>, usize)> = corpus
+        .parts
+        .iter()
+        .flat_map(|p| p.packets.iter())
+        .map(|k| {
+            let f = zc
+                .compress(&k.payload)
+                .unwrap_or_else(|e| panic!("zstd: {e}"));
+            (f, k.payload.len())
+        })
+        .collect();
+    let payload: usize = frames.iter().map(|f| f.1).sum();
+    g.throughput(Throughput::Bytes(payload as u64));
+    g.bench_function(BenchmarkId::new("decode", "zstd3"), |b| {
+        let mut zd = zstd::bulk::Decompressor::new().unwrap_or_else(|e| panic!("zstd: {e}"));
+        let mut out = Vec::with_capacity(1 << 16);
+        b.iter(|| {
+            let mut n = 0;
+            for (f, _) in &frames {
+                out.clear();
+                n += zd
+                    .decompress_to_buffer(black_box(f), &mut out)
+                    .unwrap_or_else(|e| panic!("zstd: {e}"));
+            }
+            black_box(n)
+        })
+    });
 }
 
 criterion_group! {

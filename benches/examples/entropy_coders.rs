@@ -27,7 +27,7 @@ use tickpack_benches::entropy::{decisions, Coder};
 type Res<T> = Result<T, Box<dyn Error>>;
 
 const DESIGNS: [&str; 8] = [
-    "range (format 2)",
+    "shipped (format 3)",
     "binary tree rc",
     "range + raw stream",
     "range + raw, shared",
@@ -212,7 +212,7 @@ fn main() -> Res<()> {
             "{:20} {:>9} {:>8} {:>9} {:>9} {:>9} {:>10} {:>9}",
             "design",
             "B/packet",
-            "vs fmt2",
+            "vs first",
             "enc µs",
             "dec µs",
             "dec MB/s",

@@ -426,11 +426,26 @@ impl Decoder {
                 if payload.is_empty() {
                     Ok(())
                 } else {
-                    src.finish()
+                    src.finish()?;
+                    self.check_not_idle()
                 }
             });
         self.payload = payload;
         result
+    }
+
+    /// Blocks whose payload changes no section spell the empty payload a
+    /// second way (FORMAT.md 3.4): checked last, after the payload's own
+    /// rules.
+    fn check_not_idle(&self) -> Result<(), DecodeError> {
+        let idle = self
+            .metas
+            .iter()
+            .all(|m| m.removed.is_empty() && m.changed.is_empty() && m.spawned.is_empty());
+        if idle {
+            return Err(DecodeError::NonCanonical);
+        }
+        Ok(())
     }
 
     /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
@@ -467,7 +482,8 @@ impl Decoder {
             })?;
             let mut src = WalkSource::new(&map, dec, body_at);
             self.decode_walk(&mut src, true, false, base, prior, recall, out)?;
-            src.finish()
+            src.finish()?;
+            self.check_not_idle()
         });
         self.context_map = Some(map);
         result

@@ -23,7 +23,7 @@ use crate::error::DecodeError;
 use crate::wire::{put_varint, Reader};
 
 /// The wire format version this crate writes and reads.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 /// Largest baseline distance (half the sequence space, so wrapping
 /// comparisons stay unambiguous).
 pub const MAX_BASELINE_DISTANCE: u16 = 0x7fff;
@@ -301,7 +301,7 @@ mod tests {
         };
         let mut out = Vec::new();
         h.write(&mut out);
-        assert_eq!(out, [0x32, 0x02, 0x01, 0x03]);
+        assert_eq!(out, [0x33, 0x02, 0x01, 0x03]);
     }
 
     #[test]
@@ -311,43 +311,48 @@ mod tests {
             Err(DecodeError::UnsupportedVersion { version: 1 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x82, 0, 0, 0x04]),
+            PacketHeader::parse(&[0x72, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]),
+            Err(DecodeError::UnsupportedVersion { version: 2 }),
+            "format 2 (the model block's range coder without a raw stream)"
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x83, 0, 0, 0x04]),
             Err(DecodeError::ReservedBits { flags: 0x04 }),
             "PRIOR without BASELINE"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x82, 0, 0, 0x03]),
+            PacketHeader::parse(&[0x83, 0, 0, 0x03]),
             Err(DecodeError::ReservedBits { flags: 0x03 }),
             "checksum length 3"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x82, 0, 0, 0x08]),
+            PacketHeader::parse(&[0x83, 0, 0, 0x08]),
             Err(DecodeError::ReservedBits { flags: 0x08 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x02, 0xff, 0x7c]),
+            PacketHeader::parse(&[0x03, 0xff, 0x7c]),
             Err(DecodeError::MissingIds),
             "a keyframe without the schema id"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x92, 0, 0x40, 0x04, 0xff, 0xff, 0x01, 0x02]),
+            PacketHeader::parse(&[0x93, 0, 0x40, 0x04, 0xff, 0xff, 0x01, 0x02]),
             Err(DecodeError::BadVarint { offset: 7 }),
             "prior more than 32767 behind the packet"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x92, 0, 0, 0x04, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+            PacketHeader::parse(&[0x93, 0, 0, 0x04, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f]),
             Err(DecodeError::BadVarint { offset: 5 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x12, 5, 0, 0]),
+            PacketHeader::parse(&[0x13, 5, 0, 0]),
             Err(DecodeError::BadBaselineDistance)
         );
         assert_eq!(
-            PacketHeader::parse(&[0x12, 5, 0, 0x80, 0x80, 0x02]),
+            PacketHeader::parse(&[0x13, 5, 0, 0x80, 0x80, 0x02]),
             Err(DecodeError::BadVarint { offset: 3 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x62, 5, 0, 1, 2, 3, 4, 5]),
+            PacketHeader::parse(&[0x63, 5, 0, 1, 2, 3, 4, 5]),
             Err(DecodeError::Truncated {
                 offset: 7,
                 needed: 3

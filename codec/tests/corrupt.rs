@@ -12,11 +12,11 @@ fn schema() -> Schema {
         .unwrap()
 }
 
-/// A version 2 header with sequence 10: flags, sequence, the ids (schema
+/// A version 3 header with sequence 10: flags, sequence, the ids (schema
 /// id and, with `dict`, a dictionary id) if given, the baseline distance if
 /// given; then `blocks`.
 fn packet(ids: Option<(u32, u32)>, dist: Option<u8>, dict: bool, blocks: &[u8]) -> Vec<u8> {
-    let mut flags = 2u8;
+    let mut flags = 3u8;
     if dist.is_some() {
         flags |= 0x10;
     }
@@ -132,7 +132,7 @@ fn corrupt_table() {
         ),
         (
             "short header",
-            vec![2, 0],
+            vec![3, 0],
             None,
             DecodeError::Truncated {
                 offset: 1,
@@ -146,6 +146,12 @@ fn corrupt_table() {
             DecodeError::UnsupportedVersion { version: 1 },
         ),
         (
+            "version 2 (format 2's model block)",
+            vec![0x02, 0, 0, 0, 0, 0, 0],
+            None,
+            DecodeError::UnsupportedVersion { version: 2 },
+        ),
+        (
             "version 0",
             vec![0x10; 9],
             None,
@@ -153,25 +159,25 @@ fn corrupt_table() {
         ),
         (
             "reserved extension bit",
-            vec![0x82, 0, 0, 0x08],
+            vec![0x83, 0, 0, 0x08],
             None,
             DecodeError::ReservedBits { flags: 0x08 },
         ),
         (
             "checksum length 3",
-            vec![0x82, 0, 0, 0x03],
+            vec![0x83, 0, 0, 0x03],
             None,
             DecodeError::ReservedBits { flags: 0x03 },
         ),
         (
             "prior without baseline",
-            vec![0x82, 0, 0, 0x04],
+            vec![0x83, 0, 0, 0x04],
             None,
             DecodeError::ReservedBits { flags: 0x04 },
         ),
         (
             "extension byte missing",
-            vec![0x82, 0, 0],
+            vec![0x83, 0, 0],
             None,
             DecodeError::Truncated {
                 offset: 3,
@@ -455,6 +461,18 @@ fn corrupt_table() {
             key(&[4, 1, 5, 3, 1, 1, 0, 4, 2]),
             None,
             DecodeError::PayloadTrailing { count: 1 },
+        ),
+        (
+            "a raw block that changes nothing (the empty payload spelt twice)",
+            delta(&[0]),
+            b9,
+            DecodeError::NonCanonical,
+        ),
+        (
+            "an RLE block that changes nothing",
+            packet(None, Some(1), false, &[0x03, 0x01, 0x00]),
+            b9,
+            DecodeError::NonCanonical,
         ),
         (
             "payload ends in meta",
@@ -775,4 +793,60 @@ fn a_zstd_block_that_regenerates_nothing_is_refused() {
             "{got:?}"
         );
     }
+}
+
+/// A format-3 model block's end (FORMAT.md, "Model block", "End of a
+/// block"): a keyframe whose values leave a few raw bits is re-spelt with its coded stream written out whole and the raw byte
+/// after it; that spelling decodes, and a byte between the two streams
+/// (`Trailing`) and set padding bits (`Padding`) are refused.
+#[test]
+fn model_block_ends_are_checked() {
+    use tickpack::model::{ModelError, ModelTable};
+    let s = schema();
+    let mut enc = tickpack::Encoder::new(s.clone());
+    let table = ModelTable::uniform(enc.model_shape().unwrap()).unwrap();
+    let dict = Dictionary::new(5, vec![1u8; 64]).with_model(table);
+    enc.set_dictionary(Some(&dict)).unwrap();
+    enc.set_entropy(tickpack::Entropy::Model);
+    let snap = baseline_snapshot(&s);
+    let p = enc.encode(&snap, 10, None).unwrap();
+    let mut dec = Decoder::new(s.clone());
+    dec.add_dictionary(&dict).unwrap();
+    let head = tickpack::PacketHeader::parse(&p).unwrap().1;
+    assert_eq!(p[head], 0x09);
+    assert_eq!(dec.decode(&p, None).unwrap().1, snap);
+    let (front, body) = (&p[..=head], &p[head + 1..]);
+    // The explicit spelling: the coded bytes the decoder reads (zeros
+    // past the end), then the raw stream (a few bits) in a byte of its own.
+    let spell = |coded: usize, mid: &[u8], raw: u8| {
+        let mut q = front.to_vec();
+        q.extend((0..coded).map(|i| body.get(i).copied().unwrap_or(0)));
+        q.extend_from_slice(mid);
+        q.push(raw);
+        q
+    };
+    // Longer coded spellings leave a byte unread: the longest that
+    // decodes is the coded stream's whole read, with the one raw byte
+    // whose padding is zero.
+    let (coded, raw) = (1..body.len() + 5)
+        .rev()
+        .flat_map(|c| (0..=255u8).map(move |r| (c, r)))
+        .find(|&(c, r)| dec.decode(&spell(c, &[], r), None).map(|r| r.1) == Ok(snap.clone()))
+        .unwrap();
+    assert!(raw < 0x80);
+    let model = |error| DecodeError::Model {
+        offset: head + 1,
+        error,
+    };
+    assert_eq!(
+        dec.decode(&spell(coded, &[0x00], raw), None).map(|_| ()),
+        Err(model(ModelError::Trailing {
+            len: coded + 2,
+            consumed: coded + 1
+        }))
+    );
+    assert_eq!(
+        dec.decode(&spell(coded, &[], raw | 0x80), None).map(|_| ()),
+        Err(model(ModelError::Padding))
+    );
 }

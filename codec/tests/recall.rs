@@ -26,7 +26,7 @@ fn snap(s: &Schema, ids: &[(u32, u8)]) -> Snapshot {
 
 /// A delta packet with sequence 10 against baseline 9, one raw block.
 fn delta(payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0x12, 10, 0, 1, 0x01];
+    let mut p = vec![0x13, 10, 0, 1, 0x01];
     p.extend_from_slice(payload);
     p
 }
@@ -81,7 +81,7 @@ fn recall_rejection_rules() {
     };
     let mut other = recall.clone();
     other = other.advance(b, &base, 12, &Limits::default());
-    let mut key = vec![0x42, 10, 0];
+    let mut key = vec![0x43, 10, 0];
     key.extend_from_slice(&s.id().to_le_bytes());
     key.extend_from_slice(&[0x01, 0x0c, 0x00, 0x07, 0x00]);
     let cases: Vec<(Vec<u8>, Reference<'_>, DecodeError)> = vec![

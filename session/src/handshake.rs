@@ -160,15 +160,19 @@ mod tests {
             Err(DecodeError::UnsupportedVersion { version: 1 })
         );
         assert_eq!(
-            Hello::parse(&[2, 0, 0, 0, 0, 4]),
+            Hello::parse(&[2, 0, 0, 0, 0, 0]),
+            Err(DecodeError::UnsupportedVersion { version: 2 })
+        );
+        assert_eq!(
+            Hello::parse(&[3, 0, 0, 0, 0, 4]),
             Err(DecodeError::ReservedBits { flags: 4 })
         );
         // A hello without its limits (24 bytes after the flags).
         assert!(matches!(
-            Hello::parse(&[2, 0, 0, 0, 0, 0, 9]),
+            Hello::parse(&[3, 0, 0, 0, 0, 0, 9]),
             Err(DecodeError::Truncated { .. })
         ));
-        let mut long = vec![2, 0, 0, 0, 0, 0];
+        let mut long = vec![3, 0, 0, 0, 0, 0];
         long.extend_from_slice(&[0; 24]);
         assert!(Hello::parse(&long).is_ok());
         long.push(9);

@@ -1,5 +1,6 @@
 //! The shipped coder (`tickpack::model`, FORMAT.md "Model block") replayed
-//! on recorded tokens: the bytes a format-2 model block holds. Runs of
+//! on recorded tokens: the bytes a model block holds (format 3 since the
+//! codec moved raw bits to a side stream; format 2 before). Runs of
 //! mask bits go token by token here (the codec codes some as runs, to the
 //! same bytes).
 
@@ -9,7 +10,7 @@ use tickpack::model::{ModelDecoder, ModelEncoder, ModelSink, ModelTable};
 
 use super::{Coder, Kind, ProtoError, Token};
 
-/// The range coder of format 2 with a table.
+/// The shipped coder with a table.
 #[derive(Debug)]
 pub struct Reference<'t> {
     table: &'t ModelTable,

@@ -127,6 +127,10 @@ pub enum DecodeError {
     },
     /// A block header sits past the end of the packet, or no block had the last bit.
     MissingLastBlock,
+    /// Blocks whose payload leaves every section unchanged: a second
+    /// spelling of the empty payload (no blocks), which an encoder must send
+    /// instead (FORMAT.md 3.4).
+    NonCanonical,
     /// Bytes follow the last block.
     TrailingBytes {
         /// How many.
@@ -312,6 +316,10 @@ impl fmt::Display for DecodeError {
             }
             Self::BadBlockSize { offset } => write!(f, "bad block size at offset {offset}"),
             Self::MissingLastBlock => write!(f, "no block is marked last"),
+            Self::NonCanonical => write!(
+                f,
+                "blocks that change nothing: the empty payload has no blocks"
+            ),
             Self::TrailingBytes { count } => write!(f, "{count} bytes after the last block"),
             Self::SnapshotTooLarge { bytes, limit } => {
                 write!(f, "snapshot of {bytes} bytes exceeds the limit of {limit}")

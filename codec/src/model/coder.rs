@@ -113,7 +113,8 @@ impl<'t> ModelEncoder<'t> {
         }
     }
 
-    /// Ends the stream and returns its bytes.
+    /// Ends the block and returns its bytes: the coded stream, then the
+    /// raw-bit stream byte-reversed.
     pub fn finish(self) -> Result<Vec<u8>, ModelError> {
         match self.error {
             Some(e) => Err(e),
@@ -199,7 +200,8 @@ impl RunSink for ModelEncoder<'_> {
 /// Every call does bounded work (one head symbol, at most 2 modelled
 /// decisions and 62 raw bits per value) and allocates nothing; bytes past the end read as zero,
 /// so the caller's structure (counts checked against its limits) bounds the
-/// whole decode. [`finish`](Self::finish) rejects unread bytes.
+/// whole decode. [`finish`](Self::finish) checks the block's end (FORMAT.md,
+/// "End of a block": no byte unread, the raw stream in place, zero padding).
 #[derive(Debug, Clone)]
 pub struct ModelDecoder<'t, 'a> {
     table: &'t ModelTable,
@@ -347,7 +349,9 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
         }))
     }
 
-    /// Checks that the stream has no bytes the decoder did not need.
+    /// Checks the block's end: no byte neither stream read (`Trailing`),
+    /// the raw stream where the flush puts it (`Overlap`), its unread
+    /// padding zero (`Padding`).
     pub fn finish(self) -> Result<(), ModelError> {
         self.rc.finish()
     }

@@ -65,6 +65,12 @@ pub enum ModelError {
         /// Stored value.
         value: u16,
     },
+    /// A slot marked present holds the prior (2048), which a table writes
+    /// absent: a second spelling of the same table.
+    PresentPrior {
+        /// Slot index.
+        slot: usize,
+    },
     /// Presence bits beyond the last slot are set.
     BitmapPadding,
     /// The table's trailing xxh3 checksum does not match its bytes.
@@ -121,6 +127,18 @@ pub enum ModelError {
         /// Bytes the decoder consumed.
         consumed: usize,
     },
+    /// The raw-bit stream reaches into the coded bytes the decoder read
+    /// before its last four, or past the block's start.
+    Overlap {
+        /// Stream length.
+        len: usize,
+        /// Coded bytes the decoder consumed (its lookahead included).
+        coded: usize,
+        /// Bytes of the raw-bit stream.
+        raw: usize,
+    },
+    /// The raw-bit stream's padding bits are not zero.
+    Padding,
 }
 
 impl fmt::Display for ModelError {
@@ -157,6 +175,9 @@ impl fmt::Display for ModelError {
             Self::BadProbability { slot, value } => {
                 write!(f, "model slot {slot} has probability {value}")
             }
+            Self::PresentPrior { slot } => {
+                write!(f, "model slot {slot} is present with the prior 2048")
+            }
             Self::BitmapPadding => write!(f, "model table bitmap padding is not zero"),
             Self::Checksum { stored, computed } => write!(
                 f,
@@ -191,6 +212,11 @@ impl fmt::Display for ModelError {
                 f,
                 "model stream is {len} bytes, the decoder used {consumed}"
             ),
+            Self::Overlap { len, coded, raw } => write!(
+                f,
+                "model stream of {len} bytes: {raw} raw bytes overlap {coded} coded bytes"
+            ),
+            Self::Padding => write!(f, "model stream's raw padding bits are not zero"),
         }
     }
 }

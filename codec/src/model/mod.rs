@@ -52,6 +52,7 @@ mod coder;
 mod contexts;
 mod error;
 mod range;
+mod raw;
 mod runs;
 mod stats;
 mod table;

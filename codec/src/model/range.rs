@@ -1,10 +1,13 @@
-//! The range coder: 32-bit range, carries added to the bytes already
-//! written (the bytes of LZMA's construction), binary decisions with 12-bit static
-//! probabilities, symbols over static cumulative frequencies, raw bits, and a
-//! shortest-tail flush whose trailing zero bytes are dropped (the decoder
-//! reads zeros past the end).
+//! The range coder of a format-3 model block: 32-bit range, carries added
+//! to the bytes already written (the bytes of LZMA's construction), binary
+//! decisions with 12-bit static probabilities and symbols over static
+//! cumulative frequencies in the coded stream; raw bits in the block's
+//! raw-bit stream ([`super::raw`]). The flush writes the fewest bytes whose
+//! decoder window, continued by the raw stream's bytes, lies in the final
+//! interval.
 
 use super::classes::{ClassCdf, FREQ_BITS};
+use super::raw::{check_end, Output, RawReader, RawTail};
 use super::ModelError;
 
 /// Precision of a probability: `p` is the chance of a 0 bit in units of
@@ -14,77 +17,17 @@ pub const PROB_BITS: u32 = 12;
 pub const PROB_ONE: u16 = 1 << PROB_BITS;
 /// The range is renormalised (shifted a byte) when it falls below this.
 const TOP: u32 = 1 << 24;
-/// Most raw bits coded in one step (the range stays at least `2^8`).
-pub(crate) const RAW_CHUNK: u32 = 16;
 
-/// Encodes decisions, symbols and raw bits into bytes.
+/// Encodes decisions and symbols into the coded bytes of a block and raw
+/// bits into its raw-bit stream.
 #[derive(Debug, Clone)]
 pub(crate) struct RangeEncoder {
     /// Low end of the interval; bit 32 is a carry into the bytes written.
     low: u64,
     range: u32,
-    /// The bytes shifted out of `low`, as one big-endian number that a
-    /// carry adds one to. The number's byte above them is always 0 (the
-    /// interval starts below `1 << 32`); it is not written.
+    /// The coded bytes shifted out of `low`, as one big-endian number that
+    /// a carry adds one to, and the raw stream.
     out: Output,
-}
-
-/// The encoder's bytes: the first `pos` bytes of `buf`, whose length is
-/// its capacity (grown by doubling), so that a byte is stored without
-/// updating the vector's length.
-#[derive(Debug, Clone)]
-struct Output {
-    buf: Vec<u8>,
-    pos: usize,
-}
-
-impl Output {
-    /// Smallest buffer length.
-    const MIN_LEN: usize = 64;
-
-    /// Output into `buf` (its bytes dropped, its capacity kept).
-    fn new(mut buf: Vec<u8>) -> Self {
-        buf.clear();
-        let len = buf.capacity().max(Self::MIN_LEN);
-        buf.resize(len, 0);
-        Self { buf, pos: 0 }
-    }
-
-    /// Appends `byte`.
-    #[inline(always)]
-    fn push(&mut self, byte: u8) {
-        match self.buf.get_mut(self.pos) {
-            Some(b) => *b = byte,
-            None => self.grow_push(byte),
-        }
-        self.pos += 1;
-    }
-
-    /// Doubles the buffer, then stores `byte` at `pos`.
-    #[cold]
-    #[inline(never)]
-    fn grow_push(&mut self, byte: u8) {
-        let len = self.buf.len().max(Self::MIN_LEN) * 2;
-        self.buf.resize(len, 0);
-        self.buf[self.pos] = byte;
-    }
-
-    /// Adds one to the bytes written (see [`carry`]).
-    #[cold]
-    #[inline(never)]
-    fn carry(&mut self) {
-        carry(&mut self.buf[..self.pos]);
-    }
-
-    /// The bytes written, without trailing zero bytes.
-    fn into_trimmed(mut self) -> Vec<u8> {
-        let mut end = self.pos;
-        while end > 0 && self.buf[end - 1] == 0 {
-            end -= 1;
-        }
-        self.buf.truncate(end);
-        self.buf
-    }
 }
 
 impl RangeEncoder {
@@ -173,25 +116,11 @@ impl RangeEncoder {
         }
     }
 
-    /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
-    /// each with probability one half, in chunks of at most
-    /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
-    /// value picks the part (the raw step of the reference of
-    /// [`RangeEncoder::value`]).
+    /// Appends the low `n` bits of `v` (`n <= 62`) to the raw-bit stream
+    /// (the raw step of the reference of [`RangeEncoder::value`]).
     #[cfg(test)]
     pub(crate) fn raw(&mut self, v: u64, n: u32) {
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(RAW_CHUNK);
-            left -= k;
-            let digit = ((v >> left) & ((1u64 << k) - 1)) as u32;
-            self.range >>= k;
-            self.low += u64::from(digit) * u64::from(self.range);
-            while self.range < TOP {
-                self.range <<= 8;
-                self.shift_low();
-            }
-        }
+        self.out.raw(v & ((1u64 << n) - 1), n);
     }
 
     /// Codes the symbol whose share of a frequency total `2^bits` is
@@ -213,9 +142,8 @@ impl RangeEncoder {
     /// the decisions of [`put_uint`](super::value::put_uint) (or
     /// [`put_sint`](super::value::put_sint)) with the head as one symbol,
     /// that is the head symbol, for leaf 63 the top decision, the raw bits
-    /// in [`RAW_CHUNK`]-bit chunks (one or two without a loop), then the
-    /// sign. The interval stays in registers for the
-    /// whole value.
+    /// (to the raw-bit stream), then the sign. The interval stays in
+    /// registers for the whole value.
     #[inline(always)]
     pub(crate) fn value(&mut self, cdf: &ClassCdf, v: u64, signed: bool) {
         let magnitude = if signed { (v >> 1) + (v & 1) } else { v };
@@ -239,33 +167,7 @@ impl RangeEncoder {
             code_bit(&mut low, &mut range, out, cdf.top, class == 64);
         }
         let raw = class.saturating_sub(2);
-        if (1..=RAW_CHUNK).contains(&raw) {
-            let digit = (magnitude & ((1u64 << raw) - 1)) as u32;
-            range >>= raw;
-            low += u64::from(digit) * u64::from(range);
-            renormalize(&mut low, &mut range, out);
-        } else if (RAW_CHUNK + 1..=2 * RAW_CHUNK).contains(&raw) {
-            // A full chunk, then the rest.
-            let rest = raw - RAW_CHUNK;
-            let digit = ((magnitude >> rest) & ((1u64 << RAW_CHUNK) - 1)) as u32;
-            range >>= RAW_CHUNK;
-            low += u64::from(digit) * u64::from(range);
-            renormalize(&mut low, &mut range, out);
-            let digit = (magnitude & ((1u64 << rest) - 1)) as u32;
-            range >>= rest;
-            low += u64::from(digit) * u64::from(range);
-            renormalize(&mut low, &mut range, out);
-        } else if raw > RAW_CHUNK {
-            let mut left = raw;
-            while left > 0 {
-                let k = left.min(RAW_CHUNK);
-                left -= k;
-                let digit = ((magnitude >> left) & ((1u64 << k) - 1)) as u32;
-                range >>= k;
-                low += u64::from(digit) * u64::from(range);
-                renormalize(&mut low, &mut range, out);
-            }
-        }
+        out.raw(magnitude & ((1u64 << raw) - 1), raw);
         if signed && magnitude != 0 {
             code_bit(&mut low, &mut range, out, cdf.sign, v & 1 == 1);
         }
@@ -283,24 +185,76 @@ impl RangeEncoder {
         self.low = (self.low & 0x00ff_ffff) << 8;
     }
 
-    /// Ends the stream and returns the bytes. The final value is the one in
-    /// the interval with the most trailing zero bits; zero bytes at the end
-    /// are then dropped.
+    /// Ends the block and returns its bytes: the coded bytes, then the
+    /// raw-bit stream. The coded stream ends with the fewest bytes `k`
+    /// (0..=4) of the final 32-bit value `v` such that `v`, read with the
+    /// raw stream's bytes after those `k` (and zeros past the block), lies
+    /// in the final interval; the raw stream's partial last byte then
+    /// takes its padding from `v` when the decoder's lookahead reads it.
     pub(crate) fn finish(mut self) -> Vec<u8> {
-        let end = self.low + u64::from(self.range);
-        for k in (0..=32u32).rev() {
-            let mask = (1u64 << k) - 1;
-            let v = (self.low + mask) & !mask;
-            if v < end {
-                self.low = v;
-                break;
-            }
+        let tail = self.out.raw_tail();
+        let (v, k) = final_value(self.low, self.range, tail);
+        if v >= 1 << 32 {
+            self.out.carry();
         }
-        for _ in 0..5 {
+        for i in 0..k {
+            self.out.push((v >> (24 - 8 * i)) as u8);
+        }
+        if k < 4 && tail.bits > 0 {
+            // The partial byte, read by the coded stream too: `v`'s byte.
+            self.out.push((v >> (24 - 8 * k)) as u8);
+        } else {
+            self.out.raw_partial(tail);
+        }
+        self.out.into_block()
+    }
+
+    /// Ends the coded stream at `low` itself, without the raw stream
+    /// (the bytes of the carry reference).
+    #[cfg(test)]
+    fn finish_at_low(mut self) -> Vec<u8> {
+        for _ in 0..4 {
             self.shift_low();
         }
-        self.out.into_trimmed()
+        self.out.into_block()
     }
+}
+
+/// The flush: the final value `v` (33 bits, bit 32 a carry) and the number
+/// `k` of its bytes the coded stream writes. For `k` from 0 up, the 32-bit
+/// window the decoder reads after the coded bytes already written is `k`
+/// free bytes, then the raw stream's end `tail` in block order (its partial
+/// byte's padding bits free while `k < 4`), then zeros; `v` is the least
+/// such window at or above `low`, taken when below `low + range`. `k = 4`
+/// (`v = low`) always fits.
+#[inline]
+pub(crate) fn final_value(low: u64, range: u32, tail: RawTail) -> (u64, u32) {
+    let end = low + u64::from(range);
+    let partial = tail.bits > 0;
+    // The block's bytes from the raw stream's start on, big-endian.
+    let mut fixed = [0u8; 4];
+    fixed[0] = if partial { tail.partial } else { tail.next[0] };
+    let rest = if partial {
+        &tail.next[..3]
+    } else {
+        &tail.next[1..]
+    };
+    fixed[1..].copy_from_slice(rest);
+    let fixed = u32::from_be_bytes(fixed);
+    for k in 0..4u32 {
+        let bytes = 4 - k;
+        // Fixed low bits of the window: the raw bytes read, less the
+        // partial byte's padding.
+        let s = 8 * bytes - if partial { 8 - tail.bits } else { 0 };
+        let x = u64::from(fixed >> (8 * k));
+        let step = 1u64 << s;
+        let f = low.saturating_sub(x).div_ceil(step);
+        let v = f * step + x;
+        if v < end {
+            return (v, k);
+        }
+    }
+    (low, 4)
 }
 
 /// [`RangeEncoder::bit`] on an interval held in locals.
@@ -337,30 +291,18 @@ fn shift(low: &mut u64, range: &mut u32, out: &mut Output) {
     *low = (*low & 0x00ff_ffff) << 8;
 }
 
-/// Adds one to `out` read as a big-endian number: trailing `0xff` bytes
-/// become 0 and the byte before them grows by one (past the first byte,
-/// the carry goes to the unwritten byte above).
-#[inline(always)]
-fn carry(out: &mut [u8]) {
-    for b in out.iter_mut().rev() {
-        let (sum, over) = b.overflowing_add(1);
-        *b = sum;
-        if !over {
-            return;
-        }
-    }
-}
-
-/// Decodes decisions, symbols and raw bits; reads zeros past the end of
-/// the input.
+/// Decodes decisions and symbols from a block's front and raw bits from
+/// its back; reads zeros past either end (the end check rejects a stream
+/// that needed them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RangeDecoder<'a> {
     input: &'a [u8],
-    /// Bytes consumed, counting those read past the end.
+    /// Coded bytes consumed, counting those read past the end.
     pos: usize,
     range: u32,
     /// The coded value minus the interval's low end; always below `range`.
     code: u32,
+    raw: RawReader,
 }
 
 impl<'a> RangeDecoder<'a> {
@@ -371,6 +313,7 @@ impl<'a> RangeDecoder<'a> {
             pos: 0,
             range: u32::MAX,
             code: 0,
+            raw: RawReader::new(),
         };
         for _ in 0..4 {
             d.code = (d.code << 8) | u32::from(d.next_byte());
@@ -477,35 +420,10 @@ impl<'a> RangeDecoder<'a> {
         self.normalize();
     }
 
-    /// Decodes `n` raw bits (`n <= 64`), most significant first, in the
-    /// encoder's chunks: full chunks of [`RAW_CHUNK`] bits, then the rest.
+    /// The next `n` raw bits (`n <= 62`) of the raw-bit stream.
     #[inline(always)]
     pub(crate) fn raw(&mut self, n: u32) -> Result<u64, ModelError> {
-        let mut v = 0u64;
-        let mut left = n;
-        while left > RAW_CHUNK {
-            left -= RAW_CHUNK;
-            v = (v << RAW_CHUNK) | u64::from(self.raw_chunk(RAW_CHUNK)?);
-        }
-        if left > 0 {
-            v = (v << left) | u64::from(self.raw_chunk(left)?);
-        }
-        Ok(v)
-    }
-
-    /// Decodes one chunk of `k` raw bits (`1..=RAW_CHUNK`).
-    #[inline(always)]
-    fn raw_chunk(&mut self, k: u32) -> Result<u32, ModelError> {
-        self.range >>= k;
-        let digit = self.code / self.range;
-        // `range` shrank by truncation: values past `2^k` parts are unused
-        // by any encoder.
-        if digit >> k != 0 {
-            return Err(ModelError::Corrupt);
-        }
-        self.code -= digit * self.range;
-        self.normalize();
-        Ok(digit)
+        Ok(self.raw.get(self.input, n))
     }
 
     /// Decodes one symbol over a frequency total of `2^bits` (`bits <= 16`):
@@ -548,15 +466,11 @@ impl<'a> RangeDecoder<'a> {
         Ok(symbol)
     }
 
-    /// Checks that the decoder read every byte of the input.
+    /// Checks the block's end: every byte read by one of the two
+    /// streams, the raw stream where the coded stream's flush puts it,
+    /// its padding zero (FORMAT.md, "Model block", "End of a block").
     pub(crate) fn finish(&self) -> Result<(), ModelError> {
-        if self.pos < self.input.len() {
-            return Err(ModelError::Trailing {
-                len: self.input.len(),
-                consumed: self.pos,
-            });
-        }
-        Ok(())
+        check_end(self.input, self.pos, self.raw.used())
     }
 }
 
@@ -566,8 +480,7 @@ mod tests {
 
     /// The encoder with LZMA's carry handling (the last byte out of `low`
     /// kept back with a count of `0xff` bytes after it), the reference of
-    /// [`RangeEncoder`]'s bytes.
-    /// Encodes decisions, symbols and raw bits into bytes.
+    /// [`RangeEncoder`]'s bytes (before its flush).
     struct CacheEncoder {
         /// Low end of the interval; bit 32 is a pending carry.
         low: u64,
@@ -612,26 +525,6 @@ mod tests {
             }
         }
 
-        /// Codes the low `n` bits of `v` (`n <= 64`), most significant first,
-        /// each with probability one half, in chunks of at most
-        /// [`RAW_CHUNK`] bits: the range is divided by `2^k` and the chunk's
-        /// value picks the part.
-        #[inline]
-        fn raw(&mut self, v: u64, n: u32) {
-            let mut left = n;
-            while left > 0 {
-                let k = left.min(RAW_CHUNK);
-                left -= k;
-                let digit = ((v >> left) & ((1u64 << k) - 1)) as u32;
-                self.range >>= k;
-                self.low += u64::from(digit) * u64::from(self.range);
-                while self.range < TOP {
-                    self.range <<= 8;
-                    self.shift_low();
-                }
-            }
-        }
-
         /// Codes the symbol whose share of a frequency total `2^bits` is
         /// `start..start + freq` (`bits <= 16`, `freq >= 1`): the range is
         /// divided by `2^bits` and the share picks the part.
@@ -668,24 +561,10 @@ mod tests {
             self.low = (self.low & 0x00ff_ffff) << 8;
         }
 
-        /// Ends the stream and returns the bytes. The final value is the one in
-        /// the interval with the most trailing zero bits; zero bytes at the end
-        /// are then dropped.
+        /// Ends the stream at `low` itself and returns the bytes.
         fn finish(mut self) -> Vec<u8> {
-            let end = self.low + u64::from(self.range);
-            for k in (0..=32u32).rev() {
-                let mask = (1u64 << k) - 1;
-                let v = (self.low + mask) & !mask;
-                if v < end {
-                    self.low = v;
-                    break;
-                }
-            }
             for _ in 0..5 {
                 self.shift_low();
-            }
-            while self.out.last() == Some(&0) {
-                self.out.pop();
             }
             self.out
         }
@@ -721,10 +600,12 @@ mod tests {
                         reference.bit(p0, bit);
                     }
                     2 => {
-                        let n = (r >> 8) as u32 % 65;
+                        // Equiprobable digits of up to 16 bits.
+                        let bits = 1 + (r >> 8) as u32 % 16;
                         let v = if skew & 8 == 0 { next() } else { u64::MAX };
-                        enc.raw(v, n);
-                        reference.raw(v, n);
+                        let digit = (v & ((1 << bits) - 1)) as u32;
+                        enc.symbol(bits, digit, 1);
+                        reference.symbol(bits, digit, 1);
                     }
                     _ => {
                         let bits = 1 + (r >> 8) as u32 % 16;
@@ -735,7 +616,7 @@ mod tests {
                     }
                 }
             }
-            let (got, want) = (enc.finish(), reference.finish());
+            let (got, want) = (enc.finish_at_low(), reference.finish());
             carried += usize::from(got.contains(&0xff));
             assert_eq!(got, want);
         }

@@ -271,6 +271,10 @@ impl ModelTable {
                 if value == 0 || value >= PROB_ONE {
                     return Err(ModelError::BadProbability { slot, value });
                 }
+                // The prior is written absent: one byte form per table.
+                if value == PRIOR {
+                    return Err(ModelError::PresentPrior { slot });
+                }
                 *p = value;
             }
         }

@@ -59,7 +59,7 @@ pub(crate) trait Decisions {
 pub(crate) trait DecisionSource {
     /// One modelled decision from probability slot `slot`.
     fn decision(&mut self, slot: usize) -> bool;
-    /// `n` raw bits, most significant first.
+    /// `n` raw bits, as one number.
     fn raw(&mut self, n: u32) -> Result<u64, ModelError>;
     /// The class and second bit [`Decisions::head`] emitted in the
     /// context starting at `base` (the second bit is `false` below

@@ -215,6 +215,11 @@ pub(super) fn model_table_load_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             Ok(&t),
             "reloaded table differs"
         );
+        // One byte form per table: what loads saves to the same bytes.
+        assert!(
+            t.to_bytes() == bytes,
+            "a table loaded from a second byte form"
+        );
     }
     Ok(())
 }
