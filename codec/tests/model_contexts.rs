@@ -234,6 +234,7 @@ fn turning_conditions_off_merges_contexts() {
         value_history: false,
         row_kind: false,
         recall_rows: false,
+        changed_flags: false,
     };
     let map = ContextMap::new(&secs, off).unwrap();
     let mut st = RowState::default();

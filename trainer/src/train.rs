@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Recall, Schema, Snapshot};
+use tickpack::{DeltaOp, Dictionary, Encoder, History, HuffmanTable, Recall, Schema, Snapshot};
 use tickpack_sets::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
@@ -241,13 +241,17 @@ fn jobs<'a>(
     list: &[(usize, Packet)],
     scanned: &[Scanned],
     held: &'a [HashMap<usize, Snapshot>],
-    recalls: &'a [HashMap<usize, Recall>],
+    recalls: &'a [HashMap<usize, (Recall, Option<History>)>],
 ) -> Result<Vec<Job<'a>>, TrainerError> {
     list.iter()
         .map(|&(ci, p)| match (scanned.get(ci), held.get(ci)) {
             (Some(sc), Some(h)) => {
-                let recall = p.baseline.and_then(|b| recalls.get(ci)?.get(&b));
-                Ok(Job::new(&sc.ticks, h, p)?.with_recall(recall))
+                let sent = p.baseline.and_then(|b| recalls.get(ci)?.get(&b));
+                let recall = sent.map(|s| &s.0);
+                let history = sent.and_then(|s| s.1.as_ref());
+                Ok(Job::new(&sc.ticks, h, p)?
+                    .with_recall(recall)
+                    .with_history(history))
             }
             _ => Err(TrainerError::Empty(format!("capture {ci} was not loaded"))),
         })
@@ -260,7 +264,7 @@ fn chain_recalls(
     scanned: &[Scanned],
     opts: &TrainOptions,
     lists: &[&[(usize, Packet)]],
-) -> Result<Vec<HashMap<usize, Recall>>, TrainerError> {
+) -> Result<Vec<HashMap<usize, (Recall, Option<History>)>>, TrainerError> {
     scanned
         .iter()
         .enumerate()

@@ -4,6 +4,7 @@
 
 use super::{Encoder, Entropy, ModelStream, TRIAL_MAX_PAYLOAD};
 use crate::error::EncodeError;
+use crate::history::{kept_states, History};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE};
 use crate::pipeline;
 use crate::quant::codes;
@@ -45,6 +46,7 @@ impl Encoder {
                 baseline,
                 prior,
                 recall,
+                reference.history,
             );
         }
         let mut c = core::mem::take(&mut self.codes);
@@ -74,6 +76,7 @@ impl Encoder {
                 baseline.and_then(|b| coded(b, base)),
                 prior.and_then(|p| coded(p, prior_codes)),
                 recall,
+                reference.history,
             )?;
             c.cache.insert(sequence, sections, &mut c.cur);
             Ok(())
@@ -106,6 +109,7 @@ impl Encoder {
             coded.baseline,
             coded.prior,
             recall,
+            coded.history,
         )?;
         self.finish_vec(out);
         Ok(())
@@ -122,7 +126,9 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         prior: Option<Baseline<'_>>,
         recall: Option<&Recall>,
+        history: Option<&History>,
     ) -> Result<(), EncodeError> {
+        self.history_valid = false;
         if let Some(b) = baseline {
             b.snapshot.check(&self.schema)?;
             let d = sequence.wrapping_sub(b.sequence);
@@ -171,9 +177,8 @@ impl Encoder {
         // With a model stream to try first, the payload's bytes and the
         // byte-plane estimate wait until blocks are built: until then the
         // payload is sized with every section as masks and values.
-        let defer = self.entropy != Entropy::Zstd
-            && self.context_map.is_some()
-            && self.active_dict().is_some_and(|d| d.model.is_some());
+        let defer =
+            self.entropy != Entropy::Zstd && self.active_dict().is_some_and(|d| d.model.is_some());
         // A delta packet that settles now and sends no recall may let a
         // section skip its masks and values when its recent packets went as
         // byte planes (`pipeline::encode_section`), provided no section's
@@ -270,6 +275,7 @@ impl Encoder {
                 limit: self.limits.max_decoded_bytes,
             });
         }
+        self.note_history(sections.clone(), baseline, history);
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
             // Rows that alone pass the trial size settle `Either` sections
@@ -302,6 +308,32 @@ impl Encoder {
         }
         self.write_header(values, sequence, baseline, prior);
         Ok(())
+    }
+
+    /// The kept entities' baseline history for the model walk, and the
+    /// snapshot's own history when kept ([`Encoder::set_keep_history`]).
+    fn note_history<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        baseline: Option<Baseline<'_>>,
+        history: Option<&History>,
+    ) {
+        let n = self.scratch.len();
+        self.kept_history.resize_with(n, Vec::new);
+        for (i, (s, kept)) in self.scratch.iter().zip(&mut self.kept_history).enumerate() {
+            match history {
+                Some(h) => kept_states(Some(h), i, s.tokens.base_len, &s.tokens.removed, kept),
+                None => kept.clear(),
+            }
+        }
+        match baseline.filter(|_| self.keep_history) {
+            Some(b) => {
+                let base = b.snapshot.sections().iter().map(|s| s.as_ref());
+                self.history.compute(&self.elements, sections, base);
+                self.history_valid = true;
+            }
+            None => self.history_valid = false,
+        }
     }
 
     fn write_header<'s>(

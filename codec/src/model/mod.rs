@@ -83,4 +83,4 @@ pub use value::{class_of, VALUE_SLOTS};
 pub(crate) use walk::count_sections;
 #[cfg(feature = "internals")]
 pub(crate) use walk::record_sections;
-pub(crate) use walk::{context_map, encode_sections, encode_sections_sized, WalkSource};
+pub(crate) use walk::{encode_sections, encode_sections_sized, ContextMaps, WalkSource};

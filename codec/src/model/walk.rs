@@ -11,6 +11,7 @@ use super::{
     RowState,
 };
 use crate::error::DecodeError;
+use crate::history::{kept_states, History};
 use crate::pipeline::tokens::{self, TokenSink, TokenSource};
 use crate::pipeline::values::Element;
 use crate::pipeline::EncodeScratch;
@@ -26,6 +27,9 @@ pub(crate) struct WalkSink<'m, S> {
     /// context bits 16 and up `row_key`, `u32::MAX` before the first).
     row_key: u32,
     row: RowContexts<'m>,
+    /// Per section, the baseline history of each kept entity
+    /// ([`kept_states`]); none: every entity unknown.
+    kept: &'m [Vec<u8>],
 }
 
 impl<'m, S: RunSink> WalkSink<'m, S> {
@@ -37,7 +41,13 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
             error: None,
             row_key: u32::MAX,
             row: map.row_contexts(u32::MAX),
+            kept: &[],
         }
+    }
+
+    /// The sink with the kept entities' baseline history of each section.
+    pub(crate) fn with_kept(self, kept: &'m [Vec<u8>]) -> Self {
+        Self { kept, ..self }
     }
 
     /// The sink, or the first error.
@@ -85,6 +95,33 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         }
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, bits, run);
+    }
+
+    fn changed_set(&mut self, section: usize, kept: usize, _removed: &[u32], members: &[u32]) {
+        // The kept entities' states came with the sink (`with_kept`).
+        if !self.map.config().changed_flags {
+            tokens::write_set(self, section, 1, kept, members);
+            return;
+        }
+        if self.error.is_some() || kept == 1 {
+            return;
+        }
+        let states = self.kept.get(section).map_or(&[][..], Vec::as_slice);
+        let (mut next, mut prev) = (members.iter().peekable(), false);
+        for k in 0..kept {
+            let bit = next.next_if(|&&m| m as usize == k).is_some();
+            let state = states.get(k).copied().unwrap_or(0);
+            let Some(c) = self.map.changed_flag(section, state, prev) else {
+                let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, 1);
+                self.error = Some(ModelError::WalkContext {
+                    ctx,
+                    count: self.map.shape().bit_contexts,
+                });
+                return;
+            };
+            self.sink.bit(c, bit);
+            prev = bit;
+        }
     }
 
     fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
@@ -250,6 +287,10 @@ pub(crate) struct WalkSource<'m, 't, 'a> {
     /// context bits 16 and up `row_key`, `u32::MAX` before the first).
     row_key: u32,
     row: RowContexts<'m>,
+    /// The baseline's history, and the kept entities' states of the
+    /// section being read ([`kept_states`]).
+    history: Option<&'m History>,
+    kept: Vec<u8>,
 }
 
 impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
@@ -261,7 +302,14 @@ impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
             offset,
             row_key: u32::MAX,
             row: map.row_contexts(u32::MAX),
+            history: None,
+            kept: Vec::new(),
         }
+    }
+
+    /// The source reading against the baseline's history.
+    pub(crate) fn with_history(self, history: Option<&'m History>) -> Self {
+        Self { history, ..self }
     }
 
     fn err(&self, error: ModelError) -> DecodeError {
@@ -402,6 +450,39 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         Ok(got)
     }
 
+    fn changed_set(
+        &mut self,
+        section: usize,
+        kept: usize,
+        removed: &[u32],
+        out: &mut Vec<u32>,
+    ) -> Result<Result<(), ()>, DecodeError> {
+        if !self.map.config().changed_flags {
+            return tokens::read_set(self, section, 1, kept, out);
+        }
+        out.clear();
+        if kept == 1 {
+            out.push(0);
+            return Ok(Ok(()));
+        }
+        let base_len = kept + removed.len();
+        kept_states(self.history, section, base_len, removed, &mut self.kept);
+        let mut prev = false;
+        for k in 0..kept {
+            let state = self.kept.get(k).copied().unwrap_or(0);
+            let Some(c) = self.map.changed_flag(section, state, prev) else {
+                let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, 1);
+                let count = self.map.shape().bit_contexts;
+                return Err(self.err(ModelError::WalkContext { ctx, count }));
+            };
+            prev = self.dec.bit(c).map_err(|e| self.err(e))?;
+            if prev {
+                out.push(k as u32);
+            }
+        }
+        Ok(if out.is_empty() { Err(()) } else { Ok(()) })
+    }
+
     fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
         // One context for the whole bitmap, which leaves the row state as
         // it is.
@@ -460,12 +541,58 @@ impl WalkSource<'_, '_, '_> {
 
 /// The context map of a schema whose sections have `elements`; `None` when
 /// the schema is too large for one.
-pub(crate) fn context_map(elements: &[Vec<Element>]) -> Option<ContextMap> {
+pub(crate) fn context_map(elements: &[Vec<Element>], flags: u16) -> Option<ContextMap> {
     let floats: Vec<Vec<bool>> = elements
         .iter()
         .map(|s| s.iter().map(|e| e.float).collect())
         .collect();
-    ContextMap::new(&floats, ContextConfig::BLOCK).ok()
+    ContextMap::new(&floats, ContextConfig::block(flags)).ok()
+}
+
+/// The context maps of a schema, one per table flag combination, built
+/// when a table with those flags is first attached.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ContextMaps {
+    /// Index: table flags.
+    maps: Vec<Option<ContextMap>>,
+}
+
+impl ContextMaps {
+    /// The maps of a schema whose sections have `elements` (the map of
+    /// flags 0 built now).
+    pub(crate) fn new(elements: &[Vec<Element>]) -> Self {
+        Self {
+            maps: vec![context_map(elements, 0)],
+        }
+    }
+
+    /// The map of table flags `flags` (`None`: unknown flags, not built
+    /// yet, or a schema too large for one).
+    #[inline]
+    pub(crate) fn get(&self, flags: u16) -> Option<&ContextMap> {
+        self.maps.get(usize::from(flags))?.as_ref()
+    }
+
+    /// The map of the flags of `table` when it has the map's shape.
+    #[inline]
+    pub(crate) fn for_table(&self, table: &ModelTable) -> Option<&ContextMap> {
+        self.get(table.flags())
+            .filter(|m| m.shape() == table.shape())
+    }
+
+    /// Builds the map of `flags` (known flags only) if not built yet.
+    pub(crate) fn build(&mut self, elements: &[Vec<Element>], flags: u16) {
+        if flags & !ContextConfig::KNOWN_FLAGS != 0 {
+            return;
+        }
+        let i = usize::from(flags);
+        if self.maps.len() <= i {
+            self.maps.resize(i + 1, None);
+        }
+        if self.maps[i].is_none() {
+            self.maps[i] = context_map(elements, flags);
+        }
+    }
 }
 
 /// Walks the tokens of every section (all sets, then all rows) into `sink`,
@@ -489,9 +616,10 @@ pub(crate) fn encode_sections(
     table: &ModelTable,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
     out: Vec<u8>,
 ) -> Result<Vec<u8>, ModelError> {
-    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out));
+    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out)).with_kept(kept);
     walk_sections(&mut sink, scratch, elements);
     sink.finish()?.finish()
 }
@@ -535,6 +663,11 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
         self.0.row_mask(section, row, elements, bits);
         self.1.row_mask(section, row, elements, bits);
     }
+    #[inline]
+    fn changed_set(&mut self, section: usize, kept: usize, removed: &[u32], members: &[u32]) {
+        self.0.changed_set(section, kept, removed, members);
+        self.1.changed_set(section, kept, removed, members);
+    }
 }
 
 /// [`encode_sections`] while `other` (sizing the payload of the same
@@ -545,10 +678,14 @@ pub(crate) fn encode_sections_sized<T: TokenSink>(
     table: &ModelTable,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
     out: Vec<u8>,
     other: &mut T,
 ) -> Result<Vec<u8>, ModelError> {
-    let mut both = Both(other, WalkSink::new(map, ModelEncoder::new(table, out)));
+    let mut both = Both(
+        other,
+        WalkSink::new(map, ModelEncoder::new(table, out)).with_kept(kept),
+    );
     walk_sections(&mut both, scratch, elements);
     both.1.finish()?.finish()
 }
@@ -561,8 +698,9 @@ pub(crate) fn record_sections(
     sink: &mut dyn super::ModelSink,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
 ) -> Result<(), ModelError> {
-    let mut walk = WalkSink::new(map, sink);
+    let mut walk = WalkSink::new(map, sink).with_kept(kept);
     walk_sections(&mut walk, scratch, elements);
     walk.finish().map(drop)
 }
@@ -574,8 +712,9 @@ pub(crate) fn count_sections(
     stats: &mut ModelStats,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
 ) {
-    let mut sink = WalkSink::new(map, &mut *stats);
+    let mut sink = WalkSink::new(map, &mut *stats).with_kept(kept);
     walk_sections(&mut sink, scratch, elements);
     if let Err(e) = sink.finish() {
         stats.record_error(e);
