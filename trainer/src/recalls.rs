@@ -125,6 +125,9 @@ impl Expiry {
     }
 }
 
+/// A sent tick's recall and history, by tick index.
+pub type SentState = HashMap<usize, (Recall, Option<History>)>;
+
 /// Replays every packet of `sc` (`packets`, in tick order) and returns the
 /// recall and the history of each tick in `wanted`. Holds only the snapshots and recalls a
 /// later packet still needs, and refuses ([`TrainerError::TooMuchHeld`])
@@ -134,7 +137,7 @@ pub fn recalls_for(
     packets: &[Packet],
     wanted: &HashSet<usize>,
     max_held_bytes: u64,
-) -> Result<HashMap<usize, (Recall, Option<History>)>, TrainerError> {
+) -> Result<SentState, TrainerError> {
     let mut last_use: HashMap<usize, usize> = HashMap::new();
     for p in packets {
         for i in [Some(p.tick), p.baseline].into_iter().flatten() {

@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use tickpack::{DeltaOp, Dictionary, Encoder, History, HuffmanTable, Recall, Schema, Snapshot};
+use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema, Snapshot};
 use tickpack_sets::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
@@ -43,7 +43,7 @@ use tickpack_sets::dictset::{
 use crate::captures::{held_out_start, op_name, ops_of, scan_all, with_ops, Scanned};
 use crate::measure::{block_samples, mean, total_bytes, Job};
 use crate::output::{check_set_output, save_set};
-use crate::recalls::recalls_for;
+use crate::recalls::{recalls_for, SentState};
 use crate::replay::{describe_all, plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
@@ -241,7 +241,7 @@ fn jobs<'a>(
     list: &[(usize, Packet)],
     scanned: &[Scanned],
     held: &'a [HashMap<usize, Snapshot>],
-    recalls: &'a [HashMap<usize, (Recall, Option<History>)>],
+    recalls: &'a [SentState],
 ) -> Result<Vec<Job<'a>>, TrainerError> {
     list.iter()
         .map(|&(ci, p)| match (scanned.get(ci), held.get(ci)) {
@@ -264,7 +264,7 @@ fn chain_recalls(
     scanned: &[Scanned],
     opts: &TrainOptions,
     lists: &[&[(usize, Packet)]],
-) -> Result<Vec<HashMap<usize, (Recall, Option<History>)>>, TrainerError> {
+) -> Result<Vec<SentState>, TrainerError> {
     scanned
         .iter()
         .enumerate()

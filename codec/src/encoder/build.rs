@@ -118,6 +118,7 @@ impl Encoder {
     /// [`Encoder::build`] on sections in code form; `values` are the same
     /// sections as the caller holds them, for the checksum. The recall
     /// holds values: recalled records are converted as they are used.
+    #[allow(clippy::too_many_arguments)]
     fn build_coded<'s, 'v>(
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
