@@ -53,7 +53,8 @@ pub fn train_model(
     let without = total_bytes(&mut enc, held)?;
     let mut best: Option<(ModelTable, u64)> = None;
     let mut by_flags = Vec::new();
-    for flags in [0, ContextConfig::FLAG_CHANGED] {
+    let (changed, elements) = (ContextConfig::FLAG_CHANGED, ContextConfig::FLAG_ELEMENTS);
+    for flags in [0, changed, elements, changed | elements] {
         enc.set_model_flags(flags);
         let Some(shape) = enc.model_shape() else {
             return Ok(None);

@@ -327,6 +327,7 @@ impl Encoder {
                 None => kept.clear(),
             }
         }
+        self.note_row_history(history);
         match baseline.filter(|_| self.keep_history) {
             Some(b) => {
                 let base = b.snapshot.sections().iter().map(|s| s.as_ref());
@@ -334,6 +335,34 @@ impl Encoder {
                 self.history_valid = true;
             }
             None => self.history_valid = false,
+        }
+    }
+
+    /// The history bytes of each changed row's elements, when a table of
+    /// flag `FLAG_ELEMENTS` may code the packet.
+    fn note_row_history(&mut self, history: Option<&History>) {
+        let flags = self
+            .active_dict()
+            .and_then(|d| d.model.as_ref())
+            .map_or(0, |t| t.flags());
+        #[cfg(feature = "training")]
+        let flags = flags | self.model_flags;
+        let want = flags & crate::model::ContextConfig::FLAG_ELEMENTS != 0;
+        self.row_history.resize_with(self.scratch.len(), Vec::new);
+        let mut bases = Vec::new();
+        for (i, (s, rows)) in self.scratch.iter().zip(&mut self.row_history).enumerate() {
+            rows.clear();
+            let Some(h) = history.filter(|_| want) else {
+                continue;
+            };
+            crate::model::changed_bases(&s.tokens.changed, &s.tokens.removed, &mut bases);
+            let e = self.elements[i].len();
+            for &b in &bases {
+                rows.extend((0..e).map(|x| {
+                    h.element(i, b as usize, x)
+                        .unwrap_or(crate::model::UNKNOWN_HISTORY)
+                }));
+            }
         }
     }
 

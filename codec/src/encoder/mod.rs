@@ -158,6 +158,9 @@ pub struct Encoder {
     /// Per section, the baseline history of each kept entity of the
     /// packet being built (empty without one).
     kept_history: Vec<Vec<u8>>,
+    /// Per section, the history bytes of each changed row's elements
+    /// (with a table of flag `FLAG_ELEMENTS`).
+    row_history: Vec<Vec<u8>>,
     /// Whether encoding keeps each snapshot's [`History`], and the last.
     keep_history: bool,
     history: History,
@@ -250,6 +253,7 @@ impl Encoder {
             packet: Vec::new(),
             context_maps,
             kept_history: Vec::new(),
+            row_history: Vec::new(),
             keep_history: false,
             history: History::default(),
             history_valid: false,
@@ -551,6 +555,7 @@ impl Encoder {
                 &self.scratch,
                 &self.elements,
                 &self.kept_history,
+                &self.row_history,
             );
         }
         Ok(())
@@ -572,9 +577,14 @@ impl Encoder {
         self.full_rows = false;
         built?;
         Ok(match (self.context_maps.get(0), self.payload_len == 0) {
-            (Some(map), false) => {
-                model::record_sections(map, sink, &self.scratch, &self.elements, &self.kept_history)
-            }
+            (Some(map), false) => model::record_sections(
+                map,
+                sink,
+                &self.scratch,
+                &self.elements,
+                &self.kept_history,
+                &self.row_history,
+            ),
             _ => Ok(()),
         })
     }

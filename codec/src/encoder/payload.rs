@@ -104,6 +104,7 @@ impl Encoder {
             &self.scratch,
             &self.elements,
             &self.kept_history,
+            &self.row_history,
             buf,
             len,
         ) {
@@ -147,6 +148,7 @@ impl Encoder {
                         &self.scratch,
                         &self.elements,
                         &self.kept_history,
+                        &self.row_history,
                         buf,
                     )
                     .map_err(|_| ())

@@ -117,14 +117,21 @@ impl ContextConfig {
     /// Table flag: the changed sets are coded as flags
     /// ([`ContextConfig::changed_flags`]).
     pub const FLAG_CHANGED: u16 = 1;
+    /// Table flag: a changed row's mask bits and values are conditioned on
+    /// the element's change at the baseline ([`ContextConfig::mask_history`],
+    /// [`ContextConfig::value_history`], from [`crate::History`]).
+    pub const FLAG_ELEMENTS: u16 = 2;
     /// Every table flag this version knows.
-    pub const KNOWN_FLAGS: u16 = Self::FLAG_CHANGED;
+    pub const KNOWN_FLAGS: u16 = Self::FLAG_CHANGED | Self::FLAG_ELEMENTS;
 
     /// [`ContextConfig::BLOCK`] with the conditions a table's flags turn
     /// on.
     pub const fn block(flags: u16) -> Self {
+        let elements = flags & Self::FLAG_ELEMENTS != 0;
         Self {
             changed_flags: flags & Self::FLAG_CHANGED != 0,
+            mask_history: elements,
+            value_history: elements,
             ..Self::BLOCK
         }
     }
@@ -458,6 +465,20 @@ impl ContextMap {
         }
         let s = self.sections.get(section)?;
         Some(s.changed_bits + u32::from(state) * 2 + u32::from(prev))
+    }
+
+    /// Elements of section `section` (0 past the schema).
+    #[inline]
+    pub(crate) fn elements(&self, section: usize) -> usize {
+        self.sections
+            .get(section)
+            .map_or(0, |s| s.elements as usize)
+    }
+
+    /// Whether changed rows are conditioned on their elements' history.
+    #[inline]
+    pub(crate) fn element_history(&self) -> bool {
+        self.config.mask_history || self.config.value_history
     }
 
     /// The model shape the map's contexts fill.

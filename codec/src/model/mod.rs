@@ -52,6 +52,7 @@ mod coder;
 mod contexts;
 mod error;
 mod range;
+mod rowhist;
 mod runs;
 mod stats;
 mod table;
@@ -71,6 +72,7 @@ pub use contexts::{ContextConfig, ContextMap, RowState};
 pub(crate) use contexts::{ContextConfig, ContextMap, RowState};
 #[cfg(feature = "training")]
 pub use range::{PROB_BITS, PROB_ONE};
+pub(crate) use rowhist::{changed_bases, UNKNOWN as UNKNOWN_HISTORY};
 #[cfg(feature = "training")]
 pub use stats::ModelStats;
 #[cfg(not(feature = "training"))]

@@ -5,6 +5,7 @@
 
 use super::coder::RunSink;
 use super::contexts::RowContexts;
+use super::rowhist::{changed_bases, RowHistory, UNKNOWN};
 use super::runs::{BitRun, ElementRun, GroupRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
@@ -30,6 +31,10 @@ pub(crate) struct WalkSink<'m, S> {
     /// Per section, the baseline history of each kept entity
     /// ([`kept_states`]); none: every entity unknown.
     kept: &'m [Vec<u8>],
+    /// Per section, the history bytes of each changed row's elements
+    /// (rows one after the other), and the row being coded.
+    rows: &'m [Vec<u8>],
+    track: RowHistory,
 }
 
 impl<'m, S: RunSink> WalkSink<'m, S> {
@@ -42,12 +47,34 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
             row_key: u32::MAX,
             row: map.row_contexts(u32::MAX),
             kept: &[],
+            rows: &[],
+            track: RowHistory::default(),
         }
     }
 
     /// The sink with the kept entities' baseline history of each section.
     pub(crate) fn with_kept(self, kept: &'m [Vec<u8>]) -> Self {
         Self { kept, ..self }
+    }
+
+    /// The sink with the changed rows' element history of each section.
+    pub(crate) fn with_rows(self, rows: &'m [Vec<u8>]) -> Self {
+        Self { rows, ..self }
+    }
+
+    /// Starts a row of `section` (walk row kind `row`) for the element
+    /// history.
+    fn start_row(&mut self, section: usize, row: u32) {
+        let e = self.map.elements(section);
+        if let Some(r) = self.track.start(section, row) {
+            let bytes = self
+                .rows
+                .get(section)
+                .and_then(|v| v.get(r * e..(r + 1) * e));
+            if let Some(b) = bytes {
+                self.track.fill(b.iter().copied());
+            }
+        }
     }
 
     /// The sink, or the first error.
@@ -77,6 +104,10 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
+        if self.map.element_history() && tokens::ctx::class(ctx) == tokens::ctx::VALUE {
+            let e = tokens::ctx::index(ctx) as usize;
+            self.state.set_value_history(self.track.class(e));
+        }
         match self.map.value_context(&self.state, ctx) {
             Ok((c, true)) => self.sink.sint(c, v),
             Ok((c, false)) => self.sink.uint(c, v),
@@ -92,6 +123,9 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
         if self.error.is_some() {
             return;
+        }
+        if first == 0 && self.map.element_history() {
+            self.start_row(section, row);
         }
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, bits, run);
@@ -142,6 +176,17 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
+        if self.map.element_history() {
+            // One bit at a time, each after its element's history.
+            if first == 0 && self.map.elements(section) <= tokens::GROUP {
+                self.start_row(section, row);
+            }
+            for k in 0..n {
+                self.state.set_element_history(self.track.mask(first + k));
+                self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
+            }
+            return;
+        }
         let run = self.map.element_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, u64::from(bits), run);
     }
@@ -152,6 +197,10 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     #[inline]
     fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
         if self.error.is_some() {
+            return;
+        }
+        if self.map.element_history() {
+            tokens::write_row_mask_by_tokens(self, section, row, elements, bits);
             return;
         }
         let RowMaskRuns {
@@ -186,6 +235,9 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
         if self.error.is_some() {
             return;
+        }
+        if self.map.element_history() {
+            self.state.set_value_history(self.track.class(element));
         }
         let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
         // Bits 28 and up are the class, the same for every value.
@@ -291,6 +343,10 @@ pub(crate) struct WalkSource<'m, 't, 'a> {
     /// section being read ([`kept_states`]).
     history: Option<&'m History>,
     kept: Vec<u8>,
+    /// Per section, the baseline index of each changed row's entity, and
+    /// the row being read.
+    bases: Vec<Vec<u32>>,
+    track: RowHistory,
 }
 
 impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
@@ -304,7 +360,23 @@ impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
             row: map.row_contexts(u32::MAX),
             history: None,
             kept: Vec::new(),
+            bases: Vec::new(),
+            track: RowHistory::default(),
         }
+    }
+
+    /// Starts a row of `section` (walk row kind `row`) for the element
+    /// history.
+    fn start_row(&mut self, section: usize, row: u32) {
+        let e = self.map.elements(section);
+        let (Some(r), Some(h)) = (self.track.start(section, row), self.history) else {
+            return;
+        };
+        let base = self.bases.get(section).and_then(|b| b.get(r)).copied();
+        self.track.fill((0..e).map(|i| {
+            base.and_then(|b| h.element(section, b as usize, i))
+                .unwrap_or(UNKNOWN)
+        }));
     }
 
     /// The source reading against the baseline's history.
@@ -341,6 +413,10 @@ impl TokenSource for WalkSource<'_, '_, '_> {
 
     #[inline]
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError> {
+        if self.map.element_history() && tokens::ctx::class(ctx) == tokens::ctx::VALUE {
+            let e = tokens::ctx::index(ctx) as usize;
+            self.state.set_value_history(self.track.class(e));
+        }
         let (c, signed) = self
             .map
             .value_context(&self.state, ctx)
@@ -358,6 +434,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         n: usize,
     ) -> Result<u64, DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
+        if first == 0 && self.map.element_history() {
+            self.start_row(section, row);
+        }
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, run)
     }
@@ -377,6 +456,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         row: u32,
         elements: usize,
     ) -> Result<Result<u64, ()>, DecodeError> {
+        if self.map.element_history() {
+            return tokens::read_mask_bits_by_tokens(self, section, row, elements);
+        }
         let RowMaskRuns {
             groups,
             gctx,
@@ -424,6 +506,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
             self.row_key = key;
         }
         let index = ctx & 0xffff;
+        if self.map.element_history() {
+            self.state.set_value_history(self.track.class(element));
+        }
         let hist = self.map.value_history(&self.state);
         let got = if kind_bit {
             let Some(x) = self.row.get(index).filter(|x| x.kind_bit != u32::MAX) else {
@@ -458,7 +543,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         out: &mut Vec<u32>,
     ) -> Result<Result<(), ()>, DecodeError> {
         if !self.map.config().changed_flags {
-            return tokens::read_set(self, section, 1, kept, out);
+            let read = tokens::read_set(self, section, 1, kept, out);
+            self.note_changed(section, removed, out);
+            return read;
         }
         out.clear();
         if kept == 1 {
@@ -480,6 +567,7 @@ impl TokenSource for WalkSource<'_, '_, '_> {
                 out.push(k as u32);
             }
         }
+        self.note_changed(section, removed, out);
         Ok(if out.is_empty() { Err(()) } else { Ok(()) })
     }
 
@@ -504,6 +592,18 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         n: usize,
     ) -> Result<u8, DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
+        if self.map.element_history() {
+            // One bit at a time, each after its element's history.
+            if first == 0 && self.map.elements(section) <= tokens::GROUP {
+                self.start_row(section, row);
+            }
+            let mut bits = 0u8;
+            for k in 0..n.min(8) {
+                self.state.set_element_history(self.track.mask(first + k));
+                bits |= u8::from(self.bit(ctx + k as u32)?) << k;
+            }
+            return Ok(bits);
+        }
         let run = self.map.element_run(&mut self.state, ctx, n as u32);
         // A mask group has at most 8 elements.
         Ok((self.mask_bits(ctx, n, run)? & 0xff) as u8)
@@ -511,6 +611,20 @@ impl TokenSource for WalkSource<'_, '_, '_> {
 }
 
 impl WalkSource<'_, '_, '_> {
+    /// Records the baseline index of each changed row of `section` when
+    /// rows are conditioned on their elements' history.
+    fn note_changed(&mut self, section: usize, removed: &[u32], changed: &[u32]) {
+        if !self.map.element_history() || self.history.is_none() {
+            return;
+        }
+        if self.bases.len() <= section {
+            self.bases.resize_with(section + 1, Vec::new);
+        }
+        if let Some(b) = self.bases.get_mut(section) {
+            changed_bases(changed, removed, b);
+        }
+    }
+
     /// Reads `n` mask bits from walk context `ctx` on, with `run`'s
     /// contexts when there is a run (else bit by bit, which reports the
     /// error).
@@ -617,9 +731,12 @@ pub(crate) fn encode_sections(
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
     kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
     out: Vec<u8>,
 ) -> Result<Vec<u8>, ModelError> {
-    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out)).with_kept(kept);
+    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out))
+        .with_kept(kept)
+        .with_rows(rows);
     walk_sections(&mut sink, scratch, elements);
     sink.finish()?.finish()
 }
@@ -673,18 +790,22 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
 /// [`encode_sections`] while `other` (sizing the payload of the same
 /// walk, every row as masks and values) receives every token too: one
 /// walk instead of two.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_sections_sized<T: TokenSink>(
     map: &ContextMap,
     table: &ModelTable,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
     kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
     out: Vec<u8>,
     other: &mut T,
 ) -> Result<Vec<u8>, ModelError> {
     let mut both = Both(
         other,
-        WalkSink::new(map, ModelEncoder::new(table, out)).with_kept(kept),
+        WalkSink::new(map, ModelEncoder::new(table, out))
+            .with_kept(kept)
+            .with_rows(rows),
     );
     walk_sections(&mut both, scratch, elements);
     both.1.finish()?.finish()
@@ -699,8 +820,9 @@ pub(crate) fn record_sections(
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
     kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
 ) -> Result<(), ModelError> {
-    let mut walk = WalkSink::new(map, sink).with_kept(kept);
+    let mut walk = WalkSink::new(map, sink).with_kept(kept).with_rows(rows);
     walk_sections(&mut walk, scratch, elements);
     walk.finish().map(drop)
 }
@@ -713,8 +835,11 @@ pub(crate) fn count_sections(
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
     kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
 ) {
-    let mut sink = WalkSink::new(map, &mut *stats).with_kept(kept);
+    let mut sink = WalkSink::new(map, &mut *stats)
+        .with_kept(kept)
+        .with_rows(rows);
     walk_sections(&mut sink, scratch, elements);
     if let Err(e) = sink.finish() {
         stats.record_error(e);
