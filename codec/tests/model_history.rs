@@ -12,6 +12,9 @@ use tickpack::{
 
 fn schema() -> Schema {
     Schema::builder()
+        .entity("clock")
+        .field("time", Primitive::U32, 1)
+        .field("phase", Primitive::U8, 1)
         .entity("thing")
         .field("pos", Primitive::I32, 3)
         .field("hp", Primitive::U8, 1)
@@ -34,7 +37,12 @@ fn ticks(seed: u64, n: usize) -> Vec<Snapshot> {
     let mut out: Vec<Snapshot> = Vec::new();
     for _ in 0..n {
         let mut snap = out.last().cloned().unwrap_or_else(|| Snapshot::new(&s));
-        let sec = snap.section_mut(0).unwrap();
+        // One entity that changes every tick (a set of one kept entity is
+        // implied), with a field that changes now and then.
+        let t = out.len() as u32;
+        let clock = [(t * 50).to_le_bytes().as_slice(), &[(t / 7) as u8]].concat();
+        snap.section_mut(0).unwrap().insert(0, &clock).unwrap();
+        let sec = snap.section_mut(1).unwrap();
         for (id, m) in moving.iter_mut().enumerate() {
             if next() % 20 == 0 {
                 *m = !*m;
@@ -132,8 +140,8 @@ fn both_ends_derive_the_same_history() {
         assert_eq!(histories[t].is_some(), t > 0);
     }
     let h = histories[5].as_ref().unwrap();
-    assert!((0..h.entities(0)).any(|i| h.changed(0, i) == Some(true)));
-    assert!((0..h.entities(0)).any(|i| h.changed(0, i) == Some(false)));
+    assert!((0..h.entities(1)).any(|i| h.changed(1, i) == Some(true)));
+    assert!((0..h.entities(1)).any(|i| h.changed(1, i) == Some(false)));
 }
 
 #[test]

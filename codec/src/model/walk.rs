@@ -550,6 +550,7 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         out.clear();
         if kept == 1 {
             out.push(0);
+            self.note_changed(section, removed, out);
             return Ok(Ok(()));
         }
         let base_len = kept + removed.len();
