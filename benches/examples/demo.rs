@@ -301,6 +301,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         // name the prior tick i-12, as the session layer would.
         let prior = (sc.schema.predicts() && i >= 2 * DISTANCE).then_some(i - 2 * DISTANCE);
         let reference = Reference {
+            history: None,
             baseline,
             prior: prior.map(|p| Baseline {
                 sequence: (p & 0xffff) as u16,
@@ -324,6 +325,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
             snapshot: &received[p],
         });
         let acked = Reference {
+            history: None,
             baseline: acked,
             prior: acked_prior,
             recall: None,

@@ -40,6 +40,7 @@ fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
         baseline: Some(at(i - DISTANCE)),
         prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
         recall: None,
+        history: None,
     }
 }
 

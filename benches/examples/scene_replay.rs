@@ -63,6 +63,7 @@ fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
         snapshot: &ticks[t],
     };
     Reference {
+        history: None,
         baseline: Some(at(i - DISTANCE)),
         prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
         recall: None,

@@ -308,6 +308,7 @@ impl Recalls {
 /// Tick `i`'s reference: its baseline and that baseline's recall.
 pub fn reference<'a>(d: &'a Demo, i: usize, recall: Option<&'a Recall>) -> Reference<'a> {
     Reference {
+        history: None,
         baseline: baseline(d, i),
         prior: None,
         recall: recall.filter(|_| d.baselines[i].is_some()),

@@ -7,8 +7,9 @@ use crate::block::{self, BlockHeader, BlockType, DDict, HuffmanTable, ZstdBlocks
 use crate::dict::Dictionary;
 use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
+use crate::history::History;
 use crate::limits::Limits;
-use crate::model::{self, ContextMap, ModelDecoder, ModelTable, WalkSource};
+use crate::model::{ContextMaps, ModelDecoder, ModelTable, WalkSource};
 use crate::packet::PacketHeader;
 use crate::pipeline::layout::ByteSource;
 use crate::pipeline::values::{self, Element};
@@ -49,8 +50,12 @@ pub struct Decoder {
     /// The tick distances of the packet being decoded, for its prediction.
     spacing: pipeline::predict::Spacing,
     scratch: DecodeScratch,
-    /// The schema's model contexts (`None`: too large for a model).
-    context_map: Option<ContextMap>,
+    /// The schema's model contexts per table flags.
+    context_maps: ContextMaps,
+    /// Whether decoding keeps each snapshot's [`History`], and the last.
+    keep_history: bool,
+    history: History,
+    history_valid: bool,
     codes: crate::quant::codes::CodeSpace,
 }
 
@@ -77,7 +82,7 @@ impl Decoder {
             .map(|_| SectionTokens::default())
             .collect();
         let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
-        let context_map = model::context_map(&elements);
+        let context_maps = ContextMaps::new(&elements);
         let plane_orders = elements
             .iter()
             .map(|e| pipeline::planes::order(e))
@@ -95,9 +100,29 @@ impl Decoder {
             predicted,
             spacing: pipeline::predict::Spacing { ahead: 1, back: 1 },
             scratch: DecodeScratch::default(),
-            context_map,
+            context_maps,
+            keep_history: false,
+            history: History::default(),
+            history_valid: false,
             codes: Default::default(),
         }
+    }
+
+    /// Keeps the [`History`] of every snapshot decoded against a baseline
+    /// ([`Decoder::history`]); off by default.
+    pub fn set_keep_history(&mut self, on: bool) {
+        self.keep_history = on;
+        self.history_valid = false;
+    }
+
+    /// What the snapshot last decoded changed against its baseline, when
+    /// [`Decoder::set_keep_history`] is on and it had one (none after an
+    /// error): the same as the encoder's
+    /// [`Encoder::history`](crate::Encoder::history) for that packet. Give
+    /// it as the [`Reference::history`] of packets coded against that
+    /// snapshot.
+    pub fn history(&self) -> Option<&History> {
+        self.history_valid.then_some(&self.history)
     }
 
     /// Sets the limits.
@@ -115,6 +140,9 @@ impl Decoder {
     /// keyframes until [`Decoder::agree`] says otherwise.
     pub fn add_dictionary(&mut self, dict: &Dictionary) -> Result<(), DictionaryError> {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
+        if let Some(t) = dict.model_arc() {
+            self.context_maps.build(&self.elements, t.flags());
+        }
         self.dicts.insert(
             dict.id(),
             (Arc::new(d), dict.huffman_arc(), dict.model_arc()),
@@ -178,6 +206,7 @@ impl Decoder {
         out: &mut Snapshot,
     ) -> Result<PacketHeader, DecodeError> {
         let reference = reference.into();
+        self.history_valid = false;
         let r = if self.schema.is_quantized() {
             self.decode_quantized(packet, reference, out)
         } else {
@@ -276,7 +305,16 @@ impl Decoder {
             .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
         if model_block {
             let recall = Recalled::new(header.baseline, reference.recall);
-            self.decode_model_block(&mut r, at, dict.as_ref(), base, prior, recall, out)?;
+            let history = reference.history.filter(|_| base.is_some());
+            self.decode_model_block(
+                &mut r,
+                at,
+                dict.as_ref(),
+                (base, prior),
+                recall,
+                history,
+                out,
+            )?;
         } else {
             self.payload.clear();
             if r.remaining() > 0 {
@@ -293,14 +331,20 @@ impl Decoder {
             self.rebuild(base, prior, recall, out)?;
         }
         // Quantised fields were decoded as codes; the checksum covers values.
+        let keep = base.filter(|_| self.keep_history);
         if self.schema.is_quantized() {
             if let Some(c) = codes {
                 c.reset_like(out);
                 for (i, s) in out.sections().iter().enumerate() {
                     c.set_section(i, &s.as_ref());
                 }
+                if let Some(b) = keep {
+                    self.note_history(c, b);
+                }
             }
             crate::quant::codes::snapshot_from_codes(&self.schema, out)?;
+        } else if let Some(b) = keep {
+            self.note_history(out, b);
         }
         if !header.checksum.is_none() {
             let full = out.digest(header.checksum_seed(dictionary_id));
@@ -361,6 +405,7 @@ impl Decoder {
             let header = self.decode_inner(
                 packet,
                 Reference {
+                    history: reference.history,
                     baseline: swap(baseline, b, &c.cache),
                     prior: swap(prior, p, &c.cache),
                     recall: reference.recall,
@@ -448,6 +493,15 @@ impl Decoder {
         Ok(())
     }
 
+    /// Keeps the history of `out` against `base` (both in code form for a
+    /// quantised schema), valid once the decode succeeds.
+    fn note_history(&mut self, out: &Snapshot, base: &Snapshot) {
+        let cur = out.sections().iter().map(|s| s.as_ref());
+        let base = base.sections().iter().map(|s| s.as_ref());
+        self.history.compute(&self.elements, cur, base);
+        self.history_valid = true;
+    }
+
     /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
     /// packet's only block, at `at`, coding the whole walk with the
     /// dictionary's model table.
@@ -457,21 +511,21 @@ impl Decoder {
         r: &mut Reader<'_>,
         at: usize,
         dict: Option<&DictTables>,
-        base: Option<&Snapshot>,
-        prior: Option<&Snapshot>,
+        (base, prior): (Option<&Snapshot>, Option<&Snapshot>),
         recall: Recalled<'_>,
+        history: Option<&History>,
         out: &mut Snapshot,
     ) -> Result<(), DecodeError> {
         let h = BlockHeader::read(r)?;
         if !h.last {
             return Err(DecodeError::ModelBlockNotAlone { offset: at });
         }
-        let table = dict.and_then(|d| d.2.clone()).filter(|t| {
-            self.context_map
-                .as_ref()
-                .is_some_and(|m| m.shape() == t.shape())
-        });
-        let (Some(table), Some(map)) = (table, self.context_map.take()) else {
+        let maps = core::mem::take(&mut self.context_maps);
+        let table = dict.and_then(|d| d.2.clone());
+        let Some((table, map)) =
+            table.and_then(|t| Some((maps.for_table(&t)?, t)).map(|(m, t)| (t, m)))
+        else {
+            self.context_maps = maps;
             return Err(DecodeError::MissingModelTable { offset: at });
         };
         let body_at = r.pos();
@@ -480,12 +534,12 @@ impl Decoder {
                 offset: body_at,
                 error,
             })?;
-            let mut src = WalkSource::new(&map, dec, body_at);
+            let mut src = WalkSource::new(map, dec, body_at).with_history(history);
             self.decode_walk(&mut src, true, false, base, prior, recall, out)?;
             src.finish()?;
             self.check_not_idle()
         });
-        self.context_map = Some(map);
+        self.context_maps = maps;
         result
     }
 

@@ -264,14 +264,9 @@ pub fn walk_tokens<'r>(
             );
         }
     }
-    encoder.with_walk(
-        snapshot,
-        sequence,
-        reference.into(),
-        |_, _, scratch, elements| {
-            crate::model::walk_sections(&mut Plain(sink), scratch, elements);
-        },
-    )?;
+    encoder.with_walk(snapshot, sequence, reference.into(), |w| {
+        crate::model::walk_sections(&mut Plain(sink), w.scratch, w.elements)
+    })?;
     Ok(())
 }
 
@@ -287,26 +282,23 @@ pub fn model_tokens_labelled<'r>(
     reference: impl Into<Reference<'r>>,
     sink: &mut dyn LabelledSink,
 ) -> Result<Option<Result<(), ModelError>>, EncodeError> {
-    let done = encoder.with_walk(
-        snapshot,
-        sequence,
-        reference.into(),
-        |map, table, scratch, elements| {
-            let (map, table) = (map?, table?);
-            let queue = RefCell::new(VecDeque::new());
-            let fwd = Forward {
-                queue: &queue,
-                table,
-                sink,
-            };
-            let mut labels = Labels {
-                walk: crate::model::WalkSink::new(map, fwd),
-                queue: &queue,
-            };
-            crate::model::walk_sections(&mut labels, scratch, elements);
-            Some(labels.walk.finish().map(drop))
-        },
-    )?;
+    let done = encoder.with_walk(snapshot, sequence, reference.into(), |w| {
+        let (map, table) = (w.map?, w.table?);
+        let queue = RefCell::new(VecDeque::new());
+        let fwd = Forward {
+            queue: &queue,
+            table,
+            sink,
+        };
+        let mut labels = Labels {
+            walk: crate::model::WalkSink::new(map, fwd)
+                .with_kept(w.kept)
+                .with_rows(w.rows),
+            queue: &queue,
+        };
+        crate::model::walk_sections(&mut labels, w.scratch, w.elements);
+        Some(labels.walk.finish().map(drop))
+    })?;
     Ok(done.flatten())
 }
 

@@ -73,6 +73,7 @@ mod decoder;
 mod dict;
 mod encoder;
 mod error;
+mod history;
 // Pipeline stages and block framing for the criterion benches (which time
 // each stage alone) and tickpack-testkit's fuzz properties (which feed block
 // headers and entity subsets directly). Doc-hidden, off by default, not a
@@ -101,6 +102,7 @@ pub use decoder::Decoder;
 pub use dict::Dictionary;
 pub use encoder::{Encoder, Entropy, KeyframeDictionary, DEFAULT_LEVEL};
 pub use error::{DecodeError, DictionaryError, EncodeError, SchemaError, SnapshotError};
+pub use history::History;
 pub use limits::Limits;
 pub use packet::{
     Checksum, PacketHeader, PacketIds, FORMAT_VERSION, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN,

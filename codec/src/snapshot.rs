@@ -2,6 +2,7 @@
 //! record of the type's size.
 
 use crate::error::SnapshotError;
+use crate::history::History;
 use crate::recall::Recall;
 use crate::schema::Schema;
 
@@ -307,6 +308,11 @@ pub struct Reference<'a> {
     /// needs it for packets coded with it
     /// ([`DecodeError::MissingRecall`](crate::DecodeError::MissingRecall)).
     pub recall: Option<&'a Recall>,
+    /// The baseline's [`History`] (only with a baseline): what it changed
+    /// against its own baseline, which model tables trained with history
+    /// contexts condition on. The decoder must be given the same one the
+    /// encoder was (`None` on both ends codes without it).
+    pub history: Option<&'a History>,
 }
 
 impl<'a> Reference<'a> {
@@ -315,6 +321,7 @@ impl<'a> Reference<'a> {
         baseline: None,
         prior: None,
         recall: None,
+        history: None,
     };
 
     /// A delta against `baseline`.
@@ -323,6 +330,7 @@ impl<'a> Reference<'a> {
             baseline: Some(baseline),
             prior: None,
             recall: None,
+            history: None,
         }
     }
 
@@ -332,7 +340,13 @@ impl<'a> Reference<'a> {
             baseline: Some(baseline),
             prior: Some(prior),
             recall: None,
+            history: None,
         }
+    }
+
+    /// The same reference with the baseline's history.
+    pub fn with_history(self, history: Option<&'a History>) -> Self {
+        Self { history, ..self }
     }
 
     /// The same reference with the baseline's recall.
@@ -350,6 +364,7 @@ impl<'a> From<Option<Baseline<'a>>> for Reference<'a> {
             baseline,
             prior: None,
             recall: None,
+            history: None,
         }
     }
 }

@@ -365,6 +365,7 @@ fn golden_vectors() {
         dec.decode_into(
             &bytes,
             tickpack::Reference {
+                history: None,
                 baseline,
                 prior,
                 recall: None,

@@ -78,6 +78,11 @@ fn bijection(config: ContextConfig) {
         // Per row kind: every group context of a one-group type, else
         // group 0 after a 1; element 0 after a 1, per history.
         unreachable += rows * (if g == 1 { 2 } else { 1 } + h);
+        // The changed-flag contexts come from the entity sets' walk, not
+        // from walk context numbers (tests/model_history.rs codes them).
+        if config.changed_flags {
+            unreachable += 6;
+        }
         for which in 0..2 {
             insert_bit(
                 map.bit_context(&mut RowState::default(), make(SET_BIT, s, false, which))
@@ -234,6 +239,7 @@ fn turning_conditions_off_merges_contexts() {
         value_history: false,
         row_kind: false,
         recall_rows: false,
+        changed_flags: false,
     };
     let map = ContextMap::new(&secs, off).unwrap();
     let mut st = RowState::default();

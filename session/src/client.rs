@@ -11,6 +11,7 @@ use tickpack::Baseline;
 use tickpack::DecodeError;
 use tickpack::Decoder;
 use tickpack::Dictionary;
+use tickpack::History;
 use tickpack::Limits;
 use tickpack::PacketHeader;
 use tickpack::Recall;
@@ -154,13 +155,13 @@ pub struct ClientStats {
 /// The client side of the protocol. See the [module docs](super).
 pub struct Client {
     decoder: Decoder,
-    /// Applied snapshots with their recalls.
-    ring: Vec<Option<(u16, Snapshot, Recall)>>,
+    /// Applied snapshots with their recalls and histories.
+    ring: Vec<Option<Entry>>,
     /// The baseline the newest applied packet named, moved here when its
     /// ring slot is taken (the server keeps naming it until an ack of a
     /// newer snapshot arrives, which can be longer than the ring when the
     /// connect took long or acks were lost).
-    pinned: Option<(u16, Snapshot, Recall)>,
+    pinned: Option<Entry>,
     /// The baseline the newest applied packet named.
     last_baseline: Option<u16>,
     limits: Limits,
@@ -193,6 +194,9 @@ impl Client {
         }
         let mut decoder = Decoder::new(schema);
         decoder.set_limits(config.limits);
+        // Each applied snapshot keeps what it changed, for the contexts of
+        // packets coded against it (the server keeps the same).
+        decoder.set_keep_history(true);
         for d in &config.dictionaries {
             decoder
                 .add_dictionary(d)
@@ -300,15 +304,16 @@ impl Client {
             }
         }
         let n = self.ring.len();
-        let (base, recall) = match header.baseline {
-            None => (None, None),
+        let (base, recall, history) = match header.baseline {
+            None => (None, None, None),
             Some(b) => match entry(&self.ring, &self.pinned, b) {
-                Some((s, snap, recall)) if *s == b => (
+                Some((s, snap, recall, history)) if *s == b => (
                     Some(Baseline {
                         sequence: b,
                         snapshot: snap,
                     }),
                     Some(recall),
+                    history.as_ref(),
                 ),
                 _ => {
                     return drop(DropReason::UnknownBaseline {
@@ -321,7 +326,7 @@ impl Client {
         let prior = match header.prior {
             None => None,
             Some(p) => match entry(&self.ring, &self.pinned, p) {
-                Some((s, snap, _)) if *s == p => Some(Baseline {
+                Some((s, snap, _, _)) if *s == p => Some(Baseline {
                     sequence: p,
                     snapshot: snap,
                 }),
@@ -336,6 +341,7 @@ impl Client {
         if let Err(e) = self.decoder.decode_into(
             packet,
             tickpack::Reference {
+                history,
                 baseline: base,
                 prior,
                 recall,
@@ -344,6 +350,7 @@ impl Client {
         ) {
             return drop(DropReason::Undecodable(e));
         }
+        let history = self.decoder.history().cloned();
         // What this snapshot recalls: the server derives the same.
         let recall = match (base, recall) {
             (Some(b), Some(r)) => r.advance(b, &self.scratch, sequence, &self.limits),
@@ -361,12 +368,20 @@ impl Client {
         }
         self.last_baseline = header.baseline;
         match slot {
-            Some((s, snap, r)) => {
+            Some((s, snap, r, h)) => {
                 *s = sequence;
                 core::mem::swap(snap, &mut self.scratch);
                 *r = recall;
+                *h = history;
             }
-            None => *slot = Some((sequence, core::mem::take(&mut self.scratch), recall)),
+            None => {
+                *slot = Some((
+                    sequence,
+                    core::mem::take(&mut self.scratch),
+                    recall,
+                    history,
+                ))
+            }
         }
         self.newest = Some(sequence);
         if header.baseline.is_none() {
@@ -441,8 +456,9 @@ impl Client {
     }
 }
 
-/// An applied snapshot's entry: in the history, or the pinned baseline.
-type Entry = (u16, Snapshot, Recall);
+/// An applied snapshot's entry: in the history, or the pinned baseline;
+/// with its recall and what it changed against its baseline.
+type Entry = (u16, Snapshot, Recall, Option<History>);
 
 /// The entry for `sequence` in `ring`, else `pinned` if it is that one.
 fn entry<'a>(

@@ -17,6 +17,7 @@ use super::view::View;
 use super::DEFAULT_HISTORY;
 use tickpack::Baseline;
 use tickpack::Dictionary;
+use tickpack::History;
 use tickpack::KeyframeDictionary;
 use tickpack::Limits;
 use tickpack::Recall;
@@ -146,6 +147,9 @@ struct Sent {
     recall: Recall,
     /// The server's tick count when this was sent (sequences wrap).
     tick: u64,
+    /// What this snapshot changed against its baseline (none for a full
+    /// snapshot): the client's decoder keeps the same.
+    history: Option<Arc<History>>,
 }
 
 impl Sent {
@@ -294,6 +298,10 @@ struct Shared {
     held: Option<Arc<Snapshot>>,
     /// The recall of the snapshot sent (the same for every sharer).
     recall: Recall,
+    /// The baseline's history (the encode's contexts depend on it), and
+    /// the history of the snapshot sent.
+    base_history: Option<Arc<History>>,
+    history: Option<Arc<History>>,
 }
 
 impl Shared {
@@ -304,11 +312,17 @@ impl Shared {
         baseline: &Option<SentKey>,
         prior: &Option<SentKey>,
         base_recall: Option<&Recall>,
+        base_history: Option<&Arc<History>>,
         view: &View,
     ) -> bool {
         self.baseline == *baseline
             && self.prior == *prior
             && self.view == *view
+            && match (&self.base_history, base_history) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+                _ => false,
+            }
             && match (&self.base_recall, base_recall) {
                 (None, None) => true,
                 (Some(a), Some(b)) => a.same_content(b),
@@ -399,6 +413,9 @@ impl Server {
         }
         let mut encoder = Encoder::with_level(schema.clone(), config.level);
         encoder.set_limits(config.limits);
+        // Each sent snapshot keeps what it changed, for the contexts of
+        // packets coded against it (the client keeps the same).
+        encoder.set_keep_history(true);
         encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
         // One encoder serves every client (see SERVER_CODE_CACHE).
         encoder.set_code_cache(SERVER_CODE_CACHE.0, SERVER_CODE_CACHE.1);
@@ -562,15 +579,19 @@ impl Server {
         let key = base.as_deref().map(Sent::key);
         let prior_key = prior.as_deref().map(Sent::key);
         let base_recall = base.as_ref().map(|b| &b.recall);
+        let base_history = base.as_ref().and_then(|b| b.history.clone());
         let shared = self
             .shared
             .iter()
-            .find(|s| self.share && s.fits(&key, &prior_key, base_recall, view))
+            .find(|s| {
+                self.share && s.fits(&key, &prior_key, base_recall, base_history.as_ref(), view)
+            })
             .map(|s| {
                 let same = s.same_recall(base_recall);
-                (s.bytes.clone(), s.held.clone(), s.recall.clone(), same)
+                let bytes = (s.bytes.clone(), s.history.clone());
+                (bytes, s.held.clone(), s.recall.clone(), same)
             });
-        let (bytes, held, recall) = match (shared, &base, base_recall) {
+        let ((bytes, history), held, recall) = match (shared, &base, base_recall) {
             (Some((bytes, held, recall, true)), _, _) => (bytes, held, recall),
             (Some((bytes, held, _, false)), Some(b), Some(r)) => {
                 // The same bytes (the baseline recalls hold the same
@@ -622,6 +643,7 @@ impl Server {
                         .as_ref()
                         .and_then(|p| p.materialize_codes(&mut self.prior_codes));
                     let reference = tickpack::Reference {
+                        history: base_codes.and(base_history.as_deref()),
                         baseline: base_codes,
                         prior: base_codes.and(prior_codes),
                         recall: base_codes.and(base_recall),
@@ -632,6 +654,7 @@ impl Server {
                 } else {
                     let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
                     let reference = tickpack::Reference {
+                        history: baseline.and(base_history.as_deref()),
                         baseline,
                         prior: baseline.and(prior_base),
                         recall: baseline.and(base_recall),
@@ -641,6 +664,7 @@ impl Server {
                         .map_err(SessionError::Encode)?;
                 }
                 self.stats.encodes += 1;
+                let history = self.encoder.history().cloned().map(Arc::new);
                 // What the client will recall once it applies this packet.
                 let recall = match (baseline, base_recall) {
                     (Some(b), Some(r)) => r.advance(b, cur, seq, &self.limits),
@@ -655,8 +679,10 @@ impl Server {
                     bytes: bytes.clone(),
                     held: held.clone(),
                     recall: recall.clone(),
+                    base_history,
+                    history: history.clone(),
                 });
-                (bytes, held, recall)
+                ((bytes, history), held, recall)
             }
         };
         if let Some(slot) = self.clients.get_mut(&id) {
@@ -672,6 +698,7 @@ impl Server {
                 acked: false,
                 recall,
                 tick: self.ticks,
+                history,
             }));
         }
         self.stats.packets += 1;
@@ -803,8 +830,8 @@ impl Server {
         self.stats
     }
 
-    /// Bytes the server holds for client `id` itself: its ring, the views
-    /// and the recalls in it (chunks shared between its entries counted
+    /// Bytes the server holds for client `id` itself: its ring, the views,
+    /// the histories and the recalls in it (chunks shared between its entries counted
     /// once), not counting the world snapshots every client shares.
     pub fn client_memory(&self, id: u16) -> Option<usize> {
         let slot = self.clients.get(&id)?;
@@ -826,6 +853,9 @@ impl Server {
         let mut held: Vec<&Arc<Snapshot>> =
             slot.entries().filter_map(|s| s.held.as_ref()).collect();
         held.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        let mut histories: Vec<&Arc<History>> =
+            slot.entries().filter_map(|s| s.history.as_ref()).collect();
+        histories.dedup_by(|a, b| Arc::ptr_eq(a, b));
         let mut chunks = HashSet::new();
         let recalls: usize = slot
             .entries()
@@ -839,7 +869,8 @@ impl Server {
                 + held
                     .iter()
                     .map(|h| h.raw_len() + h.entity_count() * 4)
-                    .sum::<usize>(),
+                    .sum::<usize>()
+                + histories.iter().map(|h| h.heap_bytes()).sum::<usize>(),
         )
     }
 

@@ -253,6 +253,62 @@ fn client_holds_at_most(s: Schema, extra: usize) {
     assert!(peak <= bound, "peak {peak}, bound {bound}");
 }
 
+/// A session client applying deltas that change every entity of the
+/// largest snapshot whose keyframe fits the payload limit keeps each snapshot's
+/// history beside it (a byte per entity and per element, never more than
+/// the snapshot counts): it peaks within twice its history of snapshots
+/// and one decode.
+#[test]
+fn a_session_client_keeping_histories_holds_at_most_twice_its_snapshots() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let s = schema();
+    let config = ClientConfig::default();
+    let limits = config.limits;
+    let history = config.history;
+    let mut client = Client::new(s.clone(), config).unwrap();
+    let mut enc = tickpack::Encoder::new(s.clone());
+    enc.set_limits(limits);
+    enc.set_keep_history(true);
+    // The keyframe's records (14 bytes and a spawn gap each) fit the
+    // payload limit; a delta row is 3 to 4 bytes.
+    let entities = (limits.max_decoded_bytes / 16).min(limits.max_snapshot_bytes / 18) as u32;
+    let snapshot = |seq: u16| {
+        let mut sec = tickpack::Section::new(14);
+        for id in 0..entities {
+            let mut rec = [0u8; 14];
+            rec[(id % 14) as usize] = seq as u8;
+            sec.insert(id, &rec).unwrap();
+        }
+        Snapshot::from_sections(&s, vec![sec]).unwrap()
+    };
+    let snaps: Vec<Snapshot> = (0..2 * history as u16).map(snapshot).collect();
+    let mut packets = Vec::new();
+    let mut kept: Option<tickpack::History> = None;
+    for (i, snap) in snaps.iter().enumerate() {
+        let base = i.checked_sub(1).map(|b| tickpack::Baseline {
+            sequence: b as u16,
+            snapshot: &snaps[b],
+        });
+        let reference = tickpack::Reference::from(base).with_history(kept.as_ref());
+        packets.push(enc.encode(snap, i as u16, reference).unwrap());
+        kept = enc.history().cloned();
+    }
+    assert!(kept.is_some_and(|h| h.entities(0) == entities as usize));
+    let (applied, peak) = peak_of(|| {
+        let mut applied = 0;
+        for p in &packets {
+            if matches!(client.receive(p), Received::Applied { .. }) {
+                applied += 1;
+            }
+        }
+        applied
+    });
+    assert_eq!(applied, 2 * history);
+    let bound = 2 * history * limits.max_snapshot_bytes + decode_bound(&limits);
+    eprintln!("client peak {peak}, bound {bound}");
+    assert!(peak <= bound, "peak {peak}, bound {bound}");
+}
+
 /// A sender that moves 8,192 entities with ids 32 apart (one per group of
 /// the recall) in and out of view every tick, so that every recall the
 /// client keeps is new and sparse. Counting each group (FORMAT.md 4.7)

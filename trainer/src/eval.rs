@@ -272,7 +272,7 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
         let pl = planned(sc, opts, &mut baselines);
         let expiry = Expiry::new(&pl.last_use);
         let mut held: HashMap<usize, Snapshot> = HashMap::new();
-        let mut chain = RecallChain::new();
+        let mut chain = RecallChain::with_histories(&sc.header.schema);
         let mut held_bytes = 0u64;
         let mut next = 0usize;
         sc.stream(|i, snap| {
@@ -299,7 +299,10 @@ pub fn eval(opts: &EvalOptions) -> Result<(EvalReport, EvalContext), TrainerErro
             while let Some(&p) = pl.packets.get(next).filter(|p| p.tick <= i) {
                 next += 1;
                 let recall = chain.of(&p).cloned();
-                let j = Job::new(&sc.ticks, &held, p)?.with_recall(recall.as_ref());
+                let history = chain.history_of(&p).cloned();
+                let j = Job::new(&sc.ticks, &held, p)?
+                    .with_recall(recall.as_ref())
+                    .with_history(history.as_ref());
                 if p.tick < pl.start {
                     chain.sent(&p, j.sequence, j.baseline, j.snapshot);
                     continue;

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use tickpack::{
-    Baseline, DeltaOp, Encoder, Recall, Reference, Schema, Snapshot, MAX_BLOCK_CONTENT,
+    Baseline, DeltaOp, Encoder, History, Recall, Reference, Schema, Snapshot, MAX_BLOCK_CONTENT,
 };
 
 use crate::captures::TickMeta;
@@ -25,6 +25,8 @@ pub struct Job<'a> {
     pub prior: Option<(u16, &'a Snapshot)>,
     /// The baseline's recall, if known (see [`crate::recalls`]).
     pub recall: Option<&'a Recall>,
+    /// The baseline's history, if known (see [`crate::recalls`]).
+    pub history: Option<&'a History>,
 }
 
 impl<'a> Job<'a> {
@@ -50,6 +52,7 @@ impl<'a> Job<'a> {
             baseline: packet.baseline.map(at).transpose()?,
             prior: packet.baseline.and(packet.prior).map(at).transpose()?,
             recall: None,
+            history: None,
         })
     }
 
@@ -58,10 +61,16 @@ impl<'a> Job<'a> {
         Self { recall, ..self }
     }
 
+    /// The same job coded with `history` (its baseline's).
+    pub fn with_history(self, history: Option<&'a History>) -> Self {
+        Self { history, ..self }
+    }
+
     /// What the job is coded against, in the codec's form: baseline, prior
-    /// and the baseline's recall.
+    /// and the baseline's recall and history.
     pub fn reference(&self) -> Reference<'a> {
         Reference {
+            history: self.history.filter(|_| self.baseline.is_some()),
             baseline: self.codec_baseline(),
             prior: self.codec_prior(),
             recall: self.recall.filter(|_| self.baseline.is_some()),
@@ -74,6 +83,7 @@ impl<'a> Job<'a> {
             baseline: None,
             prior: None,
             recall: None,
+            history: None,
             ..*self
         }
     }
@@ -241,6 +251,7 @@ mod tests {
             baseline: Some((2, &b0)),
             prior: Some((1, &b1)),
             recall: None,
+            history: None,
         };
         let mut packet = Vec::new();
         encode(&mut Encoder::new(schema.clone()), &job, &mut packet).unwrap();

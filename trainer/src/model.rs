@@ -1,11 +1,13 @@
 //! `train`'s context-model step: count the model tokens of the training
 //! packets (exactly the tokens the encoder codes), quantise the counts into
-//! a table, and keep it when the held-out packets get smaller with it.
+//! a table, and keep it when the held-out packets get smaller with it. A
+//! table is trained for each set of context flags (with and without the
+//! changed-entity flags); the one whose held-out packets are smallest wins.
 
 #![forbid(unsafe_code)]
 
 use serde::Serialize;
-use tickpack::model::{ModelStats, ModelTable};
+use tickpack::model::{ContextConfig, ModelStats, ModelTable};
 use tickpack::{Dictionary, Encoder, Schema};
 
 use crate::measure::{mean, total_bytes, Job};
@@ -26,6 +28,11 @@ pub struct ModelReport {
     pub bytes_mean_with: f64,
     /// Whether the table was kept.
     pub kept: bool,
+    /// The table's context flags (`tickpack::model::ContextConfig`).
+    pub flags: u16,
+    /// Held-out delta bytes per packet with each flag combination tried:
+    /// (flags, bytes).
+    pub bytes_mean_by_flags: Vec<(u16, f64)>,
 }
 
 /// Trains a table on `train` for `schema`'s packets and measures it on
@@ -40,33 +47,51 @@ pub fn train_model(
     held: &[Job<'_>],
 ) -> Result<Option<(ModelTable, ModelReport)>, TrainerError> {
     let mut enc = Encoder::with_level(schema.clone(), level);
-    let Some(shape) = enc.model_shape() else {
-        return Ok(None);
-    };
     let model_err = |e| TrainerError::Empty(format!("model table: {e}"));
-    // More slots than a table may hold (which no loader would take).
-    let Ok(mut stats) = ModelStats::new(shape) else {
-        return Ok(None);
-    };
-    for j in train {
-        enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut stats)?;
-    }
-    if let Some(e) = stats.error() {
-        return Err(model_err(e));
-    }
-    let table = ModelTable::from_stats(&stats);
     let dict_err = |e: tickpack::DictionaryError| TrainerError::Zstd(e.to_string());
     enc.set_dictionary(Some(dict)).map_err(dict_err)?;
     let without = total_bytes(&mut enc, held)?;
-    enc.set_dictionary(Some(&dict.clone().with_model(table.clone())))
-        .map_err(dict_err)?;
-    let with = total_bytes(&mut enc, held)?;
+    let mut best: Option<(ModelTable, u64)> = None;
+    let mut by_flags = Vec::new();
+    let (changed, elements) = (ContextConfig::FLAG_CHANGED, ContextConfig::FLAG_ELEMENTS);
+    for flags in [0, changed, elements, changed | elements] {
+        enc.set_model_flags(flags);
+        let Some(shape) = enc.model_shape() else {
+            return Ok(None);
+        };
+        // More slots than a table may hold (which no loader would take).
+        let Ok(mut stats) = ModelStats::new(shape) else {
+            return Ok(None);
+        };
+        for j in train {
+            enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut stats)?;
+        }
+        if let Some(e) = stats.error() {
+            return Err(model_err(e));
+        }
+        let table = ModelTable::from_stats(&stats)
+            .with_flags(flags)
+            .map_err(model_err)?;
+        enc.set_dictionary(Some(&dict.clone().with_model(table.clone())))
+            .map_err(dict_err)?;
+        let with = total_bytes(&mut enc, held)?;
+        by_flags.push((flags, mean(with, held.len())));
+        // Ties go to the table without flags (the first).
+        if best.as_ref().is_none_or(|(_, b)| with < *b) {
+            best = Some((table, with));
+        }
+    }
+    let Some((table, with)) = best else {
+        return Ok(None);
+    };
     let report = ModelReport {
-        slots: shape.slots(),
+        slots: table.shape().slots(),
         table_bytes: table.to_bytes().len() as u64,
         bytes_mean_without: mean(without, held.len()),
         bytes_mean_with: mean(with, held.len()),
         kept: with < without,
+        flags: table.flags(),
+        bytes_mean_by_flags: by_flags,
     };
     Ok(Some((table, report)))
 }
@@ -99,6 +124,7 @@ mod tests {
             baseline: None,
             prior: None,
             recall: None,
+            history: None,
         };
         let dict = Dictionary::new(1, vec![0u8; 64]);
         let trained = train_model(&schema, 3, &dict, &[job], &[job]).unwrap();

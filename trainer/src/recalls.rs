@@ -1,13 +1,14 @@
-//! The recall of each sent snapshot along a capture's chain of baselines,
-//! as a session derives it (`tickpack::Recall`): `eval` and `train` pass
-//! every packet its baseline's recall, so they measure and train on what
-//! the encoder codes.
+//! The recall and the history of each sent snapshot along a capture's
+//! chain of baselines, as a session derives them (`tickpack::Recall`,
+//! `tickpack::History`): `eval` and `train` pass every packet its
+//! baseline's recall and history, so they measure and train on what the
+//! encoder codes.
 
 #![forbid(unsafe_code)]
 
 use std::collections::{HashMap, HashSet};
 
-use tickpack::{Baseline, Limits, Recall, Snapshot};
+use tickpack::{Baseline, History, Limits, Recall, Schema, Snapshot};
 
 use crate::captures::{snapshot_bytes, Scanned};
 use crate::replay::Packet;
@@ -20,6 +21,9 @@ use crate::TrainerError;
 pub struct RecallChain {
     limits: Limits,
     recalls: HashMap<usize, Recall>,
+    /// The schema histories are derived under (none: no histories).
+    schema: Option<Schema>,
+    histories: HashMap<usize, History>,
 }
 
 impl RecallChain {
@@ -27,6 +31,20 @@ impl RecallChain {
     /// default encoder's.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A chain that keeps each sent tick's history too.
+    pub fn with_histories(schema: &Schema) -> Self {
+        Self {
+            schema: Some(schema.clone()),
+            ..Self::default()
+        }
+    }
+
+    /// The history packet `p` is coded with: its baseline's, if that tick
+    /// was sent against a baseline and is still kept.
+    pub fn history_of(&self, p: &Packet) -> Option<&History> {
+        self.histories.get(&p.baseline?)
     }
 
     /// The recall packet `p` is coded with: its baseline's, if that tick
@@ -47,6 +65,14 @@ impl RecallChain {
     ) {
         // A baseline whose recall is unknown (its packet was not replayed)
         // starts the chain from an empty recall.
+        let history = match (&self.schema, baseline) {
+            (Some(schema), Some((_, base))) => History::of(schema, snapshot, base),
+            _ => None,
+        };
+        match history {
+            Some(h) => self.histories.insert(p.tick, h),
+            None => self.histories.remove(&p.tick),
+        };
         let recall = match baseline {
             Some((b, base)) => {
                 let empty = Recall::keyframe(b);
@@ -68,6 +94,7 @@ impl RecallChain {
     /// Drops the recall of tick `k`.
     pub fn forget(&mut self, k: usize) {
         self.recalls.remove(&k);
+        self.histories.remove(&k);
     }
 }
 
@@ -98,8 +125,11 @@ impl Expiry {
     }
 }
 
+/// A sent tick's recall and history, by tick index.
+pub type SentState = HashMap<usize, (Recall, Option<History>)>;
+
 /// Replays every packet of `sc` (`packets`, in tick order) and returns the
-/// recall of each tick in `wanted`. Holds only the snapshots and recalls a
+/// recall and the history of each tick in `wanted`. Holds only the snapshots and recalls a
 /// later packet still needs, and refuses ([`TrainerError::TooMuchHeld`])
 /// to hold more than `max_held_bytes` of snapshots.
 pub fn recalls_for(
@@ -107,7 +137,7 @@ pub fn recalls_for(
     packets: &[Packet],
     wanted: &HashSet<usize>,
     max_held_bytes: u64,
-) -> Result<HashMap<usize, Recall>, TrainerError> {
+) -> Result<SentState, TrainerError> {
     let mut last_use: HashMap<usize, usize> = HashMap::new();
     for p in packets {
         for i in [Some(p.tick), p.baseline].into_iter().flatten() {
@@ -116,7 +146,7 @@ pub fn recalls_for(
         }
     }
     let expiry = Expiry::new(&last_use);
-    let mut chain = RecallChain::new();
+    let mut chain = RecallChain::with_histories(&sc.header.schema);
     let mut held: HashMap<usize, Snapshot> = HashMap::new();
     let mut held_bytes = 0u64;
     let mut out = HashMap::new();
@@ -145,7 +175,7 @@ pub fn recalls_for(
         }
         if wanted.contains(&i) {
             if let Some(r) = chain.recalls.get(&i) {
-                out.insert(i, r.clone());
+                out.insert(i, (r.clone(), chain.histories.get(&i).cloned()));
             }
         }
         for &k in expiry.after(i) {

@@ -38,7 +38,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Recall, Schema, Snapshot};
+use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema, Snapshot};
 use tickpack_sets::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
@@ -47,7 +47,7 @@ use tickpack_sets::dictset::{
 use crate::captures::{held_out_start, op_name, ops_of, scan_all, with_ops, Scanned};
 use crate::measure::{block_samples, mean, total_bytes, Job};
 use crate::output::{check_set_output, save_set};
-use crate::recalls::recalls_for;
+use crate::recalls::{recalls_for, SentState};
 use crate::replay::{describe_all, plan, BaselineModel, Packet, Rtt};
 use crate::TrainerError;
 
@@ -252,13 +252,17 @@ fn jobs<'a>(
     list: &[(usize, Packet)],
     scanned: &[Scanned],
     held: &'a [HashMap<usize, Snapshot>],
-    recalls: &'a [HashMap<usize, Recall>],
+    recalls: &'a [SentState],
 ) -> Result<Vec<Job<'a>>, TrainerError> {
     list.iter()
         .map(|&(ci, p)| match (scanned.get(ci), held.get(ci)) {
             (Some(sc), Some(h)) => {
-                let recall = p.baseline.and_then(|b| recalls.get(ci)?.get(&b));
-                Ok(Job::new(&sc.ticks, h, p)?.with_recall(recall))
+                let sent = p.baseline.and_then(|b| recalls.get(ci)?.get(&b));
+                let recall = sent.map(|s| &s.0);
+                let history = sent.and_then(|s| s.1.as_ref());
+                Ok(Job::new(&sc.ticks, h, p)?
+                    .with_recall(recall)
+                    .with_history(history))
             }
             _ => Err(TrainerError::Empty(format!("capture {ci} was not loaded"))),
         })
@@ -271,7 +275,7 @@ fn chain_recalls(
     scanned: &[Scanned],
     opts: &TrainOptions,
     lists: &[&[(usize, Packet)]],
-) -> Result<Vec<HashMap<usize, Recall>>, TrainerError> {
+) -> Result<Vec<SentState>, TrainerError> {
     scanned
         .iter()
         .enumerate()

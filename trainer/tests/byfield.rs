@@ -73,6 +73,7 @@ fn check_set(name: &str, s: &Scenario) -> usize {
             baseline: base,
             prior: base.and(i.checked_sub(12).map(at)),
             recall: None,
+            history: None,
         };
         let mut packet = Vec::new();
         enc.encode_to_vec(tick, i as u16, reference, &mut packet)

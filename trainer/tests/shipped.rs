@@ -55,6 +55,7 @@ fn shipped_sets_load_and_round_trip() {
             let base = i.checked_sub(6).map(at);
             let prior = i.checked_sub(12).map(at);
             let reference = tickpack::Reference {
+                history: None,
                 baseline: base,
                 prior: base.and(prior),
                 recall: None,
@@ -75,6 +76,7 @@ fn shipped_sets_load_and_round_trip() {
                 .decode(
                     &packet,
                     tickpack::Reference {
+                        history: None,
                         baseline: base,
                         prior,
                         recall: None,

@@ -228,6 +228,7 @@ fn a_value_off_the_grid_in_held_out_ticks_comes_back_bit_for_bit() {
                 baseline,
                 prior: None,
                 recall: None,
+                history: None,
             };
             let mut packet = Vec::new();
             enc.encode_to_vec(snap, i as u16, reference, &mut packet)

@@ -91,6 +91,7 @@ pub fn scenario(name: &str, ticks: usize) -> Res<Corpus> {
             snapshot: &sc.ticks[t],
         };
         let r = Reference {
+            history: None,
             baseline: Some(at(i - DISTANCE)),
             prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
             recall: None,

@@ -4,6 +4,7 @@
 
 use super::{Encoder, Entropy, ModelStream, TRIAL_MAX_PAYLOAD};
 use crate::error::EncodeError;
+use crate::history::{kept_states, History};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE};
 use crate::pipeline;
 use crate::quant::codes;
@@ -45,6 +46,7 @@ impl Encoder {
                 baseline,
                 prior,
                 recall,
+                reference.history,
             );
         }
         let mut c = core::mem::take(&mut self.codes);
@@ -74,6 +76,7 @@ impl Encoder {
                 baseline.and_then(|b| coded(b, base)),
                 prior.and_then(|p| coded(p, prior_codes)),
                 recall,
+                reference.history,
             )?;
             c.cache.insert(sequence, sections, &mut c.cur);
             Ok(())
@@ -106,6 +109,7 @@ impl Encoder {
             coded.baseline,
             coded.prior,
             recall,
+            coded.history,
         )?;
         self.finish_vec(out);
         Ok(())
@@ -114,6 +118,7 @@ impl Encoder {
     /// [`Encoder::build`] on sections in code form; `values` are the same
     /// sections as the caller holds them, for the checksum. The recall
     /// holds values: recalled records are converted as they are used.
+    #[allow(clippy::too_many_arguments)]
     fn build_coded<'s, 'v>(
         &mut self,
         sections: impl Iterator<Item = SectionRef<'s>> + Clone,
@@ -122,7 +127,9 @@ impl Encoder {
         baseline: Option<Baseline<'_>>,
         prior: Option<Baseline<'_>>,
         recall: Option<&Recall>,
+        history: Option<&History>,
     ) -> Result<(), EncodeError> {
+        self.history_valid = false;
         if let Some(b) = baseline {
             b.snapshot.check(&self.schema)?;
             let d = sequence.wrapping_sub(b.sequence);
@@ -171,9 +178,8 @@ impl Encoder {
         // With a model stream to try first, the payload's bytes and the
         // byte-plane estimate wait until blocks are built: until then the
         // payload is sized with every section as masks and values.
-        let defer = self.entropy != Entropy::Zstd
-            && self.context_map.is_some()
-            && self.active_dict().is_some_and(|d| d.model.is_some());
+        let defer =
+            self.entropy != Entropy::Zstd && self.active_dict().is_some_and(|d| d.model.is_some());
         // A delta packet that settles now and sends no recall may let a
         // section skip its masks and values when its recent packets went as
         // byte planes (`pipeline::encode_section`), provided no section's
@@ -279,6 +285,7 @@ impl Encoder {
                 limit: self.limits.max_decoded_bytes,
             });
         }
+        self.note_history(sections.clone(), baseline, history);
         // An empty payload stands for "every section idle".
         if !self.scratch.iter().all(|s| s.tokens.is_idle()) {
             // Rows that alone pass the trial size settle `Either` sections
@@ -311,6 +318,61 @@ impl Encoder {
         }
         self.write_header(values, sequence, baseline, prior);
         Ok(())
+    }
+
+    /// The kept entities' baseline history for the model walk, and the
+    /// snapshot's own history when kept ([`Encoder::set_keep_history`]).
+    fn note_history<'s>(
+        &mut self,
+        sections: impl Iterator<Item = SectionRef<'s>>,
+        baseline: Option<Baseline<'_>>,
+        history: Option<&History>,
+    ) {
+        let n = self.scratch.len();
+        self.kept_history.resize_with(n, Vec::new);
+        for (i, (s, kept)) in self.scratch.iter().zip(&mut self.kept_history).enumerate() {
+            match history {
+                Some(h) => kept_states(Some(h), i, s.tokens.base_len, &s.tokens.removed, kept),
+                None => kept.clear(),
+            }
+        }
+        self.note_row_history(history);
+        match baseline.filter(|_| self.keep_history) {
+            Some(b) => {
+                let base = b.snapshot.sections().iter().map(|s| s.as_ref());
+                self.history.compute(&self.elements, sections, base);
+                self.history_valid = true;
+            }
+            None => self.history_valid = false,
+        }
+    }
+
+    /// The history bytes of each changed row's elements, when a table of
+    /// flag `FLAG_ELEMENTS` may code the packet.
+    fn note_row_history(&mut self, history: Option<&History>) {
+        let flags = self
+            .active_dict()
+            .and_then(|d| d.model.as_ref())
+            .map_or(0, |t| t.flags());
+        #[cfg(feature = "training")]
+        let flags = flags | self.model_flags;
+        let want = flags & crate::model::ContextConfig::FLAG_ELEMENTS != 0;
+        self.row_history.resize_with(self.scratch.len(), Vec::new);
+        let mut bases = Vec::new();
+        for (i, (s, rows)) in self.scratch.iter().zip(&mut self.row_history).enumerate() {
+            rows.clear();
+            let Some(h) = history.filter(|_| want) else {
+                continue;
+            };
+            crate::model::changed_bases(&s.tokens.changed, &s.tokens.removed, &mut bases);
+            let e = self.elements[i].len();
+            for &b in &bases {
+                rows.extend((0..e).map(|x| {
+                    h.element(i, b as usize, x)
+                        .unwrap_or(crate::model::UNKNOWN_HISTORY)
+                }));
+            }
+        }
     }
 
     fn write_header<'s>(

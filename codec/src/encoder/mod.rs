@@ -12,8 +12,9 @@ use std::sync::Arc;
 use crate::block::{self, CDict, HuffmanTable, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
+use crate::history::History;
 use crate::limits::Limits;
-use crate::model::{self, ContextMap, ModelTable};
+use crate::model::{self, ContextMaps, ModelTable};
 #[cfg(feature = "training")]
 use crate::model::{ModelShape, ModelStats};
 use crate::packet::MAX_HEADER_LEN;
@@ -152,8 +153,21 @@ pub struct Encoder {
     payload_written: bool,
     block_scratch: Vec<u8>,
     packet: Vec<u8>,
-    /// The schema's model contexts (`None`: too large for a model).
-    context_map: Option<ContextMap>,
+    /// The schema's model contexts per table flags.
+    context_maps: ContextMaps,
+    /// Per section, the baseline history of each kept entity of the
+    /// packet being built (empty without one).
+    kept_history: Vec<Vec<u8>>,
+    /// Per section, the history bytes of each changed row's elements
+    /// (with a table of flag `FLAG_ELEMENTS`).
+    row_history: Vec<Vec<u8>>,
+    /// Whether encoding keeps each snapshot's [`History`], and the last.
+    keep_history: bool,
+    history: History,
+    history_valid: bool,
+    /// The table flags [`Encoder::model_tokens`] counts for.
+    #[cfg(feature = "training")]
+    model_flags: u16,
     model_out: Vec<u8>,
     /// The packet's model stream when the payload's sizing walk coded it.
     model_stream: ModelStream,
@@ -212,7 +226,7 @@ impl Encoder {
             .map(|_| Default::default())
             .collect();
         let elements: Vec<_> = schema.sections().iter().map(values::elements).collect();
-        let context_map = model::context_map(&elements);
+        let context_maps = ContextMaps::new(&elements);
         let plane_orders = elements
             .iter()
             .map(|e| pipeline::planes::order(e))
@@ -237,7 +251,14 @@ impl Encoder {
             payload_written: true,
             block_scratch: Vec::new(),
             packet: Vec::new(),
-            context_map,
+            context_maps,
+            kept_history: Vec::new(),
+            row_history: Vec::new(),
+            keep_history: false,
+            history: History::default(),
+            history_valid: false,
+            #[cfg(feature = "training")]
+            model_flags: 0,
             model_out: Vec::new(),
             model_stream: ModelStream::Idle,
             codes: Default::default(),
@@ -297,7 +318,10 @@ impl Encoder {
         Ok(())
     }
 
-    fn prepare(&self, dict: Option<&Dictionary>) -> Result<Option<Prepared>, DictionaryError> {
+    fn prepare(&mut self, dict: Option<&Dictionary>) -> Result<Option<Prepared>, DictionaryError> {
+        if let Some(t) = dict.and_then(|d| d.model_arc()) {
+            self.context_maps.build(&self.elements, t.flags());
+        }
         Ok(match dict {
             None => None,
             Some(d) => Some(Prepared {
@@ -311,11 +335,9 @@ impl Encoder {
                 )
                 .ok_or(DictionaryError::Rejected { id: d.id() })?,
                 huffman: d.huffman_arc(),
-                model: d.model_arc().filter(|t| {
-                    self.context_map
-                        .as_ref()
-                        .is_some_and(|m| m.shape() == t.shape())
-                }),
+                model: d
+                    .model_arc()
+                    .filter(|t| self.context_maps.for_table(t).is_some()),
             }),
         })
     }
@@ -472,7 +494,37 @@ impl Encoder {
     /// `training`.
     #[cfg(feature = "training")]
     pub fn model_shape(&self) -> Option<ModelShape> {
-        self.context_map.as_ref().map(ContextMap::shape)
+        self.context_maps
+            .get(self.model_flags)
+            .map(model::ContextMap::shape)
+    }
+
+    /// Counts [`Encoder::model_tokens`] and gives
+    /// [`Encoder::model_shape`] for tables of flags `flags`
+    /// (`tickpack::model::ContextConfig::FLAG_CHANGED`; default 0), unknown
+    /// flags as 0. Feature `training`.
+    #[cfg(feature = "training")]
+    pub fn set_model_flags(&mut self, flags: u16) {
+        let flags = flags & model::ContextConfig::KNOWN_FLAGS;
+        self.context_maps.build(&self.elements, flags);
+        self.model_flags = flags;
+    }
+
+    /// Keeps the [`History`] of every snapshot encoded against a baseline
+    /// ([`Encoder::history`]); off by default (it costs a pass over the
+    /// snapshot and its baseline).
+    pub fn set_keep_history(&mut self, on: bool) {
+        self.keep_history = on;
+        self.history_valid = false;
+    }
+
+    /// What the snapshot last encoded changed against its baseline, when
+    /// [`Encoder::set_keep_history`] is on and it had one: give it as the
+    /// [`Reference::history`] of packets coded against that snapshot (the
+    /// decoder's [`Decoder::history`](crate::Decoder::history) of the same
+    /// packet is equal).
+    pub fn history(&self) -> Option<&History> {
+        self.history_valid.then_some(&self.history)
     }
 
     /// Counts into `stats` the model tokens of the packet `encode` would
@@ -493,8 +545,18 @@ impl Encoder {
         let built = self.build_snapshot(snapshot, sequence, reference.into());
         self.full_rows = false;
         built?;
-        if let (Some(map), false) = (&self.context_map, self.payload_len == 0) {
-            model::count_sections(map, stats, &self.scratch, &self.elements);
+        if let (Some(map), false) = (
+            self.context_maps.get(self.model_flags),
+            self.payload_len == 0,
+        ) {
+            model::count_sections(
+                map,
+                stats,
+                &self.scratch,
+                &self.elements,
+                &self.kept_history,
+                &self.row_history,
+            );
         }
         Ok(())
     }
@@ -514,24 +576,30 @@ impl Encoder {
         let built = self.build_snapshot(snapshot, sequence, reference);
         self.full_rows = false;
         built?;
-        Ok(match (&self.context_map, self.payload_len == 0) {
-            (Some(map), false) => model::record_sections(map, sink, &self.scratch, &self.elements),
+        Ok(match (self.context_maps.get(0), self.payload_len == 0) {
+            (Some(map), false) => model::record_sections(
+                map,
+                sink,
+                &self.scratch,
+                &self.elements,
+                &self.kept_history,
+                &self.row_history,
+            ),
             _ => Ok(()),
         })
     }
 
     /// Builds the packet `encode` would build against `reference` (every
     /// row as masks and values, as the model codes them) and hands `f` its
-    /// walk: the context map, the packet's model table (its dictionary's),
-    /// the sections' scratch and elements. `None` for an empty payload.
-    /// For `internals::walk_tokens` and `internals::model_tokens_labelled`.
+    /// walk. `None` for an empty payload. For `internals::walk_tokens` and
+    /// `internals::model_tokens_labelled`.
     #[cfg(feature = "internals")]
     pub(crate) fn with_walk<R>(
         &mut self,
         snapshot: &Snapshot,
         sequence: u16,
         reference: Reference<'_>,
-        f: impl FnOnce(Option<&ContextMap>, Option<&ModelTable>, &[EncodeScratch], &[Vec<Element>]) -> R,
+        f: impl FnOnce(Walk<'_>) -> R,
     ) -> Result<Option<R>, EncodeError> {
         self.full_rows = true;
         let built = self.build_snapshot(snapshot, sequence, reference);
@@ -541,12 +609,18 @@ impl Encoder {
             return Ok(None);
         }
         let table = self.active_dict().and_then(|d| d.model.as_deref());
-        Ok(Some(f(
-            self.context_map.as_ref(),
+        let map = match table {
+            Some(t) => self.context_maps.for_table(t),
+            None => self.context_maps.get(0),
+        };
+        Ok(Some(f(Walk {
+            map,
             table,
-            &self.scratch,
-            &self.elements,
-        )))
+            scratch: &self.scratch,
+            elements: &self.elements,
+            kept: &self.kept_history,
+            rows: &self.row_history,
+        })))
     }
 
     fn bound(&self) -> usize {
@@ -586,4 +660,18 @@ enum KeyframeDict {
     Delta,
     None,
     Own(Prepared),
+}
+
+/// A packet's walk as the model block codes it, for the `internals`
+/// module: the context map and model table of the packet's dictionary
+/// (the schema's flag-0 map without a table), the sections' scratch and
+/// elements, and the baseline's history the contexts read.
+#[cfg(feature = "internals")]
+pub(crate) struct Walk<'a> {
+    pub(crate) map: Option<&'a model::ContextMap>,
+    pub(crate) table: Option<&'a ModelTable>,
+    pub(crate) scratch: &'a [EncodeScratch],
+    pub(crate) elements: &'a [Vec<Element>],
+    pub(crate) kept: &'a [Vec<u8>],
+    pub(crate) rows: &'a [Vec<u8>],
 }

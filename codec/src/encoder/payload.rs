@@ -87,7 +87,8 @@ impl Encoder {
     fn size_with_model(&mut self, len: &mut LenSink) -> bool {
         let table =
             active(&self.dict, &self.keyframe_dict, self.keyframe).and_then(|p| p.model.as_deref());
-        let (Some(table), Some(map)) = (table, &self.context_map) else {
+        let Some((table, map)) = table.and_then(|t| Some((t, self.context_maps.for_table(t)?)))
+        else {
             return false;
         };
         if !matches!(self.model_stream, ModelStream::Due)
@@ -97,12 +98,19 @@ impl Encoder {
             return false;
         }
         let buf = core::mem::take(&mut self.model_out);
-        self.model_stream =
-            match model::encode_sections_sized(map, table, &self.scratch, &self.elements, buf, len)
-            {
-                Ok(stream) => ModelStream::Coded(stream),
-                Err(_) => ModelStream::Failed,
-            };
+        self.model_stream = match model::encode_sections_sized(
+            map,
+            table,
+            &self.scratch,
+            &self.elements,
+            &self.kept_history,
+            &self.row_history,
+            buf,
+            len,
+        ) {
+            Ok(stream) => ModelStream::Coded(stream),
+            Err(_) => ModelStream::Failed,
+        };
         true
     }
 
@@ -127,16 +135,23 @@ impl Encoder {
         let table = prepared.and_then(|p| p.model.as_deref());
         let mut model = None;
         let coded = core::mem::replace(&mut self.model_stream, ModelStream::Idle);
-        if let (Some(table), Some(map), false) =
-            (table, &self.context_map, self.entropy == Entropy::Zstd)
-        {
+        let map = table.and_then(|t| self.context_maps.for_table(t));
+        if let (Some(table), Some(map), false) = (table, map, self.entropy == Entropy::Zstd) {
             let stream = match coded {
                 ModelStream::Coded(stream) => Ok(stream),
                 ModelStream::Failed => Err(()),
                 ModelStream::Idle | ModelStream::Due => {
                     let buf = core::mem::take(&mut self.model_out);
-                    model::encode_sections(map, table, &self.scratch, &self.elements, buf)
-                        .map_err(|_| ())
+                    model::encode_sections(
+                        map,
+                        table,
+                        &self.scratch,
+                        &self.elements,
+                        &self.kept_history,
+                        &self.row_history,
+                        buf,
+                    )
+                    .map_err(|_| ())
                 }
             };
             if let Ok(stream) = stream {

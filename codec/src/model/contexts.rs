@@ -18,6 +18,7 @@
 //! | mask group bit, per row kind, group, previous group bit | `R·G·P` |
 //! | mask element bit, per row kind, element, history, previous element bit | `R·E·H·P` |
 //! | kind bit, per row kind, float element | `R·F` |
+//! | changed-entity flag, per baseline history (unknown, unchanged, changed), previous flag | `C` = 6 with [`ContextConfig::changed_flags`], else 0 |
 //!
 //! | value contexts | count |
 //! |---|---|
@@ -52,6 +53,9 @@ pub(crate) mod class {
 
 /// Elements per mask group.
 const GROUP: u32 = 8;
+/// Changed-flag contexts per section: baseline history (unknown,
+/// unchanged, changed) times previous flag.
+const CHANGED_FLAGS: u64 = 6;
 /// Row kinds: changed, spawned, recalled.
 const ROW_KINDS: u32 = 3;
 /// Kind conditions of a value: no kind bit, integral, bit pattern.
@@ -81,6 +85,10 @@ pub struct ContextConfig {
     /// Separate contexts for spawned rows coded against the recall (with
     /// `row_kind`; else they share the other spawned rows' contexts).
     pub recall_rows: bool,
+    /// The changed set as one flag per kept entity, conditioned on whether
+    /// the entity changed at the baseline ([`crate::History`]) and on the
+    /// previous flag (table flag [`ContextConfig::FLAG_CHANGED`]).
+    pub changed_flags: bool,
 }
 
 impl ContextConfig {
@@ -92,6 +100,7 @@ impl ContextConfig {
         value_history: true,
         row_kind: true,
         recall_rows: true,
+        changed_flags: true,
     };
     /// What the model block codes with: every condition that needs no prior
     /// (the encoder has one only for schemas that predict), recalled rows
@@ -101,8 +110,31 @@ impl ContextConfig {
         mask_history: false,
         value_history: false,
         recall_rows: false,
+        changed_flags: false,
         ..Self::ALL
     };
+
+    /// Table flag: the changed sets are coded as flags
+    /// ([`ContextConfig::changed_flags`]).
+    pub const FLAG_CHANGED: u16 = 1;
+    /// Table flag: a changed row's mask bits and values are conditioned on
+    /// the element's change at the baseline ([`ContextConfig::mask_history`],
+    /// [`ContextConfig::value_history`], from [`crate::History`]).
+    pub const FLAG_ELEMENTS: u16 = 2;
+    /// Every table flag this version knows.
+    pub const KNOWN_FLAGS: u16 = Self::FLAG_CHANGED | Self::FLAG_ELEMENTS;
+
+    /// [`ContextConfig::BLOCK`] with the conditions a table's flags turn
+    /// on.
+    pub const fn block(flags: u16) -> Self {
+        let elements = flags & Self::FLAG_ELEMENTS != 0;
+        Self {
+            changed_flags: flags & Self::FLAG_CHANGED != 0,
+            mask_history: elements,
+            value_history: elements,
+            ..Self::BLOCK
+        }
+    }
 
     fn n(on: bool, states: u32) -> u32 {
         if on {
@@ -131,6 +163,8 @@ struct SectionLayout {
     kind_bits: u32,
     /// Float elements.
     floats: u32,
+    /// First changed-flag context (with [`ContextConfig::changed_flags`]).
+    changed_bits: u32,
     /// First value context: sets and spawns, then element values.
     value_base: u32,
     /// Value contexts of one row kind.
@@ -326,6 +360,7 @@ impl ContextMap {
                     kind_stride: if float && config.value_kind { n.v } else { 0 },
                 });
             }
+            let changed_bits = kind_bits + r * u64::from(f);
             sections.push(SectionLayout {
                 elements: e,
                 groups: g,
@@ -334,13 +369,19 @@ impl ContextMap {
                 element_bits: narrow(element_bits)?,
                 kind_bits: narrow(kind_bits)?,
                 floats: f,
+                changed_bits: narrow(changed_bits)?,
                 value_base: narrow(values)?,
                 values_per_row_kind: narrow(at)?,
                 float_rank,
                 value_at,
                 element_contexts,
             });
-            bits = kind_bits + r * u64::from(f);
+            bits = changed_bits
+                + if config.changed_flags {
+                    CHANGED_FLAGS
+                } else {
+                    0
+                };
             values += 8 + r * at;
         }
         let shape = ModelShape {
@@ -411,6 +452,33 @@ impl ContextMap {
             k: ContextConfig::n(c.value_kind, KINDS),
             v: ContextConfig::n(c.value_history, VALUE_HISTORY),
         }
+    }
+
+    /// The bit context of the changed flag of a kept entity of section
+    /// `section` whose baseline history is `state` (0 unknown, 1 unchanged,
+    /// 2 changed, [`kept_states`](crate::history)) after a flag `prev`;
+    /// `None` without [`ContextConfig::changed_flags`] or past the schema.
+    #[inline]
+    pub(crate) fn changed_flag(&self, section: usize, state: u8, prev: bool) -> Option<u32> {
+        if !self.config.changed_flags || state > 2 {
+            return None;
+        }
+        let s = self.sections.get(section)?;
+        Some(s.changed_bits + u32::from(state) * 2 + u32::from(prev))
+    }
+
+    /// Elements of section `section` (0 past the schema).
+    #[inline]
+    pub(crate) fn elements(&self, section: usize) -> usize {
+        self.sections
+            .get(section)
+            .map_or(0, |s| s.elements as usize)
+    }
+
+    /// Whether changed rows are conditioned on their elements' history.
+    #[inline]
+    pub(crate) fn element_history(&self) -> bool {
+        self.config.mask_history || self.config.value_history
     }
 
     /// The model shape the map's contexts fill.

@@ -53,6 +53,7 @@ mod contexts;
 mod error;
 mod range;
 mod raw;
+mod rowhist;
 mod runs;
 mod stats;
 mod table;
@@ -72,6 +73,7 @@ pub use contexts::{ContextConfig, ContextMap, RowState};
 pub(crate) use contexts::{ContextConfig, ContextMap, RowState};
 #[cfg(feature = "training")]
 pub use range::{PROB_BITS, PROB_ONE};
+pub(crate) use rowhist::{changed_bases, UNKNOWN as UNKNOWN_HISTORY};
 #[cfg(feature = "training")]
 pub use stats::ModelStats;
 #[cfg(not(feature = "training"))]
@@ -84,7 +86,7 @@ pub use value::{class_of, VALUE_SLOTS};
 pub(crate) use walk::count_sections;
 #[cfg(feature = "internals")]
 pub(crate) use walk::record_sections;
-pub(crate) use walk::{context_map, encode_sections, encode_sections_sized, WalkSource};
+pub(crate) use walk::{encode_sections, encode_sections_sized, ContextMaps, WalkSource};
 // `internals::model_tokens_labelled`: the walk's model tokens, labelled
 // and priced.
 #[cfg(feature = "internals")]

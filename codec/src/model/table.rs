@@ -6,7 +6,7 @@
 //! 0       4     magic "TPCM"
 //! 4       1     version (1)
 //! 5       1     probability bits (12)
-//! 6       2     reserved, 0
+//! 6       2     flags (u16 LE): bit 0 changed-entity flags; other bits 0
 //! 8       4     bit contexts B (u32 LE)
 //! 12      4     value contexts V (u32 LE)
 //! 16      ⌈S/8⌉ presence bitmap over the S = B + 80·V slots, LSB first;
@@ -64,6 +64,8 @@ impl ModelShape {
 #[derive(Clone, PartialEq, Eq)]
 pub struct ModelTable {
     shape: ModelShape,
+    /// The contexts the table is for ([`ModelTable::flags`]).
+    flags: u16,
     /// Chance of a 0 per slot, in `1..PROB_ONE`.
     probs: Vec<u16>,
     /// Per value context, what the coder reads of it (derived from
@@ -144,6 +146,7 @@ impl ModelTable {
             .collect();
         Self {
             shape,
+            flags: 0,
             probs,
             values,
         }
@@ -152,6 +155,23 @@ impl ModelTable {
     /// The table's shape.
     pub fn shape(&self) -> ModelShape {
         self.shape
+    }
+
+    /// The contexts the table was trained for, beside its shape
+    /// (`ContextConfig::FLAG_CHANGED`, feature `training`): a table codes
+    /// packets with the context map of its flags, whose shape it must have.
+    pub fn flags(&self) -> u16 {
+        self.flags
+    }
+
+    /// The same table marked as trained for the contexts of `flags`;
+    /// [`ModelError::ReservedNonZero`] for flags this version does not
+    /// know.
+    pub fn with_flags(self, flags: u16) -> Result<Self, ModelError> {
+        if flags & !super::contexts::ContextConfig::KNOWN_FLAGS != 0 {
+            return Err(ModelError::ReservedNonZero { value: flags });
+        }
+        Ok(Self { flags, ..self })
     }
 
     /// Every slot's probability of a 0, in `1..4096`.
@@ -178,7 +198,7 @@ impl ModelTable {
         out.extend_from_slice(&MAGIC);
         out.push(VERSION);
         out.push(PROB_BITS as u8);
-        out.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(&self.flags.to_le_bytes());
         out.extend_from_slice(&self.shape.bit_contexts.to_le_bytes());
         out.extend_from_slice(&self.shape.value_contexts.to_le_bytes());
         let bitmap_at = out.len();
@@ -229,9 +249,9 @@ impl ModelTable {
                 expected: PROB_BITS as u8,
             });
         }
-        let reserved = u16::from_le_bytes([body[6], body[7]]);
-        if reserved != 0 {
-            return Err(ModelError::ReservedNonZero { value: reserved });
+        let flags = u16::from_le_bytes([body[6], body[7]]);
+        if flags & !super::contexts::ContextConfig::KNOWN_FLAGS != 0 {
+            return Err(ModelError::ReservedNonZero { value: flags });
         }
         let shape = ModelShape {
             bit_contexts: u32_at(8),
@@ -278,7 +298,7 @@ impl ModelTable {
                 *p = value;
             }
         }
-        Ok(Self::build(shape, probs))
+        Self::build(shape, probs).with_flags(flags)
     }
 }
 

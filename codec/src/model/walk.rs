@@ -5,12 +5,14 @@
 
 use super::coder::RunSink;
 use super::contexts::RowContexts;
+use super::rowhist::{changed_bases, RowHistory, UNKNOWN};
 use super::runs::{BitRun, ElementRun, GroupRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
     RowState,
 };
 use crate::error::DecodeError;
+use crate::history::{kept_states, History};
 use crate::pipeline::tokens::{self, TokenSink, TokenSource};
 use crate::pipeline::values::Element;
 use crate::pipeline::EncodeScratch;
@@ -26,6 +28,13 @@ pub(crate) struct WalkSink<'m, S> {
     /// context bits 16 and up `row_key`, `u32::MAX` before the first).
     row_key: u32,
     row: RowContexts<'m>,
+    /// Per section, the baseline history of each kept entity
+    /// ([`kept_states`]); none: every entity unknown.
+    kept: &'m [Vec<u8>],
+    /// Per section, the history bytes of each changed row's elements
+    /// (rows one after the other), and the row being coded.
+    rows: &'m [Vec<u8>],
+    track: RowHistory,
 }
 
 impl<'m, S: RunSink> WalkSink<'m, S> {
@@ -37,6 +46,34 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
             error: None,
             row_key: u32::MAX,
             row: map.row_contexts(u32::MAX),
+            kept: &[],
+            rows: &[],
+            track: RowHistory::default(),
+        }
+    }
+
+    /// The sink with the kept entities' baseline history of each section.
+    pub(crate) fn with_kept(self, kept: &'m [Vec<u8>]) -> Self {
+        Self { kept, ..self }
+    }
+
+    /// The sink with the changed rows' element history of each section.
+    pub(crate) fn with_rows(self, rows: &'m [Vec<u8>]) -> Self {
+        Self { rows, ..self }
+    }
+
+    /// Starts a row of `section` (walk row kind `row`) for the element
+    /// history.
+    fn start_row(&mut self, section: usize, row: u32) {
+        let e = self.map.elements(section);
+        if let Some(r) = self.track.start(section, row) {
+            let bytes = self
+                .rows
+                .get(section)
+                .and_then(|v| v.get(r * e..(r + 1) * e));
+            if let Some(b) = bytes {
+                self.track.fill(b.iter().copied());
+            }
         }
     }
 
@@ -67,6 +104,10 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
+        if self.map.element_history() && tokens::ctx::class(ctx) == tokens::ctx::VALUE {
+            let e = tokens::ctx::index(ctx) as usize;
+            self.state.set_value_history(self.track.class(e));
+        }
         match self.map.value_context(&self.state, ctx) {
             Ok((c, true)) => self.sink.sint(c, v),
             Ok((c, false)) => self.sink.uint(c, v),
@@ -83,8 +124,38 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
+        if first == 0 && self.map.element_history() {
+            self.start_row(section, row);
+        }
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, bits, run);
+    }
+
+    fn changed_set(&mut self, section: usize, kept: usize, _removed: &[u32], members: &[u32]) {
+        // The kept entities' states came with the sink (`with_kept`).
+        if !self.map.config().changed_flags {
+            tokens::write_set(self, section, 1, kept, members);
+            return;
+        }
+        if self.error.is_some() || kept == 1 {
+            return;
+        }
+        let states = self.kept.get(section).map_or(&[][..], Vec::as_slice);
+        let (mut next, mut prev) = (members.iter().peekable(), false);
+        for k in 0..kept {
+            let bit = next.next_if(|&&m| m as usize == k).is_some();
+            let state = states.get(k).copied().unwrap_or(0);
+            let Some(c) = self.map.changed_flag(section, state, prev) else {
+                let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, 1);
+                self.error = Some(ModelError::WalkContext {
+                    ctx,
+                    count: self.map.shape().bit_contexts,
+                });
+                return;
+            };
+            self.sink.bit(c, bit);
+            prev = bit;
+        }
     }
 
     fn set_bits(&mut self, section: usize, which: usize, n: usize, bits: u64) {
@@ -105,6 +176,17 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
         if self.error.is_some() {
             return;
         }
+        if self.map.element_history() {
+            // One bit at a time, each after its element's history.
+            if first == 0 && self.map.elements(section) <= tokens::GROUP {
+                self.start_row(section, row);
+            }
+            for k in 0..n {
+                self.state.set_element_history(self.track.mask(first + k));
+                self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
+            }
+            return;
+        }
         let run = self.map.element_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, u64::from(bits), run);
     }
@@ -115,6 +197,10 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     #[inline]
     fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
         if self.error.is_some() {
+            return;
+        }
+        if self.map.element_history() {
+            tokens::write_row_mask_by_tokens(self, section, row, elements, bits);
             return;
         }
         let RowMaskRuns {
@@ -149,6 +235,9 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
         if self.error.is_some() {
             return;
+        }
+        if self.map.element_history() {
+            self.state.set_value_history(self.track.class(element));
         }
         let ctx = tokens::ctx::make(tokens::ctx::VALUE, section, row, element);
         // Bits 28 and up are the class, the same for every value.
@@ -250,6 +339,14 @@ pub(crate) struct WalkSource<'m, 't, 'a> {
     /// context bits 16 and up `row_key`, `u32::MAX` before the first).
     row_key: u32,
     row: RowContexts<'m>,
+    /// The baseline's history, and the kept entities' states of the
+    /// section being read ([`kept_states`]).
+    history: Option<&'m History>,
+    kept: Vec<u8>,
+    /// Per section, the baseline index of each changed row's entity, and
+    /// the row being read.
+    bases: Vec<Vec<u32>>,
+    track: RowHistory,
 }
 
 impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
@@ -261,7 +358,30 @@ impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
             offset,
             row_key: u32::MAX,
             row: map.row_contexts(u32::MAX),
+            history: None,
+            kept: Vec::new(),
+            bases: Vec::new(),
+            track: RowHistory::default(),
         }
+    }
+
+    /// Starts a row of `section` (walk row kind `row`) for the element
+    /// history.
+    fn start_row(&mut self, section: usize, row: u32) {
+        let e = self.map.elements(section);
+        let (Some(r), Some(h)) = (self.track.start(section, row), self.history) else {
+            return;
+        };
+        let base = self.bases.get(section).and_then(|b| b.get(r)).copied();
+        self.track.fill((0..e).map(|i| {
+            base.and_then(|b| h.element(section, b as usize, i))
+                .unwrap_or(UNKNOWN)
+        }));
+    }
+
+    /// The source reading against the baseline's history.
+    pub(crate) fn with_history(self, history: Option<&'m History>) -> Self {
+        Self { history, ..self }
     }
 
     fn err(&self, error: ModelError) -> DecodeError {
@@ -293,6 +413,10 @@ impl TokenSource for WalkSource<'_, '_, '_> {
 
     #[inline]
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError> {
+        if self.map.element_history() && tokens::ctx::class(ctx) == tokens::ctx::VALUE {
+            let e = tokens::ctx::index(ctx) as usize;
+            self.state.set_value_history(self.track.class(e));
+        }
         let (c, signed) = self
             .map
             .value_context(&self.state, ctx)
@@ -310,6 +434,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         n: usize,
     ) -> Result<u64, DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_GROUP, section, row, first);
+        if first == 0 && self.map.element_history() {
+            self.start_row(section, row);
+        }
         let run = self.map.group_run(&mut self.state, ctx, n as u32);
         self.mask_bits(ctx, n, run)
     }
@@ -329,6 +456,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         row: u32,
         elements: usize,
     ) -> Result<Result<u64, ()>, DecodeError> {
+        if self.map.element_history() {
+            return tokens::read_mask_bits_by_tokens(self, section, row, elements);
+        }
         let RowMaskRuns {
             groups,
             gctx,
@@ -376,6 +506,9 @@ impl TokenSource for WalkSource<'_, '_, '_> {
             self.row_key = key;
         }
         let index = ctx & 0xffff;
+        if self.map.element_history() {
+            self.state.set_value_history(self.track.class(element));
+        }
         let hist = self.map.value_history(&self.state);
         let got = if kind_bit {
             let Some(x) = self.row.get(index).filter(|x| x.kind_bit != u32::MAX) else {
@@ -402,6 +535,43 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         Ok(got)
     }
 
+    fn changed_set(
+        &mut self,
+        section: usize,
+        kept: usize,
+        removed: &[u32],
+        out: &mut Vec<u32>,
+    ) -> Result<Result<(), ()>, DecodeError> {
+        if !self.map.config().changed_flags {
+            let read = tokens::read_set(self, section, 1, kept, out);
+            self.note_changed(section, removed, out);
+            return read;
+        }
+        out.clear();
+        if kept == 1 {
+            out.push(0);
+            self.note_changed(section, removed, out);
+            return Ok(Ok(()));
+        }
+        let base_len = kept + removed.len();
+        kept_states(self.history, section, base_len, removed, &mut self.kept);
+        let mut prev = false;
+        for k in 0..kept {
+            let state = self.kept.get(k).copied().unwrap_or(0);
+            let Some(c) = self.map.changed_flag(section, state, prev) else {
+                let ctx = tokens::ctx::make(tokens::ctx::SET_BIT, section, 0, 1);
+                let count = self.map.shape().bit_contexts;
+                return Err(self.err(ModelError::WalkContext { ctx, count }));
+            };
+            prev = self.dec.bit(c).map_err(|e| self.err(e))?;
+            if prev {
+                out.push(k as u32);
+            }
+        }
+        self.note_changed(section, removed, out);
+        Ok(if out.is_empty() { Err(()) } else { Ok(()) })
+    }
+
     fn set_bits(&mut self, section: usize, which: usize, n: usize) -> Result<u64, DecodeError> {
         // One context for the whole bitmap, which leaves the row state as
         // it is.
@@ -423,6 +593,18 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         n: usize,
     ) -> Result<u8, DecodeError> {
         let ctx = tokens::ctx::make(tokens::ctx::MASK_ELEMENT, section, row, first);
+        if self.map.element_history() {
+            // One bit at a time, each after its element's history.
+            if first == 0 && self.map.elements(section) <= tokens::GROUP {
+                self.start_row(section, row);
+            }
+            let mut bits = 0u8;
+            for k in 0..n.min(8) {
+                self.state.set_element_history(self.track.mask(first + k));
+                bits |= u8::from(self.bit(ctx + k as u32)?) << k;
+            }
+            return Ok(bits);
+        }
         let run = self.map.element_run(&mut self.state, ctx, n as u32);
         // A mask group has at most 8 elements.
         Ok((self.mask_bits(ctx, n, run)? & 0xff) as u8)
@@ -430,6 +612,20 @@ impl TokenSource for WalkSource<'_, '_, '_> {
 }
 
 impl WalkSource<'_, '_, '_> {
+    /// Records the baseline index of each changed row of `section` when
+    /// rows are conditioned on their elements' history.
+    fn note_changed(&mut self, section: usize, removed: &[u32], changed: &[u32]) {
+        if !self.map.element_history() || self.history.is_none() {
+            return;
+        }
+        if self.bases.len() <= section {
+            self.bases.resize_with(section + 1, Vec::new);
+        }
+        if let Some(b) = self.bases.get_mut(section) {
+            changed_bases(changed, removed, b);
+        }
+    }
+
     /// Reads `n` mask bits from walk context `ctx` on, with `run`'s
     /// contexts when there is a run (else bit by bit, which reports the
     /// error).
@@ -460,12 +656,58 @@ impl WalkSource<'_, '_, '_> {
 
 /// The context map of a schema whose sections have `elements`; `None` when
 /// the schema is too large for one.
-pub(crate) fn context_map(elements: &[Vec<Element>]) -> Option<ContextMap> {
+pub(crate) fn context_map(elements: &[Vec<Element>], flags: u16) -> Option<ContextMap> {
     let floats: Vec<Vec<bool>> = elements
         .iter()
         .map(|s| s.iter().map(|e| e.float).collect())
         .collect();
-    ContextMap::new(&floats, ContextConfig::BLOCK).ok()
+    ContextMap::new(&floats, ContextConfig::block(flags)).ok()
+}
+
+/// The context maps of a schema, one per table flag combination, built
+/// when a table with those flags is first attached.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ContextMaps {
+    /// Index: table flags.
+    maps: Vec<Option<ContextMap>>,
+}
+
+impl ContextMaps {
+    /// The maps of a schema whose sections have `elements` (the map of
+    /// flags 0 built now).
+    pub(crate) fn new(elements: &[Vec<Element>]) -> Self {
+        Self {
+            maps: vec![context_map(elements, 0)],
+        }
+    }
+
+    /// The map of table flags `flags` (`None`: unknown flags, not built
+    /// yet, or a schema too large for one).
+    #[inline]
+    pub(crate) fn get(&self, flags: u16) -> Option<&ContextMap> {
+        self.maps.get(usize::from(flags))?.as_ref()
+    }
+
+    /// The map of the flags of `table` when it has the map's shape.
+    #[inline]
+    pub(crate) fn for_table(&self, table: &ModelTable) -> Option<&ContextMap> {
+        self.get(table.flags())
+            .filter(|m| m.shape() == table.shape())
+    }
+
+    /// Builds the map of `flags` (known flags only) if not built yet.
+    pub(crate) fn build(&mut self, elements: &[Vec<Element>], flags: u16) {
+        if flags & !ContextConfig::KNOWN_FLAGS != 0 {
+            return;
+        }
+        let i = usize::from(flags);
+        if self.maps.len() <= i {
+            self.maps.resize(i + 1, None);
+        }
+        if self.maps[i].is_none() {
+            self.maps[i] = context_map(elements, flags);
+        }
+    }
 }
 
 /// Walks the tokens of every section (all sets, then all rows) into `sink`,
@@ -489,9 +731,13 @@ pub(crate) fn encode_sections(
     table: &ModelTable,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
     out: Vec<u8>,
 ) -> Result<Vec<u8>, ModelError> {
-    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out));
+    let mut sink = WalkSink::new(map, ModelEncoder::new(table, out))
+        .with_kept(kept)
+        .with_rows(rows);
     walk_sections(&mut sink, scratch, elements);
     sink.finish()?.finish()
 }
@@ -535,20 +781,33 @@ impl<A: TokenSink, B: TokenSink> TokenSink for Both<'_, A, B> {
         self.0.row_mask(section, row, elements, bits);
         self.1.row_mask(section, row, elements, bits);
     }
+    #[inline]
+    fn changed_set(&mut self, section: usize, kept: usize, removed: &[u32], members: &[u32]) {
+        self.0.changed_set(section, kept, removed, members);
+        self.1.changed_set(section, kept, removed, members);
+    }
 }
 
 /// [`encode_sections`] while `other` (sizing the payload of the same
 /// walk, every row as masks and values) receives every token too: one
 /// walk instead of two.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_sections_sized<T: TokenSink>(
     map: &ContextMap,
     table: &ModelTable,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
     out: Vec<u8>,
     other: &mut T,
 ) -> Result<Vec<u8>, ModelError> {
-    let mut both = Both(other, WalkSink::new(map, ModelEncoder::new(table, out)));
+    let mut both = Both(
+        other,
+        WalkSink::new(map, ModelEncoder::new(table, out))
+            .with_kept(kept)
+            .with_rows(rows),
+    );
     walk_sections(&mut both, scratch, elements);
     both.1.finish()?.finish()
 }
@@ -561,8 +820,10 @@ pub(crate) fn record_sections(
     sink: &mut dyn super::ModelSink,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
 ) -> Result<(), ModelError> {
-    let mut walk = WalkSink::new(map, sink);
+    let mut walk = WalkSink::new(map, sink).with_kept(kept).with_rows(rows);
     walk_sections(&mut walk, scratch, elements);
     walk.finish().map(drop)
 }
@@ -574,8 +835,12 @@ pub(crate) fn count_sections(
     stats: &mut ModelStats,
     scratch: &[EncodeScratch],
     elements: &[Vec<Element>],
+    kept: &[Vec<u8>],
+    rows: &[Vec<u8>],
 ) {
-    let mut sink = WalkSink::new(map, &mut *stats);
+    let mut sink = WalkSink::new(map, &mut *stats)
+        .with_kept(kept)
+        .with_rows(rows);
     walk_sections(&mut sink, scratch, elements);
     if let Err(e) = sink.finish() {
         stats.record_error(e);
@@ -583,182 +848,5 @@ pub(crate) fn count_sections(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// One element token of a row: section, walk row kind, element, kind
-    /// bit, value.
-    type Elem = (usize, u32, usize, Option<bool>, u64);
-
-    /// Random element tokens over `floats`, some outside the map (an
-    /// element past its section, a kind bit on a non-float element, a
-    /// section past the schema) when `stray`.
-    fn tokens(floats: &[Vec<bool>], next: &mut impl FnMut() -> u64, stray: bool) -> Vec<Elem> {
-        (0..next() % 60)
-            .map(|_| {
-                let s = (next() % floats.len() as u64) as usize;
-                let row = (next() % 3) as u32;
-                let mut e = (next() % floats[s].len() as u64) as usize;
-                let r = next();
-                let mut kind = (floats[s][e] && r & 1 == 0).then_some(r & 4 == 4);
-                if stray && r % 23 == 1 {
-                    e = floats[s].len() + (r >> 8) as usize % 3;
-                }
-                if stray && r % 29 == 2 {
-                    kind = Some(true);
-                }
-                let s = if stray && r % 31 == 3 {
-                    floats.len()
-                } else {
-                    s
-                };
-                let v = next() >> (next() % 64);
-                (s, row, e, kind, v)
-            })
-            .collect()
-    }
-
-    /// The element count of section `s` of `floats` (5 past them).
-    fn width(floats: &[Vec<bool>], s: usize) -> usize {
-        floats.get(s).map_or(5, Vec::len)
-    }
-
-    /// Codes `elems` (each after a row mask made of its value's bits, for
-    /// even values with some groups marked but empty) with
-    /// [`TokenSink::row_mask`] and [`TokenSink::element`] when `fused`,
-    /// else as single tokens.
-    fn encode(
-        map: &ContextMap,
-        floats: &[Vec<bool>],
-        table: &ModelTable,
-        elems: &[Elem],
-        fused: bool,
-    ) -> Result<Vec<u8>, ModelError> {
-        let mut sink = WalkSink::new(map, ModelEncoder::new(table, Vec::new()));
-        for &(s, row, e, kind, v) in elems {
-            let n = width(floats, s);
-            let groups = n.div_ceil(tokens::GROUP);
-            let bits = v & (u64::MAX >> (64 - n.min(64)));
-            if groups <= 1 {
-                sink.group(s, row, 0, n, v as u8);
-            } else if v & 1 == 1 && fused {
-                sink.row_mask(s, row, n, bits);
-            } else if v & 1 == 1 {
-                tokens::write_row_mask_by_tokens(&mut sink, s, row, n, bits);
-            } else {
-                let marked = (v >> 32) & ((1 << groups) - 1);
-                sink.groups(s, row, 0, groups, marked);
-                for g in (0..groups).filter(|g| (marked >> g) & 1 == 1) {
-                    let first = g * tokens::GROUP;
-                    let m = (n - first).min(tokens::GROUP);
-                    sink.group(s, row, first, m, (v >> first) as u8);
-                }
-            }
-            if fused {
-                sink.element(s, row, e, kind, v);
-            } else {
-                tokens::element_by_tokens(&mut sink, s, row, e, kind, v);
-            }
-        }
-        sink.finish()?.finish()
-    }
-
-    /// What [`decode`] reads of one element token: the row mask (`Err`
-    /// for a marked group without a changed element), the kind bit and
-    /// the value.
-    type Read = (Result<u64, ()>, bool, u64);
-
-    /// Reads `elems`' tokens back from `bytes` with
-    /// [`TokenSource::row_mask`] and [`TokenSource::float_value`] when
-    /// `fused`, else as single tokens: every result until the first error
-    /// (or the first empty marked group).
-    fn decode(
-        map: &ContextMap,
-        floats: &[Vec<bool>],
-        table: &ModelTable,
-        bytes: &[u8],
-        elems: &[Elem],
-        fused: bool,
-    ) -> Vec<Result<Read, DecodeError>> {
-        let Ok(dec) = ModelDecoder::new(table, bytes) else {
-            return Vec::new();
-        };
-        let mut src = WalkSource::new(map, dec, 7);
-        let mut out = Vec::new();
-        for &(s, row, e, kind, _) in elems {
-            let n = width(floats, s);
-            let mask = if fused {
-                src.row_mask(s, row, n)
-            } else {
-                tokens::read_mask_bits_by_tokens(&mut src, s, row, n)
-            };
-            let got = mask.and_then(|g| {
-                let kv = if fused {
-                    src.float_value(s, row, e, kind.is_some())
-                } else {
-                    tokens::float_value_by_tokens(&mut src, s, row, e, kind.is_some())
-                };
-                kv.map(|(k, v)| (g, k, v))
-            });
-            let stop = !matches!(got, Ok((Ok(_), _, _)));
-            out.push(got);
-            if stop {
-                break;
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn element_tokens_code_as_single_tokens() {
-        let mut x = 0x5851_f42d_4c95_7f2d_u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let schemas = [
-            vec![vec![true]],
-            vec![
-                vec![false, true, true],
-                (0..17).map(|i| i % 3 != 1).collect(),
-            ],
-            vec![
-                (0..15).map(|i| i % 2 == 0).collect(),
-                vec![false; 16],
-                vec![true; 16],
-            ],
-        ];
-        let (mut fused_errors, mut empty_groups) = (0, 0);
-        for floats in &schemas {
-            for config in [ContextConfig::BLOCK, ContextConfig::ALL] {
-                let map = ContextMap::new(floats, config).unwrap();
-                let shape = map.shape();
-                for _ in 0..40 {
-                    let probs = (0..shape.slots())
-                        .map(|_| 1 + (next() % 4095) as u16)
-                        .collect();
-                    let table = ModelTable::from_probabilities(shape, probs).unwrap();
-                    let stray = next() % 3 == 0;
-                    let elems = tokens(floats, &mut next, stray);
-                    let want = encode(&map, floats, &table, &elems, false);
-                    assert_eq!(encode(&map, floats, &table, &elems, true), want);
-                    // The coded stream, and arbitrary bytes.
-                    let junk: Vec<u8> = (0..next() % 40).map(|_| next() as u8).collect();
-                    for bytes in [want.clone().unwrap_or_default(), junk] {
-                        let got = decode(&map, floats, &table, &bytes, &elems, true);
-                        assert_eq!(got, decode(&map, floats, &table, &bytes, &elems, false));
-                        empty_groups +=
-                            usize::from(matches!(got.last(), Some(Ok((Err(()), _, _)))));
-                        fused_errors += usize::from(got.last().is_some_and(Result::is_err));
-                    }
-                }
-            }
-        }
-        assert!(
-            fused_errors > 10 && empty_groups > 10,
-            "{fused_errors} {empty_groups}"
-        );
-    }
-}
+#[path = "walk_tests.rs"]
+mod tests;

@@ -13,8 +13,8 @@ fn varint_cost(v: u64) -> usize {
 /// 1; else a head: `universe` alone for the whole universe, else 0 for a
 /// bitmap of `universe` bits or the member count of a list of gaps,
 /// whichever is smaller in bytes (ties: list).
-pub(crate) fn write_set(
-    sink: &mut impl TokenSink,
+pub(crate) fn write_set<S: TokenSink + ?Sized>(
+    sink: &mut S,
     section: usize,
     which: usize,
     universe: usize,
@@ -63,8 +63,8 @@ pub(crate) fn write_set(
 /// Reads a non-empty subset of `0..universe` into `out`; `Err(())` if
 /// malformed (a member out of range, a count above `universe`, an empty
 /// bitmap).
-pub(crate) fn read_set(
-    src: &mut impl TokenSource,
+pub(crate) fn read_set<S: TokenSource + ?Sized>(
+    src: &mut S,
     section: usize,
     which: usize,
     universe: usize,

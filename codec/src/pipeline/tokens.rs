@@ -137,6 +137,14 @@ pub(crate) trait TokenSink {
     fn row_mask(&mut self, section: usize, row: u32, elements: usize, bits: u64) {
         write_row_mask_by_tokens(self, section, row, elements, bits);
     }
+    /// The non-empty changed set `members` of a section over its `kept`
+    /// entities (the baseline's minus `removed`): as [`write_set`] writes
+    /// it, except in a model stream whose table codes it as flags.
+    #[inline]
+    fn changed_set(&mut self, section: usize, kept: usize, removed: &[u32], members: &[u32]) {
+        let _ = removed;
+        write_set(self, section, 1, kept, members);
+    }
     /// The kind bit (if any) and the value of changed element `element`
     /// of a row of kind `row`: the same decisions as [`TokenSink::bit`] in
     /// the element's [`ctx::KIND`] context, then [`TokenSink::uint`] in
@@ -171,6 +179,19 @@ pub(crate) trait TokenSource {
     fn bit(&mut self, ctx: u32) -> Result<bool, DecodeError>;
     /// One unsigned integer.
     fn uint(&mut self, ctx: u32) -> Result<u64, DecodeError>;
+    /// The changed set, as [`TokenSink::changed_set`] gave it; `Err(())`
+    /// when malformed ([`read_set`]).
+    #[inline]
+    fn changed_set(
+        &mut self,
+        section: usize,
+        kept: usize,
+        removed: &[u32],
+        out: &mut Vec<u32>,
+    ) -> Result<Result<(), ()>, DecodeError> {
+        let _ = removed;
+        read_set(self, section, 1, kept, out)
+    }
     /// The group bits of one row's mask, as [`TokenSink::groups`] gave them.
     fn groups(
         &mut self,
@@ -377,7 +398,7 @@ pub(crate) fn write_meta(
         write_set(sink, section, 0, t.base_len, &t.removed);
     }
     if !t.changed.is_empty() {
-        write_set(sink, section, 1, t.kept(), &t.changed);
+        sink.changed_set(section, t.kept(), &t.removed, &t.changed);
     }
     if !t.spawned.is_empty() {
         sink.uint(
@@ -453,7 +474,10 @@ pub(crate) fn read_meta(
         if kept == 0 {
             return Err(bad);
         }
-        read_set(src, section, 1, kept, &mut t.changed)?.map_err(|()| bad)?;
+        let mut changed = core::mem::take(&mut t.changed);
+        let read = src.changed_set(section, kept, &t.removed, &mut changed);
+        t.changed = changed;
+        read?.map_err(|()| bad)?;
     }
     t.spawned.clear();
     if flags & 4 == 0 {

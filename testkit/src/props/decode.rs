@@ -48,6 +48,7 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let Ok(header) = dec.decode_into(
         &packet,
         tickpack::Reference {
+            history: None,
             baseline,
             prior,
             recall: recall.as_ref(),
@@ -57,6 +58,7 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         return Ok(());
     };
     let reference = tickpack::Reference {
+        history: None,
         baseline,
         prior,
         recall: recall.as_ref(),
@@ -119,6 +121,7 @@ pub(super) fn check_decoded(
     let mut packet2 = Vec::new();
     let recall = recall.filter(|r| rebase.is_some_and(|b| b.sequence == r.sequence()));
     let reference = tickpack::Reference {
+        history: None,
         baseline: rebase,
         prior: rebase.and(reprior),
         recall,
@@ -135,6 +138,7 @@ pub(super) fn check_decoded(
     match Decoder::new(schema.clone()).decode_into(
         &packet2,
         tickpack::Reference {
+            history: None,
             baseline: rebase,
             prior: reprior,
             recall,

@@ -67,6 +67,7 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         if let Err(e) = used.decode_into(
             &p,
             tickpack::Reference {
+                history: None,
                 baseline: b,
                 prior: pr,
                 recall: None,
@@ -85,6 +86,7 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let expected = fresh.decode_into(
         &packet,
         tickpack::Reference {
+            history: None,
             baseline,
             prior,
             recall: None,
@@ -94,6 +96,7 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let got = used.decode_into(
         &packet,
         tickpack::Reference {
+            history: None,
             baseline,
             prior,
             recall: None,

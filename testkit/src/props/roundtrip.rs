@@ -190,6 +190,7 @@ pub(super) fn check_predicted(
     match dec.decode_into(
         packet,
         tickpack::Reference {
+            history: None,
             baseline: Some(baseline),
             prior: Some(prior),
             recall: None,
@@ -218,6 +219,7 @@ pub(super) fn check_predicted(
         let r = dec.decode_into(
             packet,
             tickpack::Reference {
+                history: None,
                 baseline: Some(baseline),
                 prior: Some(wrong),
                 recall: None,

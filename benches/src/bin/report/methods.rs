@@ -109,6 +109,7 @@ impl Tickpack {
         for i in d.training() {
             let mut p = Vec::new();
             let reference = tickpack::Reference {
+                history: None,
                 baseline: Some(base(d, i)),
                 prior: prior(d, i),
                 recall: None,
@@ -133,6 +134,7 @@ impl Tickpack {
 impl Method for Tickpack {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
         let reference = tickpack::Reference {
+            history: None,
             baseline: Some(base(d, i)),
             prior: prior(d, i),
             recall: None,
@@ -144,6 +146,7 @@ impl Method for Tickpack {
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
         let reference = tickpack::Reference {
+            history: None,
             baseline: Some(base(d, i)),
             prior: prior(d, i),
             recall: None,
@@ -220,6 +223,7 @@ impl Method for TickpackSet {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
         let seq = (i & 0xffff) as u16;
         let reference = tickpack::Reference {
+            history: None,
             baseline: Some(base(d, i)),
             prior: prior(d, i).filter(|_| self.predicts),
             recall: None,
@@ -233,6 +237,7 @@ impl Method for TickpackSet {
         self.dec.decode_into(
             packet,
             tickpack::Reference {
+                history: None,
                 baseline: Some(base(d, i)),
                 prior: prior(d, i),
                 recall: None,
