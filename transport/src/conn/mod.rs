@@ -87,7 +87,7 @@ pub use packet::{
 pub use path::{AMPLIFICATION_FACTOR, MIGRATION_INTERVAL, PATH_PROBE_TIMEOUT};
 pub use replay::REPLAY_WINDOW;
 pub use rtt::Rtt;
-pub use server::{Server, ServerConfig, ServerEvent, Transmit};
+pub use server::{Server, ServerConfig, ServerEvent, Transmit, WELCOME_RESEND};
 pub use token::{ConnectToken, CONNECT_TOKEN_BYTES, MAX_SERVER_ADDRESSES, PRIVATE_TOKEN_BYTES};
 
 /// Protocol version, in every request, token and sealed packet's

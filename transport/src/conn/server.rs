@@ -128,7 +128,15 @@ struct Connection {
     pinger: Pinger,
     /// When the last pong was queued (one per half [`PING_INTERVAL`]).
     last_pong: Option<Duration>,
+    /// When the welcome (a keep-alive naming the slot) last went out,
+    /// until the client's first authenticated packet shows it arrived:
+    /// payloads name no slot, so only a welcome connects the client.
+    unconfirmed: Option<Duration>,
 }
+
+/// How often a connection whose client has sent no authenticated packet
+/// yet is sent its welcome again (as the client resends its response).
+pub const WELCOME_RESEND: Duration = Duration::from_millis(100);
 
 /// The server side of the connection layer, sans-IO: datagrams go in
 /// through [`Server::handle_datagram`], payloads out through
@@ -226,6 +234,7 @@ impl Server {
         let body = open_packet(datagram, &header, protocol_id, &conn.client_to_server)?;
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
+        conn.unconfirmed = None;
         let mut probe = false;
         if let Some(path) = conn.path.as_mut() {
             if from == path.addr {
@@ -351,13 +360,21 @@ impl Server {
                 .as_ref()
                 .is_some_and(|p| now.saturating_sub(p.sent_at) >= KEEPALIVE_INTERVAL);
             let ping = conn.pinger.due(now, PING_INTERVAL);
+            // A client still waiting for its welcome gets it again even
+            // while payloads flow (they keep `last_sent` fresh).
+            let welcome = conn
+                .unconfirmed
+                .is_some_and(|t| now.saturating_sub(t) >= WELCOME_RESEND);
             let keepalive = now.saturating_sub(conn.last_sent) >= KEEPALIVE_INTERVAL;
             // Sealing a small body cannot fail, and a send refused by the
             // path's budget is tried next time: failures only skip a packet.
             if resend_path {
                 let _ = self.queue_path(now, slot);
             }
-            if ping {
+            // A client without its slot cannot answer a ping.
+            if welcome {
+                let _ = self.queue_keepalive(now, slot);
+            } else if ping {
                 let _ = self.queue_ping(now, slot);
             } else if keepalive {
                 let _ = self.queue_keepalive(now, slot);
@@ -476,6 +493,10 @@ impl Server {
         let mut body = [0u8; 4];
         body[..2].copy_from_slice(&slot.to_le_bytes());
         body[2..].copy_from_slice(&self.config.max_clients.to_le_bytes());
+        let conn = self.connection_mut(slot)?;
+        if conn.unconfirmed.is_some() {
+            conn.unconfirmed = Some(now);
+        }
         self.queue_sealed(now, slot, KEEPALIVE, &body)
     }
 

@@ -62,9 +62,12 @@ impl Server {
         let mut server_nonce = [0u8; SERVER_NONCE_BYTES];
         fill_random(&mut server_nonce)?;
         let challenge = Challenge {
+            // Expiry is in whole seconds: one more, so that the response
+            // has at least the token's timeout to get through.
             expires_at: request.expires_at.min(
                 now.as_secs()
-                    .saturating_add(u64::from(private.timeout_secs)),
+                    .saturating_add(u64::from(private.timeout_secs))
+                    .saturating_add(1),
             ),
             token_expires_at: request.expires_at,
             server_nonce,
@@ -143,6 +146,7 @@ impl Server {
             last_probe: None,
             pinger: Pinger::default(),
             last_pong: None,
+            unconfirmed: Some(now),
         });
         self.by_client_id.insert(private.client_id, slot);
         self.used_tokens.insert(
