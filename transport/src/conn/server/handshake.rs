@@ -12,6 +12,7 @@ use super::super::packet::{
     check_len, parse_request, seal_handshake, CHALLENGE, CHALLENGE_BODY_BYTES,
     CHALLENGE_TOKEN_BYTES, DENIED, DENIED_BODY_BYTES, RESPONSE_BYTES,
 };
+use super::super::path::Paths;
 use super::super::replay::ReplayWindow;
 use super::super::rtt::Pinger;
 use super::super::token::{open_private, PrivateToken};
@@ -142,8 +143,7 @@ impl Server {
             replay: ReplayWindow::new(),
             last_received: now,
             last_sent: now,
-            path: None,
-            last_probe: None,
+            paths: Paths::default(),
             pinger: Pinger::default(),
             last_pong: None,
             unconfirmed: Some(now),
