@@ -235,7 +235,7 @@ impl Server {
                 if let Ok(body) =
                     open_packet(datagram, &header, protocol_id, &conn.client_to_server)
                 {
-                    let echo = (header.kind == PATH).then_some(&*body);
+                    let echo = (header.kind == PATH).then_some(body);
                     let probe =
                         path_seen(conn, slot, from, len, echo, false, now, &mut self.events);
                     if let Some(to) = probe {
@@ -249,7 +249,7 @@ impl Server {
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
         conn.unconfirmed = None;
-        let echo = (header.kind == PATH).then_some(&*body);
+        let echo = (header.kind == PATH).then_some(body);
         let probe = path_seen(conn, slot, from, len, echo, newest, now, &mut self.events);
         let mut pong = None;
         match header.kind {
