@@ -324,6 +324,7 @@ impl Server {
     /// [`KEEPALIVE_INTERVAL`], and gives the probe up after
     /// [`PATH_PROBE_TIMEOUT`](super::PATH_PROBE_TIMEOUT). Call it every tick.
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.address_limit.sweep(now);
         for slot in 0..self.config.max_clients {
             let Some(conn) = self.slots[usize::from(slot)].as_mut() else {
                 continue;
