@@ -81,6 +81,11 @@ pub struct ServerConfig {
     pub pacing: TokenBucketConfig,
     /// The connect chunk's sender (its own bandwidth cap, resend delay).
     pub chunk: ChunkConfig,
+    /// Datagrams per connect chunk slice sent, 1 to 4 (each paid from the
+    /// client's pacing; a copy the budget refuses is skipped): at high
+    /// loss, the chunk and so the client's first snapshot arrive rounds of
+    /// resends sooner. Default 2.
+    pub chunk_copies: u8,
     /// Malformed authenticated payloads a client may send before it is
     /// disconnected ([`DisconnectReason::BadTraffic`](crate::DisconnectReason::BadTraffic)).
     pub bad_payload_limit: u32,
@@ -108,6 +113,7 @@ impl ServerConfig {
                 initial_burst: true,
                 ..ChunkConfig::default()
             },
+            chunk_copies: 2,
             bad_payload_limit: 64,
         }
     }

@@ -463,6 +463,7 @@ impl<I: Interest> Server<I> {
     /// Handshake replies, keep-alives, disconnects and connect chunk
     /// slices (paid from each client's pacing).
     fn refill(&mut self, now: Duration) {
+        let copies = self.config.chunk_copies.clamp(1, 4);
         while let Some(t) = self.conn.poll_transmit() {
             self.transmits.push_back((t.to, t.datagram));
         }
@@ -485,15 +486,22 @@ impl<I: Interest> Server<I> {
                 let Some(slice) = peer.chunk.poll_transmit_paced(now, &mut peer.bucket) else {
                     break;
                 };
+                let cost = (slice.len() + WIRE_OVERHEAD) as u64;
+                let extra = (1..copies)
+                    .take_while(|_| peer.bucket.try_consume_committed(cost, now))
+                    .count();
                 self.scratch.clear();
                 self.scratch.push(Channel::Slice as u8);
                 self.scratch.extend_from_slice(&slice);
-                let mut out = self.pool.pop().unwrap_or_default();
-                match self.conn.send(now, slot, &self.scratch, &mut out) {
-                    Ok(to) => self.transmits.push_back((to, out)),
-                    Err(_) => {
-                        self.stats.unsent += 1;
-                        self.pool.push(out);
+                // Each copy is sealed on its own (a sequence of its own).
+                for _ in 0..=extra {
+                    let mut out = self.pool.pop().unwrap_or_default();
+                    match self.conn.send(now, slot, &self.scratch, &mut out) {
+                        Ok(to) => self.transmits.push_back((to, out)),
+                        Err(_) => {
+                            self.stats.unsent += 1;
+                            self.pool.push(out);
+                        }
                     }
                 }
             }

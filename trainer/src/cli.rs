@@ -216,6 +216,16 @@ pub struct TrainArgs {
     /// captures: the set's schema then differs from theirs only in operators.
     #[arg(long)]
     pub no_transforms: bool,
+    /// Bytes of snapshots the sampled packets may need: longer captures
+    /// are sampled evenly to fit. It decides the set.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::train::SAMPLE_BYTES,
+          value_parser = |s: &str| parse_whole(s, 1, crate::eval::MAX_HELD_BYTES_LIMIT))]
+    pub sample_bytes: u64,
+    /// Most bytes of snapshots held in memory; a sample that needs more is
+    /// refused (never thinned, so this never changes a set).
+    #[arg(long, value_name = "BYTES", default_value_t = crate::train::MAX_HELD_BYTES,
+          value_parser = |s: &str| parse_whole(s, 1, crate::eval::MAX_HELD_BYTES_LIMIT))]
+    pub max_held_bytes: u64,
     /// Baselines.
     #[command(flatten)]
     pub model: ModelArgs,

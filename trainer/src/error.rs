@@ -86,6 +86,14 @@ pub enum TrainerError {
         /// The limit, bytes.
         limit: u64,
     },
+    /// `train`'s sample needs more snapshot bytes than the memory cap
+    /// (`--max-held-bytes`); a smaller `--sample-bytes` samples fewer ticks.
+    SampleTooLarge {
+        /// Bytes of snapshots the sampled packets need.
+        bytes: u64,
+        /// The cap, bytes.
+        limit: u64,
+    },
     /// `suggest` was given more candidate steps than [`MAX_STEPS`](crate::suggest::MAX_STEPS)
     /// (each costs a column and a pass over every field's samples).
     TooManySteps {
@@ -151,6 +159,11 @@ impl fmt::Display for TrainerError {
                 f,
                 "{file}: at tick {tick}, {snapshots} snapshots ({bytes} bytes) are still needed \
                  as baselines, over the {limit}-byte limit: the packets' baselines reach too far back"
+            ),
+            Self::SampleTooLarge { bytes, limit } => write!(
+                f,
+                "the sampled packets need {bytes} bytes of snapshots, over the {limit}-byte \
+                 --max-held-bytes: raise it, or lower --sample-bytes to sample fewer ticks"
             ),
             Self::TooManySteps { given, max } => {
                 write!(f, "--steps: at most {max} steps, got {given}")

@@ -129,7 +129,8 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
                 model: a.model.model(),
                 keyframe_every: usize::try_from(a.keyframe_every).unwrap_or(usize::MAX),
                 progress: !a.json && !a.quiet,
-                max_held_bytes: d.max_held_bytes,
+                sample_bytes: a.sample_bytes,
+                max_held_bytes: a.max_held_bytes,
                 transforms: !a.no_transforms,
             };
             if opts.sizes.len() > cli::MAX_SIZES {

@@ -6,8 +6,10 @@
 //!    model), plus a keyframe every `keyframe_every` ticks, from a first
 //!    reading of the captures that keeps no snapshot. Long captures are
 //!    sampled evenly (at most [`MAX_JOBS`] packets of each kind, and no more
-//!    than [`TrainOptions::max_held_bytes`] of snapshots); a second reading
-//!    loads only the snapshots those packets need.
+//!    than [`TrainOptions::sample_bytes`] of snapshots); a second reading
+//!    loads only the snapshots those packets need, refused if they pass
+//!    [`TrainOptions::max_held_bytes`] (the memory cap never changes what
+//!    is sampled, so it never changes a set).
 //! 3. Lossless transforms ([`crate::transforms`]): the grids and
 //!    integrations `suggest` would find in the training packets, each kept
 //!    when it makes the held-out delta bytes (no dictionary) smaller; the
@@ -91,8 +93,12 @@ pub struct TrainOptions {
     pub keyframe_every: usize,
     /// Show a progress bar (on a terminal).
     pub progress: bool,
-    /// Most bytes of snapshots (ids and records) held in memory: when the
-    /// packets planned need more, fewer are sampled, evenly.
+    /// Bytes of snapshots (ids and records) the sampled packets may need:
+    /// when the packets planned need more, fewer are sampled, evenly. It
+    /// decides the set.
+    pub sample_bytes: u64,
+    /// Most bytes of snapshots held in memory: a sample that needs more is
+    /// refused ([`TrainerError::SampleTooLarge`]), never thinned.
     pub max_held_bytes: u64,
     /// Apply the lossless transforms found in the captures (step 3).
     pub transforms: bool,
@@ -112,6 +118,7 @@ impl Default for TrainOptions {
             model: BaselineModel::Auto(Rtt::default()),
             keyframe_every: 10,
             progress: true,
+            sample_bytes: SAMPLE_BYTES,
             max_held_bytes: MAX_HELD_BYTES,
             transforms: true,
         }
@@ -144,10 +151,13 @@ pub struct TrainReport {
 /// the shipped sets (three captures of 3,600 ticks) use every packet.
 pub const MAX_JOBS: usize = 20_000;
 
-/// Most bytes of snapshots (ids and records) `train` holds in memory by
-/// default ([`TrainOptions::max_held_bytes`]): 1 GiB, so that the shipped
-/// cube-pile set (10,800 ticks of 32 KB) is trained on every tick.
-pub const MAX_HELD_BYTES: u64 = 1 << 30;
+/// Default [`TrainOptions::sample_bytes`]: 1 GiB, so that the shipped
+/// cube-pile set (10,800 ticks of 29 KB) is trained on every tick.
+pub const SAMPLE_BYTES: u64 = 1 << 30;
+
+/// Default [`TrainOptions::max_held_bytes`]: 512 MiB, room for the shipped
+/// sets' samples (the cube pile's needs about 311 MB).
+pub const MAX_HELD_BYTES: u64 = 512 << 20;
 
 struct Split<'a> {
     train_delta: Vec<Job<'a>>,
@@ -231,12 +241,7 @@ fn sample(plan: &mut Plan, scanned: &[Scanned], max_bytes: u64) -> HashSet<(usiz
             thin(&plan.held_key, cap),
         ];
         let need = needed(lists.iter().map(Vec::as_slice));
-        let bytes: u64 = need
-            .iter()
-            .filter_map(|&(ci, i)| scanned.get(ci)?.ticks.get(i))
-            .map(|t| t.bytes)
-            .sum();
-        if bytes <= max_bytes || cap <= 8 {
+        if need_bytes(&need, scanned) <= max_bytes || cap <= 8 {
             let [a, b, c, d] = lists;
             plan.train_delta = a;
             plan.train_key = b;
@@ -246,6 +251,14 @@ fn sample(plan: &mut Plan, scanned: &[Scanned], max_bytes: u64) -> HashSet<(usiz
         }
         cap = cap * 3 / 4;
     }
+}
+
+/// Bytes of the snapshots `need` names.
+fn need_bytes(need: &HashSet<(usize, usize)>, scanned: &[Scanned]) -> u64 {
+    need.iter()
+        .filter_map(|&(ci, i)| scanned.get(ci)?.ticks.get(i))
+        .map(|t| t.bytes)
+        .sum()
 }
 
 fn jobs<'a>(
@@ -317,7 +330,8 @@ fn bar(opts: &TrainOptions, len: u64) -> ProgressBar {
 /// Trains a set and writes it to `opts.out`, replacing a set there as a
 /// whole. Captures are read in bounded memory: once for their metadata, once
 /// for the snapshots of the packets used (at most [`MAX_JOBS`] of each kind,
-/// [`TrainOptions::max_held_bytes`] in all).
+/// [`TrainOptions::sample_bytes`] in all, refused over
+/// [`TrainOptions::max_held_bytes`]).
 pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), TrainerError> {
     let started = Instant::now();
     let inputs: Vec<&std::path::Path> = opts.captures.iter().map(PathBuf::as_path).collect();
@@ -331,7 +345,14 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         .unwrap_or_else(|| first.version.clone());
     let base = first.schema.clone();
     let mut planned = plan_all(&scanned, opts);
-    let need = sample(&mut planned, &scanned, opts.max_held_bytes);
+    let need = sample(&mut planned, &scanned, opts.sample_bytes);
+    let bytes = need_bytes(&need, &scanned);
+    if bytes > opts.max_held_bytes {
+        return Err(TrainerError::SampleTooLarge {
+            bytes,
+            limit: opts.max_held_bytes,
+        });
+    }
     // Every packet is coded with its baseline's recall, as a session does.
     // Replaying the sends for them holds at most `max_held_bytes` of
     // snapshots, and is done before the sampled snapshots are loaded.

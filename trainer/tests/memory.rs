@@ -170,6 +170,7 @@ fn train_samples_within_its_memory_budget() {
         out: dir.join("set"),
         sizes: vec![1024],
         progress: false,
+        sample_bytes: budget,
         max_held_bytes: budget,
         ..TrainOptions::default()
     };
@@ -184,6 +185,48 @@ fn train_samples_within_its_memory_budget() {
     assert!(report.manifest.measured.delta_packets > 0);
     let whole = per_tick * ticks as usize;
     assert!(peak < whole, "peak heap {peak}, capture in memory {whole}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Failed before the sampling budget and the memory cap were two options:
+/// a lower cap thinned the sample, so it changed the set; now the sample
+/// is what `sample_bytes` says and a cap it does not fit is refused.
+#[test]
+fn trains_memory_cap_refuses_and_never_thins_the_sample() {
+    let _g = counting::SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmp("train-cap");
+    let cap = dir.join("zeros.tpcap");
+    let per_tick = zeros(&cap, 200, 1024);
+    let opts = TrainOptions {
+        captures: vec![cap],
+        out: dir.join("set"),
+        sizes: vec![1024],
+        progress: false,
+        max_held_bytes: 100 * per_tick as u64,
+        ..TrainOptions::default()
+    };
+    match train(&opts) {
+        Err(tickpack_trainer::TrainerError::SampleTooLarge { bytes, limit }) => {
+            assert_eq!(limit, opts.max_held_bytes);
+            assert!(bytes > limit);
+        }
+        other => panic!("{:?}", other.map(|(_, rep)| rep.snapshots_held)),
+    }
+    assert!(!dir.join("set").exists());
+    // Any cap the sample fits gives the same set.
+    let big = TrainOptions {
+        max_held_bytes: 1 << 30,
+        out: dir.join("big"),
+        ..opts.clone()
+    };
+    let fits = TrainOptions {
+        max_held_bytes: 200 * per_tick as u64,
+        out: dir.join("fits"),
+        ..opts
+    };
+    let (a, _) = train(&big).unwrap();
+    let (b, _) = train(&fits).unwrap();
+    assert_eq!(a.manifest().set_id, b.manifest().set_id);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -318,6 +361,7 @@ fn train_refuses_baselines_that_reach_too_far_back() {
         sizes: vec![1024],
         progress: false,
         model: BaselineModel::Distance(100),
+        sample_bytes: budget,
         max_held_bytes: budget,
         ..TrainOptions::default()
     };

@@ -793,3 +793,76 @@ fn a_lost_path_token_is_sent_again_while_the_server_keeps_sending() {
         );
     }
 }
+
+/// Failed before the server resent the welcome to a client that had not
+/// spoken since it connected: with the welcome lost and payloads flowing
+/// (which hold keep-alives back), a client whose responses no longer got
+/// through was never told its slot, and the server timed it out (seen at
+/// 50% loss and a 600 ms round trip, where the challenge expired first).
+#[test]
+fn a_lost_welcome_is_resent_while_payloads_flow() {
+    let mut link = Link::new(4);
+    // The request and challenge get through; the response connects the
+    // slot, and its welcome is lost.
+    while link.server.connected().next().is_none() {
+        link.now += STEP;
+        if let Some(mut d) = link.client.poll_transmit(link.now) {
+            let _ = link.server.handle_datagram(link.now, addr(CLIENT), &mut d);
+        }
+        while let Some(mut t) = link.server.poll_transmit() {
+            if link.server.connected().next().is_none() {
+                let _ = link
+                    .client
+                    .handle_datagram(link.now, addr(SERVER), &mut t.datagram);
+            }
+        }
+        assert!(link.now < T0 + Duration::from_secs(2));
+    }
+    // From now on the client's datagrams are lost; the server's payloads
+    // and control packets arrive.
+    for _ in 0..10 {
+        link.now += STEP;
+        let _ = link.client.poll_transmit(link.now);
+        let mut out = Vec::new();
+        link.server
+            .send(link.now, 0, b"snapshot", &mut out)
+            .unwrap();
+        let _ = link
+            .client
+            .handle_datagram(link.now, addr(SERVER), &mut out);
+        link.server.handle_timeout(link.now);
+        while let Some(mut t) = link.server.poll_transmit() {
+            let _ = link
+                .client
+                .handle_datagram(link.now, addr(SERVER), &mut t.datagram);
+        }
+    }
+    assert_eq!(link.client.state(), ClientState::Connected { slot: 0 });
+}
+
+/// Failed before a challenge's whole-second expiry was rounded up: issued
+/// late in a second, it lasted up to a second less than the token's
+/// timeout, and at 50% loss over a 600 ms round trip a 2 s timeout left
+/// the response too little time.
+#[test]
+fn a_challenge_lasts_at_least_the_tokens_timeout() {
+    let mut link = Link::new(4);
+    let start = T0 + Duration::from_millis(900);
+    let mut request = link.client.poll_transmit(start).unwrap();
+    let _ = link
+        .server
+        .handle_datagram(start, addr(CLIENT), &mut request);
+    let mut challenge = link.server.poll_transmit().unwrap();
+    let _ = link
+        .client
+        .handle_datagram(start, addr(SERVER), &mut challenge.datagram);
+    // The response arrives just under the token's 5 s timeout later.
+    let late = start + Duration::from_millis(4_900);
+    let mut response = link.client.poll_transmit(late).unwrap();
+    assert_eq!(
+        link.server
+            .handle_datagram(late, addr(CLIENT), &mut response),
+        Ok(None)
+    );
+    assert!(link.server.connected().next().is_some());
+}

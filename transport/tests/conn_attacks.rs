@@ -538,3 +538,62 @@ fn a_recorded_response_cannot_restart_a_connection_under_its_keys() {
         "recorded packet delivered: {r:?}"
     );
 }
+
+/// Failed before the server authenticated duplicates from a new address:
+/// with every client packet copied ahead from the copier's address, the
+/// genuine packets from the client's new address all arrived second and
+/// were dropped as replays, so the server probed only the copier and never
+/// followed the rebind.
+#[test]
+fn a_nat_rebind_under_copy_ahead_still_moves_the_connection() {
+    let mut sim = Sim::new();
+    sim.copier = Some(addr(6666));
+    for _ in 0..10 {
+        sim.tick();
+    }
+    sim.client_at = addr(5001);
+    let before = sim.delivered;
+    for _ in 0..200 {
+        sim.tick();
+    }
+    assert_eq!(sim.server.address(0), Some(addr(5001)));
+    // A probe of the copier may be pending when the client moves; the new
+    // address gets its own at once and validates within a round trip.
+    assert!(
+        sim.delivered - before >= 180,
+        "{} of 200 snapshots after the rebind",
+        sim.delivered - before
+    );
+}
+
+/// Duplicates now start probes, so their number is bounded: one client
+/// packet replayed from a hundred addresses gets path tokens sent to at
+/// most `MAX_PATH_PROBES` of them per migration interval.
+#[test]
+fn a_packet_replayed_from_many_addresses_probes_at_most_two() {
+    let mut sim = Sim::new();
+    while sim.server.poll_transmit().is_some() {}
+    let mut out = Vec::new();
+    sim.client.send(sim.now, b"input", &mut out).unwrap();
+    let mut probed = std::collections::HashSet::new();
+    for round in 0..3u32 {
+        for k in 0..100u16 {
+            let mut d = out.clone();
+            let _ = sim.server.handle_datagram(sim.now, addr(7000 + k), &mut d);
+        }
+        while let Some(t) = sim.server.poll_transmit() {
+            assert_ne!(t.to, addr(CLIENT), "round {round}");
+            probed.insert(t.to);
+        }
+        sim.now += tickpack_transport::conn::MIGRATION_INTERVAL;
+        sim.server.handle_timeout(sim.now);
+        while sim.server.poll_transmit().is_some() {}
+    }
+    let max = 3 * tickpack_transport::conn::MAX_PATH_PROBES;
+    assert!(
+        (1..=max).contains(&probed.len()),
+        "{} addresses probed",
+        probed.len()
+    );
+    assert_eq!(sim.server.address(0), Some(addr(CLIENT)));
+}

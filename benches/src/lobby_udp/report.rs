@@ -369,11 +369,12 @@ impl fmt::Display for Report {
         writeln!(f)?;
         writeln!(
             f,
-            "{:>6} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>5} {:>7}",
+            "{:>6} {:>8} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>5} {:>7}",
             "client",
             "B/tick",
             "all B/t",
             "conn ms",
+            "behind",
             "resync",
             "late",
             "miss",
@@ -389,14 +390,18 @@ impl fmt::Display for Report {
             };
             let t = p.ticks.max(1) as f64;
             let conn = r.connect_ms.map_or("-".to_owned(), |ms| format!("{ms:.0}"));
+            let behind = r.lag.map_or("-".to_owned(), |l| {
+                format!("{:.0}", l as f64 * 1e3 / f64::from(TICK_RATE))
+            });
             let yes = |b: bool| if b { "ok" } else { "NO" };
             writeln!(
                 f,
-                "{:>6} {:>8.1} {:>8.1} {:>7} {:>6} {:>6} {:>6} {:>6} {:>8} {:>5} {:>7}",
+                "{:>6} {:>8.1} {:>8.1} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>5} {:>7}",
                 r.id,
                 p.bytes as f64 / t,
                 p.all_bytes as f64 / t,
                 conn,
+                behind,
                 p.resyncs,
                 r.late,
                 r.gaps,

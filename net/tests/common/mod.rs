@@ -75,6 +75,8 @@ pub struct Sim<I> {
     pub events: Vec<ServerEvent>,
     /// Applied snapshots checked against the server's ring.
     pub checked: u64,
+    /// The connect tokens' timeout (how long either end waits in silence).
+    pub token_timeout: Duration,
     buf: Vec<u8>,
 }
 
@@ -92,6 +94,7 @@ impl<I: Interest> Sim<I> {
             now_ms: 0,
             events: Vec::new(),
             checked: 0,
+            token_timeout: Duration::from_secs(2),
             buf: Vec::new(),
         }
     }
@@ -101,7 +104,7 @@ impl<I: Interest> Sim<I> {
     }
 
     pub fn token(&self, user: u64) -> ConnectToken {
-        let (life, timeout) = (Duration::from_secs(600), Duration::from_secs(2));
+        let (life, timeout) = (Duration::from_secs(600), self.token_timeout);
         ConnectToken::issue(&self.key, PROTOCOL_ID, user, self.now(), life, timeout).unwrap()
     }
 

@@ -21,11 +21,15 @@ pub(crate) const PER_ADDRESS: u32 = 32;
 /// dropped, and if all are current the reply is refused.
 pub(crate) const MAX_KEYS: usize = 4096;
 
+/// Least time between two sweeps of ended windows.
+pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Fixed-window counters per key.
 #[derive(Debug)]
 pub(crate) struct RateLimit<K> {
     per_window: u32,
     counts: HashMap<K, (Duration, u32)>,
+    last_sweep: Duration,
 }
 
 impl<K: Hash + Eq + Copy> RateLimit<K> {
@@ -33,7 +37,20 @@ impl<K: Hash + Eq + Copy> RateLimit<K> {
         Self {
             per_window,
             counts: HashMap::new(),
+            last_sweep: Duration::ZERO,
         }
+    }
+
+    /// Forgets the keys whose window ended, at most once per
+    /// [`SWEEP_INTERVAL`]: the table holds the addresses of the last
+    /// moments, not every one seen until it reaches [`MAX_KEYS`].
+    pub(crate) fn sweep(&mut self, now: Duration) {
+        if now.saturating_sub(self.last_sweep) < SWEEP_INTERVAL {
+            return;
+        }
+        self.last_sweep = now;
+        self.counts
+            .retain(|_, (start, _)| now.saturating_sub(*start) < WINDOW);
     }
 
     /// Whether `key` may be answered once more at `now`; counts it if so.
@@ -76,5 +93,19 @@ mod tests {
         assert!(!l.allow(u32::MAX, t + WINDOW));
         assert!(l.allow(u32::MAX, t + WINDOW * 2));
         assert!(l.counts.len() <= MAX_KEYS);
+    }
+
+    /// Failed before the sweep: every key stayed until `MAX_KEYS` were
+    /// counted (the load soak's heap rose with each new address).
+    #[test]
+    fn ended_windows_are_forgotten_before_the_table_fills() {
+        let mut l = RateLimit::new(2);
+        let t = Duration::from_secs(10);
+        for k in 0..100u32 {
+            assert!(l.allow(k, t));
+        }
+        l.sweep(t + WINDOW);
+        assert!(l.allow(1000, t + WINDOW));
+        assert_eq!(l.counts.len(), 1);
     }
 }

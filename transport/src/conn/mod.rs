@@ -84,10 +84,10 @@ pub use crypto::{Key, KEY_BYTES, TAG_BYTES};
 pub use packet::{
     CHALLENGE_BYTES, CLIENT_OVERHEAD, DENIED_BYTES, REQUEST_BYTES, RESPONSE_BYTES, SERVER_OVERHEAD,
 };
-pub use path::{AMPLIFICATION_FACTOR, MIGRATION_INTERVAL, PATH_PROBE_TIMEOUT};
+pub use path::{AMPLIFICATION_FACTOR, MAX_PATH_PROBES, MIGRATION_INTERVAL, PATH_PROBE_TIMEOUT};
 pub use replay::REPLAY_WINDOW;
 pub use rtt::Rtt;
-pub use server::{Server, ServerConfig, ServerEvent, Transmit};
+pub use server::{Server, ServerConfig, ServerEvent, Transmit, WELCOME_RESEND};
 pub use token::{ConnectToken, CONNECT_TOKEN_BYTES, MAX_SERVER_ADDRESSES, PRIVATE_TOKEN_BYTES};
 
 /// Protocol version, in every request, token and sealed packet's

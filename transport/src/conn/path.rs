@@ -2,12 +2,16 @@
 //! an authenticated packet from a new address only starts a probe. The
 //! server keeps sending to the last validated address and sends the new
 //! one a random path token; the connection moves only when the token comes
-//! back from there. A probe ends unvalidated after [`PATH_PROBE_TIMEOUT`],
-//! or at once when the validated address sends an authentic packet newer
-//! than every before it (the client is still there), and a connection
-//! starts at most one probe per [`MIGRATION_INTERVAL`]. Until it answers,
-//! the new address is sent at most [`AMPLIFICATION_FACTOR`] times the
-//! bytes received from it (QUIC's rule).
+//! back from there. A probe ends unvalidated after [`PATH_PROBE_TIMEOUT`]
+//! (or three smoothed round trips, if longer), or at once when the
+//! validated address sends an authentic packet newer than every before it
+//! (the client is still there). Up to [`MAX_PATH_PROBES`] addresses are
+//! probed at once, and a connection starts at most that many probes per
+//! [`MIGRATION_INTERVAL`]: a copier that delivers every client packet
+//! first from its own address holds one probe, and an authentic duplicate
+//! from the client's real new address (which arrives second) still starts
+//! another. Until it answers, a new address is sent at most
+//! [`AMPLIFICATION_FACTOR`] times the bytes received from it (QUIC's rule).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -22,6 +26,8 @@ pub const PATH_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// client's packets can make the server probe the copier's address at most
 /// this often.
 pub const MIGRATION_INTERVAL: Duration = Duration::from_secs(1);
+/// Most addresses one connection probes at once.
+pub const MAX_PATH_PROBES: usize = 2;
 /// Bytes of a path token.
 pub(crate) const PATH_TOKEN_BYTES: usize = 8;
 
@@ -37,16 +43,18 @@ pub(crate) struct PathCheck {
     pub(crate) sent_at: Duration,
     received: u64,
     sent: u64,
+    timeout: Duration,
 }
 
 impl PathCheck {
     /// A probe of `addr` started at `now` by a `received`-byte datagram
-    /// from it.
+    /// from it, given up after `timeout`.
     pub(crate) fn new(
         addr: SocketAddr,
         token: [u8; PATH_TOKEN_BYTES],
         received: usize,
         now: Duration,
+        timeout: Duration,
     ) -> Self {
         Self {
             addr,
@@ -55,6 +63,7 @@ impl PathCheck {
             sent_at: now,
             received: received as u64,
             sent: 0,
+            timeout,
         }
     }
 
@@ -65,7 +74,7 @@ impl PathCheck {
 
     /// Whether the probe ran out of time at `now`.
     pub(crate) fn expired(&self, now: Duration) -> bool {
-        now.saturating_sub(self.started) >= PATH_PROBE_TIMEOUT
+        now.saturating_sub(self.started) >= self.timeout
     }
 
     /// Charges `bytes` to the budget, or refuses them.
@@ -80,5 +89,61 @@ impl PathCheck {
         }
         self.sent = sent;
         Ok(())
+    }
+}
+
+/// The probes of one connection, and when the last ones started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Paths {
+    probes: Vec<PathCheck>,
+    started: [Option<Duration>; MAX_PATH_PROBES],
+}
+
+impl Paths {
+    /// The probe of `addr`, if one is pending.
+    pub(crate) fn get_mut(&mut self, addr: SocketAddr) -> Option<&mut PathCheck> {
+        self.probes.iter_mut().find(|p| p.addr == addr)
+    }
+
+    /// Whether `addr` is being probed.
+    pub(crate) fn probing(&self, addr: SocketAddr) -> bool {
+        self.probes.iter().any(|p| p.addr == addr)
+    }
+
+    /// Whether a new probe may start at `now`.
+    pub(crate) fn may_start(&self, now: Duration) -> bool {
+        self.probes.len() < MAX_PATH_PROBES
+            && self
+                .started
+                .iter()
+                .any(|t| t.is_none_or(|t| now.saturating_sub(t) >= MIGRATION_INTERVAL))
+    }
+
+    /// Starts `probe` (the caller checked [`may_start`](Self::may_start)).
+    pub(crate) fn start(&mut self, probe: PathCheck) {
+        // The oldest start (or an unused entry, `None` sorting first).
+        if let Some(oldest) = self.started.iter_mut().min_by_key(|t| **t) {
+            *oldest = Some(probe.started);
+        }
+        self.probes.push(probe);
+    }
+
+    /// Ends every probe.
+    pub(crate) fn clear(&mut self) {
+        self.probes.clear();
+    }
+
+    /// Ends the probes that ran out of time.
+    pub(crate) fn expire(&mut self, now: Duration) {
+        self.probes.retain(|p| !p.expired(now));
+    }
+
+    /// The probed addresses whose token was last sent `interval` ago.
+    pub(crate) fn due(&self, now: Duration, interval: Duration) -> Vec<SocketAddr> {
+        self.probes
+            .iter()
+            .filter(|p| now.saturating_sub(p.sent_at) >= interval)
+            .map(|p| p.addr)
+            .collect()
     }
 }

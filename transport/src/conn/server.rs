@@ -14,7 +14,7 @@ use super::packet::{
     open_packet, parse_header, seal_packet, Header, CLIENT_OVERHEAD, DISCONNECT, KEEPALIVE, PATH,
     PAYLOAD, PING, PONG, REQUEST, REQUEST_BYTES, RESPONSE,
 };
-use super::path::{PathCheck, MIGRATION_INTERVAL, PATH_TOKEN_BYTES};
+use super::path::{PathCheck, Paths, PATH_PROBE_TIMEOUT, PATH_TOKEN_BYTES};
 use super::replay::{Replay, ReplayWindow};
 use super::rtt::{Pinger, Rtt};
 use super::used::UsedTokens;
@@ -119,16 +119,21 @@ struct Connection {
     replay: ReplayWindow,
     last_received: Duration,
     last_sent: Duration,
-    /// A new address that has not echoed its path token yet; packets
+    /// New addresses that have not echoed their path token yet; packets
     /// still go to `addr`, the last validated one.
-    path: Option<PathCheck>,
-    /// When the last probe started (a connection probes at most once per
-    /// [`MIGRATION_INTERVAL`]).
-    last_probe: Option<Duration>,
+    paths: Paths,
     pinger: Pinger,
     /// When the last pong was queued (one per half [`PING_INTERVAL`]).
     last_pong: Option<Duration>,
+    /// When the welcome (a keep-alive naming the slot) last went out,
+    /// until the client's first authenticated packet shows it arrived:
+    /// payloads name no slot, so only a welcome connects the client.
+    unconfirmed: Option<Duration>,
 }
+
+/// How often a connection whose client has sent no authenticated packet
+/// yet is sent its welcome again (as the client resends its response).
+pub const WELCOME_RESEND: Duration = Duration::from_millis(100);
 
 /// The server side of the connection layer, sans-IO: datagrams go in
 /// through [`Server::handle_datagram`], payloads out through
@@ -222,44 +227,30 @@ impl Server {
         else {
             return Err(ConnError::UnknownSlot { slot });
         };
-        check_replay(&conn.replay, header.sequence)?;
+        if let Err(e) = check_replay(&conn.replay, header.sequence) {
+            // A copy may have arrived first from another address: an
+            // authentic duplicate from a new address still probes it, and
+            // one from a probed address may carry its echo.
+            if from != conn.addr && (conn.paths.probing(from) || conn.paths.may_start(now)) {
+                if let Ok(body) =
+                    open_packet(datagram, &header, protocol_id, &conn.client_to_server)
+                {
+                    let echo = (header.kind == PATH).then_some(body);
+                    let probe =
+                        path_seen(conn, slot, from, len, echo, false, now, &mut self.events);
+                    if let Some(to) = probe {
+                        let _ = self.queue_path(now, slot, to);
+                    }
+                }
+            }
+            return Err(e);
+        }
         let body = open_packet(datagram, &header, protocol_id, &conn.client_to_server)?;
         let newest = conn.replay.accept(header.sequence);
         conn.last_received = now;
-        let mut probe = false;
-        if let Some(path) = conn.path.as_mut() {
-            if from == path.addr {
-                path.received(len);
-                if header.kind == PATH && body == path.token {
-                    // The new address answered: the client really is there.
-                    self.events.push_back(ServerEvent::Migrated {
-                        slot,
-                        from: conn.addr,
-                        to: from,
-                    });
-                    conn.addr = from;
-                    conn.path = None;
-                }
-            } else if from == conn.addr && newest {
-                // The validated address still sends the newest packets:
-                // the client did not move (RFC 9000 §9.3.3).
-                conn.path = None;
-            }
-        } else if from != conn.addr
-            && newest
-            && conn
-                .last_probe
-                .is_none_or(|t| now.saturating_sub(t) >= MIGRATION_INTERVAL)
-        {
-            // A failing random source only leaves the connection where it
-            // is; the next newer packet from there tries again.
-            let mut token = [0u8; PATH_TOKEN_BYTES];
-            if fill_random(&mut token).is_ok() {
-                conn.path = Some(PathCheck::new(from, token, len, now));
-                conn.last_probe = Some(now);
-                probe = true;
-            }
-        }
+        conn.unconfirmed = None;
+        let echo = (header.kind == PATH).then_some(body);
+        let probe = path_seen(conn, slot, from, len, echo, newest, now, &mut self.events);
         let mut pong = None;
         match header.kind {
             PING if conn
@@ -272,11 +263,11 @@ impl Server {
             PONG => conn.pinger.pong(body, now),
             _ => {}
         }
-        if probe {
+        if let Some(to) = probe {
             // Sealing an 8-byte body cannot fail, and the budget allows a
             // path packet for the packet that started the probe; a failure
             // only leaves the token to the next resend.
-            let _ = self.queue_path(now, slot);
+            let _ = self.queue_path(now, slot, to);
         }
         if let Some(id) = pong {
             let _ = self.queue_sealed(now, slot, PONG, &id);
@@ -333,6 +324,7 @@ impl Server {
     /// [`KEEPALIVE_INTERVAL`], and gives the probe up after
     /// [`PATH_PROBE_TIMEOUT`](super::PATH_PROBE_TIMEOUT). Call it every tick.
     pub fn handle_timeout(&mut self, now: Duration) {
+        self.address_limit.sweep(now);
         for slot in 0..self.config.max_clients {
             let Some(conn) = self.slots[usize::from(slot)].as_mut() else {
                 continue;
@@ -341,23 +333,26 @@ impl Server {
                 self.remove(slot, DisconnectReason::TimedOut);
                 continue;
             }
-            if conn.path.as_ref().is_some_and(|p| p.expired(now)) {
-                // Never answered: the connection stays on its validated
-                // address (a copier's address gets nothing more).
-                conn.path = None;
-            }
-            let resend_path = conn
-                .path
-                .as_ref()
-                .is_some_and(|p| now.saturating_sub(p.sent_at) >= KEEPALIVE_INTERVAL);
+            // Never answered: the connection stays on its validated address
+            // (a copier's address gets nothing more).
+            conn.paths.expire(now);
+            let resend_path = conn.paths.due(now, KEEPALIVE_INTERVAL);
             let ping = conn.pinger.due(now, PING_INTERVAL);
+            // A client still waiting for its welcome gets it again even
+            // while payloads flow (they keep `last_sent` fresh).
+            let welcome = conn
+                .unconfirmed
+                .is_some_and(|t| now.saturating_sub(t) >= WELCOME_RESEND);
             let keepalive = now.saturating_sub(conn.last_sent) >= KEEPALIVE_INTERVAL;
             // Sealing a small body cannot fail, and a send refused by the
             // path's budget is tried next time: failures only skip a packet.
-            if resend_path {
-                let _ = self.queue_path(now, slot);
+            for to in resend_path {
+                let _ = self.queue_path(now, slot, to);
             }
-            if ping {
+            // A client without its slot cannot answer a ping.
+            if welcome {
+                let _ = self.queue_keepalive(now, slot);
+            } else if ping {
                 let _ = self.queue_ping(now, slot);
             } else if keepalive {
                 let _ = self.queue_keepalive(now, slot);
@@ -476,6 +471,10 @@ impl Server {
         let mut body = [0u8; 4];
         body[..2].copy_from_slice(&slot.to_le_bytes());
         body[2..].copy_from_slice(&self.config.max_clients.to_le_bytes());
+        let conn = self.connection_mut(slot)?;
+        if conn.unconfirmed.is_some() {
+            conn.unconfirmed = Some(now);
+        }
         self.queue_sealed(now, slot, KEEPALIVE, &body)
     }
 
@@ -515,11 +514,11 @@ impl Server {
         Ok(())
     }
 
-    /// Sends the probed address its path token, within its budget.
-    fn queue_path(&mut self, now: Duration, slot: u16) -> Result<(), ConnError> {
+    /// Sends the probed address `to` its path token, within its budget.
+    fn queue_path(&mut self, now: Duration, slot: u16, to: SocketAddr) -> Result<(), ConnError> {
         let protocol_id = self.config.protocol_id;
         let conn = self.connection_mut(slot)?;
-        let Some(path) = conn.path.as_mut() else {
+        let Some(path) = conn.paths.get_mut(to) else {
             return Ok(());
         };
         let mut out = Vec::new();
@@ -545,6 +544,58 @@ impl Server {
             self.transmits.push_back((Transmit { to, datagram }, None));
         }
     }
+}
+
+/// What an authentic packet of `conn` from `from` (`len` bytes, `echo` its
+/// body if a path packet, `newest` if newer than every before it) does to
+/// path validation: moves the connection if it echoes the probe of `from`,
+/// ends the probes if the validated address is still sending, or starts a
+/// probe of a new address (returned, for its token to go out).
+#[allow(clippy::too_many_arguments)]
+fn path_seen(
+    conn: &mut Connection,
+    slot: u16,
+    from: SocketAddr,
+    len: usize,
+    echo: Option<&[u8]>,
+    newest: bool,
+    now: Duration,
+    events: &mut VecDeque<ServerEvent>,
+) -> Option<SocketAddr> {
+    if from == conn.addr {
+        if newest {
+            // The client did not move (RFC 9000 §9.3.3).
+            conn.paths.clear();
+        }
+        return None;
+    }
+    if let Some(path) = conn.paths.get_mut(from) {
+        path.received(len);
+        if echo.is_some_and(|b| b == path.token) {
+            // The new address answered: the client really is there.
+            events.push_back(ServerEvent::Migrated {
+                slot,
+                from: conn.addr,
+                to: from,
+            });
+            conn.addr = from;
+            conn.paths.clear();
+        }
+        return None;
+    }
+    if !conn.paths.may_start(now) {
+        return None;
+    }
+    // A failing random source only leaves the connection where it is; the
+    // next packet from there tries again.
+    let mut token = [0u8; PATH_TOKEN_BYTES];
+    fill_random(&mut token).ok()?;
+    let timeout = conn.pinger.rtt.map_or(PATH_PROBE_TIMEOUT, |r| {
+        PATH_PROBE_TIMEOUT.max(r.smoothed() * 3)
+    });
+    conn.paths
+        .start(PathCheck::new(from, token, len, now, timeout));
+    Some(from)
 }
 
 /// Maps the replay window's verdict to the error.

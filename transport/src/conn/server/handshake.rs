@@ -12,6 +12,7 @@ use super::super::packet::{
     check_len, parse_request, seal_handshake, CHALLENGE, CHALLENGE_BODY_BYTES,
     CHALLENGE_TOKEN_BYTES, DENIED, DENIED_BODY_BYTES, RESPONSE_BYTES,
 };
+use super::super::path::Paths;
 use super::super::replay::ReplayWindow;
 use super::super::rtt::Pinger;
 use super::super::token::{open_private, PrivateToken};
@@ -62,9 +63,12 @@ impl Server {
         let mut server_nonce = [0u8; SERVER_NONCE_BYTES];
         fill_random(&mut server_nonce)?;
         let challenge = Challenge {
+            // Expiry is in whole seconds: one more, so that the response
+            // has at least the token's timeout to get through.
             expires_at: request.expires_at.min(
                 now.as_secs()
-                    .saturating_add(u64::from(private.timeout_secs)),
+                    .saturating_add(u64::from(private.timeout_secs))
+                    .saturating_add(1),
             ),
             token_expires_at: request.expires_at,
             server_nonce,
@@ -139,10 +143,10 @@ impl Server {
             replay: ReplayWindow::new(),
             last_received: now,
             last_sent: now,
-            path: None,
-            last_probe: None,
+            paths: Paths::default(),
             pinger: Pinger::default(),
             last_pong: None,
+            unconfirmed: Some(now),
         });
         self.by_client_id.insert(private.client_id, slot);
         self.used_tokens.insert(
