@@ -546,3 +546,45 @@ fn a_header_a_default_reader_would_refuse_is_refused_by_the_writer() {
         Err(CaptureError::HeaderTooLarge { limit, .. }) if limit == CaptureLimits::default().max_header_bytes
     ));
 }
+
+/// A capture recorded before format 3 (its tick packets carry version 2)
+/// reads back whole: a user's old captures are not lost.
+#[test]
+fn captures_of_format_2_read_back() {
+    let c = capture(20);
+    let data = bytes(&c);
+    let offsets = record_offsets(&data);
+    let mut old = data[..offsets[0] as usize].to_vec();
+    let mut patched = 0;
+    for w in offsets.windows(2) {
+        let rec = &data[w[0] as usize..w[1] as usize];
+        let (kind, mut pos, mut len, mut shift) = (rec[0], 1, 0usize, 0);
+        loop {
+            let b = rec[pos];
+            pos += 1;
+            len |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        let mut body = rec[pos..pos + len].to_vec();
+        if kind == 1 {
+            let mut at = 0;
+            while body[at] & 0x80 != 0 {
+                at += 1;
+            }
+            let v = &mut body[at + 1];
+            assert_eq!(*v & 0x0f, 3);
+            *v = (*v & 0xf0) | 2;
+            patched += 1;
+        }
+        old.extend_from_slice(&record(kind, &body));
+    }
+    old.extend_from_slice(&data[*offsets.last().unwrap() as usize..]);
+    assert_eq!(patched, 20);
+    assert_ne!(old, data);
+    let (ok, err) = read_partial(&old);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(ok, c.ticks);
+}

@@ -302,6 +302,15 @@ impl<R: Read> CaptureReader<R> {
             Some(_) if gap == 0 => return Err(bad("tick number does not increase")),
             Some(p) => p.checked_add(gap).ok_or(bad("tick number overflows"))?,
         };
+        // Captures written before format 3 hold version-2 packets. With no
+        // dictionary and no prior (a capture's packets have neither) the two
+        // versions code the same snapshot in the same bytes, so they read as
+        // version 3 (CAPTURE.md, 3.1).
+        if let Some(b) = self.body.get_mut(pos) {
+            if *b & 0x0f == 2 {
+                *b = (*b & 0xf0) | 3;
+            }
+        }
         let packet = &self.body[pos..];
         let (h, _) = PacketHeader::parse(packet)
             .map_err(|error| CaptureError::Packet { offset: at, error })?;
