@@ -70,6 +70,13 @@ impl Dictionary {
         self.model.as_deref()
     }
 
+    /// Whether packets coded with this dictionary's model table read their
+    /// baseline's [`History`](crate::History) (a table trained with
+    /// history contexts): only then need both ends keep histories.
+    pub fn uses_history(&self) -> bool {
+        self.model.as_ref().is_some_and(|t| t.flags() != 0)
+    }
+
     pub(crate) fn model_arc(&self) -> Option<Arc<ModelTable>> {
         self.model.clone()
     }

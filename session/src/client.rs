@@ -195,8 +195,9 @@ impl Client {
         let mut decoder = Decoder::new(schema);
         decoder.set_limits(config.limits);
         // Each applied snapshot keeps what it changed, for the contexts of
-        // packets coded against it (the server keeps the same).
-        decoder.set_keep_history(true);
+        // packets coded against it, when a dictionary's table reads them
+        // (the server keeps the same).
+        decoder.set_keep_history(config.dictionaries.iter().any(Dictionary::uses_history));
         for d in &config.dictionaries {
             decoder
                 .add_dictionary(d)

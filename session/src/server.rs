@@ -414,8 +414,14 @@ impl Server {
         let mut encoder = Encoder::with_level(schema.clone(), config.level);
         encoder.set_limits(config.limits);
         // Each sent snapshot keeps what it changed, for the contexts of
-        // packets coded against it (the client keeps the same).
-        encoder.set_keep_history(true);
+        // packets coded against it, when the delta dictionary's table reads
+        // them (the client keeps the same).
+        encoder.set_keep_history(
+            config
+                .dictionary
+                .as_ref()
+                .is_some_and(Dictionary::uses_history),
+        );
         encoder.set_checksum_len(if config.checksum { 1 } else { 0 });
         // One encoder serves every client (see SERVER_CODE_CACHE).
         encoder.set_code_cache(SERVER_CODE_CACHE.0, SERVER_CODE_CACHE.1);
