@@ -438,6 +438,17 @@ impl tokens::TokenSink for Labels<'_, '_, '_> {
         }
         self.walk.row_mask(section, row, elements, bits);
     }
+    fn changed_set(&mut self, section: usize, kept: usize, removed: &[u32], members: &[u32]) {
+        if !self.walk.changed_flags() {
+            // As tokens through this sink, so each is labelled.
+            tokens::write_set(self, section, 1, kept, members);
+            return;
+        }
+        // A flag per kept entity (none when only one is kept).
+        let flags = if kept > 1 { kept } else { 0 };
+        self.announce((0..flags).map(|_| TokenLabel::at(section, 0, TokenRole::SetBit, 1)));
+        self.walk.changed_set(section, kept, removed, members);
+    }
     fn element(&mut self, section: usize, row: u32, element: usize, kind: Option<bool>, v: u64) {
         if kind.is_some() {
             self.announce(core::iter::once(TokenLabel::at(

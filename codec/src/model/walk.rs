@@ -86,6 +86,15 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
     }
 }
 
+impl<S> WalkSink<'_, S> {
+    /// Whether changed sets are coded as per-entity flags (table flag
+    /// [`ContextConfig::FLAG_CHANGED`](super::ContextConfig::FLAG_CHANGED)).
+    #[cfg(feature = "internals")]
+    pub(crate) fn changed_flags(&self) -> bool {
+        self.map.config().changed_flags
+    }
+}
+
 impl<S: RunSink> TokenSink for WalkSink<'_, S> {
     fn bit(&mut self, ctx: u32, bit: bool) {
         if self.error.is_some() {
