@@ -56,9 +56,10 @@ use crate::TrainerError;
 /// Dictionary sizes tried by default: 512 B to 16 KiB.
 pub const DEFAULT_SIZES: [usize; 6] = [512, 1024, 2048, 4096, 8192, 16384];
 
-/// The operators tried on every field. `predict` codes against `2·b0 − b1`
-/// from the packet's two newest acked baselines (the prior comes from the
-/// recorded sends or the baseline model).
+/// The operators tried on every field. `predict` codes a changed value
+/// against its extrapolation from the packet's baseline and prior, scaled
+/// by their distances (FORMAT.md 4.6; the prior comes from the recorded
+/// sends or the baseline model).
 pub const OPS: [DeltaOp; 5] = [
     DeltaOp::Int,
     DeltaOp::Sub,
