@@ -300,15 +300,10 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
         // Schemas with `predict` fields (the quantised racing lobby) also
         // name the prior tick i-12, as the session layer would.
         let prior = (sc.schema.predicts() && i >= 2 * DISTANCE).then_some(i - 2 * DISTANCE);
-        let reference = Reference {
-            history: None,
-            baseline,
-            prior: prior.map(|p| Baseline {
-                sequence: (p & 0xffff) as u16,
-                snapshot: &sc.ticks[p],
-            }),
-            recall: None,
-        };
+        let reference = Reference::from(baseline).with_prior(prior.map(|p| Baseline {
+            sequence: (p & 0xffff) as u16,
+            snapshot: &sc.ticks[p],
+        }));
         let t = Instant::now();
         enc.encode_to_vec(snap, sequence, reference, &mut packet)
             .map_err(|e| format!("{}: encoding tick {i}: {e}", sc.name))?;
@@ -324,12 +319,7 @@ fn measure(sc: &Scenario) -> Result<Report, Box<dyn Error>> {
             sequence: (p & 0xffff) as u16,
             snapshot: &received[p],
         });
-        let acked = Reference {
-            history: None,
-            baseline: acked,
-            prior: acked_prior,
-            recall: None,
-        };
+        let acked = Reference::from(acked).with_prior(acked_prior);
         let header = dec
             .decode_into(&packet, acked, &mut out)
             .map_err(|e| format!("{}: decoding tick {i}: {e}", sc.name))?;

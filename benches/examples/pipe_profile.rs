@@ -36,12 +36,8 @@ fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
         sequence: (t & 0xffff) as u16,
         snapshot: &ticks[t],
     };
-    Reference {
-        baseline: Some(at(i - DISTANCE)),
-        prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
-        recall: None,
-        history: None,
-    }
+    Reference::delta(at(i - DISTANCE))
+        .with_prior(i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at))
 }
 
 #[inline(never)]

@@ -62,12 +62,8 @@ fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
         sequence: (t & 0xffff) as u16,
         snapshot: &ticks[t],
     };
-    Reference {
-        history: None,
-        baseline: Some(at(i - DISTANCE)),
-        prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
-        recall: None,
-    }
+    Reference::delta(at(i - DISTANCE))
+        .with_prior(i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at))
 }
 
 /// tickpack: an encoder (alone, or a set's delta encoder) and a decoder

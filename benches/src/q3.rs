@@ -307,12 +307,7 @@ impl Recalls {
 
 /// Tick `i`'s reference: its baseline and that baseline's recall.
 pub fn reference<'a>(d: &'a Demo, i: usize, recall: Option<&'a Recall>) -> Reference<'a> {
-    Reference {
-        history: None,
-        baseline: baseline(d, i),
-        prior: None,
-        recall: recall.filter(|_| d.baselines[i].is_some()),
-    }
+    Reference::from(baseline(d, i)).with_recall(recall.filter(|_| d.baselines[i].is_some()))
 }
 
 /// Encodes and decodes every snapshot of `d` (checking each), returning

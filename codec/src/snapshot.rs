@@ -292,11 +292,24 @@ pub struct Baseline<'a> {
 
 /// What a packet is coded against: nothing (a keyframe), a baseline the
 /// receiver holds, or a baseline and an older prior from which fields coded
-/// with [`DeltaOp::Predict`](crate::DeltaOp::Predict) are predicted as
-/// `2·baseline − prior`. The encoder and the decoder take the same one.
+/// with [`DeltaOp::Predict`](crate::DeltaOp::Predict) are predicted by
+/// extrapolating the motion from prior to baseline, scaled by the two
+/// distances (FORMAT.md 4.6). The encoder and the decoder take the same one.
 ///
-/// `None`, an `Option<Baseline>` and a `Baseline` convert into it.
+/// Built from [`Reference::KEYFRAME`], [`Reference::delta`] or a conversion
+/// (`None`, an `Option<Baseline>` and a `Baseline` convert into it), then the
+/// `with_*` methods; its fields are public to read. It is
+/// `#[non_exhaustive]`: a field added later does not break callers.
+///
+/// ```
+/// # use tickpack::{Baseline, Reference, Snapshot};
+/// let (b, p) = (Snapshot::default(), Snapshot::default());
+/// let r = Reference::delta(Baseline { sequence: 7, snapshot: &b })
+///     .with_prior(Baseline { sequence: 5, snapshot: &p });
+/// assert_eq!(r.prior.map(|p| p.sequence), Some(5));
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct Reference<'a> {
     /// The baseline, or `None` for a keyframe.
     pub baseline: Option<Baseline<'a>>,
@@ -326,33 +339,36 @@ impl<'a> Reference<'a> {
 
     /// A delta against `baseline`.
     pub fn delta(baseline: Baseline<'a>) -> Self {
-        Self {
-            baseline: Some(baseline),
-            prior: None,
-            recall: None,
-            history: None,
-        }
+        Self::from(Some(baseline))
     }
 
     /// A delta against `baseline`, predicting from `prior` too.
     pub fn predicted(baseline: Baseline<'a>, prior: Baseline<'a>) -> Self {
+        Self::delta(baseline).with_prior(prior)
+    }
+
+    /// The same reference with `prior` (a `Baseline` or an `Option`).
+    pub fn with_prior(self, prior: impl Into<Option<Baseline<'a>>>) -> Self {
         Self {
-            baseline: Some(baseline),
-            prior: Some(prior),
-            recall: None,
-            history: None,
+            prior: prior.into(),
+            ..self
         }
     }
 
-    /// The same reference with the baseline's history.
-    pub fn with_history(self, history: Option<&'a History>) -> Self {
-        Self { history, ..self }
+    /// The same reference with the baseline's recall (a `&Recall` or an
+    /// `Option`).
+    pub fn with_recall(self, recall: impl Into<Option<&'a Recall>>) -> Self {
+        Self {
+            recall: recall.into(),
+            ..self
+        }
     }
 
-    /// The same reference with the baseline's recall.
-    pub fn with_recall(self, recall: &'a Recall) -> Self {
+    /// The same reference with the baseline's history (a `&History` or an
+    /// `Option`).
+    pub fn with_history(self, history: impl Into<Option<&'a History>>) -> Self {
         Self {
-            recall: Some(recall),
+            history: history.into(),
             ..self
         }
     }

@@ -364,12 +364,7 @@ fn golden_vectors() {
         let mut got = Snapshot::default();
         dec.decode_into(
             &bytes,
-            tickpack::Reference {
-                history: None,
-                baseline,
-                prior,
-                recall: None,
-            },
+            tickpack::Reference::from(baseline).with_prior(prior),
             &mut got,
         )
         .unwrap();

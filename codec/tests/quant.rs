@@ -280,7 +280,7 @@ proptest! {
                                       heading: 0.0, steer: 0.0, gear: 0, raw: 0.0 };
                 extra.pos[0] = 0.000_3;
                 bad.section_mut(0).unwrap().insert(1000, &extra.bytes()).unwrap();
-                let forged = Reference { baseline: Some(Baseline { snapshot: &bad, ..base }), ..reference };
+                let forged = Reference::delta(Baseline { snapshot: &bad, ..base }).with_prior(reference.prior);
                 let r = enc.encode(tick, sequence, forged);
                 prop_assert!(matches!(r, Err(EncodeError::Snapshot(SnapshotError::NotQuantized { .. }))), "{r:?}");
                 continue;

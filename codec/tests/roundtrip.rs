@@ -154,14 +154,14 @@ mod prediction {
             enc.encode_to_vec(&t2, s2, tickpack::Reference::predicted(b, p), &mut packet).unwrap();
             let mut dec = Decoder::new(schema.clone());
             let mut out = Snapshot::new(&schema);
-            let h = dec.decode_into(&packet, tickpack::Reference { history: None, baseline: Some(b), prior: Some(p), recall: None }, &mut out).unwrap();
+            let h = dec.decode_into(&packet, tickpack::Reference::predicted(b, p), &mut out).unwrap();
             prop_assert_eq!(h.prior, Some(s0));
             prop_assert_eq!(&out, &t2);
             // Without the prior, or with another one, the decoder refuses.
             prop_assert_eq!(dec.decode_into(&packet, Some(b), &mut out), Err(DecodeError::MissingPrior { sequence: s0 }));
             let wrong = Baseline { sequence: s0.wrapping_sub(1), snapshot: &t0 };
             prop_assert_eq!(
-                dec.decode_into(&packet, tickpack::Reference { history: None, baseline: Some(b), prior: Some(wrong), recall: None }, &mut out),
+                dec.decode_into(&packet, tickpack::Reference::predicted(b, wrong), &mut out),
                 Err(DecodeError::PriorMismatch { expected: s0, actual: s0.wrapping_sub(1) })
             );
         }

@@ -341,12 +341,10 @@ impl Client {
         };
         if let Err(e) = self.decoder.decode_into(
             packet,
-            tickpack::Reference {
-                history,
-                baseline: base,
-                prior,
-                recall,
-            },
+            tickpack::Reference::from(base)
+                .with_prior(prior)
+                .with_recall(recall)
+                .with_history(history),
             &mut self.scratch,
         ) {
             return drop(DropReason::Undecodable(e));

@@ -648,23 +648,19 @@ impl Server {
                     let prior_codes = prior
                         .as_ref()
                         .and_then(|p| p.materialize_codes(&mut self.prior_codes));
-                    let reference = tickpack::Reference {
-                        history: base_codes.and(base_history.as_deref()),
-                        baseline: base_codes,
-                        prior: base_codes.and(prior_codes),
-                        recall: base_codes.and(base_recall),
-                    };
+                    let reference = tickpack::Reference::from(base_codes)
+                        .with_prior(base_codes.and(prior_codes))
+                        .with_recall(base_codes.and(base_recall))
+                        .with_history(base_codes.and(base_history.as_deref()));
                     self.encoder
                         .encode_coded_to_vec(cur, cur_codes, seq, reference, &mut self.out)
                         .map_err(SessionError::Encode)?;
                 } else {
                     let prior_base = prior.as_ref().map(|p| p.materialize(&mut self.prior_view));
-                    let reference = tickpack::Reference {
-                        history: baseline.and(base_history.as_deref()),
-                        baseline,
-                        prior: baseline.and(prior_base),
-                        recall: baseline.and(base_recall),
-                    };
+                    let reference = tickpack::Reference::from(baseline)
+                        .with_prior(baseline.and(prior_base))
+                        .with_recall(baseline.and(base_recall))
+                        .with_history(baseline.and(base_history.as_deref()));
                     self.encoder
                         .encode_to_vec(cur, seq, reference, &mut self.out)
                         .map_err(SessionError::Encode)?;

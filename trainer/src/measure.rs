@@ -69,12 +69,10 @@ impl<'a> Job<'a> {
     /// What the job is coded against, in the codec's form: baseline, prior
     /// and the baseline's recall and history.
     pub fn reference(&self) -> Reference<'a> {
-        Reference {
-            history: self.history.filter(|_| self.baseline.is_some()),
-            baseline: self.codec_baseline(),
-            prior: self.codec_prior(),
-            recall: self.recall.filter(|_| self.baseline.is_some()),
-        }
+        Reference::from(self.codec_baseline())
+            .with_prior(self.codec_prior())
+            .with_recall(self.recall.filter(|_| self.baseline.is_some()))
+            .with_history(self.history.filter(|_| self.baseline.is_some()))
     }
 
     /// The same snapshot as a keyframe.

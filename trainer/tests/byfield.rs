@@ -69,12 +69,7 @@ fn check_set(name: &str, s: &Scenario) -> usize {
             snapshot: &s.ticks[b],
         };
         let base = i.checked_sub(6).map(at);
-        let reference = Reference {
-            baseline: base,
-            prior: base.and(i.checked_sub(12).map(at)),
-            recall: None,
-            history: None,
-        };
+        let reference = Reference::from(base).with_prior(base.and(i.checked_sub(12).map(at)));
         let mut packet = Vec::new();
         enc.encode_to_vec(tick, i as u16, reference, &mut packet)
             .unwrap();

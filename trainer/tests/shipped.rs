@@ -54,12 +54,7 @@ fn shipped_sets_load_and_round_trip() {
             };
             let base = i.checked_sub(6).map(at);
             let prior = i.checked_sub(12).map(at);
-            let reference = tickpack::Reference {
-                history: None,
-                baseline: base,
-                prior: base.and(prior),
-                recall: None,
-            };
+            let reference = tickpack::Reference::from(base).with_prior(base.and(prior));
             let packet = enc.encode(tick, i as u16, reference).unwrap();
             let (h, _) = PacketHeader::parse(&packet).unwrap();
             let kind = DictKind::of(base.is_some());
@@ -73,15 +68,7 @@ fn shipped_sets_load_and_round_trip() {
                 assert!(h.prior.is_some());
             }
             let (_, got) = sets
-                .decode(
-                    &packet,
-                    tickpack::Reference {
-                        history: None,
-                        baseline: base,
-                        prior,
-                        recall: None,
-                    },
-                )
+                .decode(&packet, tickpack::Reference::from(base).with_prior(prior))
                 .unwrap();
             assert_eq!(&got, tick, "{} tick {i}", set.game());
         }

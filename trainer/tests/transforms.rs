@@ -224,12 +224,7 @@ fn a_value_off_the_grid_in_held_out_ticks_comes_back_bit_for_bit() {
                 sequence: b as u16,
                 snapshot: &ticks[b],
             });
-            let reference = Reference {
-                baseline,
-                prior: None,
-                recall: None,
-                history: None,
-            };
+            let reference = Reference::from(baseline);
             let mut packet = Vec::new();
             enc.encode_to_vec(snap, i as u16, reference, &mut packet)
                 .unwrap();

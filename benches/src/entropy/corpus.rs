@@ -90,12 +90,8 @@ pub fn scenario(name: &str, ticks: usize) -> Res<Corpus> {
             sequence: (t & 0xffff) as u16,
             snapshot: &sc.ticks[t],
         };
-        let r = Reference {
-            history: None,
-            baseline: Some(at(i - DISTANCE)),
-            prior: i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at),
-            recall: None,
-        };
+        let r = Reference::delta(at(i - DISTANCE))
+            .with_prior(i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at));
         packets.push(record(enc, &sc.ticks[i], (i & 0xffff) as u16, r)?);
     }
     Ok(Corpus {

@@ -47,22 +47,16 @@ pub(super) fn decode_corrupt_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let mut snap = Snapshot::default();
     let Ok(header) = dec.decode_into(
         &packet,
-        tickpack::Reference {
-            history: None,
-            baseline,
-            prior,
-            recall: recall.as_ref(),
-        },
+        tickpack::Reference::from(baseline)
+            .with_prior(prior)
+            .with_recall(recall.as_ref()),
         &mut snap,
     ) else {
         return Ok(());
     };
-    let reference = tickpack::Reference {
-        history: None,
-        baseline,
-        prior,
-        recall: recall.as_ref(),
-    };
+    let reference = tickpack::Reference::from(baseline)
+        .with_prior(prior)
+        .with_recall(recall.as_ref());
     check_decoded(&schema, &limits, &packet, &header, reference, &snap);
     // The next recall stays within the limits, whatever was decoded.
     if let (Some(b), Some(r)) = (baseline, &recall) {
@@ -120,12 +114,9 @@ pub(super) fn check_decoded(
     let mut enc = Encoder::new(schema.clone());
     let mut packet2 = Vec::new();
     let recall = recall.filter(|r| rebase.is_some_and(|b| b.sequence == r.sequence()));
-    let reference = tickpack::Reference {
-        history: None,
-        baseline: rebase,
-        prior: rebase.and(reprior),
-        recall,
-    };
+    let reference = tickpack::Reference::from(rebase)
+        .with_prior(rebase.and(reprior))
+        .with_recall(recall);
     let r = enc.encode_to_vec(snap, header.sequence, reference, &mut packet2);
     match r {
         Ok(()) => {}
@@ -137,12 +128,9 @@ pub(super) fn check_decoded(
     let mut s2 = Snapshot::default();
     match Decoder::new(schema.clone()).decode_into(
         &packet2,
-        tickpack::Reference {
-            history: None,
-            baseline: rebase,
-            prior: reprior,
-            recall,
-        },
+        tickpack::Reference::from(rebase)
+            .with_prior(reprior)
+            .with_recall(recall),
         &mut s2,
     ) {
         Ok(h2) => {

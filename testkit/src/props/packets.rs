@@ -64,16 +64,7 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             snapshot,
         });
         let mut s = Snapshot::default();
-        if let Err(e) = used.decode_into(
-            &p,
-            tickpack::Reference {
-                history: None,
-                baseline: b,
-                prior: pr,
-                recall: None,
-            },
-            &mut s,
-        ) {
+        if let Err(e) = used.decode_into(&p, tickpack::Reference::from(b).with_prior(pr), &mut s) {
             panic!("valid packet does not decode: {e:?}");
         }
     }
@@ -85,22 +76,12 @@ pub(super) fn no_output_leak_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let mut out = Snapshot::default();
     let expected = fresh.decode_into(
         &packet,
-        tickpack::Reference {
-            history: None,
-            baseline,
-            prior,
-            recall: None,
-        },
+        tickpack::Reference::from(baseline).with_prior(prior),
         &mut out,
     );
     let got = used.decode_into(
         &packet,
-        tickpack::Reference {
-            history: None,
-            baseline,
-            prior,
-            recall: None,
-        },
+        tickpack::Reference::from(baseline).with_prior(prior),
         &mut junk,
     );
     assert_eq!(

@@ -189,12 +189,7 @@ pub(super) fn check_predicted(
     let mut out = cur.clone();
     match dec.decode_into(
         packet,
-        tickpack::Reference {
-            history: None,
-            baseline: Some(baseline),
-            prior: Some(prior),
-            recall: None,
-        },
+        tickpack::Reference::predicted(baseline, prior),
         &mut out,
     ) {
         Ok(h) => {
@@ -218,12 +213,7 @@ pub(super) fn check_predicted(
         };
         let r = dec.decode_into(
             packet,
-            tickpack::Reference {
-                history: None,
-                baseline: Some(baseline),
-                prior: Some(wrong),
-                recall: None,
-            },
+            tickpack::Reference::predicted(baseline, wrong),
             &mut out,
         );
         assert_eq!(

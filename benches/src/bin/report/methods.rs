@@ -108,12 +108,7 @@ impl Tickpack {
         let mut samples = Vec::new();
         for i in d.training() {
             let mut p = Vec::new();
-            let reference = tickpack::Reference {
-                history: None,
-                baseline: Some(base(d, i)),
-                prior: prior(d, i),
-                recall: None,
-            };
+            let reference = tickpack::Reference::delta(base(d, i)).with_prior(prior(d, i));
             enc.payload(&d.ticks[i], (i & 0xffff) as u16, reference, &mut p)?;
             samples.push(p);
         }
@@ -133,24 +128,14 @@ impl Tickpack {
 /// the prior `i - 2·DISTANCE`, like [`TickpackSet`].
 impl Method for Tickpack {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
-        let reference = tickpack::Reference {
-            history: None,
-            baseline: Some(base(d, i)),
-            prior: prior(d, i),
-            recall: None,
-        };
+        let reference = tickpack::Reference::delta(base(d, i)).with_prior(prior(d, i));
         self.enc
             .encode_to_vec(&d.ticks[i], (i & 0xffff) as u16, reference, out)?;
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
-        let reference = tickpack::Reference {
-            history: None,
-            baseline: Some(base(d, i)),
-            prior: prior(d, i),
-            recall: None,
-        };
+        let reference = tickpack::Reference::delta(base(d, i)).with_prior(prior(d, i));
         Ok(self.dec.decode(packet, reference)?.1)
     }
 }
@@ -222,12 +207,8 @@ fn huffman_from<'a>(bytes: impl Iterator<Item = &'a u8>) -> HuffmanTable {
 impl Method for TickpackSet {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
         let seq = (i & 0xffff) as u16;
-        let reference = tickpack::Reference {
-            history: None,
-            baseline: Some(base(d, i)),
-            prior: prior(d, i).filter(|_| self.predicts),
-            recall: None,
-        };
+        let reference = tickpack::Reference::delta(base(d, i))
+            .with_prior(prior(d, i).filter(|_| self.predicts));
         self.enc.encode_to_vec(&d.ticks[i], seq, reference, out)?;
         Ok(())
     }
@@ -236,12 +217,7 @@ impl Method for TickpackSet {
         let mut out = Snapshot::default();
         self.dec.decode_into(
             packet,
-            tickpack::Reference {
-                history: None,
-                baseline: Some(base(d, i)),
-                prior: prior(d, i),
-                recall: None,
-            },
+            tickpack::Reference::delta(base(d, i)).with_prior(prior(d, i)),
             &mut out,
         )?;
         Ok(out)
