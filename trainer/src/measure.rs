@@ -107,10 +107,11 @@ pub fn encode(encoder: &mut Encoder, job: &Job<'_>, out: &mut Vec<u8>) -> Result
 }
 
 /// `b0` with every `predict` field of every entity also in `b1` replaced by
-/// the prediction `2·b0 − b1` (per element, wrapping, on the bit values):
-/// what the changed values of a packet with a prior are coded against when
-/// the packet is as far from `b0` as `b0` from `b1` (FORMAT.md 4.6, which
-/// scales by the two distances and judges changes against `b0` itself).
+/// `2·b0 − b1` (per element, wrapping, on the bit values), whatever the
+/// distances: FORMAT.md 4.6's prediction `b0 + round((b0 − b1)·n/m)` only
+/// when the packet is as far from `b0` as `b0` from `b1` (`n = m`). The
+/// changed values of such a packet are coded against it; which elements
+/// changed is still judged against `b0` itself.
 pub fn predicted(schema: &Schema, b0: &Snapshot, b1: &Snapshot) -> Snapshot {
     let mut out = b0.clone();
     for (s, ty) in schema.sections().iter().enumerate() {

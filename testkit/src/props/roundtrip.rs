@@ -236,10 +236,12 @@ pub(super) fn check_predicted(
     }
 }
 
-/// Sets some entities of `cur` to exactly the prediction `2·base − prior` on
-/// their [`DeltaOp::Predict`] fields (and the baseline elsewhere), the case
-/// a predicting encoder codes as unchanged. Computed here independently of
-/// the codec.
+/// Sets some entities of `cur` to `2·base − prior` on their
+/// [`DeltaOp::Predict`] fields (and the baseline elsewhere), computed here
+/// independently of the codec: the prediction of FORMAT.md 4.6 when the
+/// packet is as far from the baseline as the baseline from the prior, so
+/// its changed elements code as value 0 (they still count as changed: the
+/// mask compares with the baseline); a value beside it at other spacings.
 pub(super) fn apply_predictions(
     u: &mut Unstructured<'_>,
     schema: &Schema,
@@ -273,7 +275,9 @@ pub(super) fn apply_predictions(
 }
 
 /// `2·b0 − b1` element-wise (wrapping, little-endian) on the fields coded
-/// with [`DeltaOp::Predict`], `b0` elsewhere.
+/// with [`DeltaOp::Predict`], `b0` elsewhere: FORMAT.md 4.6's
+/// `b0 + round((b0 − b1)·n/m)` for equal distances `n = m` only (the
+/// distances are not inputs here; the scaled rule is tested in the codec).
 pub(super) fn oracle_predict(ty: &EntityType, b0: &[u8], b1: &[u8]) -> Vec<u8> {
     let mut out = b0.to_vec();
     for (f, &off) in ty.fields().iter().zip(ty.offsets()) {
