@@ -2,7 +2,7 @@
 //! "≤ 8 µs" target), on two of the demos in `../shared/data/q3/` (or
 //! `$TICKPACK_Q3_DIR`), with a dictionary set trained on three others the
 //! way the report trains it ([`tickpack_benches::q3`]): once (`zstd`) with
-//! the trained dictionary and its Huffman table and no model, once
+//! the trained dictionary and no model, once
 //! (`model`) with the dictionary's context model as well (`Entropy::Best`). One iteration replays a run of
 //! consecutive snapshots, each against the baseline Quake 3 used and that
 //! baseline's recall (computed beforehand, outside the timing); the

@@ -2,8 +2,8 @@
 //! tokens (issue 36): per corpus and design, the block bytes against the
 //! shipped range coder, and the encode and decode speed (each the fastest
 //! of `reps` passes, timed by the thread's time on a processor so that
-//! time descheduled on a shared machine does not count); beside them zstd's and the static
-//! Huffman block's decoding of the same packets' pipeline payloads.
+//! time descheduled on a shared machine does not count); beside them zstd's
+//! decoding of the same packets' pipeline payloads.
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example entropy_coders -- [reps] [q3-snapshots]
@@ -17,9 +17,8 @@ use std::error::Error;
 use std::hint::black_box;
 use std::time::Instant;
 
-use tickpack::internals::{huffman_decode, huffman_encode};
 use tickpack_benches::entropy::binary::Binary;
-use tickpack_benches::entropy::corpus::{self, Corpus, Part};
+use tickpack_benches::entropy::corpus::{self, Corpus};
 use tickpack_benches::entropy::rans::Rans;
 use tickpack_benches::entropy::reference::Reference;
 use tickpack_benches::entropy::{decisions, Coder};
@@ -126,7 +125,7 @@ fn measure(c: &Corpus, design: usize, reps: usize) -> Res<(usize, f64, f64)> {
     Ok((bytes, enc_s, dec_s))
 }
 
-/// zstd -3 frames (no dictionary) and static Huffman bodies of the
+/// zstd -3 frames (no dictionary) of the
 /// packets' payloads: total compressed bytes, payload bytes, decode secs.
 fn blocks(c: &Corpus, reps: usize) -> Res<Vec<(&'static str, usize, usize, f64)>> {
     let mut rows = Vec::new();
@@ -152,32 +151,6 @@ fn blocks(c: &Corpus, reps: usize) -> Res<Vec<(&'static str, usize, usize, f64)>
         payload,
         secs,
     ));
-    let huff: Vec<(&Part, Vec<u8>)> = c
-        .packets()
-        .filter(|(_, p)| !p.payload.is_empty() && p.payload.len() <= 32768)
-        .filter_map(|(part, p)| {
-            let t = part.huffman.as_ref()?;
-            let mut body = Vec::new();
-            huffman_encode(t, &p.payload, &mut body);
-            Some((part, body))
-        })
-        .collect();
-    if !huff.is_empty() {
-        let secs = fastest(reps, || {
-            for (part, body) in &huff {
-                if let Some(t) = &part.huffman {
-                    huffman_decode(t, black_box(body), &mut out)?;
-                }
-            }
-            Ok(())
-        })?;
-        rows.push((
-            "static Huffman body",
-            huff.iter().map(|h| h.1.len()).sum(),
-            payload,
-            secs,
-        ));
-    }
     Ok(rows)
 }
 

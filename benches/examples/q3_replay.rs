@@ -6,8 +6,7 @@
 //! was slowed by other work on a shared machine are not counted. `reps` 0
 //! only prints the bytes. A harness for `perf record` and for comparing
 //! two builds byte for byte. `zstd` prints the trained dictionary without
-//! the model: `dict` when it carries a Huffman table (zstd and Huffman
-//! blocks, the smaller per block), then `zstd` for zstd blocks alone.
+//! the model (zstd blocks), `model` with it.
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example q3_replay -- [zstd|model|both] [reps] [demo index]
@@ -16,8 +15,7 @@
 
 use tickpack::Dictionary;
 use tickpack_benches::q3::{
-    data_dir, others, read_demo, replay, time_replay, train, train_model, zstd_only, Demo, Res,
-    FULL_SNAPSHOTS,
+    data_dir, others, read_demo, replay, time_replay, train, train_model, Demo, Res, FULL_SNAPSHOTS,
 };
 
 /// Replays `d` `reps` times; exact bytes, µs per snapshot.
@@ -52,16 +50,7 @@ fn main() -> Res<()> {
         let dict = train(&d.schema, &others)?;
         if mode != "model" {
             let (b, us) = run(d, &dict, reps)?;
-            let kind = if dict.huffman().is_some() {
-                "dict"
-            } else {
-                "zstd"
-            };
-            println!("{:24} {kind}  {:9} B  {:6.2} µs", d.name, b, us);
-            if dict.huffman().is_some() {
-                let (b, us) = run(d, &zstd_only(&dict), reps)?;
-                println!("{:24} zstd  {:9} B  {:6.2} µs", d.name, b, us);
-            }
+            println!("{:24} zstd  {:9} B  {:6.2} µs", d.name, b, us);
         }
         if mode != "zstd" {
             let with_model = dict.clone().with_model(train_model(&d.schema, &others)?);

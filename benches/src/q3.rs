@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use tickpack::model::{ModelStats, ModelTable};
 
 use tickpack::{
-    Baseline, Decoder, Dictionary, Encoder, HuffmanTable, Integrate, Limits, Primitive, Recall,
-    Reference, Schema, Snapshot,
+    Baseline, Decoder, Dictionary, Encoder, Integrate, Limits, Primitive, Recall, Reference,
+    Schema, Snapshot,
 };
 
 /// Errors of reading and training.
@@ -377,11 +377,7 @@ pub fn time_replay(d: &Demo, dict: Option<&Dictionary>, passes: usize) -> Res<f6
 
 /// A delta dictionary trained on every payload of `demos` (every one but
 /// the measured file), all under `schema`, as `tickpack-trainer train`
-/// trains on every packet of its captures, with a static Huffman table
-/// from the same payloads' byte counts (block type 3, which the encoder
-/// keeps per block when it is smaller than the zstd block) when the table
-/// makes `demos`' packets smaller in all, as the trainer keeps it when it
-/// shrinks held-out packets. [`zstd_only`] drops the table again.
+/// trains on every packet of its captures.
 pub fn train(schema: &Schema, demos: &[&Demo]) -> Res<Dictionary> {
     let mut enc = Encoder::new(schema.clone());
     let mut samples = Vec::new();
@@ -395,49 +391,10 @@ pub fn train(schema: &Schema, demos: &[&Demo]) -> Res<Dictionary> {
             samples.push(p);
         }
     }
-    let dict = Dictionary::new(0x7e57_0003, zstd::dict::from_samples(&samples, DICT_SIZE)?);
-    let mut counts = [0u64; 256];
-    for &b in samples.iter().flatten() {
-        counts[usize::from(b)] += 1;
-    }
-    let with_table = dict
-        .clone()
-        .with_huffman(HuffmanTable::from_counts(&counts));
-    let bytes_with = |dict: &Dictionary| -> Res<usize> {
-        demos
-            .iter()
-            .try_fold(0, |sum, d| Ok(sum + packet_bytes(d, dict)?))
-    };
-    Ok(if bytes_with(&with_table)? < bytes_with(&dict)? {
-        with_table
-    } else {
-        dict
-    })
-}
-
-/// `dict` without its Huffman table: zstd blocks only.
-pub fn zstd_only(dict: &Dictionary) -> Dictionary {
-    Dictionary::new(dict.id(), dict.bytes().to_vec())
-}
-
-/// The bytes of every packet of `d` coded with `dict`.
-fn packet_bytes(d: &Demo, dict: &Dictionary) -> Res<usize> {
-    let mut enc = Encoder::new(d.schema.clone());
-    enc.set_dictionary(Some(dict))?;
-    let mut recalls = Recalls::new();
-    let mut packet = Vec::new();
-    let mut sum = 0;
-    for (i, tick) in d.ticks.iter().enumerate() {
-        let recall = recalls.step(d, i);
-        enc.encode_to_vec(
-            tick,
-            d.sequences[i],
-            reference(d, i, recall.as_ref()),
-            &mut packet,
-        )?;
-        sum += packet.len();
-    }
-    Ok(sum)
+    Ok(Dictionary::new(
+        0x7e57_0003,
+        zstd::dict::from_samples(&samples, DICT_SIZE)?,
+    ))
 }
 
 /// A context-model table trained on every delta packet of `demos`.

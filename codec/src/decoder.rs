@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::block::{self, BlockHeader, BlockType, DDict, HuffmanTable, ZstdBlocks};
+use crate::block::{self, BlockHeader, BlockType, DDict, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
@@ -22,12 +22,8 @@ use crate::snapshot::Baseline;
 use crate::snapshot::{Reference, SectionRef, Snapshot};
 use crate::wire::Reader;
 
-/// A dictionary digested for decoding, with its Huffman and model tables.
-type DictTables = (
-    Arc<DDict>,
-    Option<Arc<HuffmanTable>>,
-    Option<Arc<ModelTable>>,
-);
+/// A dictionary digested for decoding, with its model table.
+type DictTables = (Arc<DDict>, Option<Arc<ModelTable>>);
 
 /// Decodes packets into snapshots. Holds any number of dictionaries (by
 /// id), a zstd context and scratch buffers.
@@ -143,10 +139,8 @@ impl Decoder {
         if let Some(t) = dict.model_arc() {
             self.context_maps.build(&self.elements, t.flags());
         }
-        self.dicts.insert(
-            dict.id(),
-            (Arc::new(d), dict.huffman_arc(), dict.model_arc()),
-        );
+        self.dicts
+            .insert(dict.id(), (Arc::new(d), dict.model_arc()));
         if self.agreed == (None, None) {
             self.agreed = (Some(dict.id()), Some(dict.id()));
         }
@@ -321,7 +315,6 @@ impl Decoder {
                 block::decode_blocks(
                     &mut self.blocks,
                     dict.as_ref().map(|d| &*d.0),
-                    dict.as_ref().and_then(|d| d.1.as_deref()),
                     &mut r,
                     self.limits.max_decoded_bytes,
                     &mut self.payload,
@@ -521,7 +514,7 @@ impl Decoder {
             return Err(DecodeError::ModelBlockNotAlone { offset: at });
         }
         let maps = core::mem::take(&mut self.context_maps);
-        let table = dict.and_then(|d| d.2.clone());
+        let table = dict.and_then(|d| d.1.clone());
         let Some((table, map)) =
             table.and_then(|t| Some((maps.for_table(&t)?, t)).map(|(m, t)| (t, m)))
         else {

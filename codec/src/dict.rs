@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::block::HuffmanTable;
 use crate::model::ModelTable;
 
 /// A zstd dictionary (trained with `zstd --train` or the tickpack trainer,
@@ -12,7 +11,6 @@ use crate::model::ModelTable;
 pub struct Dictionary {
     id: u32,
     bytes: Arc<[u8]>,
-    huffman: Option<Arc<HuffmanTable>>,
     model: Option<Arc<ModelTable>>,
 }
 
@@ -21,7 +19,6 @@ impl core::fmt::Debug for Dictionary {
         f.debug_struct("Dictionary")
             .field("id", &format_args!("{:#010x}", self.id))
             .field("len", &self.bytes.len())
-            .field("huffman", &self.huffman.is_some())
             .field("model", &self.model.as_ref().map(|m| m.shape()))
             .finish()
     }
@@ -33,25 +30,8 @@ impl Dictionary {
         Self {
             id,
             bytes: bytes.into(),
-            huffman: None,
             model: None,
         }
-    }
-
-    /// Attaches a trained Huffman table: blocks may then be stored as
-    /// Huffman blocks (type 3) when that is smaller than zstd.
-    pub fn with_huffman(mut self, table: HuffmanTable) -> Self {
-        self.huffman = Some(Arc::new(table));
-        self
-    }
-
-    /// The attached Huffman table.
-    pub fn huffman(&self) -> Option<&HuffmanTable> {
-        self.huffman.as_deref()
-    }
-
-    pub(crate) fn huffman_arc(&self) -> Option<Arc<HuffmanTable>> {
-        self.huffman.clone()
     }
 
     /// Attaches a trained context-model table: the payload may then be

@@ -97,28 +97,8 @@ impl Blocks {
         max: usize,
         out: &mut Vec<u8>,
     ) -> Result<(), DecodeError> {
-        block::decode_blocks(&mut self.0, None, None, &mut Reader::new(data), max, out)
+        block::decode_blocks(&mut self.0, None, &mut Reader::new(data), max, out)
     }
-}
-
-/// Huffman block body for `data` (1..=32768 bytes) under `table`.
-pub fn huffman_encode(table: &crate::HuffmanTable, data: &[u8], out: &mut Vec<u8>) {
-    table.encode(data, out);
-}
-
-/// Decodes a Huffman block body into `out` (cleared first).
-pub fn huffman_decode(
-    table: &crate::HuffmanTable,
-    body: &[u8],
-    out: &mut Vec<u8>,
-) -> Result<(), crate::HuffmanError> {
-    out.clear();
-    let mut r = Reader::new(body);
-    let n = r.varint().map_err(|_| crate::HuffmanError::Truncated)? as usize;
-    if n > crate::MAX_BLOCK_CONTENT || n > (body.len() - r.pos()) * 8 {
-        return Err(crate::HuffmanError::BadCount { count: n });
-    }
-    table.decode(&body[r.pos()..], n, out)
 }
 
 /// What one token of a packet's walk codes (FORMAT.md, 4.1-4.3): the

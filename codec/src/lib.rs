@@ -5,7 +5,7 @@
 //! [`Encoder`] turns a snapshot into a packet: alone (a keyframe) or as a
 //! delta against a [`Baseline`] the receiver already holds, with each
 //! field's delta operator, the records split into byte planes and the
-//! result coded in raw, run-length, zstd or Huffman blocks. The [`Decoder`]
+//! result coded in raw, run-length or zstd blocks or a context-model block. The [`Decoder`]
 //! reverses it bit for bit (floats and NaN payloads included), and returns
 //! a typed [`DecodeError`] for any bad input, within [`Limits`] it is given.
 //! The wire format is specified in [`format`](mod@format).
@@ -97,7 +97,7 @@ pub mod format {
     #![doc = include_str!("../FORMAT.md")]
 }
 
-pub use block::{HuffmanError, HuffmanTable, MAX_BLOCK_CONTENT};
+pub use block::MAX_BLOCK_CONTENT;
 pub use decoder::Decoder;
 pub use dict::Dictionary;
 pub use encoder::{Encoder, Entropy, KeyframeDictionary, DEFAULT_LEVEL};

@@ -56,8 +56,8 @@ pub(crate) fn read_varint64(
 }
 
 /// Number of bytes `put_varint` writes for `v`.
-#[inline]
-pub(crate) fn varint_len(v: u32) -> usize {
+#[cfg(test)]
+fn varint_len(v: u32) -> usize {
     match v {
         0..=0x7f => 1,
         0x80..=0x3fff => 2,

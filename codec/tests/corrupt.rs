@@ -293,10 +293,10 @@ fn corrupt_table() {
             DecodeError::BadBlockSize { offset: 8 },
         ),
         (
-            "Huffman block without a table",
+            "block type 3 (Huffman, retired in format 3)",
             key_blocks(&[0x07, 0x00]),
             None,
-            DecodeError::MissingHuffmanTable { offset: 7 },
+            DecodeError::ReservedBits { flags: 0x07 },
         ),
         (
             "bytes after last block",

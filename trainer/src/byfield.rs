@@ -6,7 +6,7 @@
 //! costs `−log2 p` of its decisions under the table's static probabilities
 //! plus its raw bits (`tickpack::internals::model_tokens_labelled`), and
 //! what the range coder spends beyond the sum of the tokens is the flush
-//! row. A packet sent as zstd, Huffman, raw or RLE blocks is attributed
+//! row. A packet sent as zstd, raw or RLE blocks is attributed
 //! proportionally: its block bodies are shared among the walk's decisions
 //! by their byte-layout size (one bit per bit, a varint's bytes per
 //! integer), since a compressed byte has no single owner.

@@ -20,8 +20,7 @@ pub struct ModelReport {
     pub slots: u64,
     /// Serialized table bytes.
     pub table_bytes: u64,
-    /// Held-out delta bytes per packet with the dictionary alone (and its
-    /// Huffman table when the set keeps one).
+    /// Held-out delta bytes per packet with the dictionary alone.
     pub bytes_mean_without: f64,
     /// Held-out delta bytes per packet with the dictionary and the table
     /// (the encoder keeps the smaller of model block and blocks).

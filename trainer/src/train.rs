@@ -40,7 +40,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use tickpack::{DeltaOp, Dictionary, Encoder, HuffmanTable, Schema, Snapshot};
+use tickpack::{DeltaOp, Dictionary, Encoder, Schema, Snapshot};
 use tickpack_sets::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
     Measured, Training,
@@ -466,7 +466,6 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
 
     // Step 4: dictionaries per kind.
     let mut dictionaries = Vec::new();
-    let mut huffman: Vec<(DictKind, HuffmanTable)> = Vec::new();
     let mut candidates = Vec::new();
     for kind in [DictKind::Delta, DictKind::Keyframe] {
         let (train, held) = match kind {
@@ -526,21 +525,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
                 _ => Some((total, marker, MARKER_DICT_LEN as u64)),
             };
         }
-        if let Some((total, bytes, max_size)) = best {
-            // A static Huffman table from the same samples: kept when
-            // best-of zstd and Huffman beats zstd alone on held-out ticks.
-            let mut counts = [0u64; 256];
-            for &b in &data {
-                counts[usize::from(b)] += 1;
-            }
-            let table = HuffmanTable::from_counts(&counts);
-            let id = dictionary_id(&game, &version, schema.id(), kind, &bytes);
-            let dict = Dictionary::new(id, bytes.clone()).with_huffman(table.clone());
-            let keep =
-                enc.set_dictionary(Some(&dict)).is_ok() && total_bytes(&mut enc, held)? < total;
-            if keep {
-                huffman.push((kind, table));
-            }
+        if let Some((_, bytes, max_size)) = best {
             dictionaries.push((kind, bytes, max_size));
         }
     }
@@ -550,13 +535,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     let model = match dictionaries.iter().find(|(k, _, _)| *k == DictKind::Delta) {
         Some((_, bytes, _)) if !jobs.held_delta.is_empty() => {
             let id = dictionary_id(&game, &version, schema.id(), DictKind::Delta, bytes);
-            // The dictionary as the set holds it: with its Huffman table
-            // if one was kept, so the table is measured against the packets
-            // the set makes without it.
-            let mut dict = Dictionary::new(id, bytes.clone());
-            if let Some((_, table)) = huffman.iter().find(|(k, _)| *k == DictKind::Delta) {
-                dict = dict.with_huffman(table.clone());
-            }
+            let dict = Dictionary::new(id, bytes.clone());
             let held = thin(&jobs.held_delta, 2000);
             crate::model::train_model(&schema, opts.level, &dict, &jobs.train_delta, &held)?
         }
@@ -617,9 +596,6 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         measured: Measured::default(),
     };
     let mut set = DictionarySet::assemble(manifest, schema.clone(), base.id(), dictionaries)?;
-    for (kind, table) in &huffman {
-        set = set.with_huffman(*kind, table)?;
-    }
     if let Some((table, _)) = model.as_ref().filter(|(_, r)| r.kept) {
         set = set.with_model(DictKind::Delta, table)?;
     }
@@ -640,9 +616,6 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
         })
         .collect();
     set = DictionarySet::assemble(manifest, schema, base.id(), dicts)?;
-    for (kind, table) in &huffman {
-        set = set.with_huffman(*kind, table)?;
-    }
     if let Some((table, _)) = model.as_ref().filter(|(_, r)| r.kept) {
         set = set.with_model(DictKind::Delta, table)?;
     }

@@ -647,16 +647,16 @@ fn inspect_of_a_capture_damaged_in_its_magic_exits_1() {
 }
 
 #[test]
-fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_table() {
+fn the_model_table_is_measured_against_the_sets_dictionary() {
     use tickpack::{Schema, Section, Snapshot};
     use tickpack_sets::capture::{CaptureHeader, CaptureOptions, CaptureWriter};
-    use tickpack_sets::dictset::{DictKind, DictionarySet};
+    use tickpack_sets::dictset::DictionarySet;
     use tickpack_trainer::eval::{eval, EvalOptions};
     use tickpack_trainer::train::{train, TrainOptions};
 
-    // Short packets of skewed bytes: the delta dictionary keeps a Huffman
-    // table, and a context-model table is trained on top of it.
-    let dir = tmp("model-huffman");
+    // Short packets of skewed bytes: a context-model table is trained on
+    // top of the delta dictionary.
+    let dir = tmp("model-plain");
     let cap = dir.join("skew.tpcap");
     let schema = Schema::from_json(
         r#"{"entities":[{"name":"p","fields":[{"name":"a","type":"u8","len":12,"delta":"none"},{"name":"k","type":"u32","delta":"none"}]}]}"#,
@@ -697,13 +697,6 @@ fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_tabl
         ..TrainOptions::default()
     })
     .unwrap();
-    let delta = set
-        .dictionaries()
-        .iter()
-        .find(|(k, _)| *k == DictKind::Delta)
-        .map(|(_, d)| d.clone())
-        .unwrap();
-    let huffman = delta.huffman().cloned().expect("a delta Huffman table");
     let model = report.model.expect("a model table trained");
 
     // The same set without the model table: what the table is weighed against.
@@ -721,17 +714,8 @@ fn the_model_table_is_measured_against_the_sets_dictionary_with_its_huffman_tabl
             (*k, d.bytes().to_vec(), max)
         })
         .collect();
-    let mut plain =
+    let plain =
         DictionarySet::assemble(m.clone(), set.schema().clone(), m.base_schema_id, dicts).unwrap();
-    plain = plain.with_huffman(DictKind::Delta, &huffman).unwrap();
-    if let Some(h) = set
-        .dictionaries()
-        .iter()
-        .find(|(k, _)| *k == DictKind::Keyframe)
-        .and_then(|(_, d)| d.huffman())
-    {
-        plain = plain.with_huffman(DictKind::Keyframe, h).unwrap();
-    }
     let plain_dir = dir.join("plain");
     plain.save(&plain_dir).unwrap();
     // The held-out packets are all deltas (the simulated client's first

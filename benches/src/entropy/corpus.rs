@@ -3,7 +3,7 @@
 //! seed 4, packet `i` against tick `i - 6`, the last 20% of the ticks),
 //! and Quake 3 with the trained-on-four, measured-on-the-fifth rotation.
 //! Each packet keeps its model tokens and the pipeline payload the zstd
-//! and Huffman blocks would compress.
+//! blocks would compress.
 
 #![forbid(unsafe_code)]
 
@@ -11,7 +11,7 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use tickpack::model::ModelTable;
-use tickpack::{Baseline, Encoder, HuffmanTable, Reference, Snapshot};
+use tickpack::{Baseline, Encoder, Reference, Snapshot};
 use tickpack_scenarios::{self as scenarios, Scenario};
 use tickpack_sets::dictset::{DictKind, DictionarySet};
 
@@ -34,8 +34,6 @@ pub struct Packet {
 pub struct Part {
     /// The model table.
     pub table: ModelTable,
-    /// The static Huffman table of the same set, if any.
-    pub huffman: Option<HuffmanTable>,
     /// The packets.
     pub packets: Vec<Packet>,
 }
@@ -79,7 +77,6 @@ pub fn scenario(name: &str, ticks: usize) -> Res<Corpus> {
         .dictionary(DictKind::Delta)
         .ok_or("the set has no delta dictionary")?;
     let table = dict.model().ok_or("the set has no model")?.clone();
-    let huffman = dict.huffman().cloned();
     let predicts = set.schema().predicts();
     let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
     let enc = &mut enc;
@@ -96,11 +93,7 @@ pub fn scenario(name: &str, ticks: usize) -> Res<Corpus> {
     }
     Ok(Corpus {
         name: name.to_owned(),
-        parts: vec![Part {
-            table,
-            huffman,
-            packets,
-        }],
+        parts: vec![Part { table, packets }],
     })
 }
 
@@ -144,11 +137,7 @@ pub fn quake3(max: usize) -> Res<Option<Corpus>> {
                 packets.push(record(&mut enc, &d.ticks[i], d.sequences[i], r)?);
             }
         }
-        parts.push(Part {
-            table,
-            huffman: None,
-            packets,
-        });
+        parts.push(Part { table, packets });
     }
     Ok(Some(Corpus {
         name: "q3".to_owned(),

@@ -15,9 +15,8 @@ pub enum BlockType {
     Rle = 1,
     /// A raw zstd block (no frame) regenerating the content.
     Zstd = 2,
-    /// A trained static Huffman code: a varint regenerated length, then the
-    /// codes (see [`HuffmanTable`](crate::HuffmanTable)).
-    Huffman = 3,
+    // 3 was the static Huffman block, retired in format 3 (FORMAT.md 3.2):
+    // a reserved type now.
     /// The whole payload walk coded with the trained context model
     /// ([`crate::model`]); only ever a packet's single, last block.
     Model = 4,
@@ -26,7 +25,7 @@ pub enum BlockType {
 /// A parsed block header.
 ///
 /// ```text
-/// byte 0   bit 0 Last_Block, bits 1-3 Block_Type (0-4), bits 4-7 zero
+/// byte 0   bit 0 Last_Block, bits 1-3 Block_Type (0-2, 4), bits 4-7 zero
 /// not last: u16 LE Block_Size - 1 (1..=32768)
 /// last, RLE: varint Block_Size (1..=32768)
 /// last, other types: nothing; the body is the rest of the packet
@@ -37,7 +36,7 @@ pub struct BlockHeader {
     pub last: bool,
     /// How the block is stored.
     pub block_type: BlockType,
-    /// Content bytes (raw, RLE) or compressed bytes (zstd, Huffman),
+    /// Content bytes (raw, RLE) or compressed bytes (zstd),
     /// 1..=32768. Not written for the last block, except an RLE block's.
     pub size: usize,
 }
@@ -73,7 +72,6 @@ impl BlockHeader {
             0 => BlockType::Raw,
             1 => BlockType::Rle,
             2 => BlockType::Zstd,
-            3 => BlockType::Huffman,
             4 => BlockType::Model,
             _ => return Err(DecodeError::ReservedBits { flags: b }),
         };

@@ -1,11 +1,12 @@
 //! Blocks: the payload cut into pieces of at most [`MAX_BLOCK_CONTENT`]
-//! bytes, each behind a header and stored raw, run-length, as a raw zstd
-//! block or Huffman codes, whichever is smallest (FORMAT.md 3.2).
+//! bytes, each behind a header and stored raw, run-length or as a raw zstd
+//! block, whichever is smallest (FORMAT.md 3.2).
 //!
 //! ```text
 //! byte 0   bit 0 Last_Block (1 on the packet's final block), bits 1-3
-//!          Block_Type: 0 raw, 1 RLE, 2 zstd, 3 Huffman (the dictionary's
-//!          table), 4 model (the packet's only block); bits 4-7 zero
+//!          Block_Type: 0 raw, 1 RLE, 2 zstd, 4 model (the packet's only
+//!          block); 3 (Huffman, retired in format 3) is reserved; bits 4-7
+//!          zero
 //! not last: u16 LE Block_Size - 1
 //! last, RLE: varint Block_Size; last, other types: the rest of the packet
 //! ```
@@ -16,7 +17,6 @@
 // (doc-hidden) for the fuzz properties.
 #[cfg_attr(not(feature = "internals"), allow(unreachable_pub))]
 mod header;
-mod huffman;
 mod matcher;
 mod stream;
 
@@ -25,7 +25,6 @@ pub use header::MAX_BLOCK_CONTENT;
 pub(crate) use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 #[cfg(feature = "internals")]
 pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
-pub use huffman::{HuffmanError, HuffmanTable};
 pub(crate) use stream::{
     decode_blocks, encode_blocks, max_blocks_len, small_block_level, Coders, ZstdBlocks,
     SMALL_BLOCK,

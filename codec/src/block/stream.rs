@@ -2,7 +2,6 @@
 //! reading them back under a size cap.
 
 use super::header::{BlockHeader, BlockType, BLOCK_HEADER_LEN, MAX_BLOCK_CONTENT};
-use super::huffman::{HuffmanError, HuffmanTable};
 use super::matcher::{Finder, Finders, Plan};
 use crate::error::DecodeError;
 use crate::wire::Reader;
@@ -163,14 +162,11 @@ pub(crate) struct Coders<'a> {
     /// The same dictionary digested at [`small_block_level`] for blocks up
     /// to [`SMALL_BLOCK`] bytes (`dict` when `None`).
     pub(crate) small_dict: Option<&'a CDict>,
-    /// A trained Huffman table to try.
-    pub(crate) huffman: Option<&'a HuffmanTable>,
 }
 
 /// Appends `payload` to `out` as blocks of at most 32768 bytes each, every
-/// one stored raw, RLE, zstd or Huffman, whichever is smallest. The
-/// Huffman size is computed exactly and cheaply (a table lookup per byte);
-/// zstd runs too and wins only when strictly smaller. Compression goes through `scratch`, so the bytes chosen
+/// one stored raw, RLE or zstd, whichever is smallest: zstd wins only when
+/// strictly smaller. Compression goes through `scratch`, so the bytes chosen
 /// never depend on `out`'s capacity. An empty payload writes nothing (a
 /// packet always has section metas).
 pub(crate) fn encode_blocks<B: Backend>(
@@ -194,13 +190,8 @@ pub(crate) fn encode_blocks<B: Backend>(
             out.push(chunk[0]);
             continue;
         }
-        let huff = coders
-            .huffman
-            .map(|t| (t, t.encoded_len(chunk)))
-            .filter(|&(_, n)| n < chunk.len());
         // zstd gets the whole scratch (it refuses tight buffers even when its
-        // output would fit); only a result smaller than the rest counts.
-        let best = huff.map_or(chunk.len(), |h| h.1);
+        // output would fit); only a result smaller than the raw block counts.
         let dict = match coders.small_dict {
             Some(small) if chunk.len() <= SMALL_BLOCK => Some(small),
             _ => coders.dict,
@@ -208,20 +199,16 @@ pub(crate) fn encode_blocks<B: Backend>(
         let zstd = if coders.zstd {
             backend
                 .compress(chunk, &mut scratch[..chunk.len() - 1], dict)
-                .filter(|&n| n < best)
+                .filter(|&n| n < chunk.len())
         } else {
             None
         };
-        match (zstd, huff) {
-            (Some(n), _) => {
+        match zstd {
+            Some(n) => {
                 header(BlockType::Zstd, n).write(out);
                 out.extend_from_slice(&scratch[..n]);
             }
-            (None, Some((t, n))) => {
-                header(BlockType::Huffman, n).write(out);
-                t.encode(chunk, out);
-            }
-            (None, None) => {
+            None => {
                 header(BlockType::Raw, chunk.len()).write(out);
                 out.extend_from_slice(chunk);
             }
@@ -234,7 +221,6 @@ pub(crate) fn encode_blocks<B: Backend>(
 pub(crate) fn decode_blocks<B: Backend>(
     backend: &mut B,
     dict: Option<&DDict>,
-    huffman: Option<&HuffmanTable>,
     r: &mut Reader<'_>,
     max_decoded: usize,
     out: &mut Vec<u8>,
@@ -287,22 +273,6 @@ pub(crate) fn decode_blocks<B: Backend>(
                 }
             }
             BlockType::Model => return Err(DecodeError::ModelBlockNotAlone { offset: at }),
-            BlockType::Huffman => {
-                let body = r.bytes(h.size)?;
-                let table = huffman.ok_or(DecodeError::MissingHuffmanTable { offset: at })?;
-                let bad = |error| DecodeError::Huffman { offset: at, error };
-                let mut b = Reader::new(body);
-                let n = b.varint().map_err(|_| bad(HuffmanError::Truncated))? as usize;
-                let stream = &body[b.pos()..];
-                // Every code is at least one bit.
-                if n == 0 || n > MAX_BLOCK_CONTENT || n > stream.len() * 8 {
-                    return Err(bad(HuffmanError::BadCount { count: n }));
-                }
-                if n > room {
-                    return Err(DecodeError::DecodedTooLarge { limit: max_decoded });
-                }
-                table.decode(stream, n, out).map_err(bad)?;
-            }
         }
         if h.last {
             if r.remaining() != 0 {
@@ -339,7 +309,7 @@ mod tests {
             &mut out,
         );
         let mut back = Vec::new();
-        decode_blocks(z, None, None, &mut Reader::new(&out), 1 << 20, &mut back).unwrap();
+        decode_blocks(z, None, &mut Reader::new(&out), 1 << 20, &mut back).unwrap();
         assert_eq!(back, payload);
         out
     }
@@ -379,8 +349,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn header_roundtrip(last: bool, ty in 0u8..4, size in 1usize..=MAX_BLOCK_CONTENT) {
-            let block_type = [BlockType::Raw, BlockType::Rle, BlockType::Zstd, BlockType::Huffman][usize::from(ty)];
+        fn header_roundtrip(last: bool, ty in 0u8..3, size in 1usize..=MAX_BLOCK_CONTENT) {
+            let block_type = [BlockType::Raw, BlockType::Rle, BlockType::Zstd][usize::from(ty)];
             let h = BlockHeader { last, block_type, size };
             let mut out = Vec::new();
             h.write(&mut out);
@@ -476,18 +446,18 @@ mod tests {
     fn rejects_bad_blocks() {
         let mut z = ZstdBlocks::new(3);
         let mut out = Vec::new();
-        let mut dec = |b: &[u8], limit| {
-            decode_blocks(&mut z, None, None, &mut Reader::new(b), limit, &mut out)
-        };
+        let mut dec =
+            |b: &[u8], limit| decode_blocks(&mut z, None, &mut Reader::new(b), limit, &mut out);
         assert_eq!(dec(&[], 100), Err(DecodeError::MissingLastBlock));
         // not-last raw block of 1 byte, then nothing
         assert_eq!(
             dec(&[0x00, 0x00, 0x00, 0xaa], 100),
             Err(DecodeError::MissingLastBlock)
         );
+        // Type 3 was the Huffman block, retired in format 3: reserved.
         assert_eq!(
             dec(&[0x07, 0x01], 100),
-            Err(DecodeError::MissingHuffmanTable { offset: 0 })
+            Err(DecodeError::ReservedBits { flags: 0x07 })
         );
         assert_eq!(
             dec(&[0x03, 0x02, 0xaa, 0xbb], 100),
@@ -511,7 +481,7 @@ mod tests {
             Err(DecodeError::BadBlockSize { offset: 1 })
         );
         // Type 4 is the model block, which the decoder reads before the
-        // blocks; types 5-7 and bits 4-7 are reserved.
+        // blocks; types 3 and 5-7 and bits 4-7 are reserved.
         assert_eq!(
             dec(&[0x09, 0xaa], 100),
             Err(DecodeError::ModelBlockNotAlone { offset: 0 })
@@ -541,95 +511,6 @@ mod tests {
                 offset: 3,
                 needed: 1
             })
-        );
-    }
-
-    #[test]
-    fn huffman_blocks() {
-        let mut counts = [0u64; 256];
-        counts[0] = 1000;
-        counts[1] = 300;
-        counts[2] = 100;
-        let t = HuffmanTable::from_counts(&counts);
-        // Low-entropy data over three byte values.
-        let payload: Vec<u8> = (0..3000u32)
-            .map(|i| [0, 0, 1, 0, 2, 0, 1, 0][(i.wrapping_mul(2654435761) >> 29) as usize])
-            .collect();
-        let mut z = ZstdBlocks::new(3);
-        let mut encode = |zstd, huffman| {
-            let mut o = Vec::new();
-            let c = Coders {
-                zstd,
-                dict: None,
-                small_dict: None,
-                huffman,
-            };
-            encode_blocks(&mut z, c, &payload, &mut Vec::new(), &mut o);
-            o
-        };
-        let zstd_only = encode(true, None).len();
-        let huff = encode(false, Some(&t));
-        let best = encode(true, Some(&t)).len();
-        assert!(
-            best <= zstd_only.min(huff.len()),
-            "{best} vs {zstd_only} / {}",
-            huff.len()
-        );
-        assert!(huff.len() < payload.len() / 3, "{}", huff.len());
-        assert_eq!(header_at(&huff, 0).block_type, BlockType::Huffman);
-        let mut back = Vec::new();
-        decode_blocks(
-            &mut z,
-            None,
-            Some(&t),
-            &mut Reader::new(&huff),
-            1 << 20,
-            &mut back,
-        )
-        .unwrap();
-        assert_eq!(back, payload);
-        // Without the table: a typed error.
-        assert_eq!(
-            decode_blocks(
-                &mut z,
-                None,
-                None,
-                &mut Reader::new(&huff),
-                1 << 20,
-                &mut back
-            ),
-            Err(DecodeError::MissingHuffmanTable { offset: 0 })
-        );
-        // A block claiming more symbols than its bits allow, or none.
-        let bad = |body: &[u8]| {
-            let h = BlockHeader {
-                last: true,
-                block_type: BlockType::Huffman,
-                size: body.len(),
-            };
-            let mut b = Vec::new();
-            h.write(&mut b);
-            b.extend_from_slice(body);
-            let mut o = Vec::new();
-            decode_blocks(
-                &mut ZstdBlocks::new(3),
-                None,
-                Some(&t),
-                &mut Reader::new(&b),
-                1 << 20,
-                &mut o,
-            )
-        };
-        let err = |error| Err(DecodeError::Huffman { offset: 0, error });
-        assert_eq!(
-            bad(&[17, 0xff, 0xff]),
-            err(HuffmanError::BadCount { count: 17 })
-        );
-        assert_eq!(bad(&[0, 0xff]), err(HuffmanError::BadCount { count: 0 }));
-        assert_eq!(bad(&[0x80]), err(HuffmanError::Truncated));
-        assert_eq!(
-            bad(&[0x80, 0x80, 0x01, 0]),
-            err(HuffmanError::BadCount { count: 16384 })
         );
     }
 }

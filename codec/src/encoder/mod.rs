@@ -9,14 +9,14 @@ mod rows;
 
 use std::sync::Arc;
 
-use crate::block::{self, CDict, HuffmanTable, ZstdBlocks};
+use crate::block::{self, CDict, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::history::History;
 use crate::limits::Limits;
-use crate::model::{ContextMaps, ModelTable};
 #[cfg(feature = "training")]
 use crate::model::{self, ModelShape, ModelStats};
+use crate::model::{ContextMaps, ModelTable};
 use crate::packet::MAX_HEADER_LEN;
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
@@ -30,8 +30,8 @@ use crate::verdict::Verdict;
 /// blocks are always available.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Entropy {
-    /// The smallest of zstd and the dictionary's Huffman table, per block,
-    /// or the dictionary's context model for the whole payload when that
+    /// zstd blocks (raw or RLE where smaller), or the dictionary's context
+    /// model for the whole payload when that
     /// is smaller. With a model, the blocks are only tried when they may
     /// win: when a section spawns an entity that is not recalled (whole
     /// records, where the dictionary's long matches pay) and the model
@@ -40,13 +40,14 @@ pub enum Entropy {
     /// are only chosen for the blocks); otherwise the model stream is sent.
     #[default]
     Best,
-    /// zstd only.
+    /// zstd blocks only, no context model.
     Zstd,
-    /// The Huffman table only (zstd if the dictionary has none).
-    Huffman,
     /// The dictionary's context model for every non-empty payload, without
-    /// trying the blocks (faster to encode); as `Best` when the dictionary
-    /// has no model table or the stream would not fit one block.
+    /// trying the blocks (faster to encode); blocks as `Best` sends them
+    /// when the dictionary has no model table or the stream would not fit
+    /// one block, except that a row mode the estimate left undecided is
+    /// not settled by compressing both forms (a packet may be a few bytes
+    /// larger).
     Model,
 }
 
@@ -70,7 +71,6 @@ struct Prepared {
     /// The dictionary digested for blocks up to [`block::SMALL_BLOCK`]
     /// bytes, at [`block::small_block_level`].
     small_cdict: CDict,
-    huffman: Option<Arc<HuffmanTable>>,
     /// The dictionary's model table, when it fits the schema's context map.
     model: Option<Arc<ModelTable>>,
 }
@@ -334,7 +334,6 @@ impl Encoder {
                     block::SMALL_BLOCK,
                 )
                 .ok_or(DictionaryError::Rejected { id: d.id() })?,
-                huffman: d.huffman_arc(),
                 model: d
                     .model_arc()
                     .filter(|t| self.context_maps.for_table(t).is_some()),

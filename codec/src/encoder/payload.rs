@@ -1,5 +1,5 @@
-//! Writing the payload and finishing the packet: blocks (zstd, Huffman,
-//! raw, RLE) or the dictionary's context-model stream, whichever the
+//! Writing the payload and finishing the packet: blocks (zstd, raw,
+//! RLE) or the dictionary's context-model stream, whichever the
 //! entropy setting allows and is smaller.
 
 use super::{active, Encoder, Entropy, ModelStream};
@@ -10,16 +10,13 @@ use crate::pipeline::layout::LenSink;
 use crate::pipeline::tokens;
 
 impl Encoder {
-    /// Appends the payload's blocks (zstd, Huffman, raw or RLE per block,
-    /// as the entropy setting allows) to `out`.
+    /// Appends the payload's blocks (zstd, raw or RLE per block) to `out`.
     pub(super) fn append_blocks(&mut self, out: &mut Vec<u8>) {
         let prepared = active(&self.dict, &self.keyframe_dict, self.keyframe);
-        let huffman = prepared.and_then(|p| p.huffman.as_deref());
         let coders = Coders {
-            zstd: self.entropy != Entropy::Huffman || huffman.is_none(),
+            zstd: true,
             dict: prepared.map(|p| &p.cdict),
             small_dict: prepared.map(|p| &p.small_cdict),
-            huffman: huffman.filter(|_| self.entropy != Entropy::Zstd),
         };
         block::encode_blocks(
             &mut self.blocks,

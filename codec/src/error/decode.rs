@@ -106,20 +106,6 @@ pub enum DecodeError {
         /// What the model decoder found.
         error: crate::model::ModelError,
     },
-    /// A Huffman block, but the packet's dictionary has no Huffman table
-    /// (or the packet names no dictionary).
-    MissingHuffmanTable {
-        /// Byte offset of the block header.
-        offset: usize,
-    },
-    /// A Huffman block is malformed: its length is 0 or above 32768, its
-    /// stream ends early, or bytes follow the last code.
-    Huffman {
-        /// Byte offset of the block header.
-        offset: usize,
-        /// What is wrong.
-        error: crate::HuffmanError,
-    },
     /// A block size is 0 or above 32768 (or a last block's body is).
     BadBlockSize {
         /// Byte offset of the size field.
@@ -304,15 +290,6 @@ impl fmt::Display for DecodeError {
             }
             Self::Model { offset, error } => {
                 write!(f, "model block at offset {offset}: {error}")
-            }
-            Self::MissingHuffmanTable { offset } => {
-                write!(
-                    f,
-                    "Huffman block at offset {offset} without a Huffman table"
-                )
-            }
-            Self::Huffman { offset, error } => {
-                write!(f, "Huffman block at offset {offset}: {error}")
             }
             Self::BadBlockSize { offset } => write!(f, "bad block size at offset {offset}"),
             Self::MissingLastBlock => write!(f, "no block is marked last"),

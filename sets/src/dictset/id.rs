@@ -4,7 +4,6 @@
 use sha2::{Digest, Sha256};
 
 use super::{DictKind, DictSetError};
-use tickpack::HuffmanTable;
 
 /// SHA-256 of `bytes`, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -57,38 +56,22 @@ pub fn dictionary_id(
     ])
 }
 
-/// [`dictionary_id`] over the dictionary bytes followed by the Huffman
-/// table's 128 bytes when there is one, then the model table file's bytes
-/// when there is one.
+/// [`dictionary_id`] over the dictionary bytes followed by the model table
+/// file's bytes when there is one.
 pub(super) fn dictionary_id_with(
     game: &str,
     version: &str,
     schema_id: u32,
     kind: DictKind,
     bytes: &[u8],
-    table: Option<&HuffmanTable>,
     model: Option<&[u8]>,
 ) -> u32 {
-    if table.is_none() && model.is_none() {
+    let Some(m) = model else {
         return dictionary_id(game, version, schema_id, kind, bytes);
-    }
+    };
     let mut all = bytes.to_vec();
-    if let Some(t) = table {
-        all.extend_from_slice(&t.to_bytes());
-    }
-    if let Some(m) = model {
-        all.extend_from_slice(m);
-    }
+    all.extend_from_slice(m);
     dictionary_id(game, version, schema_id, kind, &all)
-}
-
-pub(super) fn parse_huffman(h: &str) -> Result<HuffmanTable, DictSetError> {
-    let bytes = unhex(h).ok_or_else(|| DictSetError::Manifest {
-        message: "huffman table is not hex".into(),
-    })?;
-    HuffmanTable::from_bytes(&bytes).map_err(|e| DictSetError::Manifest {
-        message: format!("huffman table: {e}"),
-    })
 }
 
 /// The id of a set: a SHA-256 (first 4 bytes) over the game, the version,

@@ -53,9 +53,12 @@ impl DictionarySet {
         manifest: &[u8],
         mut files: impl FnMut(&str) -> Result<Vec<u8>, DictSetError>,
     ) -> Result<Self, DictSetError> {
-        let m: Manifest = serde_json::from_slice(manifest).map_err(|e| DictSetError::Manifest {
+        let bad = |e: serde_json::Error| DictSetError::Manifest {
             message: e.to_string(),
-        })?;
+        };
+        let v: serde_json::Value = serde_json::from_slice(manifest).map_err(bad)?;
+        refuse_huffman_tables(&v)?;
+        let m: Manifest = serde_json::from_value(v).map_err(bad)?;
         if m.format != MANIFEST_FORMAT {
             return Err(DictSetError::UnsupportedFormat { format: m.format });
         }
@@ -135,10 +138,6 @@ impl DictionarySet {
                     actual: sha,
                 });
             }
-            let table = match &e.huffman {
-                None => None,
-                Some(h) => Some(parse_huffman(h)?),
-            };
             let model = match &e.model {
                 None => None,
                 Some(f) => Some(load_model(f, &mut files)?),
@@ -149,7 +148,6 @@ impl DictionarySet {
                 m.schema_id,
                 e.kind,
                 &bytes,
-                table.as_ref(),
                 model.as_ref().map(|(b, _)| b.as_slice()),
             );
             if id != e.id {
@@ -160,9 +158,6 @@ impl DictionarySet {
                 });
             }
             let mut dict = Dictionary::new(id, bytes);
-            if let Some(t) = table {
-                dict = dict.with_huffman(t);
-            }
             if let Some((_, t)) = model {
                 dict = dict.with_model(t);
             }
@@ -200,6 +195,27 @@ impl DictionarySet {
         let p = dir.join(MANIFEST_FILE);
         std::fs::write(&p, text).map_err(|e| DictSetError::io(&p, &e))
     }
+}
+
+/// Refuses a manifest whose dictionary entries carry a `huffman` table:
+/// block type 3 was retired in format 3 (FORMAT.md 3.2), and the table's
+/// bytes are part of the entry's dictionary id, so dropping it silently
+/// would only fail later as an id mismatch.
+fn refuse_huffman_tables(v: &serde_json::Value) -> Result<(), DictSetError> {
+    let entries = v.get("dictionaries").and_then(serde_json::Value::as_array);
+    for e in entries.into_iter().flatten() {
+        if e.get("huffman").is_some() {
+            let file = e.get("file").and_then(serde_json::Value::as_str);
+            return Err(DictSetError::Manifest {
+                message: format!(
+                    "dictionary {} carries a Huffman table (block type 3, retired in \
+                     format 3): retrain the set",
+                    file.unwrap_or("?")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Reads a model table file, checking its size and hash before parsing it

@@ -144,11 +144,6 @@ pub struct DictionaryEntry {
     /// The size the trainer was asked for (the file may be smaller).
     #[serde(default)]
     pub max_size: u64,
-    /// A trained static Huffman table for the same packets (block type 3):
-    /// 256 four-bit code lengths as 128 bytes of lowercase hex. Part of
-    /// the dictionary id when present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub huffman: Option<String>,
     /// A trained context-model table for the same packets (block type 4),
     /// in its own file. Its bytes are part of the dictionary id.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -9,7 +9,6 @@ use tickpack::model::ModelTable;
 use tickpack::Decoder;
 use tickpack::Dictionary;
 use tickpack::Encoder;
-use tickpack::HuffmanTable;
 use tickpack::KeyframeDictionary;
 use tickpack::Schema;
 
@@ -172,7 +171,6 @@ impl DictionarySet {
                 size: bytes.len() as u64,
                 sha256: sha256_hex(&bytes),
                 max_size,
-                huffman: None,
                 model: None,
             });
             dicts.push((kind, Dictionary::new(id, bytes)));
@@ -190,31 +188,9 @@ impl DictionarySet {
     /// its packets may then be one model block where that beats the blocks.
     /// The table is saved as `<kind>.model`, listed with its size and hash
     /// in the manifest, and goes into the dictionary and set ids.
-    pub fn with_model(self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
-        self.attach(kind, "model", |huffman, _| (huffman, Some(table.clone())))
-    }
-
-    /// Attaches a trained Huffman table to the dictionary of `kind`: its
-    /// packets may then use Huffman blocks where they beat zstd. The
-    /// table goes into the manifest and into the dictionary and set ids.
-    pub fn with_huffman(self, kind: DictKind, table: &HuffmanTable) -> Result<Self, DictSetError> {
-        self.attach(kind, "Huffman", |_, model| (Some(table.clone()), model))
-    }
-
-    /// Rebuilds the dictionary of `kind` with the tables `tables` makes of
-    /// its current (Huffman, model) pair, and its manifest entry, its id
-    /// and the set id to match.
-    fn attach(
-        mut self,
-        kind: DictKind,
-        what: &str,
-        tables: impl FnOnce(
-            Option<HuffmanTable>,
-            Option<ModelTable>,
-        ) -> (Option<HuffmanTable>, Option<ModelTable>),
-    ) -> Result<Self, DictSetError> {
+    pub fn with_model(mut self, kind: DictKind, table: &ModelTable) -> Result<Self, DictSetError> {
         let missing = || DictSetError::Manifest {
-            message: format!("no {} dictionary to attach a {what} table to", kind.name()),
+            message: format!("no {} dictionary to attach a model table to", kind.name()),
         };
         let (game, version, schema_id) = (
             self.manifest.game.clone(),
@@ -227,36 +203,19 @@ impl DictionarySet {
             .find(|(k, _)| *k == kind)
             .ok_or_else(missing)?;
         let bytes = slot.1.bytes().to_vec();
-        let (huffman, model) = tables(slot.1.huffman().cloned(), slot.1.model().cloned());
-        let model_bytes = model.as_ref().map(ModelTable::to_bytes);
-        let id = dictionary_id_with(
-            &game,
-            &version,
-            schema_id,
-            kind,
-            &bytes,
-            huffman.as_ref(),
-            model_bytes.as_deref(),
-        );
-        let mut dict = Dictionary::new(id, bytes);
-        if let Some(h) = &huffman {
-            dict = dict.with_huffman(h.clone());
-        }
-        if let Some(t) = model {
-            dict = dict.with_model(t);
-        }
-        slot.1 = dict;
+        let model_bytes = table.to_bytes();
+        let id = dictionary_id_with(&game, &version, schema_id, kind, &bytes, Some(&model_bytes));
+        slot.1 = Dictionary::new(id, bytes).with_model(table.clone());
         let entry = self
             .manifest
             .dictionaries
             .iter_mut()
             .find(|e| e.kind == kind)
             .ok_or_else(missing)?;
-        entry.huffman = huffman.map(|h| hex(&h.to_bytes()));
-        entry.model = model_bytes.map(|m| ModelFile {
+        entry.model = Some(ModelFile {
             file: format!("{}.model", kind.name()),
-            size: m.len() as u64,
-            sha256: sha256_hex(&m),
+            size: model_bytes.len() as u64,
+            sha256: sha256_hex(&model_bytes),
         });
         entry.id = id;
         let ids: Vec<(DictKind, u32)> = self
@@ -324,7 +283,7 @@ impl DictionarySet {
 
     /// An encoder with the set's schema, its delta dictionary for deltas
     /// and its keyframe dictionary for keyframes (none if the set has no
-    /// keyframe dictionary), with their Huffman and model tables.
+    /// keyframe dictionary), with their model tables.
     pub fn encoder(&self, level: i32) -> Result<Encoder, DictSetError> {
         let mut e = Encoder::with_level(self.schema.clone(), level);
         e.set_dictionary(self.dictionary(DictKind::Delta))

@@ -51,11 +51,7 @@ pub(super) fn refresh_hashes(manifest: &mut Vec<u8>, files: &BTreeMap<String, Ve
                 all.extend_from_slice(mb);
             }
         }
-        // Sets with a Huffman table hash its bytes too; the shipped one has
-        // none, and a damaged one is left to fail on its id.
-        if e.huffman.is_none() {
-            e.id = dictionary_id(&m.game, &m.version, m.schema_id, e.kind, &all);
-        }
+        e.id = dictionary_id(&m.game, &m.version, m.schema_id, e.kind, &all);
     }
     let ids: Vec<(DictKind, u32)> = m.dictionaries.iter().map(|e| (e.kind, e.id)).collect();
     m.set_id = set_id(&m.game, &m.version, m.schema_id, &ids);

@@ -37,7 +37,6 @@ pub const PROPERTIES: &[(&str, Property)] = &[
     ("dictset_load", dictset_load),
     ("fragment_reassembly", fragment_reassembly),
     ("chunk_receiver", chunk_receiver),
-    ("huffman_decode", huffman_decode),
     ("model_decode", model_decode),
     ("model_table_load", model_table_load),
     ("model_block_decode", model_block_decode),
@@ -55,7 +54,6 @@ use crate::rng::SplitMix64;
 mod conn;
 mod decode;
 mod dictset;
-mod huffman;
 mod model;
 mod net;
 mod packets;
@@ -67,7 +65,6 @@ mod transport;
 use conn::*;
 use decode::*;
 use dictset::*;
-use huffman::*;
 use model::*;
 use net::*;
 use packets::*;
@@ -213,14 +210,6 @@ pub fn fragment_reassembly(data: &[u8]) {
 /// read equals the chunk sent.
 pub fn chunk_receiver(data: &[u8]) {
     let _ = chunk_receiver_inner(&mut Unstructured::new(data));
-}
-
-/// Arbitrary bytes as a Huffman block body under a trained or arbitrary
-/// table: decodes or gives a typed error, never panics, never regenerates
-/// more than 32768 bytes or more symbols than the stream has bits; and
-/// encode then decode of arbitrary data under the table is the identity.
-pub fn huffman_decode(data: &[u8]) {
-    let _ = huffman_decode_inner(&mut Unstructured::new(data));
 }
 
 /// Arbitrary tokens under a trained, unrelated, arbitrary or uniform model

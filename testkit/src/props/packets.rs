@@ -210,12 +210,7 @@ pub(super) fn header_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     // than RLE takes the rest of the packet as its body).
     let b = BlockHeader {
         last: u.arbitrary()?,
-        block_type: *u.choose(&[
-            BlockType::Raw,
-            BlockType::Rle,
-            BlockType::Zstd,
-            BlockType::Huffman,
-        ])?,
+        block_type: *u.choose(&[BlockType::Raw, BlockType::Rle, BlockType::Zstd])?,
         size: u.int_in_range(1..=MAX_BLOCK_CONTENT)?,
     };
     let mut out = Vec::new();

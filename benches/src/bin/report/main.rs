@@ -85,7 +85,6 @@ pub(crate) struct ScenarioResult {
 
 const TP_PLAIN: &str = "tickpack, no dictionary";
 const TP_TRAINED: &str = "tickpack, trained";
-const TP_BEST_OF: &str = "tickpack, trained, best-of zstd/Huffman";
 const ZSTD3_DICT: &str = "zstd -3 frame + dictionary";
 const ZSTD3: &str = "zstd -3 frame";
 
@@ -226,27 +225,14 @@ fn measure(sc: &Scenario, set: Option<&Path>) -> Res<ScenarioResult> {
                 format!("{TP_TRAINED} (shipped set `{name}`)"),
                 Box::new(TickpackSet::load(dir, &sc.schema)?),
             ));
-            methods.push((
-                format!("{TP_BEST_OF} (the set + a Huffman table from the training ticks)"),
-                Box::new(TickpackSet::load_best_of(dir, &sc.schema, &d)?),
-            ));
         }
-        None => {
-            match Tickpack::trained_now(&d, false) {
-                Ok(t) => methods.push((
-                    format!("{TP_TRAINED} (delta dictionary, zstd trainer on the training ticks)"),
-                    Box::new(t),
-                )),
-                Err(e) => notes.push(format!("tickpack dictionary training failed: {e}")),
-            }
-            match Tickpack::trained_now(&d, true) {
-                Ok(t) => methods.push((
-                    format!("{TP_BEST_OF} (that dictionary + a Huffman table)"),
-                    Box::new(t),
-                )),
-                Err(e) => notes.push(format!("tickpack best-of training failed: {e}")),
-            }
-        }
+        None => match Tickpack::trained_now(&d) {
+            Ok(t) => methods.push((
+                format!("{TP_TRAINED} (delta dictionary, zstd trainer on the training ticks)"),
+                Box::new(t),
+            )),
+            Err(e) => notes.push(format!("tickpack dictionary training failed: {e}")),
+        },
     }
     for level in [1, 3, 19] {
         methods.push((

@@ -5,10 +5,8 @@
 use std::error::Error;
 use std::path::Path;
 
-use tickpack::{
-    Baseline, Decoder, Dictionary, Encoder, HuffmanTable, Primitive, Schema, Section, Snapshot,
-};
-use tickpack_sets::dictset::{DictKind, DictionarySet};
+use tickpack::{Baseline, Decoder, Dictionary, Encoder, Primitive, Schema, Section, Snapshot};
+use tickpack_sets::dictset::DictionarySet;
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
 use tickpack_scenarios::raw;
@@ -102,8 +100,8 @@ impl Tickpack {
     }
 
     /// With a delta dictionary trained now on the training packets'
-    /// payloads, and with `best_of` a Huffman table from the same bytes.
-    pub(crate) fn trained_now(d: &Data<'_>, best_of: bool) -> Res<Self> {
+    /// payloads.
+    pub(crate) fn trained_now(d: &Data<'_>) -> Res<Self> {
         let mut enc = Encoder::new(d.schema.clone());
         let mut samples = Vec::new();
         for i in d.training() {
@@ -113,10 +111,7 @@ impl Tickpack {
             samples.push(p);
         }
         let bytes = zstd::dict::from_samples(&samples, BLOCK_DICT_SIZE)?;
-        let mut dict = Dictionary::new(0x7e57_d1c7, bytes);
-        if best_of {
-            dict = dict.with_huffman(huffman_from(samples.iter().flatten()));
-        }
+        let dict = Dictionary::new(0x7e57_d1c7, bytes);
         enc.set_dictionary(Some(&dict))?;
         let mut dec = Decoder::new(d.schema.clone());
         dec.add_dictionary(&dict)?;
@@ -158,50 +153,6 @@ impl TickpackSet {
             predicts: set.schema().predicts(),
         })
     }
-}
-
-impl TickpackSet {
-    /// The set plus a static Huffman table for its delta dictionary, built
-    /// now from the training packets' payloads: every block keeps the
-    /// smaller of zstd and Huffman (the codec's best-of entropy).
-    pub(crate) fn load_best_of(dir: &Path, schema: &Schema, d: &Data<'_>) -> Res<Self> {
-        let set = DictionarySet::load(dir)?;
-        set.fits(schema)?;
-        let predicts = set.schema().predicts();
-        let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
-        let mut payloads = Vec::new();
-        for i in d.training() {
-            let seq = (i & 0xffff) as u16;
-            let e = &mut enc;
-            let mut p = Vec::new();
-            match prior(d, i).filter(|_| predicts) {
-                Some(pr) => e.payload(
-                    &d.ticks[i],
-                    seq,
-                    tickpack::Reference::predicted(base(d, i), pr),
-                    &mut p,
-                )?,
-                None => e.payload(&d.ticks[i], seq, Some(base(d, i)), &mut p)?,
-            }
-            payloads.push(p);
-        }
-        let table = huffman_from(payloads.iter().flatten());
-        let set = set.with_huffman(DictKind::Delta, &table)?;
-        Ok(Self {
-            enc: set.encoder(tickpack::DEFAULT_LEVEL)?,
-            dec: set.decoder()?,
-            predicts,
-        })
-    }
-}
-
-/// A Huffman table from byte counts.
-fn huffman_from<'a>(bytes: impl Iterator<Item = &'a u8>) -> HuffmanTable {
-    let mut counts = [0u64; 256];
-    for &b in bytes {
-        counts[usize::from(b)] += 1;
-    }
-    HuffmanTable::from_counts(&counts)
 }
 
 impl Method for TickpackSet {

@@ -1,17 +1,16 @@
 //! The "Quake 3, real traffic" section of the report: per demo of
 //! `../shared/data/q3/` ([`tickpack_benches::q3`]), tickpack without a
-//! dictionary, and with a delta dictionary and a static Huffman table
-//! trained (zstd's trainer and byte counts, on the payloads the encoder
-//! compresses) on the four *other* files, so no file is measured with a
-//! dictionary that saw it, also with zstd blocks alone; then with that
-//! dictionary carrying a context-model table trained on the same four
+//! dictionary, and with a delta dictionary trained (zstd's trainer, on the
+//! payloads the encoder compresses) on the four *other* files, so no file
+//! is measured with a dictionary that saw it; then with that dictionary
+//! carrying a context-model table trained on the same four
 //! files (the encoder keeps the model block when it is smaller).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use tickpack_benches::q3::{
-    data_dir, others, read_demo, replay, time_replay, train, train_model, zstd_only, DICT_SIZE,
+    data_dir, others, read_demo, replay, time_replay, train, train_model, DICT_SIZE,
     FULL_SNAPSHOTS, QUICK_SNAPSHOTS,
 };
 
@@ -26,7 +25,6 @@ struct FileRow {
     plain: f64,
     trained: f64,
     us: f64,
-    zstd: f64,
     model: f64,
     model_us: f64,
 }
@@ -67,7 +65,6 @@ pub(crate) fn section(quick: bool) -> Res<String> {
         let (plain, _) = replay(d, None)?;
         let (trained, _) = replay(d, Some(&dict))?;
         let us = time_replay(d, Some(&dict), passes)?;
-        let (zstd, _) = replay(d, Some(&zstd_only(&dict)))?;
         let with_model = dict.clone().with_model(train_model(&d.schema, &others)?);
         let (model, _) = replay(d, Some(&with_model))?;
         let model_us = time_replay(d, Some(&with_model), passes)?;
@@ -79,7 +76,6 @@ pub(crate) fn section(quick: bool) -> Res<String> {
             plain,
             trained,
             us,
-            zstd,
             model,
             model_us,
         });
@@ -94,11 +90,8 @@ pub(crate) fn section(quick: bool) -> Res<String> {
          the player origin integrated from its velocity over the command time; every packet \
          carries its baseline's recall. tickpack bytes are whole packets, header included. \
          \"trained\": a \
-         {} KiB delta dictionary trained on the other four demos' payloads, with a static \
-         Huffman table from their byte counts (block type 3, kept per block when smaller than \
-         the zstd block; the table is kept when it makes the other four demos' packets \
-         smaller, as `tickpack-trainer train` keeps it when it shrinks held-out packets). \
-         \"zstd only\": the same dictionary without the table. \"model\": that \
+         {} KiB delta dictionary trained on the other four demos' payloads (zstd blocks). \
+         \"model\": that \
          dictionary with a context-model table trained on the other four demos' packets \
          (block type 4, kept per packet when smaller). µs: encode + decode per snapshot, one \
          thread, each chunk of 250 snapshots at its fastest of {PASSES} passes.\n",
@@ -106,13 +99,13 @@ pub(crate) fn section(quick: bool) -> Res<String> {
     );
     let _ = writeln!(
         s,
-        "| demo | snapshots | Quake 3 B | tickpack B | × Quake 3 | tickpack trained B | × Quake 3 | µs | zstd only B | × Quake 3 | tickpack model B | × Quake 3 | µs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| demo | snapshots | Quake 3 B | tickpack B | × Quake 3 | tickpack trained B | × Quake 3 | µs | tickpack model B | × Quake 3 | µs |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
-    let (mut q, mut p, mut t, mut z, mut m) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut q, mut p, mut t, mut m) = (0.0, 0.0, 0.0, 0.0);
     for r in &rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.1} |",
+            "| {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.1} | {:.1} | {:.2} | {:.1} |",
             r.name,
             r.snapshots,
             r.q3,
@@ -121,8 +114,6 @@ pub(crate) fn section(quick: bool) -> Res<String> {
             r.trained,
             r.trained / r.q3,
             r.us,
-            r.zstd,
-            r.zstd / r.q3,
             r.model,
             r.model / r.q3,
             r.model_us
@@ -130,19 +121,16 @@ pub(crate) fn section(quick: bool) -> Res<String> {
         q += r.q3;
         p += r.plain;
         t += r.trained;
-        z += r.zstd;
         m += r.model;
     }
     let _ = writeln!(
         s,
-        "| **all** | | {:.1} | {:.1} | **{:.2}** | {:.1} | **{:.2}** | | {:.1} | **{:.2}** | {:.1} | **{:.2}** | |\n",
+        "| **all** | | {:.1} | {:.1} | **{:.2}** | {:.1} | **{:.2}** | | {:.1} | **{:.2}** | |\n",
         q / rows.len().max(1) as f64,
         p / rows.len().max(1) as f64,
         p / q.max(1e-9),
         t / rows.len().max(1) as f64,
         t / q.max(1e-9),
-        z / rows.len().max(1) as f64,
-        z / q.max(1e-9),
         m / rows.len().max(1) as f64,
         m / q.max(1e-9),
     );
