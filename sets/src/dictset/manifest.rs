@@ -128,7 +128,8 @@ impl TransformChoice {
     }
 }
 
-/// One dictionary file.
+/// One dictionary file. A `huffman` key (the static Huffman table of block
+/// type 3, retired in format 3) makes the manifest refused on load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DictionaryEntry {
     /// Which packets it compresses.
