@@ -54,7 +54,9 @@ impl Dictionary {
     /// baseline's [`History`](crate::History) (a table trained with
     /// history contexts): only then need both ends keep histories.
     pub fn uses_history(&self) -> bool {
-        self.model.as_ref().is_some_and(|t| t.flags() != 0)
+        self.model
+            .as_ref()
+            .is_some_and(|t| t.flags() & crate::model::ContextConfig::HISTORY_FLAGS != 0)
     }
 
     pub(crate) fn model_arc(&self) -> Option<Arc<ModelTable>> {

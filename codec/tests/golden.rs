@@ -301,6 +301,43 @@ fn vectors() -> Vec<Vector> {
             }),
         )
         .unwrap();
+    // The same body declared position first, then hit points, velocity and
+    // clock: the changed row's values go hit points, clock, then the
+    // integrated `pos.y` last (FORMAT.md 4.9).
+    let sl = Schema::builder()
+        .entity("body")
+        .field("pos", Primitive::F32, 2)
+        .integrate(tickpack::Integrate::new("vel", "t", 0.001))
+        .field("hp", Primitive::U16, 1)
+        .field("vel", Primitive::F32, 2)
+        .field("t", Primitive::I32, 1)
+        .build()
+        .unwrap();
+    let late = |t: i32, hp: u16, pos: [f32; 2]| {
+        let mut rec = Vec::new();
+        for v in pos {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        rec.extend_from_slice(&hp.to_le_bytes());
+        for v in [10.0f32, -4.0] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        rec.extend_from_slice(&t.to_le_bytes());
+        let mut snap = Snapshot::new(&sl);
+        snap.section_mut(0).unwrap().insert(1, &rec).unwrap();
+        snap
+    };
+    let (l0, l1) = (late(1000, 7, [100.0, 50.0]), late(1050, 9, [100.5, 49.75]));
+    let ld = Encoder::new(sl.clone())
+        .encode(
+            &l1,
+            41,
+            Some(Baseline {
+                sequence: 40,
+                snapshot: &l0,
+            }),
+        )
+        .unwrap();
     let (arena_s, a, b) = arena();
     let mut enc = Encoder::new(arena_s.clone());
     let ak = enc.encode(&a, 100, None).unwrap();
@@ -340,6 +377,7 @@ fn vectors() -> Vec<Vector> {
         ),
         ("ship_grid_delta", sg, gd, vec![(8, g0)], g1),
         ("body_integrated_delta", si, id, vec![(30, i0)], i1),
+        ("body_integrated_late_delta", sl, ld, vec![(40, l0)], l1),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),
         ("crowd_keyframe", crowd_s, ck, vec![], c),

@@ -14,16 +14,35 @@ use tickpack::{
 };
 
 fn schema(integrate: bool) -> Schema {
-    let b = Schema::builder()
-        .entity("body")
-        .field("time", Primitive::I32, 1)
-        .field("vel", Primitive::F32, 3)
-        .field("hp", Primitive::U8, 1)
-        .field("pos", Primitive::F32, 3);
-    let b = if integrate {
-        b.integrate(Integrate::new("vel", "time", 0.001))
+    schema_in(integrate, false)
+}
+
+/// The body declared time, velocity, hp, position; with `late` position,
+/// hp, velocity, time (the velocity and time after the field integrated
+/// from them, as Quake 3's converter declares its player state).
+fn schema_in(integrate: bool, late: bool) -> Schema {
+    let b = Schema::builder().entity("body");
+    let b = if late {
+        let b = b.field("pos", Primitive::F32, 3);
+        let b = if integrate {
+            b.integrate(Integrate::new("vel", "time", 0.001))
+        } else {
+            b
+        };
+        b.field("hp", Primitive::U8, 1)
+            .field("vel", Primitive::F32, 3)
+            .field("time", Primitive::I32, 1)
     } else {
-        b
+        let b = b
+            .field("time", Primitive::I32, 1)
+            .field("vel", Primitive::F32, 3)
+            .field("hp", Primitive::U8, 1)
+            .field("pos", Primitive::F32, 3);
+        if integrate {
+            b.integrate(Integrate::new("vel", "time", 0.001))
+        } else {
+            b
+        }
     };
     b.entity("rock")
         .field("t", Primitive::U64, 1)
@@ -43,16 +62,20 @@ struct Body {
     pos: [u32; 3],
 }
 
-fn body_record(b: &Body) -> Vec<u8> {
-    let mut r = b.time.to_le_bytes().to_vec();
-    for v in b.vel {
-        r.extend_from_slice(&v.to_le_bytes());
+fn body_record(b: &Body, late: bool) -> Vec<u8> {
+    let time = b.time.to_le_bytes();
+    let vel: Vec<u8> = b.vel.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let pos: Vec<u8> = b.pos.iter().flat_map(|p| p.to_le_bytes()).collect();
+    if late {
+        [&pos[..], &[b.hp], &vel, &time].concat()
+    } else {
+        [&time[..], &vel, &[b.hp], &pos].concat()
     }
-    r.push(b.hp);
-    for p in b.pos {
-        r.extend_from_slice(&p.to_le_bytes());
-    }
-    r
+}
+
+/// Whether `s` declares the body's position first ([`schema_in`]).
+fn late(s: &Schema) -> bool {
+    s.sections()[0].fields()[0].name == "pos"
 }
 
 fn snapshot(s: &Schema, bodies: &[(u32, Body)], rocks: &[(u32, u64, u64, u64)]) -> Snapshot {
@@ -60,7 +83,7 @@ fn snapshot(s: &Schema, bodies: &[(u32, Body)], rocks: &[(u32, u64, u64, u64)]) 
     for (id, b) in bodies {
         snap.section_mut(0)
             .unwrap()
-            .insert(*id, &body_record(b))
+            .insert(*id, &body_record(b, late(s)))
             .unwrap();
     }
     for &(id, t, v, x) in rocks {
@@ -167,7 +190,8 @@ proptest! {
         steps in prop::collection::vec((-100i32..200, prop_oneof![Just(0u32), any::<u32>()], any::<u8>()), 1..6),
         rocks in prop::collection::vec((any::<u64>(), f64_bits(), f64_bits()), 0..3),
     ) {
-        let s = schema(true);
+        for late in [false, true] {
+        let s = schema_in(true, late);
         let mut bodies: Vec<(u32, Body)> = first.iter().enumerate().map(|(i, b)| (i as u32, *b)).collect();
         let mut rock: Vec<(u32, u64, u64, u64)> = rocks.iter().enumerate().map(|(i, &(t, v, x))| (i as u32 * 3, t, v, x)).collect();
         let mut ticks = vec![snapshot(&s, &bodies, &rock)];
@@ -184,6 +208,7 @@ proptest! {
         roundtrip(&s, &ticks, None);
         let dict = Dictionary::new(9, vec![0; 64]).with_model(model_for(&s, &ticks));
         roundtrip(&s, &ticks, Some(&dict));
+        }
     }
 }
 
@@ -225,6 +250,12 @@ fn a_body_moving_as_predicted_costs_less() {
     };
     let (a, b) = (bytes(&with), bytes(&without));
     assert!(a < b, "integrated {a} bytes, plain {b}");
+    // The same with the velocity and time declared after the position.
+    let (a, b) = (
+        bytes(&schema_in(true, true)),
+        bytes(&schema_in(false, true)),
+    );
+    assert!(a < b, "declared late: integrated {a} bytes, plain {b}");
 }
 
 /// A body at rest whose position goes from -0.0 to +0.0: the prediction
@@ -331,10 +362,20 @@ fn declarations_are_checked() {
     assert!(bad(base()
         .field("pos", Primitive::F32, 3)
         .integrate(Integrate::new("speed", "time", 1.0))));
-    assert!(bad(base()
+    // A time or velocity declared after the field is fine; the field
+    // itself, or an integrated velocity, is not.
+    assert!(!bad(base()
         .field("pos", Primitive::F32, 3)
         .integrate(Integrate::new("vel", "later", 1.0))
         .field("later", Primitive::I32, 1)));
+    assert!(bad(base()
+        .field("pos", Primitive::F32, 3)
+        .integrate(Integrate::new("pos", "time", 1.0))));
+    assert!(bad(base()
+        .field("pos", Primitive::F32, 3)
+        .integrate(Integrate::new("vel", "time", 1.0))
+        .field("far", Primitive::F32, 3)
+        .integrate(Integrate::new("pos", "time", 1.0))));
     for scale in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         assert!(bad(base()
             .field("pos", Primitive::F32, 3)

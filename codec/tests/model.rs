@@ -350,8 +350,8 @@ fn table_loader_rejects_each_corruption_with_its_variant() {
             },
         ),
         (
-            reseal([&good[..6], &[4, 0], &good[8..]].concat()),
-            ModelError::ReservedNonZero { value: 4 },
+            reseal([&good[..6], &[8, 0], &good[8..]].concat()),
+            ModelError::ReservedNonZero { value: 8 },
         ),
         (
             reseal([&good[..12], &u32::MAX.to_le_bytes(), &good[16..]].concat()),

@@ -163,9 +163,20 @@ fn bijection(config: ContextConfig) {
                 } else {
                     &[None]
                 };
+                let prevs: &[Option<u64>] = if config.value_prev {
+                    &[None, Some(3), Some(100)]
+                } else {
+                    &[None]
+                };
                 for &kind in kinds {
-                    for &class in classes {
+                    for (&class, &prev) in classes
+                        .iter()
+                        .flat_map(|c| prevs.iter().map(move |p| (c, p)))
+                    {
                         let mut st = RowState::default();
+                        if let Some(z) = prev {
+                            map.note_value(&mut st, make(VALUE, s, spawned, el), z);
+                        }
                         if let Some(k) = kind {
                             map.note_bit(&mut st, make(KIND, s, spawned, el), k);
                         }
@@ -219,11 +230,19 @@ fn conditions_reset_at_row_start_and_after_use() {
     // A history is used by one token only.
     fresh.set_value_history(Some(12));
     let with = map.value_context(&fresh, make(VALUE, 0, false, 2)).unwrap();
-    map.note_value(&mut fresh, make(VALUE, 0, false, 2));
+    map.note_value(&mut fresh, make(VALUE, 0, false, 2), 40);
     let without = map.value_context(&fresh, make(VALUE, 0, false, 2)).unwrap();
     assert_ne!(with, without);
-    assert_eq!(
+    // The value is the row's previous value now, until the row ends.
+    assert_ne!(
         without,
+        map.value_context(&RowState::default(), make(VALUE, 0, false, 2))
+            .unwrap()
+    );
+    map.bit_context(&mut fresh, make(MASK_ELEMENT, 0, false, 0))
+        .unwrap();
+    assert_eq!(
+        map.value_context(&fresh, make(VALUE, 0, false, 2)).unwrap(),
         map.value_context(&RowState::default(), make(VALUE, 0, false, 2))
             .unwrap()
     );
@@ -240,9 +259,11 @@ fn turning_conditions_off_merges_contexts() {
         row_kind: false,
         recall_rows: false,
         changed_flags: false,
+        value_prev: false,
     };
     let map = ContextMap::new(&secs, off).unwrap();
     let mut st = RowState::default();
+    map.note_value(&mut st, make(VALUE, 1, true, 2), 1000);
     st.set_value_history(Some(20));
     map.note_bit(&mut st, make(KIND, 1, true, 0), true);
     assert_eq!(

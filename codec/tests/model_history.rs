@@ -148,10 +148,19 @@ fn both_ends_derive_the_same_history() {
 fn history_tables_round_trip_and_shrink_the_packets() {
     let snaps = ticks(0x5eed_0013, 200);
     let (changed, elements) = (ContextConfig::FLAG_CHANGED, ContextConfig::FLAG_ELEMENTS);
-    let dicts: Vec<Dictionary> = [0, changed, elements, changed | elements]
-        .into_iter()
-        .map(trained)
-        .collect();
+    let prev = ContextConfig::FLAG_VALUE_PREV;
+    let flags = [
+        0,
+        changed,
+        elements,
+        changed | elements,
+        prev,
+        changed | elements | prev,
+    ];
+    let dicts: Vec<Dictionary> = flags.into_iter().map(trained).collect();
+    // The previous value needs no history; the other flags do.
+    let uses: Vec<bool> = dicts.iter().map(Dictionary::uses_history).collect();
+    assert_eq!(uses, [false, true, true, true, false, true]);
     let mut sizes = Vec::new();
     for dict in &dicts {
         let mut enc = Encoder::new(schema());
@@ -166,7 +175,10 @@ fn history_tables_round_trip_and_shrink_the_packets() {
         }
         sizes.push(packets.iter().skip(1).map(Vec::len).sum::<usize>());
     }
-    eprintln!("delta bytes without flags, changed flags, element history, both: {sizes:?}");
+    eprintln!(
+        "delta bytes without flags, changed flags, element history, both, previous value, all: \
+         {sizes:?}"
+    );
     // The changed flags pay on this generator; whether the element
     // history does is the trainer's call (by held-out bytes).
     assert!(sizes[1] < sizes[0], "{sizes:?}");
@@ -181,6 +193,6 @@ fn unknown_table_flags_are_refused() {
     .unwrap();
     assert!(table.clone().with_flags(0x8000).is_err());
     let mut bytes = table.to_bytes();
-    bytes[6] = 4;
+    bytes[6] = 8;
     assert!(ModelTable::from_bytes(&bytes).is_err());
 }

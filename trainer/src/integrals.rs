@@ -71,9 +71,6 @@ pub struct Suggestion {
     pub scale: f64,
     /// Mean bits of a changed element without and with the prediction.
     pub bits: (f64, f64),
-    /// The velocity or time field when declared after the field (the
-    /// schema must then move them before it).
-    pub reorder: Vec<String>,
 }
 
 /// Element `ty` of `rec` at `offset` as binary64 (`NaN` past the record).
@@ -232,11 +229,6 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
                         time: ft.name.clone(),
                         scale,
                         bits: (plain, with),
-                        reorder: [(v, fv), (t, ft)]
-                            .iter()
-                            .filter(|(i, _)| *i > x)
-                            .map(|(_, f)| f.name.clone())
-                            .collect(),
                     });
                 }
             }

@@ -1,8 +1,9 @@
 //! `train`'s context-model step: count the model tokens of the training
 //! packets (exactly the tokens the encoder codes), quantise the counts into
 //! a table, and keep it when the held-out packets get smaller with it. A
-//! table is trained for each set of context flags (with and without the
-//! changed-entity flags); the one whose held-out packets are smallest wins.
+//! table is trained for each set of context flags (each combination of the
+//! changed-entity flags, the element history and the row's previous value);
+//! the one whose held-out packets are smallest wins.
 
 #![forbid(unsafe_code)]
 
@@ -52,15 +53,19 @@ pub fn train_model(
     let without = total_bytes(&mut enc, held)?;
     let mut best: Option<(ModelTable, u64)> = None;
     let mut by_flags = Vec::new();
-    let (changed, elements) = (ContextConfig::FLAG_CHANGED, ContextConfig::FLAG_ELEMENTS);
-    for flags in [0, changed, elements, changed | elements] {
+    for flags in 0..=ContextConfig::KNOWN_FLAGS {
         enc.set_model_flags(flags);
         let Some(shape) = enc.model_shape() else {
             return Ok(None);
         };
-        // More slots than a table may hold (which no loader would take).
+        // More slots than a table may hold (which no loader would take):
+        // none for a schema too large without flags, else the flags are
+        // skipped.
         let Ok(mut stats) = ModelStats::new(shape) else {
-            return Ok(None);
+            if flags == 0 {
+                return Ok(None);
+            }
+            continue;
         };
         for j in train {
             enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut stats)?;

@@ -453,7 +453,7 @@ fn render(
                 s,
                 "  moves by `{}` over `{}`: predicted, a change costs {:.1} bits instead of {:.1}; \
                  declare `integrate = {{ velocity = \"{}\", time = \"{}\", scale = {} }}` \
-                 (lossless){}",
+                 (lossless)",
                 g.velocity,
                 g.time,
                 g.bits.1,
@@ -461,11 +461,6 @@ fn render(
                 g.velocity,
                 g.time,
                 g.scale,
-                if g.reorder.is_empty() {
-                    String::new()
-                } else {
-                    format!(", with `{}` declared before it", g.reorder.join("` and `"))
-                }
             );
         }
         if st.unit_norm && st.values > 0 {

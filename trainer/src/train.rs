@@ -137,9 +137,8 @@ pub struct TrainReport {
     pub manifest: Manifest,
     /// The context-model table trained for the delta dictionary.
     pub model: Option<crate::model::ModelReport>,
-    /// Integrations found that need their velocity or time field declared
-    /// before the field (a different record layout), so not applied: what
-    /// a schema author may declare by hand.
+    /// Transforms found that the schema refused beside the ones kept (an
+    /// integration over a velocity integrated itself), so not applied.
     pub transforms_not_applied: Vec<String>,
     /// Snapshots held in memory for training (the sampled packets' ticks,
     /// baselines and priors).
@@ -399,25 +398,22 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     let (transformed, transforms, not_applied) = if opts.transforms {
         pb.set_message("lossless transforms");
         let found = crate::transforms::find(&base, &thin(&jobs.train_delta, TRANSFORM_JOBS));
-        let (kept, choices) = crate::transforms::choose(&base, &found.candidates, schema_cost)?;
-        let not_applied = found
-            .needs_reorder
+        let chosen = crate::transforms::choose(&base, &found.candidates, schema_cost)?;
+        let not_applied = chosen
+            .refused
             .iter()
-            .map(|g| {
-                format!(
-                    "{}.{}: integrate {} over {} x {} ({:.1} -> {:.1} bits a change) needs `{}` \
-                     declared before it",
-                    g.section,
-                    g.field,
-                    g.velocity,
-                    g.time,
-                    g.scale,
-                    g.bits.0,
-                    g.bits.1,
-                    g.reorder.join("` and `")
-                )
+            .map(|(t, why)| {
+                let ty = &base.sections()[t.section];
+                let what = match &t.kind {
+                    crate::transforms::Kind::Grid(step) => format!("grid {step}"),
+                    crate::transforms::Kind::Integrate(d) => {
+                        format!("integrate {} over {} x {}", d.velocity, d.time, d.scale)
+                    }
+                };
+                format!("{}.{}: {what}: {why}", ty.name(), ty.fields()[t.field].name)
             })
             .collect();
+        let (kept, choices) = (chosen.kept, chosen.choices);
         (
             crate::transforms::apply(&base, &kept)?,
             choices,

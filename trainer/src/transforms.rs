@@ -6,16 +6,15 @@
 //!
 //! Both transforms are lossless by construction (a value off the grid or
 //! off the prediction is coded bit for bit), so the held-out bytes are the
-//! only test. An integration whose velocity or time field is declared after
-//! the field cannot be applied without changing the record layout (4.9);
-//! it is reported, not applied.
+//! only test. A candidate the schema refuses (an integration whose velocity
+//! is itself integrated, 4.9) is reported, not applied.
 
 #![forbid(unsafe_code)]
 
 use tickpack::{Integrate, Schema};
 use tickpack_sets::dictset::TransformChoice;
 
-use crate::integrals::{read, search, PairSample, Suggestion};
+use crate::integrals::{read, search, PairSample};
 use crate::measure::Job;
 use crate::suggest::{layout, next};
 use crate::TrainerError;
@@ -43,11 +42,8 @@ pub struct Transform {
 /// What the search found in the training packets.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
-    /// Candidates that fit the schema, grids first, in field order.
+    /// Candidates, grids first, in field order.
     pub candidates: Vec<Transform>,
-    /// Integrations that would need the velocity or time field moved
-    /// before the field (a different record layout): not applicable.
-    pub needs_reorder: Vec<Suggestion>,
 }
 
 /// Runs the grid and integration searches on the (baseline, current)
@@ -112,10 +108,6 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
     }
     for (si, (ty, sample)) in schema.sections().iter().zip(&pairs).enumerate() {
         for s in search(ty, sample) {
-            if !s.reorder.is_empty() {
-                out.needs_reorder.push(s);
-                continue;
-            }
             let Some(fi) = ty.fields().iter().position(|f| f.name == s.field) else {
                 continue;
             };
@@ -168,24 +160,42 @@ pub fn apply(schema: &Schema, transforms: &[Transform]) -> Result<Schema, Traine
     Ok(b.build()?)
 }
 
+/// What [`choose`] kept and refused.
+#[derive(Debug, Clone, Default)]
+pub struct Chosen {
+    /// The transforms kept, in candidate order.
+    pub kept: Vec<Transform>,
+    /// Their manifest entries.
+    pub choices: Vec<TransformChoice>,
+    /// Candidates the schema refused with the ones kept before them, and
+    /// why.
+    pub refused: Vec<(Transform, String)>,
+}
+
 /// Keeps, one candidate at a time in order, each transform that makes
 /// `cost` (held-out bytes of the schema with the transforms kept so far)
-/// smaller; returns them with their manifest entries.
+/// smaller.
 pub fn choose(
     schema: &Schema,
     candidates: &[Transform],
     mut cost: impl FnMut(&Schema) -> Result<u64, TrainerError>,
-) -> Result<(Vec<Transform>, Vec<TransformChoice>), TrainerError> {
+) -> Result<Chosen, TrainerError> {
     let mut kept: Vec<Transform> = Vec::new();
     let mut choices = Vec::new();
+    let mut refused = Vec::new();
     let mut best = cost(schema)?;
     for t in candidates {
         let mut trial = kept.clone();
         trial.push(t.clone());
-        // A candidate the schema refuses (a grid on an integer field cannot
-        // come from the search, but a hand-made list might) is skipped.
-        let Ok(with) = apply(schema, &trial) else {
-            continue;
+        // A candidate the schema refuses (an integration over a velocity
+        // integrated itself; a grid on an integer field cannot come from
+        // the search, but a hand-made list might) is skipped.
+        let with = match apply(schema, &trial) {
+            Ok(with) => with,
+            Err(e) => {
+                refused.push((t.clone(), e.to_string()));
+                continue;
+            }
         };
         let c = cost(&with)?;
         if c < best {
@@ -207,7 +217,11 @@ pub fn choose(
             kept = trial;
         }
     }
-    Ok((kept, choices))
+    Ok(Chosen {
+        kept,
+        choices,
+        refused,
+    })
 }
 
 #[cfg(test)]
@@ -274,7 +288,8 @@ mod tests {
             let g: Vec<Option<f64>> = x.sections()[0].grids().collect();
             Ok(100 - if g[0].is_some() { 10 } else { 0 } + if g[2].is_some() { 5 } else { 0 })
         };
-        let (kept, choices) = choose(&s, &[grid(2, 1.0), grid(0, 0.25)], cost).unwrap();
+        let Chosen { kept, choices, .. } =
+            choose(&s, &[grid(2, 1.0), grid(0, 0.25)], cost).unwrap();
         assert_eq!(kept, [grid(0, 0.25)]);
         assert_eq!(choices.len(), 1);
         assert_eq!(

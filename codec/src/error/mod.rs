@@ -88,9 +88,9 @@ pub enum SchemaError {
         reason: String,
     },
     /// An [`Integrate`](crate::Integrate) declaration on a field that is
-    /// not a float or is quantised, naming fields that are missing, not
-    /// declared before it, quantised or of the wrong length, or a scale
-    /// that is not a positive finite number.
+    /// not a float or is quantised, naming fields that are missing, the
+    /// field itself, integrated themselves, quantised or of the wrong
+    /// length, or a scale that is not a positive finite number.
     BadIntegrate {
         /// Field name.
         field: String,

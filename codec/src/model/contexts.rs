@@ -10,7 +10,8 @@
 //! against the recall; the last two merged without
 //! [`ContextConfig::recall_rows`]), `P` previous bit of the row (0, 1),
 //! `H` element history (unknown, unchanged, changed), `K` kinds of a float
-//! value (none, integral, bits), `V` value history buckets (6).
+//! value (none, integral, bits), `V` value history buckets (6), `W` the
+//! previous value of the row (none, class 1-4, class 5 and above).
 //!
 //! | bit contexts | count |
 //! |---|---|
@@ -23,7 +24,7 @@
 //! | value contexts | count |
 //! |---|---|
 //! | section flags; set head, per set; set gap, per set; spawn count; spawn gap | 8 (one unused) |
-//! | element value, per row kind, element, kind (floats only), value history | `R·(E − F + F·K)·V` |
+//! | element value, per row kind, element, kind (floats only), value history, previous value of the row | `R·(E − F + F·K)·V·W` |
 //!
 //! The "previous" conditions start each row at 0: a row starts with its
 //! first mask token (group 0 when `G > 1`, else element 0). The *history*
@@ -31,7 +32,10 @@
 //! (the prior): whether it changed between the prior and the baseline, and
 //! the bit-length class of that change; set it with
 //! [`RowState::set_element_history`] / [`RowState::set_value_history`]
-//! before the element's mask bit and value (unknown when not set).
+//! before the element's mask bit and value (unknown when not set). The
+//! *previous value* of a row is the class (bit length of its zigzag form)
+//! of the last element value coded in the row, in the row's coding order
+//! (FORMAT.md 4.9), none before its first.
 
 use super::runs::{ElementRun, GroupRun};
 use super::{ModelError, ModelShape};
@@ -65,6 +69,9 @@ const MASK_HISTORY: u32 = 3;
 /// Value history buckets: unknown or unchanged, then classes 1-2, 3-5,
 /// 6-9, 10-14, 15 and above.
 const VALUE_HISTORY: u32 = 6;
+/// Previous-value states: none yet in the row, class 1-4 (or 0), 5 and
+/// above.
+const VALUE_PREV: u32 = 3;
 
 /// Which conditions the map uses. Turning one off merges the contexts it
 /// splits, and shrinks the shape. The codec's model block uses
@@ -89,6 +96,9 @@ pub struct ContextConfig {
     /// the entity changed at the baseline ([`crate::History`]) and on the
     /// previous flag (table flag [`ContextConfig::FLAG_CHANGED`]).
     pub changed_flags: bool,
+    /// Element values conditioned on the class of the value coded before
+    /// them in the same row (table flag [`ContextConfig::FLAG_VALUE_PREV`]).
+    pub value_prev: bool,
 }
 
 impl ContextConfig {
@@ -101,6 +111,7 @@ impl ContextConfig {
         row_kind: true,
         recall_rows: true,
         changed_flags: true,
+        value_prev: true,
     };
     /// What the model block codes with: every condition that needs no prior
     /// (the encoder has one only for schemas that predict), recalled rows
@@ -111,6 +122,7 @@ impl ContextConfig {
         value_history: false,
         recall_rows: false,
         changed_flags: false,
+        value_prev: false,
         ..Self::ALL
     };
 
@@ -121,8 +133,14 @@ impl ContextConfig {
     /// the element's change at the baseline ([`ContextConfig::mask_history`],
     /// [`ContextConfig::value_history`], from [`crate::History`]).
     pub const FLAG_ELEMENTS: u16 = 2;
+    /// Table flag: element values are conditioned on the value coded
+    /// before them in the same row ([`ContextConfig::value_prev`]).
+    pub const FLAG_VALUE_PREV: u16 = 4;
+    /// The table flags whose contexts read the baseline's history
+    /// ([`crate::History`]).
+    pub const HISTORY_FLAGS: u16 = Self::FLAG_CHANGED | Self::FLAG_ELEMENTS;
     /// Every table flag this version knows.
-    pub const KNOWN_FLAGS: u16 = Self::FLAG_CHANGED | Self::FLAG_ELEMENTS;
+    pub const KNOWN_FLAGS: u16 = Self::FLAG_CHANGED | Self::FLAG_ELEMENTS | Self::FLAG_VALUE_PREV;
 
     /// [`ContextConfig::BLOCK`] with the conditions a table's flags turn
     /// on.
@@ -132,6 +150,7 @@ impl ContextConfig {
             changed_flags: flags & Self::FLAG_CHANGED != 0,
             mask_history: elements,
             value_history: elements,
+            value_prev: flags & Self::FLAG_VALUE_PREV != 0,
             ..Self::BLOCK
         }
     }
@@ -184,7 +203,7 @@ struct SectionLayout {
 /// [`ContextMap::element_contexts`], in a given row kind).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ElementContexts {
-    /// Value context with kind and history 0.
+    /// Value context with kind, history and previous value 0.
     pub(crate) value: u32,
     /// Bit context of the kind bit (floats only, else `u32::MAX`).
     pub(crate) kind_bit: u32,
@@ -241,6 +260,9 @@ pub struct ContextMap {
     row_kinds: [u32; 3],
     /// All ones when values are conditioned on their history, else 0.
     value_history_mask: u32,
+    /// All ones when values are conditioned on the row's previous value,
+    /// else 0.
+    value_prev_mask: u32,
 }
 
 /// What the map remembers of the tokens coded so far in the current row,
@@ -252,6 +274,9 @@ pub struct RowState {
     /// Element and value of the last kind bit, until its value is coded.
     pub(super) kind: Option<(u32, bool)>,
     pub(super) history: u32,
+    /// The previous value of the row: 0 none, else its state
+    /// ([`RowState::note_value_class`]).
+    pub(super) prev_value: u32,
 }
 
 impl RowState {
@@ -277,6 +302,15 @@ impl RowState {
             10..=14 => 4,
             _ => 5,
         };
+    }
+
+    /// Records the element value coded last in the row (its zigzag form),
+    /// for the next value's context; clears the element's kind and history.
+    #[inline]
+    pub(crate) fn note_value_class(&mut self, zigzag: u64) {
+        self.prev_value = if zigzag < 16 { 1 } else { 2 };
+        self.kind = None;
+        self.history = 0;
     }
 
     /// Records an element mask bit ([`ContextMap::note_bit`] for class
@@ -312,6 +346,7 @@ struct Counts {
     h: u32,
     k: u32,
     v: u32,
+    w: u32,
 }
 
 impl ContextMap {
@@ -336,10 +371,10 @@ impl ContextMap {
                 if float {
                     float_rank.push(f);
                     f += 1;
-                    at += u64::from(n.k * n.v);
+                    at += u64::from(n.k * n.v * n.w);
                 } else {
                     float_rank.push(u32::MAX);
-                    at += u64::from(n.v);
+                    at += u64::from(n.v * n.w);
                 }
             }
             let g = e.div_ceil(GROUP);
@@ -357,7 +392,11 @@ impl ContextMap {
                 element_contexts.push(ElementContexts {
                     value: narrow(values + 8 + u64::from(value_at[i]))?,
                     kind_bit,
-                    kind_stride: if float && config.value_kind { n.v } else { 0 },
+                    kind_stride: if float && config.value_kind {
+                        n.v * n.w
+                    } else {
+                        0
+                    },
                 });
             }
             let changed_bits = kind_bits + r * u64::from(f);
@@ -396,6 +435,7 @@ impl ContextMap {
             n,
             row_kinds,
             value_history_mask: if config.value_history { u32::MAX } else { 0 },
+            value_prev_mask: if config.value_prev { u32::MAX } else { 0 },
         })
     }
 
@@ -451,6 +491,7 @@ impl ContextMap {
             h: ContextConfig::n(c.mask_history, MASK_HISTORY),
             k: ContextConfig::n(c.value_kind, KINDS),
             v: ContextConfig::n(c.value_history, VALUE_HISTORY),
+            w: ContextConfig::n(c.value_prev, VALUE_PREV),
         }
     }
 
@@ -607,18 +648,22 @@ impl ContextMap {
                     Some((k, bit)) if k == ctx & 0xffff => 1 + u32::from(!bit),
                     _ => 0,
                 };
-                let hist = state.history & self.value_history_mask;
-                return Ok((x.value + kind * x.kind_stride + hist, true));
+                return Ok((
+                    x.value + kind * x.kind_stride + self.value_offset(state),
+                    true,
+                ));
             }
         }
         self.other_value_context(state, ctx)
     }
 
-    /// The value context offset of the row state's history (0 when values
-    /// are not conditioned on it), as [`ContextMap::value_context`] adds it.
+    /// The value context offset of the row state's history and previous
+    /// value (0 for a condition that is off), as
+    /// [`ContextMap::value_context`] adds it.
     #[inline]
-    pub(crate) fn value_history(&self, state: &RowState) -> u32 {
-        state.history & self.value_history_mask
+    pub(crate) fn value_offset(&self, state: &RowState) -> u32 {
+        (state.history & self.value_history_mask) * self.n.w
+            + (state.prev_value & self.value_prev_mask)
     }
 
     /// [`ContextMap::value_context`] of the contexts it has no shortcut for.
@@ -642,8 +687,10 @@ impl ContextMap {
                     Some((k, bit)) if k == index && c.value_kind && float => 1 + u32::from(!bit),
                     _ => 0,
                 };
-                let hist = if c.value_history { state.history } else { 0 };
-                let at = rk * s.values_per_row_kind + s.value_at[e] + kind * n.v + hist;
+                let at = rk * s.values_per_row_kind
+                    + s.value_at[e]
+                    + kind * n.v * n.w
+                    + self.value_offset(state);
                 return Ok((s.value_base + 8 + at, true));
             }
             _ => return Err(bad(ctx, self.shape.value_contexts)),
@@ -651,12 +698,12 @@ impl ContextMap {
         Ok((s.value_base + local, false))
     }
 
-    /// Records the value coded in walk context `ctx`.
+    /// Records the value coded in walk context `ctx` (`zigzag`: the value
+    /// as coded, zigzag for an element value).
     #[inline]
-    pub fn note_value(&self, state: &mut RowState, ctx: u32) {
+    pub fn note_value(&self, state: &mut RowState, ctx: u32, zigzag: u64) {
         if split(ctx).0 == class::VALUE {
-            state.kind = None;
-            state.history = 0;
+            state.note_value_class(zigzag);
         }
     }
 

@@ -6,7 +6,8 @@
 //! 0       4     magic "TPCM"
 //! 4       1     version (1)
 //! 5       1     probability bits (12)
-//! 6       2     flags (u16 LE): bit 0 changed-entity flags; other bits 0
+//! 6       2     flags (u16 LE): bit 0 changed-entity flags, bit 1
+//!               element history, bit 2 previous value; other bits 0
 //! 8       4     bit contexts B (u32 LE)
 //! 12      4     value contexts V (u32 LE)
 //! 16      ⌈S/8⌉ presence bitmap over the S = B + 80·V slots, LSB first;

@@ -125,7 +125,7 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
                 return;
             }
         }
-        self.map.note_value(&mut self.state, ctx);
+        self.map.note_value(&mut self.state, ctx, v);
     }
 
     fn groups(&mut self, section: usize, row: u32, first: usize, n: usize, bits: u64) {
@@ -263,7 +263,7 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
             tokens::element_by_tokens(self, section, row, element, kind, v);
             return;
         };
-        let value = x.value + self.map.value_history(&self.state);
+        let value = x.value + self.map.value_offset(&self.state);
         let kind = match kind {
             Some(bit) => {
                 self.sink.bit(x.kind_bit, bit);
@@ -276,8 +276,7 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
             },
         };
         self.sink.sint(value + kind * x.kind_stride, v);
-        self.state.kind = None;
-        self.state.history = 0;
+        self.state.note_value_class(v);
     }
 }
 
@@ -431,7 +430,7 @@ impl TokenSource for WalkSource<'_, '_, '_> {
             .value_context(&self.state, ctx)
             .map_err(|e| self.err(e))?;
         let v = self.dec.value(c, signed).map_err(|e| self.err(e))?;
-        self.map.note_value(&mut self.state, ctx);
+        self.map.note_value(&mut self.state, ctx, v);
         Ok(v)
     }
 
@@ -518,7 +517,7 @@ impl TokenSource for WalkSource<'_, '_, '_> {
         if self.map.element_history() {
             self.state.set_value_history(self.track.class(element));
         }
-        let hist = self.map.value_history(&self.state);
+        let hist = self.map.value_offset(&self.state);
         let got = if kind_bit {
             let Some(x) = self.row.get(index).filter(|x| x.kind_bit != u32::MAX) else {
                 return tokens::float_value_by_tokens(self, section, row, element, kind_bit);
@@ -539,8 +538,7 @@ impl TokenSource for WalkSource<'_, '_, '_> {
                 .map(|v| (false, v))
         };
         let got = got.map_err(|e| self.err(e))?;
-        self.state.kind = None;
-        self.state.history = 0;
+        self.state.note_value_class(got.1);
         Ok(got)
     }
 

@@ -146,7 +146,7 @@ fn apply_row(
     kind_of_row: u32,
     elements: &[Element],
     reference: RowReference<'_>,
-    changed: impl Iterator<Item = u32>,
+    changed: impl Iterator<Item = u32> + Clone,
     out: &mut [u8],
 ) -> Result<(), DecodeError> {
     match reference {
@@ -195,34 +195,31 @@ fn apply_row(
             integrators,
             reference: predicted,
         } => {
+            // The other elements' values first, against the baseline;
+            // then, their velocity and time final, the integrated
+            // elements: each takes its prediction unless the row changes
+            // it (FORMAT.md 4.9).
+            let others = changed
+                .clone()
+                .filter(|&e| !integrate::is_integrated(integrators, e));
+            decode_values(src, section, row, kind_of_row, elements, base, others, out)?;
             predicted.clear();
             predicted.extend_from_slice(base);
-            // Each integrated element is predicted once every element
-            // before it is final, and the prediction is its value unless
-            // the row changes it.
-            let mut next = 0usize;
-            let mut predict_to = |end: u32, predicted: &mut Vec<u8>, out: &mut [u8]| {
-                while let Some(i) = integrators.get(next).filter(|i| i.element <= end) {
-                    integrate::apply(i, base, out, predicted);
-                    integrate::copy(i, predicted, out);
-                    next += 1;
-                }
-            };
-            for e in changed {
-                predict_to(e, predicted, out);
-                decode_values(
-                    src,
-                    section,
-                    row,
-                    kind_of_row,
-                    elements,
-                    predicted,
-                    core::iter::once(e),
-                    out,
-                )?;
+            for i in integrators {
+                integrate::apply(i, base, out, predicted);
+                integrate::copy(i, predicted, out);
             }
-            predict_to(u32::MAX, predicted, out);
-            Ok(())
+            let integrated = changed.filter(|&e| integrate::is_integrated(integrators, e));
+            decode_values(
+                src,
+                section,
+                row,
+                kind_of_row,
+                elements,
+                predicted,
+                integrated,
+                out,
+            )
         }
     }
 }

@@ -5,12 +5,28 @@
 //! `p = b + ((v_cur + v_base) / 2) · (t_cur − t_base) · scale`
 //!
 //! in binary64, left to right, rounded to the element's type; when any
-//! input is NaN or infinite, or the result is not finite, `p = b`. The
-//! current velocity and time are final before the element is coded
-//! (they are declared before it), so encoder and decoder compute the same
-//! `p`.
+//! input is NaN or infinite, or the result is not finite, `p = b`. A row
+//! codes its integrated elements' values after all its other values (the
+//! velocity and time, wherever declared, are then final), so encoder and
+//! decoder compute the same `p`.
 
+use super::tokens::Token;
 use crate::schema::{Integrator, Primitive};
+
+/// Whether element `e` is integrated (`integrators` in element order).
+#[inline]
+pub(crate) fn is_integrated(integrators: &[Integrator], e: u32) -> bool {
+    integrators.binary_search_by_key(&e, |i| i.element).is_ok()
+}
+
+/// Reorders one row's value tokens (in element order) as FORMAT.md 4.9
+/// codes them: the other elements' values first, then the integrated
+/// elements', each part in element order.
+pub(crate) fn values_last(integrators: &[Integrator], row: &mut [Token]) {
+    // A stable sort: rows are short, and most end with their integrated
+    // elements already.
+    row.sort_by_key(|t| is_integrated(integrators, t.element));
+}
 
 /// Element `ty` of `rec` at `offset` as binary64 (`NaN` past the record).
 #[inline]

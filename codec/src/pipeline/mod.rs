@@ -401,10 +401,13 @@ fn code_rows<E>(
         } else if integrators.is_empty() {
             encode_row(elements, c, b, t);
         } else {
-            // Integrated elements are coded against their prediction.
+            // Integrated elements are coded against their prediction, and
+            // after the row's other values (FORMAT.md 4.9).
             s.reference.resize(b.len(), 0);
             integrate::reference(integrators, b, c, &mut s.reference);
+            let start = t.elems.len();
             encode_row(elements, c, &s.reference, t);
+            integrate::values_last(integrators, &mut t.elems[start..]);
         }
     }
     s.reference.resize(ty.record_size(), 0);

@@ -12,8 +12,9 @@ use crate::error::SchemaError;
 ///
 /// `velocity` names a field of the same entity type with as many elements
 /// as the integrated field (element `j` drives element `j`), `time` a scalar
-/// field; both numeric, not quantised, and declared *before* the integrated
-/// field. `scale` converts time units to the velocity's (0.001 for a
+/// field; both numeric, not quantised, declared anywhere in the type (a row
+/// codes the integrated elements' values after all others, FORMAT.md 4.9)
+/// and not integrated themselves. `scale` converts time units to the velocity's (0.001 for a
 /// velocity per second and a time in milliseconds).
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -109,12 +110,18 @@ pub(crate) fn resolve(
             return Err(bad("the scale is not a positive finite number".into()));
         }
         let find = |name: &str, what: &str| {
-            let j = fields[..i]
+            let j = fields
                 .iter()
                 .position(|g| g.name == name)
-                .ok_or_else(|| bad(format!("no {what} field `{name}` declared before it")))?;
+                .filter(|&j| j != i)
+                .ok_or_else(|| bad(format!("no {what} field `{name}` beside it")))?;
             if quantised(j) {
                 return Err(bad(format!("the {what} field `{name}` is quantised")));
+            }
+            // Its current value must be final before the integrated
+            // elements are predicted, which are coded last.
+            if integrate.get(j).is_some_and(Option::is_some) {
+                return Err(bad(format!("the {what} field `{name}` is integrated")));
             }
             Ok(j)
         };

@@ -681,8 +681,8 @@ impl SchemaBuilder {
 
     /// Declares the field added last (an `f32` or `f64` field, not
     /// quantised) as the integral of a velocity field over a time field of
-    /// the same entity type, both declared before it
-    /// ([`Integrate`]): a changed entity's value is coded against its
+    /// the same entity type, declared before or after it, neither
+    /// integrated itself ([`Integrate`]): a changed entity's value is coded against its
     /// baseline value moved by the mean of the baseline's and the current
     /// velocity times the time elapsed, in binary64 (FORMAT.md 4.9), so a
     /// body moving as its velocity says costs little. Lossless: a value
