@@ -468,9 +468,7 @@ impl Server {
     }
 
     fn queue_keepalive(&mut self, now: Duration, slot: u16) -> Result<(), ConnError> {
-        let mut body = [0u8; 4];
-        body[..2].copy_from_slice(&slot.to_le_bytes());
-        body[2..].copy_from_slice(&self.config.max_clients.to_le_bytes());
+        let body = welcome_body(slot, self.config.max_clients);
         let conn = self.connection_mut(slot)?;
         if conn.unconfirmed.is_some() {
             conn.unconfirmed = Some(now);
@@ -596,6 +594,14 @@ fn path_seen(
     conn.paths
         .start(PathCheck::new(from, token, len, now, timeout));
     Some(from)
+}
+
+/// A server keep-alive's body, which welcomes a client to `slot`.
+fn welcome_body(slot: u16, max_clients: u16) -> [u8; 4] {
+    let mut body = [0u8; 4];
+    body[..2].copy_from_slice(&slot.to_le_bytes());
+    body[2..].copy_from_slice(&max_clients.to_le_bytes());
+    body
 }
 
 /// Maps the replay window's verdict to the error.
