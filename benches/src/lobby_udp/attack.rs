@@ -9,13 +9,16 @@
 //! address before the original arrives, replays client datagrams from
 //! other clients' addresses and from the victim's, floods connection
 //! requests made with a real token it holds (from its own address and the
-//! victim's), and replays the denials it is sent at every client.
+//! victim's), replays the clients' challenge responses it sees from the
+//! victim's and other clients' addresses (as during a NAT rebinding, the
+//! server then welcomes those addresses too, never moving a client), and
+//! replays the denials it is sent at every client.
 
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 
 use tickpack_session::ClientMessage;
-use tickpack_transport::conn::{DENIED_BYTES, REQUEST_BYTES};
+use tickpack_transport::conn::{DENIED_BYTES, REQUEST_BYTES, RESPONSE_BYTES};
 
 use tickpack_scenarios::rng::SplitMix64;
 
@@ -23,7 +26,8 @@ use tickpack_scenarios::rng::SplitMix64;
 /// (what an attacker can read off the wire format).
 const MESSAGE: u8 = 3;
 const CHUNK_ACK: u8 = 2;
-/// The connection layer's packet kind of a denial.
+/// The connection layer's packet kinds of a response and a denial.
+const RESPONSE: u8 = 2;
 const DENIED: u8 = 3;
 
 /// The address a replayed request claims to come from: nobody listens,
@@ -52,6 +56,8 @@ pub(crate) struct Attacker {
     captured: VecDeque<(usize, Vec<u8>)>,
     /// Client datagrams copied on the path, to replay from elsewhere.
     client_copies: VecDeque<Vec<u8>>,
+    /// Challenge responses copied on the path, replayed every tick.
+    responses: VecDeque<Vec<u8>>,
     /// Denials the server sent the attacker, to replay at clients.
     denials: VecDeque<Vec<u8>>,
     /// Datagrams and bytes sent from the attacker's socket or injected.
@@ -76,6 +82,7 @@ impl Attacker {
             token_request,
             captured: VecDeque::new(),
             client_copies: VecDeque::new(),
+            responses: VecDeque::new(),
             denials: VecDeque::new(),
             datagrams: 0,
             bytes: 0,
@@ -99,6 +106,15 @@ impl Attacker {
         server: SocketAddr,
     ) -> std::io::Result<()> {
         for d in datagrams {
+            if d.len() == RESPONSE_BYTES
+                && d.first() == Some(&RESPONSE)
+                && !self.responses.contains(d)
+            {
+                if self.responses.len() >= 4 {
+                    self.responses.pop_front();
+                }
+                self.responses.push_back(d.clone());
+            }
             if self.rng.chance(0.05) && self.client_copies.len() < 64 {
                 self.client_copies.push_back(d.clone());
             }
@@ -190,6 +206,13 @@ impl Attacker {
             let i = (self.rng.next_u64() % clients.len() as u64) as usize;
             out.push((Spoofed::Server { from: clients[i] }, d.clone()));
             out.push((Spoofed::Server { from: VICTIM }, d));
+        }
+        // The latest challenge responses, replayed from the victim's and
+        // a client's address.
+        for d in &self.responses {
+            let i = (self.rng.next_u64() % clients.len() as u64) as usize;
+            out.push((Spoofed::Server { from: clients[i] }, d.clone()));
+            out.push((Spoofed::Server { from: VICTIM }, d.clone()));
         }
         // Denials replayed at every client, as from the server.
         if let Some(d) = self.denials.pop_front() {

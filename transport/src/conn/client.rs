@@ -19,6 +19,9 @@ use super::{ConnError, DisconnectReason, KEEPALIVE_INTERVAL, PING_INTERVAL, SERV
 /// How often a connecting client resends its request or response.
 pub const HANDSHAKE_RESEND: Duration = Duration::from_millis(100);
 
+/// Copies of each path echo the client sends.
+const ECHO_COPIES: u8 = 2;
+
 /// Where a [`Client`] stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -60,8 +63,9 @@ pub struct Client {
     last_received: Duration,
     last_sent: Option<Duration>,
     max_payload: usize,
-    /// A path token from the server to echo.
-    path_echo: Option<Vec<u8>>,
+    /// A path token from the server to echo, and how many more copies of
+    /// the echo to send.
+    path_echo: Option<(Vec<u8>, u8)>,
     pinger: Pinger,
     /// The id of a ping to answer.
     pong_due: Option<[u8; 8]>,
@@ -209,7 +213,9 @@ impl Client {
                         Ok(None)
                     }
                     PATH => {
-                        self.path_echo = Some(body.to_vec());
+                        // Two copies: at heavy loss each token and its echo
+                        // get through rarely, and the move waits on both.
+                        self.path_echo = Some((body.to_vec(), ECHO_COPIES));
                         Ok(None)
                     }
                     PING => {
@@ -327,9 +333,12 @@ impl Client {
                 Some(out)
             }
             ClientState::Connected { .. } if self.path_echo.is_some() => {
-                let echo = self.path_echo.take()?;
+                let (echo, left) = self.path_echo.take()?;
                 let mut out = Vec::new();
                 self.seal(now, PATH, &echo, &mut out).ok()?;
+                if left > 1 {
+                    self.path_echo = Some((echo, left - 1));
+                }
                 Some(out)
             }
             ClientState::Connected { .. } if self.pinger.due(now, PING_INTERVAL) => {

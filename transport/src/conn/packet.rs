@@ -4,8 +4,8 @@
 //! | kind | name | layout | bytes |
 //! |---|---|---|---|
 //! | 0 | request | kind, version (8), protocol id (8), token expiry (8), token nonce (24), sealed private token (169), request nonce (8), zero padding | 256 |
-//! | 1 | challenge | kind, nonce (24), XChaCha-sealed: request nonce (8), server nonce (32), challenge token (148) | 229 |
-//! | 2 | response | kind, challenge token (148) | 149 |
+//! | 1 | challenge | kind, nonce (24), XChaCha-sealed: request nonce (8), server nonce (32), challenge token (167) | 248 |
+//! | 2 | response | kind, challenge token (167) | 168 |
 //! | 3 | denied | kind, nonce (24), XChaCha-sealed: the request nonce or the first 8 bytes of the server nonce it answers | 49 |
 //! | 4 | keep-alive | connected header, sealed body (server: slot u16, max clients u16; client: empty) | |
 //! | 5 | payload | connected header, sealed payload (1 or more bytes) | |
@@ -25,15 +25,16 @@
 //! key is HKDF-SHA256 of the token's key for that direction, with the
 //! server nonce as salt and version then `c2s` or `s2c` as info. The
 //! challenge token is the challenge sequence (u64) then, sealed under the
-//! server's challenge key with that sequence as nonce and the address the
-//! challenge is sent to as additional data, the client id, timeout, both
-//! token keys, the challenge's expiry, the token's expiry and the server
-//! nonce (124 bytes + 16); only a response from that address opens it.
+//! server's challenge key with that sequence as nonce and version and
+//! protocol id as additional data, the client id, timeout, both token keys,
+//! the challenge's expiry, the token's expiry, the server nonce and the
+//! address the challenge was sent to (143 bytes + 16). A response opens
+//! from any address; the connection starts at the challenged one.
 
 use super::crypto::{
     fill_random, open_x, seal_x, Key, PacketKey, SERVER_NONCE_BYTES, TAG_BYTES, XNONCE_BYTES,
 };
-use super::token::{ConnectToken, Reader, PRIVATE_TOKEN_BYTES, TOKEN_HEAD_BYTES};
+use super::token::{ConnectToken, Reader, ADDRESS_BYTES, PRIVATE_TOKEN_BYTES, TOKEN_HEAD_BYTES};
 use super::{ConnError, VERSION};
 
 pub(crate) const REQUEST: u8 = 0;
@@ -60,8 +61,9 @@ pub const REQUEST_BYTES: usize = 256;
 const REQUEST_USED: usize =
     1 + VERSION.len() + 8 + 8 + XNONCE_BYTES + PRIVATE_TOKEN_BYTES + REQUEST_NONCE_BYTES;
 /// Bytes of the challenge token's sealed body: token head, challenge
-/// expiry, token expiry, server nonce.
-pub(crate) const CHALLENGE_PLAIN_BYTES: usize = TOKEN_HEAD_BYTES + 8 + 8 + SERVER_NONCE_BYTES;
+/// expiry, token expiry, server nonce, the address challenged.
+pub(crate) const CHALLENGE_PLAIN_BYTES: usize =
+    TOKEN_HEAD_BYTES + 8 + 8 + SERVER_NONCE_BYTES + ADDRESS_BYTES;
 /// Bytes of a challenge token: sequence, sealed body.
 pub(crate) const CHALLENGE_TOKEN_BYTES: usize = 8 + CHALLENGE_PLAIN_BYTES + TAG_BYTES;
 /// Bytes of a challenge packet's body.

@@ -26,6 +26,12 @@ pub const PATH_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// client's packets can make the server probe the copier's address at most
 /// this often.
 pub const MIGRATION_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a probed address is sent its token again while it does not
+/// echo: at most this often, on the resend timer and in answer to its
+/// packets, always within its [`AMPLIFICATION_FACTOR`] budget (at half the
+/// datagrams lost each way, a token and its echo get through one time in
+/// four, so the resends set how long a rebinding client waits).
+pub const PATH_RESEND: Duration = Duration::from_millis(100);
 /// Most addresses one connection probes at once.
 pub const MAX_PATH_PROBES: usize = 2;
 /// Bytes of a path token.
@@ -97,6 +103,12 @@ impl PathCheck {
 pub(crate) struct Paths {
     probes: Vec<PathCheck>,
     started: [Option<Duration>; MAX_PATH_PROBES],
+    /// The last probes that ran out of time (at most [`MAX_PATH_PROBES`]):
+    /// their token went only to their address, so a late echo from there
+    /// still validates it, and a new probe of that address reuses it.
+    /// Otherwise, at round trips near the probe's timeout, each echo
+    /// arrives for a token already replaced and the client never moves.
+    expired: Vec<(SocketAddr, [u8; PATH_TOKEN_BYTES])>,
 }
 
 impl Paths {
@@ -131,11 +143,31 @@ impl Paths {
     /// Ends every probe.
     pub(crate) fn clear(&mut self) {
         self.probes.clear();
+        self.expired.clear();
     }
 
     /// Ends the probes that ran out of time.
     pub(crate) fn expire(&mut self, now: Duration) {
-        self.probes.retain(|p| !p.expired(now));
+        let expired = &mut self.expired;
+        self.probes.retain(|p| {
+            if !p.expired(now) {
+                return true;
+            }
+            expired.retain(|(a, _)| *a != p.addr);
+            if expired.len() >= MAX_PATH_PROBES {
+                expired.remove(0);
+            }
+            expired.push((p.addr, p.token));
+            false
+        });
+    }
+
+    /// The token of the last probe of `addr` that ran out of time.
+    pub(crate) fn expired_token(&self, addr: SocketAddr) -> Option<[u8; PATH_TOKEN_BYTES]> {
+        self.expired
+            .iter()
+            .find(|(a, _)| *a == addr)
+            .map(|(_, t)| *t)
     }
 
     /// The probed addresses whose token was last sent `interval` ago.

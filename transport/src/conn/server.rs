@@ -14,7 +14,7 @@ use super::packet::{
     open_packet, parse_header, seal_packet, Header, CLIENT_OVERHEAD, DISCONNECT, KEEPALIVE, PATH,
     PAYLOAD, PING, PONG, REQUEST, REQUEST_BYTES, RESPONSE,
 };
-use super::path::{PathCheck, Paths, PATH_PROBE_TIMEOUT, PATH_TOKEN_BYTES};
+use super::path::{PathCheck, Paths, PATH_PROBE_TIMEOUT, PATH_RESEND, PATH_TOKEN_BYTES};
 use super::replay::{Replay, ReplayWindow};
 use super::rtt::{Pinger, Rtt};
 use super::used::UsedTokens;
@@ -321,7 +321,7 @@ impl Server {
     /// connection a ping every [`PING_INTERVAL`] and a keep-alive when the
     /// server has sent it nothing for [`KEEPALIVE_INTERVAL`]; sends a new
     /// address that has not echoed its path token the token again every
-    /// [`KEEPALIVE_INTERVAL`], and gives the probe up after
+    /// [`PATH_RESEND`](super::PATH_RESEND), and gives the probe up after
     /// [`PATH_PROBE_TIMEOUT`](super::PATH_PROBE_TIMEOUT). Call it every tick.
     pub fn handle_timeout(&mut self, now: Duration) {
         self.address_limit.sweep(now);
@@ -336,7 +336,7 @@ impl Server {
             // Never answered: the connection stays on its validated address
             // (a copier's address gets nothing more).
             conn.paths.expire(now);
-            let resend_path = conn.paths.due(now, KEEPALIVE_INTERVAL);
+            let resend_path = conn.paths.due(now, PATH_RESEND);
             let ping = conn.pinger.due(now, PING_INTERVAL);
             // A client still waiting for its welcome gets it again even
             // while payloads flow (they keep `last_sent` fresh).
@@ -468,9 +468,7 @@ impl Server {
     }
 
     fn queue_keepalive(&mut self, now: Duration, slot: u16) -> Result<(), ConnError> {
-        let mut body = [0u8; 4];
-        body[..2].copy_from_slice(&slot.to_le_bytes());
-        body[2..].copy_from_slice(&self.config.max_clients.to_le_bytes());
+        let body = welcome_body(slot, self.config.max_clients);
         let conn = self.connection_mut(slot)?;
         if conn.unconfirmed.is_some() {
             conn.unconfirmed = Some(now);
@@ -550,7 +548,9 @@ impl Server {
 /// body if a path packet, `newest` if newer than every before it) does to
 /// path validation: moves the connection if it echoes the probe of `from`,
 /// ends the probes if the validated address is still sending, or starts a
-/// probe of a new address (returned, for its token to go out).
+/// probe of a new address (returned, for its token to go out). A probed
+/// address that sends without echoing is returned too once its token is
+/// [`PATH_RESEND`] old: it is sent again, within its budget.
 #[allow(clippy::too_many_arguments)]
 fn path_seen(
     conn: &mut Connection,
@@ -571,6 +571,7 @@ fn path_seen(
     }
     if let Some(path) = conn.paths.get_mut(from) {
         path.received(len);
+        let resend = now.saturating_sub(path.sent_at) >= PATH_RESEND;
         if echo.is_some_and(|b| b == path.token) {
             // The new address answered: the client really is there.
             events.push_back(ServerEvent::Migrated {
@@ -580,7 +581,21 @@ fn path_seen(
             });
             conn.addr = from;
             conn.paths.clear();
+            return None;
         }
+        return resend.then_some(from);
+    }
+    let late = conn.paths.expired_token(from);
+    if late.is_some_and(|t| echo == Some(&t[..])) {
+        // A late echo of a probe that ran out of time: the token only
+        // went to this address, so the client receives there.
+        events.push_back(ServerEvent::Migrated {
+            slot,
+            from: conn.addr,
+            to: from,
+        });
+        conn.addr = from;
+        conn.paths.clear();
         return None;
     }
     if !conn.paths.may_start(now) {
@@ -589,13 +604,24 @@ fn path_seen(
     // A failing random source only leaves the connection where it is; the
     // next packet from there tries again.
     let mut token = [0u8; PATH_TOKEN_BYTES];
-    fill_random(&mut token).ok()?;
+    match late {
+        Some(t) => token = t,
+        None => fill_random(&mut token).ok()?,
+    }
     let timeout = conn.pinger.rtt.map_or(PATH_PROBE_TIMEOUT, |r| {
         PATH_PROBE_TIMEOUT.max(r.smoothed() * 3)
     });
     conn.paths
         .start(PathCheck::new(from, token, len, now, timeout));
     Some(from)
+}
+
+/// A server keep-alive's body, which welcomes a client to `slot`.
+fn welcome_body(slot: u16, max_clients: u16) -> [u8; 4] {
+    let mut body = [0u8; 4];
+    body[..2].copy_from_slice(&slot.to_le_bytes());
+    body[2..].copy_from_slice(&max_clients.to_le_bytes());
+    body
 }
 
 /// Maps the replay window's verdict to the error.

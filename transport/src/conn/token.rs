@@ -16,7 +16,7 @@ use super::{ConnError, VERSION};
 /// Most server addresses a connect token names.
 pub const MAX_SERVER_ADDRESSES: usize = 4;
 /// Bytes of one encoded address: family (0 none, 4, 6), port, 16 IP bytes.
-const ADDRESS_BYTES: usize = 1 + 2 + 16;
+pub(crate) const ADDRESS_BYTES: usize = 1 + 2 + 16;
 /// Bytes of the address list: a count, then [`MAX_SERVER_ADDRESSES`] slots.
 const ADDRESSES_BYTES: usize = 1 + MAX_SERVER_ADDRESSES * ADDRESS_BYTES;
 /// Bytes of the client id, timeout and both keys (also the head of the
@@ -115,19 +115,42 @@ fn write_addresses(addrs: &[SocketAddr]) -> Result<[u8; ADDRESSES_BYTES], ConnEr
     let mut out = [0u8; ADDRESSES_BYTES];
     out[0] = addrs.len() as u8;
     for (slot, addr) in out[1..].chunks_exact_mut(ADDRESS_BYTES).zip(addrs) {
-        slot[1..3].copy_from_slice(&addr.port().to_le_bytes());
-        match addr.ip() {
-            IpAddr::V4(ip) => {
-                slot[0] = 4;
-                slot[3..7].copy_from_slice(&ip.octets());
-            }
-            IpAddr::V6(ip) => {
-                slot[0] = 6;
-                slot[3..19].copy_from_slice(&ip.octets());
-            }
+        if let Ok(slot) = <&mut [u8; ADDRESS_BYTES]>::try_from(slot) {
+            *slot = write_address(*addr);
         }
     }
     Ok(out)
+}
+
+/// Encodes one address: family 4 or 6, port, 16 IP bytes.
+pub(crate) fn write_address(addr: SocketAddr) -> [u8; ADDRESS_BYTES] {
+    let mut slot = [0u8; ADDRESS_BYTES];
+    slot[1..3].copy_from_slice(&addr.port().to_le_bytes());
+    match addr.ip() {
+        IpAddr::V4(ip) => {
+            slot[0] = 4;
+            slot[3..7].copy_from_slice(&ip.octets());
+        }
+        IpAddr::V6(ip) => {
+            slot[0] = 6;
+            slot[3..19].copy_from_slice(&ip.octets());
+        }
+    }
+    slot
+}
+
+/// Decodes [`write_address`]' bytes (`None` for an unknown family).
+pub(crate) fn read_address(slot: &[u8; ADDRESS_BYTES]) -> Option<SocketAddr> {
+    let mut r = Reader(slot);
+    let [family] = r.array::<1>();
+    let port = u16::from_le_bytes(r.array());
+    let ip: [u8; 16] = r.array();
+    let ip = match family {
+        4 => IpAddr::V4(Ipv4Addr::new(ip[0], ip[1], ip[2], ip[3])),
+        6 => IpAddr::V6(Ipv6Addr::from(ip)),
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
 }
 
 /// Decodes [`write_addresses`]' bytes; unknown families and slots past the
@@ -138,18 +161,7 @@ fn read_addresses(bytes: &[u8; ADDRESSES_BYTES]) -> Vec<SocketAddr> {
     bytes[1..]
         .chunks_exact(ADDRESS_BYTES)
         .take(count)
-        .filter_map(|slot| {
-            let mut r = Reader(slot);
-            let [family] = r.array::<1>();
-            let port = u16::from_le_bytes(r.array());
-            let ip: [u8; 16] = r.array();
-            let ip = match family {
-                4 => IpAddr::V4(Ipv4Addr::new(ip[0], ip[1], ip[2], ip[3])),
-                6 => IpAddr::V6(Ipv6Addr::from(ip)),
-                _ => return None,
-            };
-            Some(SocketAddr::new(ip, port))
-        })
+        .filter_map(|slot| read_address(<&[u8; ADDRESS_BYTES]>::try_from(slot).ok()?))
         .collect()
 }
 

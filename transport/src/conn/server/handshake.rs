@@ -9,8 +9,8 @@ use super::super::challenge::Challenge;
 use super::super::crypto::{connection_key, fill_random, PacketKey, SERVER_NONCE_BYTES};
 use super::super::limit::PER_TOKEN_QUEUED;
 use super::super::packet::{
-    check_len, parse_request, seal_handshake, CHALLENGE, CHALLENGE_BODY_BYTES,
-    CHALLENGE_TOKEN_BYTES, DENIED, DENIED_BODY_BYTES, RESPONSE_BYTES,
+    check_len, parse_request, seal_handshake, seal_packet, CHALLENGE, CHALLENGE_BODY_BYTES,
+    CHALLENGE_TOKEN_BYTES, DENIED, DENIED_BODY_BYTES, KEEPALIVE, RESPONSE_BYTES,
 };
 use super::super::path::Paths;
 use super::super::replay::ReplayWindow;
@@ -18,7 +18,9 @@ use super::super::rtt::Pinger;
 use super::super::token::{open_private, PrivateToken};
 use super::super::used::USED_TOKENS_PER_SLOT;
 use super::super::ConnError;
-use super::{Connection, Server, ServerConfig, ServerEvent, Transmit, MAX_QUEUED_HANDSHAKES};
+use super::{
+    welcome_body, Connection, Server, ServerConfig, ServerEvent, Transmit, MAX_QUEUED_HANDSHAKES,
+};
 
 impl Server {
     pub(super) fn handle_request(
@@ -73,10 +75,9 @@ impl Server {
             token_expires_at: request.expires_at,
             server_nonce,
             private,
+            to: from,
         };
-        let token = self
-            .challenger
-            .seal(&challenge, self.config.protocol_id, from)?;
+        let token = self.challenger.seal(&challenge, self.config.protocol_id)?;
         let mut body = [0u8; CHALLENGE_BODY_BYTES];
         let (head, rest) = body.split_at_mut(request.request_nonce.len());
         head.copy_from_slice(&request.request_nonce);
@@ -101,14 +102,12 @@ impl Server {
         check_len(datagram, RESPONSE_BYTES)?;
         let mut token = [0u8; CHALLENGE_TOKEN_BYTES];
         token.copy_from_slice(&datagram[1..]);
-        let challenge = self
-            .challenger
-            .open(&token, self.config.protocol_id, from)?;
+        let challenge = self.challenger.open(&token, self.config.protocol_id)?;
         check_expiry(challenge.expires_at, now)?;
         let private = &challenge.private;
         self.check_rate(private, from, now)?;
         if let Some(&slot) = self.by_client_id.get(&private.client_id) {
-            return self.welcome_again(now, slot, from, private.client_id);
+            return self.welcome_elsewhere(now, slot, from, private);
         }
         if self.token_used(private, now) {
             return Err(ConnError::TokenUsed {
@@ -125,6 +124,9 @@ impl Server {
             });
         };
         let cap = usize::from(self.config.max_clients).saturating_mul(USED_TOKENS_PER_SLOT);
+        // The connection starts where the challenge went (the client
+        // proved it receives there), whichever address echoed it.
+        let addr = challenge.to;
         if !self.used_tokens.has_room(now.as_secs(), cap) {
             // More connections within a challenge's lifetime than the
             // used-token memory holds: this one waits (the client resends).
@@ -135,7 +137,7 @@ impl Server {
         let server_to_client = connection_key(&private.server_to_client_key, nonce, b"s2c")?;
         self.slots[usize::from(slot)] = Some(Connection {
             client_id: private.client_id,
-            addr: from,
+            addr,
             client_to_server: PacketKey::new(&client_to_server),
             server_to_client: PacketKey::new(&server_to_client),
             timeout: Duration::from_secs(u64::from(private.timeout_secs)),
@@ -157,9 +159,13 @@ impl Server {
         self.events.push_back(ServerEvent::Connected {
             slot,
             client_id: private.client_id,
-            addr: from,
+            addr,
         });
-        self.queue_keepalive(now, slot)
+        self.queue_keepalive(now, slot)?;
+        if from != addr {
+            self.welcome_elsewhere(now, slot, from, private)?;
+        }
+        Ok(())
     }
 
     /// Refuses a token that names none of the configured public addresses.
@@ -193,10 +199,9 @@ impl Server {
         }
     }
 
-    /// A request or response of a client that is already connected: from
-    /// its own address the welcome was lost, so it is sent again; from
-    /// another address it is refused (only authenticated packets move a
-    /// client).
+    /// A request of a client that is already connected: from its own
+    /// address the welcome was lost, so it is sent again; from another
+    /// address it is refused (only authenticated packets move a client).
     fn welcome_again(
         &mut self,
         now: Duration,
@@ -217,6 +222,49 @@ impl Server {
             return Ok(());
         }
         self.queue_keepalive(now, slot)
+    }
+
+    /// A response of a client that has a slot. From its address, as
+    /// [`welcome_again`](Self::welcome_again). From another address while
+    /// the client has not confirmed its welcome (its NAT may have rebound
+    /// since its challenge), the welcome goes there too, once per
+    /// response and within the token's share of the handshake queue: it is
+    /// smaller than the response and sealed under the connection's key, and
+    /// the connection stays at its address until a path check validates a
+    /// new one. A confirmed client moves only by path checks.
+    fn welcome_elsewhere(
+        &mut self,
+        now: Duration,
+        slot: u16,
+        from: SocketAddr,
+        private: &PrivateToken,
+    ) -> Result<(), ConnError> {
+        let protocol_id = self.config.protocol_id;
+        let body = welcome_body(slot, self.config.max_clients);
+        let Some(conn) = self.slots[usize::from(slot)].as_mut() else {
+            return Err(ConnError::UnknownSlot { slot });
+        };
+        if conn.addr == from {
+            return self.welcome_again(now, slot, from, private.client_id);
+        }
+        if conn.unconfirmed.is_none() {
+            return Err(ConnError::AlreadyConnected {
+                client_id: private.client_id,
+            });
+        }
+        let mut out = Vec::new();
+        seal_packet(
+            KEEPALIVE,
+            conn.next_sequence,
+            None,
+            protocol_id,
+            &conn.server_to_client,
+            &body,
+            &mut out,
+        )?;
+        conn.next_sequence += 1;
+        self.queue_handshake(from, out, private);
+        Ok(())
     }
 
     /// Whether `private`'s token got a slot before.
