@@ -177,8 +177,11 @@ fn recorded(ticks: &[TickMeta]) -> Vec<Packet> {
 
 /// One client: the packet of tick `s` is acked `delay + jitter(s)` ticks
 /// after it was sent, and each packet is coded against the newest tick
-/// whose ack has arrived (so baselines never move backwards), with the ack
-/// before that one as its prior, as the session server does.
+/// whose ack has arrived (so baselines never move backwards), with as its
+/// prior the acked tick before the baseline whose spacing is closest to the
+/// baseline's distance (the nearer on a tie), among the ticks of the last
+/// `2 · (delay + jitter) + 8` (the ring `tickpack_session::history_for`
+/// keeps), as the session server does.
 ///
 /// Time is `O(ticks × (log ticks + jitter))` whatever the delay (a capture's
 /// header sets its tick rate): ticks too recent to be acked are skipped by
@@ -189,10 +192,15 @@ fn simulated(ticks: &[TickMeta], delay: u64, jitter: u32) -> Vec<Packet> {
         s.checked_add(delay)?
             .checked_add(SplitMix64::new(s).below(u64::from(jitter) + 1))
     };
+    let ring = delay
+        .saturating_add(u64::from(jitter))
+        .saturating_mul(2)
+        .saturating_add(8);
     let mut out = Vec::with_capacity(ticks.len());
-    let (mut acked, mut prior): (Option<usize>, Option<usize>) = (None, None);
+    // Every tick index acked so far, in tick order (the last is the baseline).
+    let mut acks: Vec<usize> = Vec::new();
     for (i, t) in ticks.iter().enumerate() {
-        let from = acked.map_or(0, |a| a + 1);
+        let from = acks.last().map_or(0, |a| a + 1);
         // Ticks sent after `t.tick - delay` cannot be acked by now (jitter
         // only adds to the delay); the tick numbers increase.
         let recent = ticks.get(from..i).unwrap_or_default();
@@ -204,11 +212,13 @@ fn simulated(ticks: &[TickMeta], delay: u64, jitter: u32) -> Vec<Packet> {
             .rev()
             .find(|&k| arrives(ticks[k].tick).is_some_and(|a| a <= t.tick))
         {
-            prior = acked;
-            acked = Some(k);
+            acks.push(k);
         }
-        let baseline = acked.filter(|&a| close_enough(ticks, i, a));
-        let prior = prior.filter(|&p| baseline.is_some() && close_enough(ticks, i, p));
+        let baseline = acks.last().copied().filter(|&a| close_enough(ticks, i, a));
+        let prior = baseline.and_then(|b| {
+            let older = acks.get(..acks.len() - 1).unwrap_or_default();
+            prior_for(ticks, older, t.tick, ticks[b].tick, ring)
+        });
         out.push(Packet {
             tick: i,
             baseline,
@@ -216,6 +226,29 @@ fn simulated(ticks: &[TickMeta], delay: u64, jitter: u32) -> Vec<Packet> {
         });
     }
     out
+}
+
+/// Of the acked tick indices `older` (in tick order, all before the
+/// baseline tick `b`), the one whose spacing before `b` is closest to
+/// `now - b` (the nearer on a tie), not older than `ring` ticks before
+/// `now` nor further than [`MAX_BASELINE_DISTANCE`].
+fn prior_for(ticks: &[TickMeta], older: &[usize], now: u64, b: u64, ring: u64) -> Option<usize> {
+    let oldest = now
+        .saturating_sub(ring.saturating_sub(1))
+        .max(now.saturating_sub(u64::from(MAX_BASELINE_DISTANCE)));
+    let want = b.saturating_sub(now - b);
+    let at = older.partition_point(|&k| ticks[k].tick <= want);
+    // The nearest candidates around `want`: the last at or before it and the
+    // first after it.
+    [at.checked_sub(1), Some(at)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| older.get(j).copied())
+        .filter(|&k| ticks[k].tick >= oldest)
+        .min_by_key(|&k| {
+            let spacing = b - ticks[k].tick;
+            (spacing.abs_diff(now - b), spacing)
+        })
 }
 
 #[cfg(test)]
@@ -276,6 +309,29 @@ mod tests {
         assert!(p.windows(2).all(|w| w[0].baseline <= w[1].baseline));
         assert!(p[20..].iter().all(|q| q.prior.is_some()));
         assert!(p[20..].iter().all(|q| q.baseline.is_some()));
+    }
+
+    #[test]
+    fn simulated_priors_are_spaced_like_the_baseline_as_the_session_picks() {
+        // 600 ms at 60 Hz: the baseline is about 36 ticks old, and the
+        // prior about 36 ticks before it (the ring holds 2 · 38 + 8), not
+        // the ack before the baseline (1 tick, whose difference
+        // extrapolated 36 times is mostly quantisation noise).
+        let c = capture(&(0..400).collect::<Vec<_>>());
+        let rtt = Rtt {
+            rtt_ms: 600,
+            jitter_ticks: 2,
+        };
+        let (p, _) = plan(&c.ticks, 60, BaselineModel::Auto(rtt));
+        let late: Vec<_> = p[200..].iter().collect();
+        assert!(late.iter().all(|q| q.prior.is_some()), "{late:?}");
+        for q in late {
+            let (b, r) = (q.baseline.unwrap(), q.prior.unwrap());
+            let (d, spacing) = (q.tick - b, b - r);
+            assert!((36..=38).contains(&d), "{q:?}");
+            assert!(spacing.abs_diff(d) <= 2, "{q:?}");
+            assert!(q.tick - r < 2 * 38 + 8, "{q:?}");
+        }
     }
 
     #[test]
