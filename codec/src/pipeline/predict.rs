@@ -107,7 +107,7 @@ pub(crate) fn encode_row(
 ) {
     for (i, &e) in elements.iter().enumerate() {
         let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
-        if cur.get(r.clone()) == base.get(r) {
+        if values::same_at(cur, base, r) {
             continue;
         }
         let (kind, value) = values::encode(e, cur, pred);
@@ -146,7 +146,7 @@ pub(crate) fn decode_value(
             None => values::decode_changed(e, v, pred, out)?,
         }
     }
-    if out.get(r.clone()) == base.get(r) {
+    if values::same_at(out, base, r) {
         return Err(BadValue);
     }
     Ok(())
