@@ -110,7 +110,9 @@ pub(crate) fn encode_row(
         if values::same_at(cur, base, r) {
             continue;
         }
-        let (kind, value) = values::encode(e, cur, pred);
+        // The one-step form where the element moved off its prediction.
+        let (kind, value) =
+            values::encode_changed(e, cur, pred).unwrap_or_else(|| values::encode(e, cur, pred));
         t.elems.push(Token {
             element: i as u32,
             kind,
