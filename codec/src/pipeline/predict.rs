@@ -126,7 +126,7 @@ pub(crate) fn encode_row(
 /// (a copy of the baseline record `base`) against the predicted record
 /// `pred`; `float` holds the kind bit read for a float element. A value
 /// that leaves the element as the baseline has it is refused.
-#[inline]
+#[inline(always)]
 pub(crate) fn decode_value(
     e: Element,
     float: Option<(FloatReference, bool)>,
