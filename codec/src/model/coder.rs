@@ -291,16 +291,14 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
     #[inline(always)]
     pub(crate) fn value(&mut self, ctx: u32, signed: bool) -> Result<u64, ModelError> {
         let m = self.value_model(ctx)?;
-        let mut rc = self.rc.clone();
-        let v = decode_value(&mut DecodeWith(&mut rc, m), signed)?;
-        self.rc = rc;
-        Ok(v)
+        // On the decoder in place: a copy in and out (the derived `Clone`)
+        // cost more than the loads and stores it saved.
+        decode_value(&mut DecodeWith(&mut self.rc, m), signed)
     }
 
     /// A decision in bit context `kind_ctx`, then a signed (zigzag) value
     /// in value context `value_ctx + (1 + !bit) · stride`: the same as
-    /// [`ModelDecoder::bit`] then [`ModelDecoder::value`], with the decoder
-    /// state in a local for both.
+    /// [`ModelDecoder::bit`] then [`ModelDecoder::value`] in one call.
     #[inline]
     pub(crate) fn flagged_value(
         &mut self,
@@ -315,11 +313,9 @@ impl<'t, 'a> ModelDecoder<'t, 'a> {
                 count,
             });
         }
-        let mut rc = self.rc.clone();
-        let bit = rc.bit(self.table.prob(kind_ctx as usize));
+        let bit = self.rc.bit(self.table.prob(kind_ctx as usize));
         let m = self.value_model(value_ctx + (1 + u32::from(!bit)) * stride)?;
-        let v = decode_value(&mut DecodeWith(&mut rc, m), true)?;
-        self.rc = rc;
+        let v = decode_value(&mut DecodeWith(&mut self.rc, m), true)?;
         Ok((bit, v))
     }
 

@@ -107,10 +107,12 @@ pub(crate) fn encode_row(
 ) {
     for (i, &e) in elements.iter().enumerate() {
         let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
-        if cur.get(r.clone()) == base.get(r) {
+        if values::same_at(cur, base, r) {
             continue;
         }
-        let (kind, value) = values::encode(e, cur, pred);
+        // The one-step form where the element moved off its prediction.
+        let (kind, value) =
+            values::encode_changed(e, cur, pred).unwrap_or_else(|| values::encode(e, cur, pred));
         t.elems.push(Token {
             element: i as u32,
             kind,
@@ -124,7 +126,7 @@ pub(crate) fn encode_row(
 /// (a copy of the baseline record `base`) against the predicted record
 /// `pred`; `float` holds the kind bit read for a float element. A value
 /// that leaves the element as the baseline has it is refused.
-#[inline]
+#[inline(always)]
 pub(crate) fn decode_value(
     e: Element,
     float: Option<(FloatReference, bool)>,
@@ -146,7 +148,7 @@ pub(crate) fn decode_value(
             None => values::decode_changed(e, v, pred, out)?,
         }
     }
-    if out.get(r.clone()) == base.get(r) {
+    if values::same_at(out, base, r) {
         return Err(BadValue);
     }
     Ok(())

@@ -122,6 +122,21 @@ fn load(bytes: &[u8]) -> u64 {
     }
 }
 
+/// Whether `a` and `b` hold the same bytes at `r` (`a.get(r) ==
+/// b.get(r)`): elements of four or eight bytes compare as integers, where
+/// the slice compare is a `memcmp` call per element.
+#[inline(always)]
+pub(crate) fn same_at(a: &[u8], b: &[u8], r: core::ops::Range<usize>) -> bool {
+    match (a.get(r.clone()), b.get(r)) {
+        (Some(x), Some(y)) => match (x.len(), <&[u8; 4]>::try_from(x), <&[u8; 4]>::try_from(y)) {
+            (_, Ok(x), Ok(y)) => x == y,
+            (8, _, _) => <&[u8; 8]>::try_from(x).ok() == <&[u8; 8]>::try_from(y).ok(),
+            _ => x == y,
+        },
+        (x, y) => x == y,
+    }
+}
+
 /// Element `e` of `record` as an integer.
 #[inline]
 fn element(e: Element, record: &[u8]) -> u64 {

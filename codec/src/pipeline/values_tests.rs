@@ -377,3 +377,17 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `same_at` is the slice compare it replaces, in and out of range.
+    #[test]
+    fn same_at_matches_the_slice_compare(
+        a in proptest::collection::vec(0u8..3, 0..20),
+        b in proptest::collection::vec(0u8..3, 0..20),
+        at in 0usize..20,
+        width in 0usize..10,
+    ) {
+        let r = at..at + width;
+        prop_assert_eq!(same_at(&a, &b, r.clone()), a.get(r.clone()) == b.get(r));
+    }
+}
