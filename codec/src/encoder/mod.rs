@@ -14,9 +14,9 @@ use crate::dict::Dictionary;
 use crate::error::{DictionaryError, EncodeError};
 use crate::history::History;
 use crate::limits::Limits;
+use crate::model::{ContextMaps, ModelTable};
 #[cfg(feature = "training")]
 use crate::model::{self, ModelShape, ModelStats};
-use crate::model::{ContextMaps, ModelTable};
 use crate::packet::MAX_HEADER_LEN;
 use crate::pipeline::layout::ByteSink;
 use crate::pipeline::values::{self, Element};
