@@ -147,7 +147,7 @@ fn recoding_is_undone_for_any_codes() {
         let t = &schema.sections()[0];
         for i in 0..4_000 {
             let pick = |i: usize, r: i64| {
-                if i % 3 == 0 {
+                if i.is_multiple_of(3) {
                     edge[r.unsigned_abs() as usize % edge.len()]
                 } else {
                     r
