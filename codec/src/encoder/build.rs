@@ -131,6 +131,13 @@ impl Encoder {
         let recoded =
             coded.baseline.is_some() && self.schema.sections().iter().any(layout::has_rotations);
         if recoded {
+            // Checked before they are read, as `build_coded` would.
+            for b in coded.baseline.iter().chain(&prior) {
+                if let Err(e) = b.snapshot.check(&self.schema) {
+                    self.codes = c;
+                    return Err(e.into());
+                }
+            }
             c.cur.reset_like(codes);
             for (i, s) in codes.sections().iter().enumerate() {
                 c.cur.set_section(i, &s.as_ref());
