@@ -340,15 +340,7 @@ impl Decoder {
             }
             let p = prior.filter(|_| header.prior.is_some());
             let s = self.spacing;
-            crate::quant::layout::recode_snapshot(
-                &self.schema,
-                out,
-                base,
-                p,
-                s,
-                &mut self.predicted,
-                true,
-            );
+            crate::quant::layout::recode_snapshot(&self.schema, out, base, p, s, true);
             if let Some(c) = codes {
                 c.reset_like(out);
                 for (i, s) in out.sections().iter().enumerate() {

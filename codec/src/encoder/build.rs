@@ -74,14 +74,7 @@ impl Encoder {
                 prior.and_then(|p| coded(p, prior_codes)),
             );
             // Smallest-three rows that changed layout (FORMAT.md 9.1), and back.
-            recode(
-                &self.schema,
-                &mut c.cur,
-                (b, p),
-                sequence,
-                &mut self.predicted,
-                false,
-            );
+            recode(&self.schema, &mut c.cur, (b, p), sequence, false);
             self.build_coded(
                 c.cur.sections().iter().map(|s| s.as_ref()),
                 sections.clone(),
@@ -91,14 +84,7 @@ impl Encoder {
                 recall,
                 reference.history,
             )?;
-            recode(
-                &self.schema,
-                &mut c.cur,
-                (b, p),
-                sequence,
-                &mut self.predicted,
-                true,
-            );
+            recode(&self.schema, &mut c.cur, (b, p), sequence, true);
             c.cache.insert(sequence, sections, &mut c.cur);
             Ok(())
         })();
@@ -143,14 +129,7 @@ impl Encoder {
                 c.cur.set_section(i, &s.as_ref());
             }
             let refs = (coded.baseline, prior);
-            recode(
-                &self.schema,
-                &mut c.cur,
-                refs,
-                sequence,
-                &mut self.predicted,
-                false,
-            );
+            recode(&self.schema, &mut c.cur, refs, sequence, false);
         }
         let r = self.build_coded(
             if recoded { &c.cur } else { codes }
@@ -504,7 +483,6 @@ pub(super) fn recode(
     cur: &mut crate::Snapshot,
     (b, p): (Option<Baseline<'_>>, Option<Baseline<'_>>),
     sequence: u16,
-    scratch: &mut [crate::snapshot::Section],
     undo: bool,
 ) {
     let spacing = match (b, p) {
@@ -512,5 +490,5 @@ pub(super) fn recode(
         _ => pipeline::predict::Spacing { ahead: 1, back: 1 },
     };
     let (b, p) = (b.map(|b| b.snapshot), p.map(|p| p.snapshot));
-    layout::recode_snapshot(schema, cur, b, p, spacing, scratch, undo);
+    layout::recode_snapshot(schema, cur, b, p, spacing, undo);
 }

@@ -60,17 +60,23 @@ pub(crate) fn has_rotations(ty: &EntityType) -> bool {
 }
 
 /// The codes `(k, q0, q1, q2)` at `offset` of `rec`: four little-endian
-/// integers of `w` bytes (4 or 8), sign-extended.
+/// integers of `w` bytes (4 or 8), sign-extended. Fixed widths: a copy of
+/// a variable length would call `memcpy` per element.
+#[inline]
 fn read(rec: &[u8], offset: usize, w: usize) -> Option<[i64; 4]> {
-    let b = rec.get(offset..offset + 4 * w)?;
-    let mut c = [0i64; 4];
-    for (c, b) in c.iter_mut().zip(b.chunks_exact(w)) {
-        let mut v = [0u8; 8];
-        v[..w].copy_from_slice(b);
-        let x = u64::from_le_bytes(v);
-        *c = ((x << (64 - 8 * w)) as i64) >> (64 - 8 * w);
+    if w == 4 {
+        let b: &[u8; 16] = rec.get(offset..offset + 16)?.try_into().ok()?;
+        let c = |i: usize| i64::from(i32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]));
+        Some([c(0), c(4), c(8), c(12)])
+    } else {
+        let b: &[u8; 32] = rec.get(offset..offset + 32)?.try_into().ok()?;
+        let c = |i: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[i..i + 8]);
+            i64::from_le_bytes(v)
+        };
+        Some([c(0), c(8), c(16), c(24)])
     }
-    Some(c)
 }
 
 /// Writes `c` at `offset` of `rec` as four integers of `w` bytes (the low
@@ -78,7 +84,11 @@ fn read(rec: &[u8], offset: usize, w: usize) -> Option<[i64; 4]> {
 fn write(rec: &mut [u8], offset: usize, w: usize, c: [i64; 4]) {
     if let Some(b) = rec.get_mut(offset..offset + 4 * w) {
         for (b, c) in b.chunks_exact_mut(w).zip(c) {
-            b.copy_from_slice(&c.to_le_bytes()[..w]);
+            if w == 4 {
+                b.copy_from_slice(&(c as i32).to_le_bytes());
+            } else {
+                b.copy_from_slice(&c.to_le_bytes());
+            }
         }
     }
 }
@@ -86,6 +96,38 @@ fn write(rec: &mut [u8], offset: usize, w: usize, c: [i64; 4]) {
 /// A valid largest index.
 fn index(k: i64) -> Option<usize> {
     (0..4).contains(&k).then_some(k as usize)
+}
+
+/// The predicted codes (FORMAT.md 4.6 and 9.1) of a `predict` smallest-three
+/// field from its baseline codes `b` and prior codes `p`: linear on the four
+/// codes when both largest indices are equal (or one is not valid), else
+/// in the baseline's layout with the prior re-expressed in it.
+fn predicted(
+    b: [i64; 4],
+    p: [i64; 4],
+    spacing: Spacing,
+    w: usize,
+    m: i64,
+    s: f64,
+    ty: Primitive,
+) -> [i64; 4] {
+    let bits = 8 * w as u32;
+    let ex = |a: i64, c: i64| {
+        let e = extrapolate(a as u64, c as u64, bits, spacing);
+        ((e << (64 - bits)) as i64) >> (64 - bits)
+    };
+    match (index(b[0]), index(p[0])) {
+        (Some(kb), Some(kp)) if kb != kp => {
+            let q = reexpress(kp, [p[1], p[2], p[3]], kb, m, s, ty);
+            [b[0], ex(b[1], q[0]), ex(b[2], q[1]), ex(b[3], q[2])]
+        }
+        _ => [
+            ex(b[0], p[0]),
+            ex(b[1], p[1]),
+            ex(b[2], p[2]),
+            ex(b[3], p[3]),
+        ],
+    }
 }
 
 /// Calls `f(a_index, b_index)` for each id in both ascending id lists.
@@ -125,18 +167,10 @@ pub(crate) fn predict_rotations(
             ) else {
                 return;
             };
-            let (Some(k0), Some(k1)) = (index(c0[0]), index(c1[0])) else {
-                return;
-            };
-            if k0 == k1 {
+            if c0[0] == c1[0] || index(c0[0]).is_none() || index(c1[0]).is_none() {
                 return;
             }
-            let q1 = reexpress(k1, [c1[1], c1[2], c1[3]], k0, m, s, slot.ty);
-            let mut p = c0;
-            for (p, q1) in p[1..].iter_mut().zip(q1) {
-                let e = extrapolate(*p as u64, q1 as u64, 8 * w as u32, spacing);
-                *p = e as i64;
-            }
+            let p = predicted(c0, c1, spacing, w, m, s, slot.ty);
             if let Some(rec) = records.get_mut(i * rs..(i + 1) * rs) {
                 write(rec, slot.offset, w, p);
             }
@@ -144,34 +178,55 @@ pub(crate) fn predict_rotations(
     }
 }
 
-/// FORMAT.md 9.1: in each record of `cur` whose entity `reference` (the
-/// section its rows are coded against) also has, each smallest-three field
-/// whose valid largest index `k` differs from the reference's valid `kr`
-/// has its three codes `q` replaced by `q − reexpress(r, k) + qr` (`undo`:
-/// the inverse), wrapping at the code width, so that coding them against
-/// `qr` codes `q − reexpress(r, k)`. The largest index is left as it is,
-/// so both ends pick the same records.
-pub(crate) fn recode(ty: &EntityType, reference: &SectionRef<'_>, cur: &mut Section, undo: bool) {
+/// FORMAT.md 9.1: in each record of `cur` whose entity the baseline `b0`
+/// also has, each smallest-three field whose valid largest index `k`
+/// differs from the baseline's has its three codes `q` replaced by
+/// `q − reexpress(r, k) + qr` (`undo`: the inverse), wrapping at the code
+/// width, with `r` the field's codes in the reference record (the
+/// prediction from `b1` over `spacing` for a `predict` field of an entity
+/// `b1` has, else the baseline's) when its index is valid. Coding them
+/// against `qr` codes `q − reexpress(r, k)`. The largest index is left as
+/// it is, so both ends pick the same records.
+pub(crate) fn recode(
+    ty: &EntityType,
+    b0: &SectionRef<'_>,
+    b1: Option<&SectionRef<'_>>,
+    spacing: Spacing,
+    cur: &mut Section,
+    undo: bool,
+) {
     let rs = ty.record_size();
     let (ids, records) = cur.parts_mut();
-    for (slot, w, m, s, _) in rotations(ty) {
-        matched(ids, reference.ids(), |i, j| {
-            let r = reference.records().get(j * rs..(j + 1) * rs);
-            let Some(cr) = r.and_then(|r| read(r, slot.offset, w)) else {
-                return;
-            };
+    for (slot, w, m, s, predict) in rotations(ty) {
+        matched(ids, b0.ids(), |i, j| {
             let Some(rec) = records.get_mut(i * rs..(i + 1) * rs) else {
                 return;
             };
-            let Some(mut c) = read(rec, slot.offset, w) else {
+            let base = b0.records().get(j * rs..(j + 1) * rs);
+            let (Some(mut c), Some(cb)) = (
+                read(rec, slot.offset, w),
+                base.and_then(|r| read(r, slot.offset, w)),
+            ) else {
                 return;
             };
-            let (Some(k), Some(kr)) = (index(c[0]), index(cr[0])) else {
-                return;
-            };
-            if k == kr {
+            if c[0] == cb[0] || index(cb[0]).is_none() {
                 return;
             }
+            let Some(k) = index(c[0]) else {
+                return;
+            };
+            let prior = b1.filter(|_| predict).and_then(|b1| {
+                let id = ids.get(i)?;
+                let at = b1.ids().binary_search(id).ok()?;
+                read(b1.records().get(at * rs..(at + 1) * rs)?, slot.offset, w)
+            });
+            let cr = match prior {
+                Some(cp) => predicted(cb, cp, spacing, w, m, s, slot.ty),
+                None => cb,
+            };
+            let Some(kr) = index(cr[0]) else {
+                return;
+            };
             let t = reexpress(kr, [cr[1], cr[2], cr[3]], k, m, s, slot.ty);
             for ((c, t), qr) in c[1..].iter_mut().zip(t).zip(&cr[1..]) {
                 *c = if undo {
@@ -186,17 +241,14 @@ pub(crate) fn recode(ty: &EntityType, reference: &SectionRef<'_>, cur: &mut Sect
 }
 
 /// [`recode`] on every section of `cur` (code form) that has a
-/// smallest-three field, against the reference its rows are coded
-/// against: the baseline, or the section predicted from the baseline and
-/// `prior` over `spacing` for a type that predicts (computed into
-/// `scratch`, one section per type). Nothing without a baseline.
+/// smallest-three field, against the baseline and the prior when the
+/// packet names one and the type predicts. Nothing without a baseline.
 pub(crate) fn recode_snapshot(
     schema: &crate::schema::Schema,
     cur: &mut crate::snapshot::Snapshot,
     base: Option<&crate::snapshot::Snapshot>,
     prior: Option<&crate::snapshot::Snapshot>,
     spacing: Spacing,
-    scratch: &mut [Section],
     undo: bool,
 ) {
     let Some(base) = base else {
@@ -206,29 +258,20 @@ pub(crate) fn recode_snapshot(
         if !has_rotations(ty) {
             continue;
         }
-        let (Some(b0), Some(sec), Some(pred)) = (
-            base.sections().get(i),
-            cur.section_mut(i),
-            scratch.get_mut(i),
-        ) else {
+        let (Some(b0), Some(sec)) = (base.sections().get(i), cur.section_mut(i)) else {
             continue;
         };
-        match prior
+        let b1 = prior
             .and_then(|p| p.sections().get(i))
-            .filter(|_| ty.predicts())
-        {
-            Some(b1) => {
-                crate::pipeline::predict::predict_spaced(
-                    ty,
-                    &b0.as_ref(),
-                    &b1.as_ref(),
-                    spacing,
-                    pred,
-                );
-                recode(ty, &pred.as_ref(), sec, undo);
-            }
-            None => recode(ty, &b0.as_ref(), sec, undo),
-        }
+            .filter(|_| ty.predicts());
+        recode(
+            ty,
+            &b0.as_ref(),
+            b1.map(|s| s.as_ref()).as_ref(),
+            spacing,
+            sec,
+            undo,
+        );
     }
 }
 

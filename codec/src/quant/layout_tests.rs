@@ -11,6 +11,8 @@ fn rng(seed: u64) -> impl FnMut() -> f64 {
     }
 }
 
+const ONE: Spacing = Spacing { ahead: 1, back: 1 };
+
 fn step(m: i64) -> f64 {
     core::f64::consts::FRAC_1_SQRT_2 / m as f64
 }
@@ -120,7 +122,7 @@ fn every_layout_change_codes_small_differences() {
             assert_eq!((k0, k1), (a, b));
             let base = section(&[(1, rec(k0 as i64, q0))]);
             let mut cur = section(&[(1, rec(k1 as i64, q1))]);
-            recode(t, &base.as_ref(), &mut cur, false);
+            recode(t, &base.as_ref(), None, ONE, &mut cur, false);
             let coded = read(cur.records(), 0, 4).unwrap_or([0; 4]);
             assert_eq!(coded[0], k1 as i64);
             let diff: i64 = (0..3)
@@ -129,7 +131,7 @@ fn every_layout_change_codes_small_differences() {
                 .unwrap_or(0);
             let raw: i64 = (0..3).map(|j| (q1[j] - q0[j]).abs()).max().unwrap_or(0);
             assert!(diff <= 12 && raw > 100, "{a}->{b}: {diff} (raw {raw})");
-            recode(t, &base.as_ref(), &mut cur, true);
+            recode(t, &base.as_ref(), None, ONE, &mut cur, true);
             assert_eq!(cur.records(), rec(k1 as i64, q1));
         }
     }
@@ -158,9 +160,18 @@ fn recoding_is_undone_for_any_codes() {
             let c = rec(k(int()), [pick(i + 2, int()), int() % 600, pick(i, int())]);
             let base = section(&[(1, b.clone()), (2, b)]);
             let mut cur = section(&[(1, c.clone()), (3, c.clone())]);
-            recode(t, &base.as_ref(), &mut cur, false);
+            let p = rec(k(int()), [int(), pick(i + 1, int()), int() % 600]);
+            let prior = section(&[(1, p)]);
+            let (b1, sp) = (
+                prior.as_ref(),
+                Spacing {
+                    ahead: 1 + (i % 5) as u16,
+                    back: 1 + (i % 3) as u16,
+                },
+            );
+            recode(t, &base.as_ref(), Some(&b1), sp, &mut cur, false);
             assert_eq!(&cur.records()[16..], &c[..], "entity 3 has no reference");
-            recode(t, &base.as_ref(), &mut cur, true);
+            recode(t, &base.as_ref(), Some(&b1), sp, &mut cur, true);
             assert_eq!(cur.records(), [c.clone(), c].concat());
         }
     }
@@ -201,4 +212,37 @@ fn a_prior_in_another_layout_is_predicted_in_the_baselines() {
     // The linear prediction of the raw codes is far off.
     let linear = (0..3).map(|j| (2 * qb[j] - qp[j] - qc[j]).abs()).max();
     assert!(linear > Some(100));
+}
+
+#[test]
+fn recoding_references_the_pipelines_prediction() {
+    // The reference `recode` computes per entity is the pipeline's
+    // predicted record, for every pair of largest indices and spacing.
+    let (m, ty) = (511i64, Primitive::F32);
+    let mut next = rng(0x5151_7a7a_0303_9999);
+    let schema = schema(DeltaOp::Predict);
+    let t = &schema.sections()[0];
+    for i in 0..2_000 {
+        let (kb, qb) = random_codes(&mut next, m, ty);
+        let (kp, qp) = random_codes(&mut next, m, ty);
+        let b0 = section(&[(1, rec(kb as i64, qb))]);
+        let b1 = section(&[(1, rec(kp as i64, qp))]);
+        let sp = Spacing {
+            ahead: 1 + (i % 7) as u16,
+            back: 1 + (i % 4) as u16,
+        };
+        let mut out = Section::new(16);
+        crate::pipeline::predict::predict_spaced(t, &b0.as_ref(), &b1.as_ref(), sp, &mut out);
+        let want = read(out.records(), 0, 4).unwrap_or([9; 4]);
+        let got = predicted(
+            read(b0.records(), 0, 4).unwrap_or([0; 4]),
+            read(b1.records(), 0, 4).unwrap_or([0; 4]),
+            sp,
+            4,
+            m,
+            step(m),
+            ty,
+        );
+        assert_eq!(got, want, "{kb} {qb:?} {kp} {qp:?} {sp:?}");
+    }
 }
