@@ -326,13 +326,18 @@ impl Decoder {
         // Quantised fields were decoded as codes; the checksum covers values.
         let keep = base.filter(|_| self.keep_history);
         if self.schema.is_quantized() {
+            // The history is of the codes as coded, smallest-three rows that
+            // changed layout before they are recoded back (FORMAT.md 9.1).
+            if let Some(b) = keep.filter(|_| codes.is_some()) {
+                self.note_history(out, b);
+            }
+            let p = prior.filter(|_| header.prior.is_some());
+            let s = self.spacing;
+            crate::quant::layout::recode_snapshot(&self.schema, out, base, p, s, true);
             if let Some(c) = codes {
                 c.reset_like(out);
                 for (i, s) in out.sections().iter().enumerate() {
                     c.set_section(i, &s.as_ref());
-                }
-                if let Some(b) = keep {
-                    self.note_history(c, b);
                 }
             }
             crate::quant::codes::snapshot_from_codes(&self.schema, out)?;

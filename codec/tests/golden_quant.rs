@@ -144,3 +144,44 @@ fn packets_are_pinned_and_decode_to_the_quantised_values() {
     assert_eq!(f32s(rec, 3), [12.5, -3.3, 91.40625]);
     assert_eq!(rec[28], 99);
 }
+
+#[test]
+fn layout_change_is_pinned() {
+    // Buoy 2 tips past the tie of `y` and `w` (FORMAT.md 9.1): its baseline
+    // (0, h, 0, h) has k = 1 and codes (0, 0, 127), re-expressed with k = 3
+    // (0, 127, 0); now (0, 0.69, 0, 0.72) has k = 3 and codes (0, 124, 0),
+    // recoded to (0, 124 − 127 + 0, 0 − 0 + 127) = (0, −3, 127). Against the
+    // baseline's codes the row changes k (value 2) and q1 (value −3), and
+    // q0, q2 are unchanged.
+    let schema = buoy_schema();
+    let (a, _) = ticks(&schema);
+    let mut b = a.clone();
+    let s = b.section_mut(0).unwrap();
+    s.remove(2);
+    s.insert(
+        2,
+        &buoy([-99.999, 0.004], -45.0, [0.0, 0.69, 0.0, 0.72], 40),
+    )
+    .unwrap();
+    schema.quantize(&mut b).unwrap();
+    let rec = b.sections()[0].get(2).unwrap();
+    let mut codes = rec.to_vec();
+    schema.sections()[0].to_codes(&mut codes).unwrap();
+    let ints: Vec<i32> = codes[12..28]
+        .chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(ints, [3, 0, 124, 0]);
+    let mut enc = Encoder::new(schema.clone());
+    enc.set_checksum(true);
+    let base = Baseline {
+        sequence: 7,
+        snapshot: &a,
+    };
+    let delta = enc.encode(&b, 8, Some(base)).unwrap();
+    check("quant_layout_delta", &delta);
+    let (_, got) = Decoder::new(schema.clone())
+        .decode(&delta, Some(base))
+        .unwrap();
+    assert_eq!(got, b);
+}

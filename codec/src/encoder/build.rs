@@ -7,7 +7,7 @@ use crate::error::EncodeError;
 use crate::history::{kept_states, History};
 use crate::packet::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE};
 use crate::pipeline;
-use crate::quant::codes;
+use crate::quant::{codes, layout};
 use crate::recall::Recall;
 use crate::snapshot::{Baseline, Reference, SectionRef, Snapshot};
 
@@ -69,15 +69,22 @@ impl Encoder {
                     snapshot: c.cache.codes(i),
                 })
             };
+            let (b, p) = (
+                baseline.and_then(|b| coded(b, base)),
+                prior.and_then(|p| coded(p, prior_codes)),
+            );
+            // Smallest-three rows that changed layout (FORMAT.md 9.1), and back.
+            recode(&self.schema, &mut c.cur, (b, p), sequence, false);
             self.build_coded(
                 c.cur.sections().iter().map(|s| s.as_ref()),
                 sections.clone(),
                 sequence,
-                baseline.and_then(|b| coded(b, base)),
-                prior.and_then(|p| coded(p, prior_codes)),
+                b,
+                p,
                 recall,
                 reference.history,
             )?;
+            recode(&self.schema, &mut c.cur, (b, p), sequence, true);
             c.cache.insert(sequence, sections, &mut c.cur);
             Ok(())
         })();
@@ -102,15 +109,42 @@ impl Encoder {
         snapshot.check(&self.schema)?;
         codes.check(&self.schema)?;
         let recall = recall_of(&coded)?;
-        self.build_coded(
-            codes.sections().iter().map(|s| s.as_ref()),
+        let prior = coded
+            .prior
+            .filter(|_| coded.baseline.is_some() && self.schema.predicts());
+        // Rows that changed layout are coded from a recoded copy (9.1).
+        let mut c = core::mem::take(&mut self.codes);
+        let recoded =
+            coded.baseline.is_some() && self.schema.sections().iter().any(layout::has_rotations);
+        if recoded {
+            // Checked before they are read, as `build_coded` would.
+            for b in coded.baseline.iter().chain(&prior) {
+                if let Err(e) = b.snapshot.check(&self.schema) {
+                    self.codes = c;
+                    return Err(e.into());
+                }
+            }
+            c.cur.reset_like(codes);
+            for (i, s) in codes.sections().iter().enumerate() {
+                c.cur.set_section(i, &s.as_ref());
+            }
+            let refs = (coded.baseline, prior);
+            recode(&self.schema, &mut c.cur, refs, sequence, false);
+        }
+        let r = self.build_coded(
+            if recoded { &c.cur } else { codes }
+                .sections()
+                .iter()
+                .map(|s| s.as_ref()),
             snapshot.sections().iter().map(|s| s.as_ref()),
             sequence,
             coded.baseline,
             coded.prior,
             recall,
             coded.history,
-        )?;
+        );
+        self.codes = c;
+        r?;
         self.finish_vec(out);
         Ok(())
     }
@@ -440,4 +474,21 @@ fn recall_of<'r>(reference: &Reference<'r>) -> Result<Option<&'r Recall>, Encode
         }
     }
     Ok(recall)
+}
+
+/// [`layout::recode_snapshot`] of the codes `cur` of packet `sequence`
+/// against its baseline and prior in code form.
+pub(super) fn recode(
+    schema: &crate::Schema,
+    cur: &mut crate::Snapshot,
+    (b, p): (Option<Baseline<'_>>, Option<Baseline<'_>>),
+    sequence: u16,
+    undo: bool,
+) {
+    let spacing = match (b, p) {
+        (Some(b), Some(p)) => pipeline::predict::Spacing::of(sequence, b.sequence, p.sequence),
+        _ => pipeline::predict::Spacing { ahead: 1, back: 1 },
+    };
+    let (b, p) = (b.map(|b| b.snapshot), p.map(|p| p.snapshot));
+    layout::recode_snapshot(schema, cur, b, p, spacing, undo);
 }

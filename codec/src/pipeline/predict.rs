@@ -54,6 +54,9 @@ pub(crate) fn extrapolate(b0: u64, b1: u64, bits: u32, s: Spacing) -> u64 {
 /// The section predicted from `b0` and `b1` over `spacing`: every entity of
 /// `b0`, with its predict spans [`extrapolate`]d when `b1` has its id. With
 /// equal distances that is `2·b0 − b1`, computed by [`predict_section`].
+/// A smallest-three field whose prior had another largest index is then
+/// predicted in the baseline's layout
+/// ([`predict_rotations`](crate::quant::layout::predict_rotations)).
 pub(crate) fn predict_spaced(
     ty: &EntityType,
     b0: &SectionRef<'_>,
@@ -62,8 +65,22 @@ pub(crate) fn predict_spaced(
     out: &mut Section,
 ) {
     if spacing.ahead == spacing.back {
-        return predict_section(ty, b0, b1, out);
+        predict_section(ty, b0, b1, out);
+    } else {
+        predict_linear(ty, b0, b1, spacing, out);
     }
+    crate::quant::layout::predict_rotations(ty, b0, b1, spacing, out);
+}
+
+/// [`predict_spaced`] before smallest-three layouts: the linear
+/// extrapolation of every predict span, for distances that differ.
+fn predict_linear(
+    ty: &EntityType,
+    b0: &SectionRef<'_>,
+    b1: &SectionRef<'_>,
+    spacing: Spacing,
+    out: &mut Section,
+) {
     let rs = ty.record_size();
     out.clear_for(rs);
     let (ids, records) = out.parts_mut();

@@ -44,6 +44,7 @@ pub(crate) mod codes;
 mod error;
 mod float;
 mod fours;
+pub(crate) mod layout;
 mod measure;
 pub(crate) mod plan;
 mod quat;
