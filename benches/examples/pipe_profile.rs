@@ -22,35 +22,50 @@
 use std::error::Error;
 use std::path::PathBuf;
 
-use tickpack::{Baseline, Decoder, Encoder, Entropy, Reference, Snapshot};
+use tickpack::{Baseline, Decoder, Encoder, Entropy, History, Reference, Snapshot};
 use tickpack_scenarios as scenarios;
-use tickpack_sets::dictset::DictionarySet;
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
 const SEED: u64 = 4;
 const DISTANCE: usize = 6;
 
-fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
-    let at = |t: usize| Baseline {
-        sequence: (t & 0xffff) as u16,
-        snapshot: &ticks[t],
-    };
-    Reference::delta(at(i - DISTANCE))
-        .with_prior(i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at))
+/// The replayed ticks, whether the set predicts, and per tick its history
+/// against tick `t - DISTANCE` when the set's model table reads histories
+/// (computed before the passes: the ends keep it as a by-product).
+struct Ticks<'a> {
+    ticks: &'a [Snapshot],
+    predicts: bool,
+    histories: Vec<Option<History>>,
+}
+
+impl Ticks<'_> {
+    fn reference(&self, i: usize) -> Reference<'_> {
+        let at = |t: usize| Baseline {
+            sequence: (t & 0xffff) as u16,
+            snapshot: &self.ticks[t],
+        };
+        Reference::delta(at(i - DISTANCE))
+            .with_prior(
+                i.checked_sub(2 * DISTANCE)
+                    .filter(|_| self.predicts)
+                    .map(at),
+            )
+            .with_history(self.histories.get(i - DISTANCE).and_then(Option::as_ref))
+    }
 }
 
 #[inline(never)]
 fn encode_pass(
     enc: &mut Encoder,
-    ticks: &[Snapshot],
+    ticks: &Ticks<'_>,
     measured: &[usize],
-    predicts: bool,
     packets: &mut [Vec<u8>],
 ) -> Res<()> {
     for (p, &i) in packets.iter_mut().zip(measured) {
-        let rf = reference(ticks, i, predicts);
-        enc.encode_to_vec(&ticks[i], (i & 0xffff) as u16, rf, p)?;
+        let rf = ticks.reference(i);
+        enc.encode_to_vec(&ticks.ticks[i], (i & 0xffff) as u16, rf, p)?;
     }
     Ok(())
 }
@@ -58,14 +73,13 @@ fn encode_pass(
 #[inline(never)]
 fn decode_pass(
     dec: &mut Decoder,
-    ticks: &[Snapshot],
+    ticks: &Ticks<'_>,
     measured: &[usize],
-    predicts: bool,
     packets: &[Vec<u8>],
     out: &mut Snapshot,
 ) -> Res<()> {
     for (p, &i) in packets.iter().zip(measured) {
-        dec.decode_into(p, reference(ticks, i, predicts), out)?;
+        dec.decode_into(p, ticks.reference(i), out)?;
     }
     Ok(())
 }
@@ -94,22 +108,43 @@ fn main() -> Res<()> {
     let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
     enc.set_entropy(entropy);
     let mut dec = set.decoder()?;
-    let predicts = set.schema().predicts();
+    let reads_history = set
+        .dictionaries()
+        .iter()
+        .any(|(kind, dict)| *kind == DictKind::Delta && dict.uses_history());
+    let histories = if reads_history {
+        (0..sc.ticks.len())
+            .map(|t| {
+                History::of(
+                    &sc.schema,
+                    &sc.ticks[t],
+                    &sc.ticks[t.checked_sub(DISTANCE)?],
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let ticks = Ticks {
+        ticks: &sc.ticks,
+        predicts: set.schema().predicts(),
+        histories,
+    };
     let measured: Vec<usize> = ((n * 4 / 5).max(2 * DISTANCE)..n).collect();
     let mut packets = vec![Vec::new(); measured.len()];
     let mut out = Snapshot::default();
-    encode_pass(&mut enc, &sc.ticks, &measured, predicts, &mut packets)?;
+    encode_pass(&mut enc, &ticks, &measured, &mut packets)?;
     for (p, &i) in packets.iter().zip(&measured) {
-        dec.decode_into(p, reference(&sc.ticks, i, predicts), &mut out)?;
+        dec.decode_into(p, ticks.reference(i), &mut out)?;
         if out != sc.ticks[i] {
             return Err(format!("tick {i} decoded differently").into());
         }
     }
     for _ in 0..passes {
-        encode_pass(&mut enc, &sc.ticks, &measured, predicts, &mut packets)?;
+        encode_pass(&mut enc, &ticks, &measured, &mut packets)?;
     }
     for _ in 0..passes {
-        decode_pass(&mut dec, &sc.ticks, &measured, predicts, &packets, &mut out)?;
+        decode_pass(&mut dec, &ticks, &measured, &packets, &mut out)?;
     }
     let mut h = 0xcbf2_9ce4_8422_2325_u64;
     for p in &packets {

@@ -30,9 +30,9 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, Reference, Snapshot};
+use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, History, Reference, Snapshot};
 use tickpack_scenarios::{self as scenarios, raw, Scenario};
-use tickpack_sets::dictset::DictionarySet;
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -57,13 +57,21 @@ trait Codec {
     ) -> Res<()>;
 }
 
-fn reference(ticks: &[Snapshot], i: usize, predicts: bool) -> Reference<'_> {
+/// Packet `i`'s reference; `histories[t]` is tick `t`'s history against
+/// tick `t - DISTANCE` (empty when the dictionaries read none).
+fn reference<'a>(
+    ticks: &'a [Snapshot],
+    histories: &'a [Option<History>],
+    i: usize,
+    predicts: bool,
+) -> Reference<'a> {
     let at = |t: usize| Baseline {
         sequence: (t & 0xffff) as u16,
         snapshot: &ticks[t],
     };
     Reference::delta(at(i - DISTANCE))
         .with_prior(i.checked_sub(2 * DISTANCE).filter(|_| predicts).map(at))
+        .with_history(histories.get(i - DISTANCE).and_then(Option::as_ref))
 }
 
 /// tickpack: an encoder (alone, or a set's delta encoder) and a decoder
@@ -72,6 +80,10 @@ struct Tp {
     enc: Enc,
     dec: Decoder,
     predicts: bool,
+    /// Per tick, its history against tick `t - DISTANCE`, computed before
+    /// the timed passes (the ends keep it as a by-product of coding that
+    /// tick); empty when the set's model table reads none.
+    histories: Vec<Option<History>>,
 }
 
 enum Enc {
@@ -81,7 +93,7 @@ enum Enc {
 
 impl Codec for Tp {
     fn encode(&mut self, ticks: &[Snapshot], i: usize, out: &mut Vec<u8>) -> Res<()> {
-        let rf = reference(ticks, i, self.predicts);
+        let rf = reference(ticks, &self.histories, i, self.predicts);
         let enc = match &mut self.enc {
             Enc::One(e) => e,
             Enc::Set(s) => s,
@@ -97,8 +109,11 @@ impl Codec for Tp {
         packet: &[u8],
         out: &mut Snapshot,
     ) -> Res<()> {
-        self.dec
-            .decode_into(packet, reference(ticks, i, self.predicts), out)?;
+        self.dec.decode_into(
+            packet,
+            reference(ticks, &self.histories, i, self.predicts),
+            out,
+        )?;
         Ok(())
     }
 }
@@ -160,7 +175,7 @@ fn trained(sc: &Scenario, train_end: usize, level: i32) -> Res<Tp> {
     let mut samples = Vec::new();
     for i in training(train_end) {
         let mut p = Vec::new();
-        let rf = reference(&sc.ticks, i, true);
+        let rf = reference(&sc.ticks, &[], i, true);
         enc.payload(&sc.ticks[i], (i & 0xffff) as u16, rf, &mut p)?;
         samples.push(p);
     }
@@ -173,6 +188,7 @@ fn trained(sc: &Scenario, train_end: usize, level: i32) -> Res<Tp> {
         enc: Enc::One(Box::new(enc)),
         dec,
         predicts: true,
+        histories: Vec::new(),
     })
 }
 
@@ -181,10 +197,25 @@ fn set(dir: &Path, sc: &Scenario, entropy: Entropy, level: i32) -> Res<Tp> {
     set.fits(&sc.schema)?;
     let mut enc = set.encoder(level)?;
     enc.set_entropy(entropy);
+    let reads_history = set
+        .dictionaries()
+        .iter()
+        .any(|(kind, dict)| *kind == DictKind::Delta && dict.uses_history());
+    let histories = if reads_history {
+        (0..sc.ticks.len())
+            .map(|t| {
+                let b = t.checked_sub(DISTANCE)?;
+                History::of(&sc.schema, &sc.ticks[t], &sc.ticks[b])
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Ok(Tp {
         enc: Enc::Set(Box::new(enc)),
         dec: set.decoder()?,
         predicts: set.schema().predicts(),
+        histories,
     })
 }
 
@@ -282,6 +313,7 @@ fn main() -> Res<()> {
                     enc: Enc::One(Box::new(Encoder::with_level(sc.schema.clone(), level))),
                     dec: Decoder::new(sc.schema.clone()),
                     predicts: true,
+                    histories: Vec::new(),
                 }),
                 "trained" => Box::new(trained(&sc, train_end, level)?),
                 "set" | "set-zstd" | "set-model" => match &shipped {

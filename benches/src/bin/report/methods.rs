@@ -2,11 +2,14 @@
 //! against tick `i - DISTANCE` (and `i - 2·DISTANCE` where a codec predicts),
 //! decode it back into a [`Snapshot`].
 
+use std::collections::HashMap;
 use std::error::Error;
 use std::path::Path;
 
-use tickpack::{Baseline, Decoder, Dictionary, Encoder, Primitive, Schema, Section, Snapshot};
-use tickpack_sets::dictset::DictionarySet;
+use tickpack::{
+    Baseline, Decoder, Dictionary, Encoder, History, Primitive, Schema, Section, Snapshot,
+};
+use tickpack_sets::dictset::{DictKind, DictionarySet};
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
 use tickpack_scenarios::raw;
@@ -136,41 +139,67 @@ impl Method for Tickpack {
 }
 
 /// tickpack with a shipped dictionary set (operators, `predict` with the
-/// prior `i - 2·DISTANCE`, dictionaries).
+/// prior `i - 2·DISTANCE`, dictionaries). When the set's model table reads
+/// histories, each packet gets its baseline's (tick `i - DISTANCE` against
+/// `i - 2·DISTANCE`), as a session's ends keep them.
 pub(crate) struct TickpackSet {
     enc: Encoder,
     dec: Decoder,
     predicts: bool,
+    /// Baseline tick → its history; `None`: the set reads none.
+    histories: Option<HashMap<usize, Option<History>>>,
 }
 
 impl TickpackSet {
     pub(crate) fn load(dir: &Path, schema: &Schema) -> Res<Self> {
         let set = DictionarySet::load(dir)?;
         set.fits(schema)?;
+        let reads_history = set
+            .dictionaries()
+            .iter()
+            .any(|(kind, dict)| *kind == DictKind::Delta && dict.uses_history());
         Ok(Self {
             enc: set.encoder(tickpack::DEFAULT_LEVEL)?,
             dec: set.decoder()?,
             predicts: set.schema().predicts(),
+            histories: reads_history.then(HashMap::new),
         })
     }
+}
+
+/// Packet `i`'s baseline history (`None` if the set reads none), computed
+/// once per baseline: after the first timed pass it is looked up, as the
+/// ends keep it as a by-product of coding the baseline.
+fn baseline_history<'h>(
+    histories: &'h mut Option<HashMap<usize, Option<History>>>,
+    d: &Data<'_>,
+    i: usize,
+) -> Option<&'h History> {
+    let b = i - DISTANCE;
+    let bb = b.checked_sub(DISTANCE)?;
+    histories
+        .as_mut()?
+        .entry(b)
+        .or_insert_with(|| History::of(d.schema, &d.ticks[b], &d.ticks[bb]))
+        .as_ref()
 }
 
 impl Method for TickpackSet {
     fn encode(&mut self, d: &Data<'_>, i: usize, out: &mut Vec<u8>) -> Res<()> {
         let seq = (i & 0xffff) as u16;
         let reference = tickpack::Reference::delta(base(d, i))
-            .with_prior(prior(d, i).filter(|_| self.predicts));
+            .with_prior(prior(d, i).filter(|_| self.predicts))
+            .with_history(baseline_history(&mut self.histories, d, i));
         self.enc.encode_to_vec(&d.ticks[i], seq, reference, out)?;
         Ok(())
     }
 
     fn decode(&mut self, d: &Data<'_>, i: usize, packet: &[u8]) -> Res<Snapshot> {
         let mut out = Snapshot::default();
-        self.dec.decode_into(
-            packet,
-            tickpack::Reference::delta(base(d, i)).with_prior(prior(d, i)),
-            &mut out,
-        )?;
+        let reference = tickpack::Reference::delta(base(d, i))
+            .with_prior(prior(d, i))
+            .with_history(baseline_history(&mut self.histories, d, i));
+        self.dec.decode_into(packet, reference, &mut out)?;
         Ok(out)
     }
 }
