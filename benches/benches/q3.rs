@@ -19,13 +19,12 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tickpack::{Decoder, Dictionary, Encoder, Recall, Snapshot};
 use tickpack_benches::q3::{
-    data_dir, read_demo, reference, replay, train, train_model, Demo, Recalls, QUICK_SNAPSHOTS,
+    data_dir, read_demos, reference, replay, train, train_model, Demo, Recalls, QUICK_SNAPSHOTS,
 };
 
 /// The measured demos (the two largest per snapshot); the other three train.
@@ -49,17 +48,8 @@ fn load(quick: bool) -> Option<Vec<Case>> {
         return None;
     };
     let max = if quick { QUICK_SNAPSHOTS } else { SNAPSHOTS };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
-        .collect();
-    files.sort();
-    let demos: Vec<Demo> = files
-        .iter()
-        .map(|f| read_demo(f, max))
-        .collect::<Result<_, _>>()
-        .unwrap_or_else(|e| panic!("reading the Quake 3 demos: {e}"));
+    let demos: Vec<Demo> =
+        read_demos(&dir, max).unwrap_or_else(|e| panic!("reading the Quake 3 demos: {e}"));
     let (measured, training): (Vec<Demo>, Vec<Demo>) = demos
         .into_iter()
         .partition(|d| MEASURED.contains(&d.name.as_str()));

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use tickpack::{Decoder, Encoder, Recall, Snapshot};
 use tickpack_benches::q3::{
-    data_dir, others, read_demo, reference, train, train_model, Demo, Recalls, Res,
+    data_dir, others, read_demos, reference, train, train_model, Demo, Recalls, Res,
 };
 
 #[inline(never)]
@@ -59,15 +59,7 @@ fn main() -> Res<()> {
     let passes: usize = args.get(2).map_or(Ok(4), |s| s.parse())?;
     let n: usize = args.get(3).map_or(Ok(1000), |s| s.parse())?;
     let dir = data_dir().ok_or("no q3 data")?;
-    let mut files: Vec<_> = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
-        .collect();
-    files.sort();
-    let demos = files
-        .iter()
-        .map(|f| read_demo(f, n))
-        .collect::<Res<Vec<_>>>()?;
+    let demos = read_demos(&dir, n)?;
     let d = demos.get(k).ok_or("no such demo")?;
     let others = others(&demos, k);
     let dict = train(&d.schema, &others)?.with_model(train_model(&d.schema, &others)?);

@@ -15,7 +15,8 @@
 
 use tickpack::Dictionary;
 use tickpack_benches::q3::{
-    data_dir, others, read_demo, replay, time_replay, train, train_model, Demo, Res, FULL_SNAPSHOTS,
+    data_dir, others, read_demos, replay, time_replay, train, train_model, Demo, Res,
+    FULL_SNAPSHOTS,
 };
 
 /// Replays `d` `reps` times; exact bytes, µs per snapshot.
@@ -33,15 +34,7 @@ fn main() -> Res<()> {
     let reps: usize = args.get(2).map_or(Ok(1), |s| s.parse())?;
     let only: Option<usize> = args.get(3).map(|s| s.parse()).transpose()?;
     let dir = data_dir().ok_or("no q3 data")?;
-    let mut files: Vec<_> = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
-        .collect();
-    files.sort();
-    let demos = files
-        .iter()
-        .map(|f| read_demo(f, FULL_SNAPSHOTS))
-        .collect::<Res<Vec<_>>>()?;
+    let demos = read_demos(&dir, FULL_SNAPSHOTS)?;
     for (k, d) in demos.iter().enumerate() {
         if only.is_some_and(|o| o != k) {
             continue;

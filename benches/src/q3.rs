@@ -92,6 +92,17 @@ fn names(h: &serde_json::Value, key: &str) -> Res<Vec<String>> {
         .collect())
 }
 
+/// Reads the first `max` snapshots of every `.q3snap.gz` demo in `dir`,
+/// in file-name order.
+pub fn read_demos(dir: &Path, max: usize) -> Res<Vec<Demo>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
+        .collect();
+    files.sort();
+    files.iter().map(|f| read_demo(f, max)).collect()
+}
+
 /// Reads the first `max` snapshots of a `.q3snap.gz` file.
 pub fn read_demo(path: &Path, max: usize) -> Res<Demo> {
     let mut r = flate2::read::GzDecoder::new(std::io::BufReader::new(std::fs::File::open(path)?));

@@ -115,15 +115,7 @@ pub fn quake3(max: usize) -> Res<Option<Corpus>> {
     let Some(dir) = q3::data_dir() else {
         return Ok(None);
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
-        .collect();
-    files.sort();
-    let demos: Vec<q3::Demo> = files
-        .iter()
-        .map(|f| q3::read_demo(f, max))
-        .collect::<Result<_, _>>()?;
+    let demos = q3::read_demos(&dir, max)?;
     let mut parts = Vec::new();
     for (k, d) in demos.iter().enumerate() {
         let table = q3::train_model(&d.schema, &q3::others(&demos, k))?;

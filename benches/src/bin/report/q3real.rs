@@ -7,10 +7,9 @@
 //! files (the encoder keeps the model block when it is smaller).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
 use tickpack_benches::q3::{
-    data_dir, others, read_demo, replay, time_replay, train, train_model, DICT_SIZE,
+    data_dir, others, read_demos, replay, time_replay, train, train_model, DICT_SIZE,
     FULL_SNAPSHOTS, QUICK_SNAPSHOTS,
 };
 
@@ -40,20 +39,12 @@ pub(crate) fn section(quick: bool) -> Res<String> {
         );
         return Ok(s);
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".q3snap.gz"))
-        .collect();
-    files.sort();
     let max = if quick {
         QUICK_SNAPSHOTS
     } else {
         FULL_SNAPSHOTS
     };
-    let demos = files
-        .iter()
-        .map(|f| read_demo(f, max))
-        .collect::<Res<Vec<_>>>()?;
+    let demos = read_demos(&dir, max)?;
     let passes = if quick { 1 } else { PASSES };
     let mut rows = Vec::new();
     for (k, d) in demos.iter().enumerate() {
