@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use tickpack::{Baseline, Decoder, Encoder, Entropy, History, Reference, Snapshot};
 use tickpack_scenarios as scenarios;
-use tickpack_sets::dictset::{DictKind, DictionarySet};
+use tickpack_sets::dictset::DictionarySet;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -108,10 +108,7 @@ fn main() -> Res<()> {
     let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
     enc.set_entropy(entropy);
     let mut dec = set.decoder()?;
-    let reads_history = set
-        .dictionaries()
-        .iter()
-        .any(|(kind, dict)| *kind == DictKind::Delta && dict.uses_history());
+    let reads_history = set.uses_history();
     let histories = if reads_history {
         (0..sc.ticks.len())
             .map(|t| {

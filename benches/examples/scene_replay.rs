@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use tickpack::{Baseline, Decoder, Dictionary, Encoder, Entropy, History, Reference, Snapshot};
 use tickpack_scenarios::{self as scenarios, raw, Scenario};
-use tickpack_sets::dictset::{DictKind, DictionarySet};
+use tickpack_sets::dictset::DictionarySet;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -197,10 +197,7 @@ fn set(dir: &Path, sc: &Scenario, entropy: Entropy, level: i32) -> Res<Tp> {
     set.fits(&sc.schema)?;
     let mut enc = set.encoder(level)?;
     enc.set_entropy(entropy);
-    let reads_history = set
-        .dictionaries()
-        .iter()
-        .any(|(kind, dict)| *kind == DictKind::Delta && dict.uses_history());
+    let reads_history = set.uses_history();
     let histories = if reads_history {
         (0..sc.ticks.len())
             .map(|t| {

@@ -179,3 +179,15 @@ fn damaged_model_files_are_refused() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_set_reads_histories_only_when_its_delta_table_has_history_flags() {
+    use tickpack::model::ContextConfig;
+    let (plain, with, table) = with_model();
+    assert!(!plain.uses_history());
+    assert_eq!(table.flags() & ContextConfig::HISTORY_FLAGS, 0);
+    assert!(!with.uses_history());
+    let history = table.with_flags(ContextConfig::FLAG_CHANGED).unwrap();
+    let reads = plain.with_model(DictKind::Delta, &history).unwrap();
+    assert!(reads.uses_history());
+}

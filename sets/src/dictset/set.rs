@@ -273,6 +273,14 @@ impl DictionarySet {
         &self.dictionaries
     }
 
+    /// Whether the set's delta packets read their baseline's
+    /// [`History`](tickpack::History): then the encoder must be given each
+    /// baseline's history (the session does this), or its bytes grow.
+    pub fn uses_history(&self) -> bool {
+        self.dictionary(DictKind::Delta)
+            .is_some_and(Dictionary::uses_history)
+    }
+
     /// Checks the set was trained for `schema`'s layout (its operators may
     /// differ: the set's replace them).
     pub fn fits(&self, schema: &Schema) -> Result<(), DictSetError> {

@@ -9,7 +9,7 @@ use std::path::Path;
 use tickpack::{
     Baseline, Decoder, Dictionary, Encoder, History, Primitive, Schema, Section, Snapshot,
 };
-use tickpack_sets::dictset::{DictKind, DictionarySet};
+use tickpack_sets::dictset::DictionarySet;
 use zstd::zstd_safe::{CCtx, CParameter, DCtx};
 
 use tickpack_scenarios::raw;
@@ -154,10 +154,7 @@ impl TickpackSet {
     pub(crate) fn load(dir: &Path, schema: &Schema) -> Res<Self> {
         let set = DictionarySet::load(dir)?;
         set.fits(schema)?;
-        let reads_history = set
-            .dictionaries()
-            .iter()
-            .any(|(kind, dict)| *kind == DictKind::Delta && dict.uses_history());
+        let reads_history = set.uses_history();
         Ok(Self {
             enc: set.encoder(tickpack::DEFAULT_LEVEL)?,
             dec: set.decoder()?,
