@@ -101,6 +101,10 @@ fn main() -> Res<()> {
             dicts.join("racing-lobby/1"),
         ),
         "cube" => (scenarios::cube_pile(SEED, n), dicts.join("cube-pile/1")),
+        "arena" => (
+            scenarios::arena_shooter(SEED, n),
+            dicts.join("arena-shooter/1"),
+        ),
         other => return Err(format!("unknown scenario {other}").into()),
     };
     let set = DictionarySet::load(&dir)?;

@@ -284,7 +284,10 @@ fn main() -> Res<()> {
                 Some(dicts.join("racing-lobby/1")),
             ),
             "racing-q" => (scenarios::racing_lobby_quantized(SEED, ticks), None),
-            "arena" => (scenarios::arena_shooter(SEED, ticks), None),
+            "arena" => (
+                scenarios::arena_shooter(SEED, ticks),
+                Some(dicts.join("arena-shooter/1")),
+            ),
             "arena-q" => (scenarios::arena_shooter_quantized(SEED, ticks), None),
             "view" => {
                 let arena = scenarios::arena_shooter(SEED, ticks);

@@ -6,11 +6,14 @@
 use std::path::Path;
 
 use tickpack::{Baseline, PacketHeader};
-use tickpack_scenarios::{cube_pile, racing_lobby, racing_lobby_quantized_view, Scenario};
+use tickpack_scenarios::{
+    arena_shooter, cube_pile, racing_lobby, racing_lobby_quantized_view, Scenario,
+};
 use tickpack_sets::dictset::{DictKind, DictionarySets, SetLimits};
 
 fn scenario(game: &str) -> Scenario {
     match game {
+        "arena-shooter" => arena_shooter(7, 40),
         "cube-pile" => cube_pile(7, 40),
         "racing-lobby" => racing_lobby(7, 40),
         // What the set is for: one lobby client's stream (cars leaving and
@@ -28,6 +31,7 @@ fn shipped_sets_load_and_round_trip() {
         .iter()
         .map(|s| format!("{}/{}", s.game(), s.version()))
         .collect();
+    assert!(names.contains(&"arena-shooter/1".to_owned()), "{names:?}");
     assert!(names.contains(&"cube-pile/1".to_owned()), "{names:?}");
     assert!(names.contains(&"racing-lobby/1".to_owned()), "{names:?}");
     assert!(

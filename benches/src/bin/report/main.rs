@@ -168,7 +168,7 @@ fn run() -> Res<()> {
             Some(dicts.join("racing-lobby/1")),
         ),
         (scenarios::racing_lobby_quantized(SEED, ticks), None),
-        (arena, None),
+        (arena, Some(dicts.join("arena-shooter/1"))),
         (scenarios::arena_shooter_quantized(SEED, ticks), None),
         (view, None),
         (
