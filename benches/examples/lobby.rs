@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use tickpack_benches::lobby_udp::{min_budget_mbps, run, FarCars, LobbyConfig};
-use tickpack_session::RateTiers;
+use tickpack_session::{RateTiers, DEFAULT_BASELINE_WINDOW};
 
 /// The racing lobby over authenticated UDP on 127.0.0.1: one server and
 /// up to 63 clients at 60 Hz, with loss and latency injected at the
@@ -97,6 +97,11 @@ struct Args {
     /// cars beyond every 4th.
     #[arg(long = "far-m", default_value_t = RateTiers::default().far)]
     far_m: f32,
+    /// How many ticks older than a client's newest acked snapshot its
+    /// baseline may be when it holds more of the cars sent (0: always the
+    /// newest).
+    #[arg(long = "baseline-window", default_value_t = DEFAULT_BASELINE_WINDOW)]
+    baseline_window: u16,
 }
 
 /// A fraction (`0.05`) or, with a `%`, a percentage (`5%`), in [0, 90%].
@@ -154,6 +159,7 @@ fn main() -> ExitCode {
             far: a.far_m,
             ..RateTiers::default()
         },
+        baseline_window: a.baseline_window,
     };
     match run(&config) {
         Ok(report) => {

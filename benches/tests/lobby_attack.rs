@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use tickpack_benches::lobby_udp::{run, FarCars, LobbyConfig};
-use tickpack_session::RateTiers;
+use tickpack_session::{RateTiers, DEFAULT_BASELINE_WINDOW};
 
 #[test]
 fn four_clients_under_attack_stay_in_sync() {
@@ -23,6 +23,7 @@ fn four_clients_under_attack_stay_in_sync() {
         untrained: false,
         far_cars: FarCars::Omitted,
         tiers: RateTiers::default(),
+        baseline_window: DEFAULT_BASELINE_WINDOW,
     };
     let report = run(&config).unwrap_or_else(|e| panic!("{e}"));
     let v = &report.verdict;
@@ -63,6 +64,7 @@ fn quantised_and_lossless_lobbies_stay_in_sync() {
             untrained,
             far_cars,
             tiers: RateTiers::default(),
+            baseline_window: DEFAULT_BASELINE_WINDOW,
         };
         let report = run(&config).unwrap_or_else(|e| panic!("{e}"));
         assert!(report.verdict.passed(), "{report}");

@@ -63,7 +63,7 @@ pub use handshake::Hello;
 pub use message::ClientMessage;
 pub use persist::Persist;
 pub use rate::RateTiers;
-pub use server::{AckOutcome, Server, ServerConfig, ServerStats};
+pub use server::{AckOutcome, Server, ServerConfig, ServerStats, DEFAULT_BASELINE_WINDOW};
 pub use tickpack_seq::{seq_distance, seq_newer};
 pub use view::View;
 

@@ -34,6 +34,9 @@ use tickpack_seq::{seq_distance, seq_newer};
 /// lobby of 63 clients a few ticks from their acks).
 const SERVER_CODE_CACHE: (usize, usize) = (512, 32 << 20);
 
+/// Default [`ServerConfig::baseline_window`].
+pub const DEFAULT_BASELINE_WINDOW: u16 = 3;
+
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -65,6 +68,19 @@ pub struct ServerConfig {
     /// measure what it saves. Feature `test-knobs`; always on without it.
     #[cfg(feature = "test-knobs")]
     pub share_encodes: bool,
+    /// How many ticks older than the newest acked snapshot a baseline may
+    /// be when it holds more of the entities a packet sends. An entity sent
+    /// at a reduced rate ([`RateTiers`](crate::RateTiers)) that is missing
+    /// from the baseline is coded against its last record before it,
+    /// without prediction: over a long round trip that costs more than an
+    /// older baseline does. Default 3 (the longest gap the rate tiers
+    /// leave); 0 always takes the newest acked snapshot. The client's ring
+    /// must hold this many more ticks than the round trip, which
+    /// [`history_for`](crate::history_for) leaves room for. An older
+    /// baseline is a step in the client's chain of recalls: clients with
+    /// the same filtered view whose chains began on different ticks can
+    /// then hold different recalled records and share fewer encodes.
+    pub baseline_window: u16,
 }
 
 impl ServerConfig {
@@ -98,6 +114,7 @@ impl Default for ServerConfig {
             first_sequence: 0,
             #[cfg(feature = "test-knobs")]
             share_encodes: true,
+            baseline_window: DEFAULT_BASELINE_WINDOW,
         }
     }
 }
@@ -262,6 +279,32 @@ impl ClientSlot {
             })
     }
 
+    /// The baseline for a packet that sends `view`: of the acked snapshots
+    /// at most `window` ticks older than [`baseline`](Self::baseline), the
+    /// one that holds the most of `view`'s entities, the newest of those.
+    fn covering(&self, ticks: u64, view: &View, window: u16) -> Option<&Arc<Sent>> {
+        let newest = self.baseline(ticks)?;
+        let Some(best) = view.covered_by(&newest.view) else {
+            return Some(newest);
+        };
+        let oldest = newest.tick.saturating_sub(u64::from(window));
+        let mut pick = (best, newest);
+        for s in self.ring.iter().flatten() {
+            let usable = s.acked
+                && s.sent_in == self.epoch
+                && (oldest..newest.tick).contains(&s.tick)
+                && ticks.saturating_sub(s.tick) <= u64::from(MAX_BASELINE_DISTANCE);
+            if !usable {
+                continue;
+            }
+            let n = view.covered_by(&s.view).unwrap_or(usize::MAX);
+            if n > pick.0 || (n == pick.0 && s.tick > pick.1.tick) {
+                pick = (n, s);
+            }
+        }
+        Some(pick.1)
+    }
+
     /// The prior for predicting `now` from baseline `b`: an acked snapshot
     /// older than `b` whose distance to `b` is closest to `now − b`. The
     /// prediction scales by the two distances (FORMAT.md 4.6), so any acked
@@ -374,6 +417,7 @@ pub struct Server {
     clients: HashMap<u16, ClientSlot>,
     sequence: u16,
     /// Ticks begun (sequences wrap; this does not).
+    baseline_window: u16,
     ticks: u64,
     world: Option<Arc<Snapshot>>,
     /// The tick's world in code form (quantised schemas), made by the
@@ -460,6 +504,7 @@ impl Server {
             hello,
             history: config.history,
             share: config.share_encodes(),
+            baseline_window: config.baseline_window,
             clients: HashMap::new(),
             sequence: config.first_sequence().wrapping_sub(1),
             ticks: 0,
@@ -571,7 +616,9 @@ impl Server {
         let (base, prior) = if slot.want_full {
             (None, None)
         } else {
-            let base = slot.baseline(self.ticks).cloned();
+            let base = slot
+                .covering(self.ticks, view, self.baseline_window)
+                .cloned();
             // A held entity keeps its baseline record, which is no change
             // under a prediction too (FORMAT.md 4.6: values only).
             let prior = match (&base, self.predicts) {

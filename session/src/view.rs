@@ -169,6 +169,24 @@ impl View {
         }
     }
 
+    /// How many of the ids this view sends a snapshot sent with `base`
+    /// holds (sent or held there); `None` when either view is
+    /// [`View::all`] (every id is in both).
+    pub(crate) fn covered_by(&self, base: &View) -> Option<usize> {
+        let (now, base) = (self.0.as_ref()?, base.0.as_ref()?);
+        let mut n = 0;
+        for (i, send) in now.send.iter().enumerate() {
+            let has = |sets: &Vec<Vec<u32>>, id: &u32| {
+                sets.get(i).is_some_and(|v| v.binary_search(id).is_ok())
+            };
+            n += send
+                .iter()
+                .filter(|id| has(&base.send, id) || has(&base.hold, id))
+                .count();
+        }
+        Some(n)
+    }
+
     /// Heap bytes this view holds (shared between clones).
     pub fn heap_bytes(&self) -> usize {
         self.0.as_ref().map_or(0, |s| {

@@ -84,6 +84,10 @@ pub struct LobbyConfig {
     /// The distance-based rates: cars within `near` metres of the client's
     /// every tick, within `far` every 2nd, beyond every 4th.
     pub tiers: RateTiers,
+    /// How much older than a client's newest acked snapshot its baseline
+    /// may be to hold more of the cars sent
+    /// ([`ServerConfig::baseline_window`]).
+    pub baseline_window: u16,
 }
 
 /// What a client's snapshot holds of a car that the rate tiers skip this
@@ -171,6 +175,7 @@ pub fn run(a: &LobbyConfig) -> Result<Report, Box<dyn Error>> {
         keyframe_dictionary: set
             .as_ref()
             .and_then(|s| s.dictionary(DictKind::Keyframe).cloned()),
+        baseline_window: a.baseline_window,
         // Each client's ring (and history) grows from this default to its
         // measured round trip (tickpack-net sizes it).
         ..ServerConfig::default()

@@ -314,6 +314,7 @@ impl Report {
             "trained_set": !self.config.untrained,
             "near_m": self.config.tiers.near,
             "far_m": self.config.tiers.far,
+            "baseline_window": self.config.baseline_window,
             "far_cars": match self.config.far_cars {
                 FarCars::Held => "held",
                 FarCars::Omitted => "omitted",
