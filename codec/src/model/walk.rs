@@ -190,9 +190,21 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
             if first == 0 && self.map.elements(section) <= tokens::GROUP {
                 self.start_row(section, row);
             }
+            // The group's dense contexts once (bit by bit where that is an
+            // error, which records it); each bit adds its element's history.
+            let Some(run) = self.map.element_run(&mut self.state, ctx, n as u32) else {
+                for k in 0..n {
+                    self.state.set_element_history(self.track.mask(first + k));
+                    self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
+                }
+                return;
+            };
             for k in 0..n {
                 self.state.set_element_history(self.track.mask(first + k));
-                self.bit(ctx + k as u32, (bits >> k) & 1 == 1);
+                let bit = (bits >> k) & 1 == 1;
+                self.sink
+                    .bit(history_bit_context(&run, &self.state, k), bit);
+                self.state.note_element(bit);
             }
             return;
         }
@@ -605,10 +617,23 @@ impl TokenSource for WalkSource<'_, '_, '_> {
             if first == 0 && self.map.elements(section) <= tokens::GROUP {
                 self.start_row(section, row);
             }
+            let n = n.min(8);
             let mut bits = 0u8;
-            for k in 0..n.min(8) {
+            // The group's dense contexts once (bit by bit where that is an
+            // error, which reports it); each bit adds its element's history.
+            let Some(run) = self.map.element_run(&mut self.state, ctx, n as u32) else {
+                for k in 0..n {
+                    self.state.set_element_history(self.track.mask(first + k));
+                    bits |= u8::from(self.bit(ctx + k as u32)?) << k;
+                }
+                return Ok(bits);
+            };
+            for k in 0..n {
                 self.state.set_element_history(self.track.mask(first + k));
-                bits |= u8::from(self.bit(ctx + k as u32)?) << k;
+                let c = history_bit_context(&run, &self.state, k);
+                let bit = self.dec.bit(c).map_err(|e| self.err(e))?;
+                self.state.note_element(bit);
+                bits |= u8::from(bit) << k;
             }
             return Ok(bits);
         }
@@ -659,6 +684,15 @@ impl WalkSource<'_, '_, '_> {
         }
         Ok(bits)
     }
+}
+
+/// The context of bit `k` of an element run whose element history is in
+/// `state`: what `ContextMap::bit_context` gives for that element, without
+/// looking up its section and row kind again.
+#[inline(always)]
+fn history_bit_context(run: &ElementRun, state: &RowState, k: usize) -> u32 {
+    let bits = run.bits(state);
+    bits.context(0, bits.prev) + k as u32 * bits.stride
 }
 
 /// The context map of a schema whose sections have `elements`; `None` when
