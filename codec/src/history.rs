@@ -109,6 +109,19 @@ impl History {
             .copied()
     }
 
+    /// Entity `index` of section `section`: its elements' bytes
+    /// ([`History::element`]), empty past the snapshot.
+    #[inline]
+    pub(crate) fn row(&self, section: usize, index: usize) -> &[u8] {
+        self.sections
+            .get(section)
+            .and_then(|s| {
+                let start = index.checked_mul(s.elements)?;
+                s.deltas.get(start..start.checked_add(s.elements)?)
+            })
+            .unwrap_or(&[])
+    }
+
     /// Entities of section `section` the history covers.
     pub fn entities(&self, section: usize) -> usize {
         self.sections.get(section).map_or(0, |s| s.changed.len())

@@ -40,6 +40,15 @@ impl RowHistory {
         self.cur.extend(bytes);
     }
 
+    /// Sets the current row's bytes to the first `n` of `bytes`, the rest
+    /// [`UNKNOWN`].
+    pub(crate) fn fill_from(&mut self, bytes: &[u8], n: usize) {
+        self.cur.clear();
+        let known = &bytes[..bytes.len().min(n)];
+        self.cur.extend_from_slice(known);
+        self.cur.resize(n, UNKNOWN);
+    }
+
     /// Element `e`'s mask history: whether it changed at the baseline.
     #[inline]
     pub(crate) fn mask(&self, e: usize) -> Option<bool> {

@@ -5,7 +5,7 @@
 
 use super::coder::RunSink;
 use super::contexts::RowContexts;
-use super::rowhist::{changed_bases, RowHistory, UNKNOWN};
+use super::rowhist::{changed_bases, RowHistory};
 use super::runs::{BitRun, ElementRun, GroupRun, MaskRun};
 use super::{
     ContextConfig, ContextMap, ModelDecoder, ModelEncoder, ModelError, ModelStats, ModelTable,
@@ -393,10 +393,8 @@ impl<'m, 't, 'a> WalkSource<'m, 't, 'a> {
             return;
         };
         let base = self.bases.get(section).and_then(|b| b.get(r)).copied();
-        self.track.fill((0..e).map(|i| {
-            base.and_then(|b| h.element(section, b as usize, i))
-                .unwrap_or(UNKNOWN)
-        }));
+        let bytes = base.map_or(&[][..], |b| h.row(section, b as usize));
+        self.track.fill_from(bytes, e);
     }
 
     /// The source reading against the baseline's history.
