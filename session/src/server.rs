@@ -287,6 +287,10 @@ impl ClientSlot {
         let Some(best) = view.covered_by(&newest.view) else {
             return Some(newest);
         };
+        // Nothing older can hold more.
+        if Some(best) == view.sent_len() {
+            return Some(newest);
+        }
         let oldest = newest.tick.saturating_sub(u64::from(window));
         let mut pick = (best, newest);
         for s in self.ring.iter().flatten() {

@@ -174,17 +174,23 @@ impl View {
     /// [`View::all`] (every id is in both).
     pub(crate) fn covered_by(&self, base: &View) -> Option<usize> {
         let (now, base) = (self.0.as_ref()?, base.0.as_ref()?);
-        let mut n = 0;
-        for (i, send) in now.send.iter().enumerate() {
-            let has = |sets: &Vec<Vec<u32>>, id: &u32| {
-                sets.get(i).is_some_and(|v| v.binary_search(id).is_ok())
-            };
-            n += send
-                .iter()
-                .filter(|id| has(&base.send, id) || has(&base.hold, id))
-                .count();
-        }
+        let empty = Vec::new();
+        let n = now
+            .send
+            .iter()
+            .enumerate()
+            .map(|(i, send)| {
+                let sent = base.send.get(i).unwrap_or(&empty);
+                let held = base.hold.get(i).unwrap_or(&empty);
+                common(send, sent) + common(send, held)
+            })
+            .sum();
         Some(n)
+    }
+
+    /// Ids this view sends.
+    pub(crate) fn sent_len(&self) -> Option<usize> {
+        self.0.as_ref().map(|s| s.send.iter().map(Vec::len).sum())
     }
 
     /// Heap bytes this view holds (shared between clones).
@@ -197,6 +203,23 @@ impl View {
                 .sum()
         })
     }
+}
+
+/// How many ids two ascending lists share, in one pass over both.
+fn common(a: &[u32], b: &[u32]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            core::cmp::Ordering::Less => i += 1,
+            core::cmp::Ordering::Greater => j += 1,
+            core::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
 }
 
 /// In place over `sec` (a copy of the world's section): keeps sent ids,
@@ -248,6 +271,19 @@ fn compose_section(
 mod tests {
     use super::*;
     use tickpack::{Primitive, Schema};
+
+    #[test]
+    fn coverage_counts_sent_ids_the_base_sent_or_held() {
+        let now = View::filter(vec![vec![1, 2, 3, 9], vec![4, 5]]);
+        let base = View::with_held(vec![vec![2, 7], vec![5]], vec![vec![3], vec![4, 6]]);
+        // Section 0: 2 (sent) and 3 (held); section 1: 5 (sent), 4 (held).
+        assert_eq!(now.covered_by(&base), Some(4));
+        assert_eq!(now.sent_len(), Some(6));
+        assert_eq!(now.covered_by(&View::filter(Vec::new())), Some(0));
+        assert_eq!(now.covered_by(&View::all()), None);
+        assert_eq!(View::all().covered_by(&base), None);
+        assert_eq!(common(&[1, 3, 5, 7], &[0, 3, 4, 7, 8]), 2);
+    }
 
     fn world(schema: &Schema, ids: &[u32], value: u8) -> Snapshot {
         let mut w = Snapshot::new(schema);
