@@ -420,8 +420,9 @@ pub struct Server {
     share: bool,
     clients: HashMap<u16, ClientSlot>,
     sequence: u16,
-    /// Ticks begun (sequences wrap; this does not).
+    /// [`ServerConfig::baseline_window`].
     baseline_window: u16,
+    /// Ticks begun (sequences wrap; this does not).
     ticks: u64,
     world: Option<Arc<Snapshot>>,
     /// The tick's world in code form (quantised schemas), made by the
