@@ -184,22 +184,32 @@ impl SectionHistory {
 fn delta_byte(e: &Element, now: &[u8], then: &[u8]) -> u8 {
     let w = usize::from(e.width);
     let at = usize::from(e.offset);
-    let read = |r: &[u8]| {
-        let mut b = [0u8; 8];
-        if let Some(src) = r.get(at..at + w) {
-            b[..w].copy_from_slice(src);
-        }
-        u64::from_le_bytes(b)
-    };
     let shift = 64 - 8 * w as u32;
-    // The difference as a signed integer of the element's width.
-    let d = ((read(now).wrapping_sub(read(then)) << shift) as i64) >> shift;
+    // The difference as a signed integer of the element's width (the shift
+    // drops the bytes past it).
+    let d = ((read_le(now, at, w).wrapping_sub(read_le(then, at, w)) << shift) as i64) >> shift;
     if d == 0 {
         return 0;
     }
     let zigzag = ((d << 1) ^ (d >> 63)) as u64;
     let class = (64 - zigzag.leading_zeros()) as u8;
     class | (u8::from(d < 0) << 7)
+}
+
+/// The `w` (1..=8) little-endian bytes of `r` at `at` in the low bytes of
+/// an integer, 0 past the record; bytes above them are whatever follows in
+/// `r` (the caller shifts them out). Eight bytes at once where the record
+/// has them: a copy of `w` bytes would be a call to `memcpy` per element.
+#[inline(always)]
+fn read_le(r: &[u8], at: usize, w: usize) -> u64 {
+    if let Some(b) = r.get(at..at + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
+        return u64::from_le_bytes(b);
+    }
+    let mut b = [0u8; 8];
+    if let Some(src) = r.get(at..at + w) {
+        b[..w].copy_from_slice(src);
+    }
+    u64::from_le_bytes(b)
 }
 
 /// The baseline history of each kept entity of section `section` of a

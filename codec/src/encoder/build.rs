@@ -401,10 +401,13 @@ impl Encoder {
             crate::model::changed_bases(&s.tokens.changed, &s.tokens.removed, &mut bases);
             let e = self.elements[i].len();
             for &b in &bases {
-                rows.extend((0..e).map(|x| {
-                    h.element(i, b as usize, x)
-                        .unwrap_or(crate::model::UNKNOWN_HISTORY)
-                }));
+                // A row the history does not cover is unknown throughout.
+                let known = h.row(i, b as usize);
+                rows.extend_from_slice(&known[..known.len().min(e)]);
+                rows.resize(
+                    rows.len() + e - known.len().min(e),
+                    crate::model::UNKNOWN_HISTORY,
+                );
             }
         }
     }

@@ -54,6 +54,18 @@ pub(crate) trait RunSink: ModelSink {
             prev = bit;
         }
     }
+
+    /// [`bit_run`](Self::bit_run) with bit `k` in context
+    /// `run.context(k, prev) + first[k]` (`run.first` unused): a run of
+    /// element bits each after its own element history.
+    fn bit_run_offsets(&mut self, run: &BitRun, n: u32, bits: u64, first: &[u32; 8]) {
+        let mut prev = run.prev;
+        for (k, &f) in (0..n).zip(first) {
+            let bit = (bits >> k) & 1 == 1;
+            self.bit(offset_context(run, k, prev, f), bit);
+            prev = bit;
+        }
+    }
 }
 
 impl RunSink for &mut ModelStats {}
@@ -193,6 +205,55 @@ impl RunSink for ModelEncoder<'_> {
             probs[run.context(k, prev) as usize]
         });
     }
+
+    #[inline]
+    fn bit_run_offsets(&mut self, run: &BitRun, n: u32, bits: u64, first: &[u32; 8]) {
+        let count = self.table.shape().bit_contexts;
+        let probs = self.table.probabilities();
+        let n = n.min(8);
+        if self.error.is_some()
+            || !offsets_fit(run, n, first, count)
+            || probs.len() < count as usize
+        {
+            // Bit by bit, which records the error.
+            let mut prev = run.prev;
+            for k in 0..n {
+                let bit = (bits >> k) & 1 == 1;
+                self.bit(offset_context(run, k, prev, first[k as usize]), bit);
+                prev = bit;
+            }
+            return;
+        }
+        self.rc.bit_seq(n, bits, run.prev, |k, prev| {
+            let c = run.base + k * run.stride + run.step * u32::from(prev) + first[k as usize];
+            probs[c as usize]
+        });
+    }
+}
+
+/// The context of bit `k` of [`RunSink::bit_run_offsets`]' run, saturated
+/// (a context past the table is an error the sink records).
+#[inline]
+fn offset_context(run: &BitRun, k: u32, prev: bool, first: u32) -> u32 {
+    run.base
+        .saturating_add(k.saturating_mul(run.stride))
+        .saturating_add(run.step * u32::from(prev))
+        .saturating_add(first)
+}
+
+/// Whether every context of [`RunSink::bit_run_offsets`]' run of `n` bits
+/// (at most 8) is below `count` (then none of them overflows either).
+#[inline]
+pub(crate) fn offsets_fit(run: &BitRun, n: u32, first: &[u32; 8], count: u32) -> bool {
+    let Some(last) = n.checked_sub(1) else {
+        return true;
+    };
+    let widest = first.iter().take(n as usize).copied().max().unwrap_or(0);
+    last.checked_mul(run.stride)
+        .and_then(|span| span.checked_add(widest))
+        .and_then(|span| span.checked_add(run.base))
+        .and_then(|c| c.checked_add(run.step))
+        .is_some_and(|c| c < count)
 }
 
 /// Decodes the tokens a [`ModelEncoder`] coded with the same table.

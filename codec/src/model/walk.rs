@@ -199,12 +199,17 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
                 }
                 return;
             };
-            for k in 0..n {
+            // Bit `k`'s context offset from its element's history.
+            let mut offsets = [0u32; 8];
+            for (k, o) in offsets.iter_mut().enumerate().take(n) {
                 self.state.set_element_history(self.track.mask(first + k));
-                let bit = (bits >> k) & 1 == 1;
-                self.sink
-                    .bit(history_bit_context(&run, &self.state, k), bit);
-                self.state.note_element(bit);
+                *o = run.bits(&self.state).first;
+            }
+            let bits = u64::from(bits);
+            self.sink
+                .bit_run_offsets(&run.bits(&self.state), n as u32, bits, &offsets);
+            if let Some(last) = n.checked_sub(1) {
+                self.state.note_element((bits >> last) & 1 == 1);
             }
             return;
         }
