@@ -60,12 +60,12 @@ pub struct ServerConfig {
     /// `test-knobs`; 0 without it.
     #[cfg(feature = "test-knobs")]
     pub first_sequence: u16,
-    /// Give clients with the same baseline, view and recalled records the
-    /// same bytes, encoded once per tick. A client whose chain started on
-    /// another tick than the encode's still takes its bytes; its own
-    /// recall is then derived from its own baseline recall, since recalls
-    /// forget by the steps since their keyframes. Default on; off only to
-    /// measure what it saves. Feature `test-knobs`; always on without it.
+    /// Give clients with the same baseline, view and recalled records of
+    /// the entities the packet spawns the same bytes, encoded once per
+    /// tick. A client whose chain started on another tick than the
+    /// encode's still takes its bytes; its own recall is then derived from
+    /// its own baseline recall, since recalls forget by the steps since
+    /// their keyframes. Default on; off only to measure what it saves. Feature `test-knobs`; always on without it.
     #[cfg(feature = "test-knobs")]
     pub share_encodes: bool,
     /// How many ticks older than the newest acked snapshot a baseline may
@@ -79,7 +79,8 @@ pub struct ServerConfig {
     /// [`history_for`](crate::history_for) leaves room for. An older
     /// baseline is a step in the client's chain of recalls: clients with
     /// the same filtered view whose chains began on different ticks can
-    /// then hold different recalled records and share fewer encodes.
+    /// then recall different entities, and do not share the packets that
+    /// spawn those.
     pub baseline_window: u16,
 }
 
@@ -332,13 +333,17 @@ impl ClientSlot {
 }
 
 /// An encode other clients may reuse: same baseline and prior (sequence,
-/// view and held records), the same baseline recall, and the same view now.
+/// view and held records), the same recalled records of the entities it
+/// spawns, and the same view now.
 #[derive(Debug)]
 struct Shared {
     baseline: Option<SentKey>,
     prior: Option<SentKey>,
     /// The baseline's recall (`None` for a full snapshot).
     base_recall: Option<Recall>,
+    /// The entities the packet spawns (section, id): the only ones whose
+    /// recalled records its bytes depend on.
+    spawned: Vec<(usize, u32)>,
     view: View,
     bytes: Arc<[u8]>,
     /// The held records this encode gave (the same for every sharer).
@@ -353,7 +358,9 @@ struct Shared {
 
 impl Shared {
     /// Whether a client with this baseline, prior, baseline recall and view
-    /// may take these bytes.
+    /// may take these bytes: the recalls may differ on entities the packet
+    /// does not spawn (chains begun on other ticks, or that skipped steps
+    /// through an older baseline, recall different entities).
     fn fits(
         &self,
         baseline: &Option<SentKey>,
@@ -372,7 +379,10 @@ impl Shared {
             }
             && match (&self.base_recall, base_recall) {
                 (None, None) => true,
-                (Some(a), Some(b)) => a.same_content(b),
+                (Some(a), Some(b)) => self
+                    .spawned
+                    .iter()
+                    .all(|&(i, id)| a.get(i, id) == b.get(i, id)),
                 _ => false,
             }
     }
@@ -387,6 +397,18 @@ impl Shared {
             _ => true,
         }
     }
+}
+
+/// The ids (section, id) of `cur` missing from `baseline`: the entities a
+/// packet spawns, coded against their recalled records.
+fn spawned_ids(baseline: &Snapshot, cur: &Snapshot) -> Vec<(usize, u32)> {
+    let mut out = Vec::new();
+    for (i, (b, c)) in baseline.sections().iter().zip(cur.sections()).enumerate() {
+        let b = b.ids();
+        let new = c.ids().iter().filter(|id| b.binary_search(id).is_err());
+        out.extend(new.map(|&id| (i, id)));
+    }
+    out
 }
 
 /// The snapshot a client gets of `world` through `view`: `world` itself for
@@ -609,7 +631,8 @@ impl Server {
     /// The packet for client `id` this tick: a delta against the newest
     /// snapshot it acked that is still in its ring (and that snapshot's
     /// recall), else a full snapshot. Clients with the same baseline, view
-    /// and recalled records get the same bytes, encoded once.
+    /// and recalled records of the entities spawned get the same bytes,
+    /// encoded once.
     pub fn send(&mut self, id: u16, view: &View) -> Result<Arc<[u8]>, SessionError> {
         let world = self.world.clone().ok_or(SessionError::NoTick)?;
         let world_codes = self.world_codes(&world)?;
@@ -653,9 +676,9 @@ impl Server {
             (Some((bytes, held, recall, true)), _, _) => (bytes, held, recall),
             (Some((bytes, held, _, false)), Some(b), Some(r)) => {
                 // The same bytes (the baseline recalls hold the same
-                // records), and this client's own recall after them: its
-                // baseline recall advanced over the same baseline and
-                // snapshot as the encode's.
+                // records of the spawned entities), and this client's own
+                // recall after them: its baseline recall advanced over the
+                // same baseline and snapshot as the encode's.
                 let baseline = b.materialize(&mut self.base_view);
                 let cur = client_snapshot(
                     view,
@@ -687,6 +710,7 @@ impl Server {
                     &mut self.held_view,
                 );
                 let held = view.has_held().then(|| Arc::new(self.held_view.clone()));
+                let spawned = baseline.map_or_else(Vec::new, |b| spawned_ids(b.snapshot, cur));
                 if let Some(world_codes) = coded {
                     let cur_codes: &Snapshot = if view.is_all() {
                         world_codes
@@ -729,6 +753,7 @@ impl Server {
                     baseline: key,
                     prior: prior_key,
                     base_recall: base_recall.cloned(),
+                    spawned,
                     view: view.clone(),
                     bytes: bytes.clone(),
                     held: held.clone(),

@@ -171,9 +171,12 @@ fn clients_with_different_chains_agree_on_forgetting() {
 /// join on different ticks: their recalls count steps from different
 /// keyframes. Entity 2 leaves the world at tick 21 and comes back at tick
 /// 4355, after the first client's recall forgot it and before the
-/// second's does. Whenever their recalls hold
-/// the same records they share an encode, each deriving its own recall;
-/// every packet applies and gives exactly the state sent.
+/// second's does. Whenever their recalls hold the same records of the
+/// entities a packet spawns they share its encode, each deriving its own
+/// recall; every packet applies and gives exactly the state sent. The
+/// baseline window (default 3) picks older baselines when the view turns
+/// around, after which the first client's recall keeps entity 0, seen
+/// before the others joined: that costs only the packets that spawn it.
 #[test]
 fn late_joiners_share_encodes_and_keep_their_own_recalls() {
     let s = schema();
@@ -184,15 +187,7 @@ fn late_joiners_share_encodes_and_keep_their_own_recalls() {
         }
         Arc::new(w)
     };
-    // Newest acked baselines only: an older one that holds more of the
-    // view is a step in each chain of recalls, after which these chains,
-    // begun on different ticks, hold different records (0.98 encodes per
-    // packet instead of about 0.75; ServerConfig::baseline_window).
-    let config = ServerConfig {
-        baseline_window: 0,
-        ..ServerConfig::default()
-    };
-    let mut server = Server::new(s.clone(), config).unwrap();
+    let mut server = Server::new(s.clone(), ServerConfig::default()).unwrap();
     let mut clients: Vec<(u16, Client)> = Vec::new();
     let mut expected = Snapshot::default();
     let mut recalled = 0;
@@ -226,6 +221,9 @@ fn late_joiners_share_encodes_and_keep_their_own_recalls() {
         assert_eq!(c.stats().undecodable, 0, "client {id}");
     }
     assert!(recalled > 100, "{recalled} recalled");
+    // One encode per tick but for the first ticks of a join and the few
+    // packets that spawn an entity only some of them recall (0.35 encodes
+    // per packet; three clients that never share would make 1).
     let st = server.stats();
-    assert!(st.encodes * 10 < st.packets * 8, "{st:?}");
+    assert!(st.encodes * 10 < st.packets * 4, "{st:?}");
 }
