@@ -166,8 +166,11 @@ impl SectionHistory {
                 }
                 (Some(now), Some(then)) => {
                     self.changed.push(1);
-                    self.deltas
-                        .extend(elements.iter().map(|e| delta_byte(e, now, then)));
+                    let start = self.deltas.len();
+                    self.deltas.resize(start + elements.len(), 0);
+                    for (d, e) in self.deltas[start..].iter_mut().zip(elements) {
+                        *d = delta_byte(e, now, then);
+                    }
                 }
                 _ => {
                     self.changed.push(1);
@@ -204,6 +207,12 @@ fn delta_byte(e: &Element, now: &[u8], then: &[u8]) -> u8 {
 fn read_le(r: &[u8], at: usize, w: usize) -> u64 {
     if let Some(b) = r.get(at..at + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
         return u64::from_le_bytes(b);
+    }
+    // Near the record's end: the eight bytes ending with the element.
+    let end = at + w;
+    let tail = end.checked_sub(8).and_then(|s| r.get(s..end));
+    if let Some(b) = tail.and_then(|b| <[u8; 8]>::try_from(b).ok()) {
+        return u64::from_le_bytes(b) >> (64 - 8 * w as u32);
     }
     let mut b = [0u8; 8];
     if let Some(src) = r.get(at..at + w) {

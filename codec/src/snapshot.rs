@@ -8,11 +8,29 @@ use crate::schema::Schema;
 
 /// Entities of one type: strictly ascending ids and their records, stored
 /// contiguously (`ids.len() * record_size` bytes).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, PartialEq, Eq, Default)]
 pub struct Section {
     ids: Vec<u32>,
     records: Vec<u8>,
     record_size: usize,
+}
+
+/// By hand for `clone_from`, which keeps the target's allocations (a
+/// server copies a world into per-client scratch every tick).
+impl Clone for Section {
+    fn clone(&self) -> Self {
+        Self {
+            ids: self.ids.clone(),
+            records: self.records.clone(),
+            record_size: self.record_size,
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        self.ids.clone_from(&src.ids);
+        self.records.clone_from(&src.records);
+        self.record_size = src.record_size;
+    }
 }
 
 impl Section {
@@ -392,9 +410,22 @@ impl<'a> From<Baseline<'a>> for Reference<'a> {
 }
 
 /// The state of one tick: one [`Section`] per entity type of a schema.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, PartialEq, Eq, Default)]
 pub struct Snapshot {
     sections: Vec<Section>,
+}
+
+/// By hand for `clone_from`, which keeps the target's allocations.
+impl Clone for Snapshot {
+    fn clone(&self) -> Self {
+        Self {
+            sections: self.sections.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, src: &Self) {
+        self.sections.clone_from(&src.sections);
+    }
 }
 
 impl Snapshot {
