@@ -164,8 +164,10 @@ impl Section {
             let id = self.ids[r];
             while k.next_if(|&&x| x < id).is_some() {}
             if k.peek() == Some(&&id) {
-                self.ids[w] = id;
-                self.records.copy_within(r * rs..(r + 1) * rs, w * rs);
+                if w != r {
+                    self.ids[w] = id;
+                    self.records.copy_within(r * rs..(r + 1) * rs, w * rs);
+                }
                 w += 1;
             }
         }

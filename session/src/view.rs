@@ -249,8 +249,10 @@ fn compose_section(
         if !sent && !kept {
             continue;
         }
-        ids[w] = id;
-        records.copy_within(r * rs..(r + 1) * rs, w * rs);
+        if w != r {
+            ids[w] = id;
+            records.copy_within(r * rs..(r + 1) * rs, w * rs);
+        }
         if kept {
             let base = from.and_then(|f| f.get(id)).filter(|rec| rec.len() == rs);
             if let Some(rec) = base {
