@@ -122,7 +122,7 @@ fn lobby_tick(server: &mut Server, l: &mut Lobby) -> usize {
         let view = view_for(&l.rates, FarCars::Omitted, l.t, id, &l.cars[k], sent);
         let p = server
             .send(id, &view)
-            .map_or_else(|_| Arc::from(&[][..]), |p| p);
+            .unwrap_or_else(|_| Arc::from(&[][..]));
         bytes += p.len();
         for &b in (p.len() as u32).to_le_bytes().iter().chain(p.iter()) {
             l.digest = (l.digest ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
