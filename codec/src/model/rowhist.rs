@@ -58,6 +58,24 @@ impl RowHistory {
         }
     }
 
+    /// The context offsets of mask bits `first..first + out.len()` from
+    /// their elements' histories, as [`RowState::set_element_history`]
+    /// of [`RowHistory::mask`] gives them (0 unknown, 1 unchanged, 2
+    /// changed at the baseline), times `p`.
+    ///
+    /// [`RowState::set_element_history`]: super::RowState::set_element_history
+    #[inline]
+    pub(crate) fn mask_offsets(&self, first: usize, p: u32, out: &mut [u32]) {
+        let bytes = self.cur.get(first..).unwrap_or(&[]);
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = match bytes.get(k) {
+                None | Some(&UNKNOWN) => 0,
+                Some(0) => p,
+                Some(_) => 2 * p,
+            };
+        }
+    }
+
     /// Element `e`'s value history: the class of its change at the
     /// baseline (0 unchanged).
     #[inline]

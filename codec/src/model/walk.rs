@@ -201,9 +201,9 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
             };
             // Bit `k`'s context offset from its element's history.
             let mut offsets = [0u32; 8];
-            for (k, o) in offsets.iter_mut().enumerate().take(n) {
-                self.state.set_element_history(self.track.mask(first + k));
-                *o = run.bits(&self.state).first;
+            if run.mask_history {
+                let n = n.min(offsets.len());
+                self.track.mask_offsets(first, run.p, &mut offsets[..n]);
             }
             let bits = u64::from(bits);
             self.sink
