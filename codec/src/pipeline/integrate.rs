@@ -23,9 +23,15 @@ pub(crate) fn is_integrated(integrators: &[Integrator], e: u32) -> bool {
 /// codes them: the other elements' values first, then the integrated
 /// elements', each part in element order.
 pub(crate) fn values_last(integrators: &[Integrator], row: &mut [Token]) {
-    // A stable sort: rows are short, and most end with their integrated
-    // elements already.
-    row.sort_by_key(|t| is_integrated(integrators, t.element));
+    // A stable partition: from the back, each integrated token moves to
+    // just before those already moved (a row has few: O(len · few)).
+    let mut end = row.len();
+    for i in (0..row.len()).rev() {
+        if is_integrated(integrators, row[i].element) {
+            row[i..end].rotate_left(1);
+            end -= 1;
+        }
+    }
 }
 
 /// Element `ty` of `rec` at `offset` as binary64 (`NaN` past the record).
@@ -108,5 +114,39 @@ pub(crate) fn reference(integrators: &[Integrator], base: &[u8], cur: &[u8], ref
     reference.copy_from_slice(base);
     for i in integrators {
         apply(i, base, cur, reference);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::values::Kind;
+
+    #[test]
+    fn values_last_moves_integrated_tokens_back_in_order() {
+        let at = |element| Integrator {
+            element,
+            offset: 0,
+            ty: Primitive::F32,
+            velocity: (0, Primitive::F32),
+            time: (0, Primitive::F32),
+            scale: 1.0,
+        };
+        let integrators = [at(1), at(2), at(6)];
+        let tok = |element| Token {
+            element,
+            kind: Kind::Int,
+            value: u64::from(element),
+        };
+        let order = |row: &[Token]| row.iter().map(|t| t.element).collect::<Vec<_>>();
+        let mut row: Vec<Token> = [0, 1, 2, 3, 5, 6, 7].map(tok).to_vec();
+        values_last(&integrators, &mut row);
+        assert_eq!(order(&row), [0, 3, 5, 7, 1, 2, 6]);
+        let mut row: Vec<Token> = [1, 6].map(tok).to_vec();
+        values_last(&integrators, &mut row);
+        assert_eq!(order(&row), [1, 6]);
+        let mut row: Vec<Token> = [0, 3].map(tok).to_vec();
+        values_last(&integrators, &mut row);
+        assert_eq!(order(&row), [0, 3]);
     }
 }
