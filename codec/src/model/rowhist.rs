@@ -34,12 +34,6 @@ impl RowHistory {
         Some(self.started - 1)
     }
 
-    /// Sets the current row's bytes.
-    pub(crate) fn fill(&mut self, bytes: impl Iterator<Item = u8>) {
-        self.cur.clear();
-        self.cur.extend(bytes);
-    }
-
     /// Sets the current row's bytes to the first `n` of `bytes`, the rest
     /// [`UNKNOWN`].
     pub(crate) fn fill_from(&mut self, bytes: &[u8], n: usize) {

@@ -72,7 +72,7 @@ impl<'m, S: RunSink> WalkSink<'m, S> {
                 .get(section)
                 .and_then(|v| v.get(r * e..(r + 1) * e));
             if let Some(b) = bytes {
-                self.track.fill(b.iter().copied());
+                self.track.fill_from(b, e);
             }
         }
     }
