@@ -5,5 +5,6 @@
 pub mod entropy;
 pub mod load;
 pub mod lobby;
+pub mod lobby_tick;
 pub mod lobby_udp;
 pub mod q3;
