@@ -309,6 +309,51 @@ pub fn token_cost_bits(table: &crate::model::ModelTable, token: Token) -> Option
     (!price.outside).then_some(price.bits)
 }
 
+/// Hands to `decision`, in coding order, the modelled decisions of
+/// `token` (under a dense model context) with `table`: each as its
+/// probability slot (bit context `c` is slot `c`, value context `c` owns
+/// the [`VALUE_SLOTS`](crate::model::VALUE_SLOTS) slots from
+/// `bit_contexts + c * VALUE_SLOTS`) and its bit. Returns the token's raw
+/// bits, or `None` for a context outside the table. What
+/// [`token_cost_bits`] prices, for coder prototypes (adaptive estimates).
+pub fn token_decisions(
+    table: &crate::model::ModelTable,
+    token: Token,
+    decision: &mut dyn FnMut(usize, bool),
+) -> Option<u32> {
+    /// Forwards decisions, counts raw bits.
+    struct Each<'f> {
+        decision: &'f mut dyn FnMut(usize, bool),
+        raw: u32,
+    }
+    impl crate::model::Decisions for Each<'_> {
+        fn decision(&mut self, slot: usize, bit: bool) {
+            (self.decision)(slot, bit);
+        }
+        fn raw(&mut self, _v: u64, n: u32) {
+            self.raw += n;
+        }
+    }
+    use crate::model::{put_sint, put_uint, VALUE_SLOTS};
+    let shape = table.shape();
+    let base = |ctx: u32| {
+        (ctx < shape.value_contexts)
+            .then(|| shape.bit_contexts as usize + ctx as usize * VALUE_SLOTS)
+    };
+    let mut each = Each { decision, raw: 0 };
+    match token {
+        Token::Bit { ctx, bit } => {
+            if ctx >= shape.bit_contexts {
+                return None;
+            }
+            (each.decision)(ctx as usize, bit);
+        }
+        Token::Uint { ctx, v } => put_uint(&mut each, base(ctx)?, v),
+        Token::Sint { ctx, zigzag } => put_sint(&mut each, base(ctx)?, zigzag),
+    }
+    Some(each.raw)
+}
+
 /// Sums `−log2 p` of decisions and raw bits.
 struct Price<'t> {
     probs: &'t [u16],
@@ -519,7 +564,19 @@ mod tests {
                 Token::Uint { ctx, v } => stats.uint(ctx, v),
                 Token::Sint { ctx, zigzag } => stats.sint(ctx, zigzag),
             }
-            sum += token_cost_bits(&table, token).unwrap();
+            let cost = token_cost_bits(&table, token).unwrap();
+            let probs = table.probabilities();
+            let mut again = 0.0;
+            let raw = token_decisions(&table, token, &mut |slot, bit| {
+                let p0 = f64::from(probs[slot]) / 4096.0;
+                again -= if bit { (1.0 - p0).log2() } else { p0.log2() };
+            })
+            .unwrap();
+            assert!(
+                (again + f64::from(raw) - cost).abs() < 1e-9,
+                "{again} {raw} {cost}"
+            );
+            sum += cost;
         }
         let want = stats.cost_bits(&table).unwrap();
         assert!((sum - want).abs() < 1e-6 * want, "{sum} {want}");
@@ -528,5 +585,9 @@ mod tests {
             None
         );
         assert_eq!(token_cost_bits(&table, Token::Uint { ctx: 2, v: 1 }), None);
+        assert_eq!(
+            token_decisions(&table, Token::Uint { ctx: 2, v: 1 }, &mut |_, _| {}),
+            None
+        );
     }
 }
