@@ -27,16 +27,15 @@
 #![forbid(unsafe_code)]
 
 use std::error::Error;
-use std::path::PathBuf;
 
 use tickpack::internals::{
     model_tokens_labelled, token_decisions, BlockHeader, BlockType, LabelledSink, Token, TokenLabel,
 };
 use tickpack::model::{ModelSink, ModelStats, ModelTable};
-use tickpack::{Baseline, Encoder, Entropy, History, PacketHeader, Reference, Snapshot};
+use tickpack::{Baseline, Encoder, Entropy, PacketHeader, Reference, Snapshot};
 use tickpack_benches::q3;
-use tickpack_scenarios as scenarios;
-use tickpack_sets::dictset::{DictKind, DictionarySet};
+use tickpack_benches::shipped::{histories, scenario_with_set};
+use tickpack_sets::dictset::DictKind;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -295,38 +294,12 @@ impl<'t> Run<'t> {
 }
 
 fn scenario(which: &str, n: usize) -> Res<Totals> {
-    let dicts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dictionaries");
-    let (sc, dir) = match which {
-        "racing" => (
-            scenarios::racing_lobby(SEED, n),
-            dicts.join("racing-lobby/1"),
-        ),
-        "cube" => (scenarios::cube_pile(SEED, n), dicts.join("cube-pile/1")),
-        "arena" => (
-            scenarios::arena_shooter(SEED, n),
-            dicts.join("arena-shooter/1"),
-        ),
-        other => return Err(format!("unknown scenario {other}").into()),
-    };
-    let set = DictionarySet::load(&dir)?;
-    set.fits(&sc.schema)?;
+    let (sc, set) = scenario_with_set(which, SEED, n)?;
     let table = set
         .dictionary(DictKind::Delta)
         .and_then(|d| d.model())
         .ok_or("the set has no delta model")?;
-    let histories: Vec<Option<History>> = if set.uses_history() {
-        (0..sc.ticks.len())
-            .map(|t| {
-                History::of(
-                    &sc.schema,
-                    &sc.ticks[t],
-                    &sc.ticks[t.checked_sub(DISTANCE)?],
-                )
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let histories = histories(&set, &sc, DISTANCE);
     let predicts = set.schema().predicts();
     let at = |t: usize| Baseline {
         sequence: (t & 0xffff) as u16,

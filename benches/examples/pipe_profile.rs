@@ -20,12 +20,10 @@
 #![forbid(unsafe_code)]
 
 use std::error::Error;
-use std::path::PathBuf;
 use std::time::Instant;
 
 use tickpack::{Baseline, Decoder, Encoder, Entropy, History, Reference, Snapshot};
-use tickpack_scenarios as scenarios;
-use tickpack_sets::dictset::DictionarySet;
+use tickpack_benches::shipped::{histories, scenario_with_set};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -95,38 +93,11 @@ fn main() -> Res<()> {
         Some("model") => Entropy::Model,
         _ => Entropy::Best,
     };
-    let dicts = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../dictionaries");
-    let (sc, dir) = match which {
-        "racing" => (
-            scenarios::racing_lobby(SEED, n),
-            dicts.join("racing-lobby/1"),
-        ),
-        "cube" => (scenarios::cube_pile(SEED, n), dicts.join("cube-pile/1")),
-        "arena" => (
-            scenarios::arena_shooter(SEED, n),
-            dicts.join("arena-shooter/1"),
-        ),
-        other => return Err(format!("unknown scenario {other}").into()),
-    };
-    let set = DictionarySet::load(&dir)?;
-    set.fits(&sc.schema)?;
+    let (sc, set) = scenario_with_set(which, SEED, n)?;
     let mut enc = set.encoder(tickpack::DEFAULT_LEVEL)?;
     enc.set_entropy(entropy);
     let mut dec = set.decoder()?;
-    let reads_history = set.uses_history();
-    let histories = if reads_history {
-        (0..sc.ticks.len())
-            .map(|t| {
-                History::of(
-                    &sc.schema,
-                    &sc.ticks[t],
-                    &sc.ticks[t.checked_sub(DISTANCE)?],
-                )
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let histories = histories(&set, &sc, DISTANCE);
     let ticks = Ticks {
         ticks: &sc.ticks,
         predicts: set.schema().predicts(),

@@ -8,3 +8,4 @@ pub mod lobby;
 pub mod lobby_tick;
 pub mod lobby_udp;
 pub mod q3;
+pub mod shipped;
