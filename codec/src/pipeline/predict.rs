@@ -4,7 +4,7 @@
 //! whose mask is judged against the baseline while the values of changed
 //! predicted elements are coded against the prediction.
 
-use super::values::{self, BadValue, Element, FloatReference};
+use super::values::{self, BadValue, Element, FloatReference, Kind};
 use super::{SectionTokens, Token};
 use crate::schema::{DeltaOp, EntityType, Span};
 use crate::snapshot::{Section, SectionRef};
@@ -123,13 +123,19 @@ pub(crate) fn encode_row(
     t: &mut SectionTokens,
 ) {
     for (i, &e) in elements.iter().enumerate() {
-        let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
-        if values::same_at(cur, base, r) {
-            continue;
-        }
-        // The one-step form where the element moved off its prediction.
-        let (kind, value) =
-            values::encode_changed(e, cur, pred).unwrap_or_else(|| values::encode(e, cur, pred));
+        let (kind, value) = if !e.float && matches!(e.op, DeltaOp::Int | DeltaOp::Predict) {
+            match values::int_against(e, cur, base, pred) {
+                Some(v) => (Kind::Int, v),
+                None => continue,
+            }
+        } else {
+            let r = usize::from(e.offset)..usize::from(e.offset) + usize::from(e.width);
+            if values::same_at(cur, base, r) {
+                continue;
+            }
+            // The one-step form where the element moved off its prediction.
+            values::encode_changed(e, cur, pred).unwrap_or_else(|| values::encode(e, cur, pred))
+        };
         t.elems.push(Token {
             element: i as u32,
             kind,

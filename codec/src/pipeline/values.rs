@@ -378,6 +378,19 @@ pub(crate) fn encode(e: Element, cur: &[u8], reference: &[u8]) -> (Kind, u64) {
     }
 }
 
+/// A changed row's element of a predicted section that is an integer
+/// (or a quantised code) under `Int` or `Predict`: `None` when it equals
+/// its baseline value, else the zigzag of its difference from the
+/// prediction ([`Kind::Int`]; what [`encode`] gives), each side loaded once.
+#[inline(always)]
+pub(crate) fn int_against(e: Element, cur: &[u8], base: &[u8], pred: &[u8]) -> Option<u64> {
+    let c = element_wide(e, cur);
+    if c == element_wide(e, base) {
+        return None;
+    }
+    Some(zigzag_diff(c, element_wide(e, pred), e.width))
+}
+
 /// [`encode`] of an element that [`differs`], `None` for one that does
 /// not: each side loaded once.
 #[inline(always)]
