@@ -62,7 +62,7 @@ pub(crate) trait RunSink: ModelSink {
         let mut prev = run.prev;
         for (k, &f) in (0..n).zip(first) {
             let bit = (bits >> k) & 1 == 1;
-            self.bit(offset_context(run, k, prev, f), bit);
+            self.bit(run.offset_context(k, prev, f), bit);
             prev = bit;
         }
     }
@@ -219,7 +219,7 @@ impl RunSink for ModelEncoder<'_> {
             let mut prev = run.prev;
             for k in 0..n {
                 let bit = (bits >> k) & 1 == 1;
-                self.bit(offset_context(run, k, prev, first[k as usize]), bit);
+                self.bit(run.offset_context(k, prev, first[k as usize]), bit);
                 prev = bit;
             }
             return;
@@ -231,20 +231,10 @@ impl RunSink for ModelEncoder<'_> {
     }
 }
 
-/// The context of bit `k` of [`RunSink::bit_run_offsets`]' run, saturated
-/// (a context past the table is an error the sink records).
-#[inline]
-fn offset_context(run: &BitRun, k: u32, prev: bool, first: u32) -> u32 {
-    run.base
-        .saturating_add(k.saturating_mul(run.stride))
-        .saturating_add(run.step * u32::from(prev))
-        .saturating_add(first)
-}
-
 /// Whether every context of [`RunSink::bit_run_offsets`]' run of `n` bits
 /// (at most 8) is below `count` (then none of them overflows either).
 #[inline]
-pub(crate) fn offsets_fit(run: &BitRun, n: u32, first: &[u32; 8], count: u32) -> bool {
+fn offsets_fit(run: &BitRun, n: u32, first: &[u32; 8], count: u32) -> bool {
     let Some(last) = n.checked_sub(1) else {
         return true;
     };

@@ -70,6 +70,18 @@ impl BitRun {
         self.base + k * self.stride + first + self.step * u32::from(prev)
     }
 
+    /// The context of bit `k` when the bit before it is `prev` and its
+    /// own offset is `first` (`self.first` unused): a bit of an element
+    /// run after its element's history. Saturated: a context past the
+    /// table is an error its user reports.
+    #[inline]
+    pub(crate) fn offset_context(&self, k: u32, prev: bool, first: u32) -> u32 {
+        self.base
+            .saturating_add(k.saturating_mul(self.stride))
+            .saturating_add(self.step.saturating_mul(u32::from(prev)))
+            .saturating_add(first)
+    }
+
     /// Whether every context of a run of `n` bits is below `count` (then
     /// [`BitRun::context`] does not overflow either).
     #[inline]

@@ -199,12 +199,7 @@ impl<S: RunSink> TokenSink for WalkSink<'_, S> {
                 }
                 return;
             };
-            // Bit `k`'s context offset from its element's history.
-            let mut offsets = [0u32; 8];
-            if run.mask_history {
-                let n = n.min(offsets.len());
-                self.track.mask_offsets(first, run.p, &mut offsets[..n]);
-            }
+            let offsets = history_offsets(&self.track, &run, first, n);
             let bits = u64::from(bits);
             self.sink
                 .bit_run_offsets(&run.bits(&self.state), n as u32, bits, &offsets);
@@ -631,12 +626,18 @@ impl TokenSource for WalkSource<'_, '_, '_> {
                 }
                 return Ok(bits);
             };
-            for k in 0..n {
-                self.state.set_element_history(self.track.mask(first + k));
-                let c = history_bit_context(&run, &self.state, k);
-                let bit = self.dec.bit(c).map_err(|e| self.err(e))?;
-                self.state.note_element(bit);
-                bits |= u8::from(bit) << k;
+            // The encoder's contexts (`RunSink::bit_run_offsets`), bit by
+            // bit: a run read at once is no faster here.
+            let offsets = history_offsets(&self.track, &run, first, n);
+            let bits_run = run.bits(&self.state);
+            let mut prev = bits_run.prev;
+            for (k, &o) in (0..n as u32).zip(&offsets) {
+                let c = bits_run.offset_context(k, prev, o);
+                prev = self.dec.bit(c).map_err(|e| self.err(e))?;
+                bits |= u8::from(prev) << k;
+            }
+            if n > 0 {
+                self.state.note_element(prev);
             }
             return Ok(bits);
         }
@@ -689,13 +690,17 @@ impl WalkSource<'_, '_, '_> {
     }
 }
 
-/// The context of bit `k` of an element run whose element history is in
-/// `state`: what `ContextMap::bit_context` gives for that element, without
-/// looking up its section and row kind again.
-#[inline(always)]
-fn history_bit_context(run: &ElementRun, state: &RowState, k: usize) -> u32 {
-    let bits = run.bits(state);
-    bits.context(0, bits.prev) + k as u32 * bits.stride
+/// The context offsets of the `n` (at most 8) mask bits of `run` from
+/// element `first` on, from the row's element history: what both ends add
+/// to each bit's context.
+#[inline]
+fn history_offsets(track: &RowHistory, run: &ElementRun, first: usize, n: usize) -> [u32; 8] {
+    let mut offsets = [0u32; 8];
+    if run.mask_history {
+        let n = n.min(offsets.len());
+        track.mask_offsets(first, run.p, &mut offsets[..n]);
+    }
+    offsets
 }
 
 /// The context map of a schema whose sections have `elements`; `None` when
