@@ -132,11 +132,14 @@ impl View {
     /// view without held ids that is the client's whole snapshot; with held
     /// ids the server adds them from the baseline (see [`View`]).
     pub fn apply(&self, world: &Snapshot, out: &mut Snapshot) {
-        out.clone_from(world);
-        let Some(sets) = &self.0 else { return };
-        for (i, sec) in out.sections_mut().iter_mut().enumerate() {
-            let keep: &[u32] = sets.send.get(i).map_or(&[], Vec::as_slice);
-            sec.retain_ids(keep);
+        let Some(sets) = &self.0 else {
+            out.clone_from(world);
+            return;
+        };
+        out.reset_like(world);
+        for (i, (src, sec)) in world.sections().iter().zip(out.sections_mut()).enumerate() {
+            let send: &[u32] = sets.send.get(i).map_or(&[], Vec::as_slice);
+            compose_section(src, sec, send, &[], None, None);
         }
     }
 
@@ -154,18 +157,20 @@ impl View {
             out.clone_from(world);
             return;
         };
-        out.clone_from(world);
+        // Only what the view keeps is copied: a copy of the whole world
+        // per send was most of the server's cache misses.
+        out.reset_like(world);
         if let Some(h) = held_out.as_deref_mut() {
             h.reset_like(world);
         }
-        for (i, sec) in out.sections_mut().iter_mut().enumerate() {
+        for (i, (src, sec)) in world.sections().iter().zip(out.sections_mut()).enumerate() {
             let send: &[u32] = sets.send.get(i).map_or(&[], Vec::as_slice);
             let hold: &[u32] = sets.hold.get(i).map_or(&[], Vec::as_slice);
             let from = held_from.and_then(|h| h.sections().get(i));
             let held_sec = held_out
                 .as_deref_mut()
                 .and_then(|h| h.sections_mut().get_mut(i));
-            compose_section(sec, send, hold, from, held_sec);
+            compose_section(src, sec, send, hold, from, held_sec);
         }
     }
 
@@ -222,51 +227,58 @@ fn common(a: &[u32], b: &[u32]) -> usize {
     n
 }
 
-/// In place over `sec` (a copy of the world's section): keeps sent ids,
-/// keeps held ids with the record from `from` when it has one. `held`
-/// (also a copy of the world's section) ends up with the held entities.
+/// Writes into `out` (empty, for `src`'s records) the sent ids of `src`
+/// with their records and the held ids with the record from `from` when it
+/// has one (else `src`'s); `held` (empty too) gets the held entities. Runs
+/// of sent records are copied at once.
 fn compose_section(
-    sec: &mut Section,
+    src: &Section,
+    out: &mut Section,
     send: &[u32],
     hold: &[u32],
     from: Option<&Section>,
     held: Option<&mut Section>,
 ) {
-    let rs = sec.record_size();
-    let (ids, records) = sec.parts_mut();
+    let rs = src.record_size();
+    let (ids, records) = (src.ids(), src.records());
+    let (out_ids, out_records) = out.parts_mut();
     let mut held = held.map(Section::parts_mut);
-    let (mut s, mut h, mut w) = (0, 0, 0);
-    for r in 0..ids.len() {
-        let id = ids[r];
+    let (mut s, mut h) = (0, 0);
+    // The sent records from `run` up to the current one, not yet copied.
+    let mut run = 0;
+    let flush = |run: usize, end: usize, oi: &mut Vec<u32>, or: &mut Vec<u8>| {
+        if run < end {
+            oi.extend_from_slice(&ids[run..end]);
+            or.extend_from_slice(&records[run * rs..end * rs]);
+        }
+    };
+    for (r, &id) in ids.iter().enumerate() {
         while send.get(s).is_some_and(|&x| x < id) {
             s += 1;
         }
+        if send.get(s) == Some(&id) {
+            continue;
+        }
+        flush(run, r, out_ids, out_records);
+        run = r + 1;
         while hold.get(h).is_some_and(|&x| x < id) {
             h += 1;
         }
-        let sent = send.get(s) == Some(&id);
-        let kept = !sent && hold.get(h) == Some(&id);
-        if !sent && !kept {
+        if hold.get(h) != Some(&id) {
             continue;
         }
-        if w != r {
-            ids[w] = id;
-            records.copy_within(r * rs..(r + 1) * rs, w * rs);
+        let record = from
+            .and_then(|f| f.get(id))
+            .filter(|rec| rec.len() == rs)
+            .unwrap_or(&records[r * rs..(r + 1) * rs]);
+        out_ids.push(id);
+        out_records.extend_from_slice(record);
+        if let Some((hi, hr)) = held.as_mut() {
+            hi.push(id);
+            hr.extend_from_slice(record);
         }
-        if kept {
-            let base = from.and_then(|f| f.get(id)).filter(|rec| rec.len() == rs);
-            if let Some(rec) = base {
-                records[w * rs..(w + 1) * rs].copy_from_slice(rec);
-            }
-            if let Some((hi, hr)) = held.as_mut() {
-                hi.push(id);
-                hr.extend_from_slice(&records[w * rs..(w + 1) * rs]);
-            }
-        }
-        w += 1;
     }
-    ids.truncate(w);
-    records.truncate(w * rs);
+    flush(run, ids.len(), out_ids, out_records);
 }
 
 #[cfg(test)]
