@@ -191,9 +191,7 @@ fn delta_byte(e: &Element, now: &[u8], then: &[u8]) -> u8 {
     // The difference as a signed integer of the element's width (the shift
     // drops the bytes past it).
     let d = ((read_le(now, at, w).wrapping_sub(read_le(then, at, w)) << shift) as i64) >> shift;
-    if d == 0 {
-        return 0;
-    }
+    // No branch for an unchanged element: its class and sign are 0.
     let zigzag = ((d << 1) ^ (d >> 63)) as u64;
     let class = (64 - zigzag.leading_zeros()) as u8;
     class | (u8::from(d < 0) << 7)

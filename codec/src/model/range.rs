@@ -151,11 +151,11 @@ impl RangeEncoder {
         let leaf = class.min(63);
         // `symbol(leaf, second)`: from class 2 the top two bits (`2 +
         // second`) plus `2 * leaf - 4`.
-        let head = if class < 2 {
-            class as usize
-        } else {
-            (magnitude >> (class - 2)) as usize + 2 * leaf as usize - 4
-        };
+        // Both computed and one selected: the class varies unpredictably.
+        let wide = ((magnitude >> class.saturating_sub(2)) as usize)
+            .wrapping_add(2 * leaf as usize)
+            .wrapping_sub(4);
+        let head = core::hint::select_unpredictable(class < 2, class as usize, wide);
         let (start, freq) = cdf.range(head);
         let out = &mut self.out;
         let (mut low, mut range) = (self.low, self.range);

@@ -61,12 +61,12 @@ impl RowHistory {
     #[inline]
     pub(crate) fn mask_offsets(&self, first: usize, p: u32, out: &mut [u32]) {
         let bytes = self.cur.get(first..).unwrap_or(&[]);
+        // Without branches (a row's histories vary unpredictably): unknown
+        // 0, unchanged `p`, changed `2p`.
         for (k, o) in out.iter_mut().enumerate() {
-            *o = match bytes.get(k) {
-                None | Some(&UNKNOWN) => 0,
-                Some(0) => p,
-                Some(_) => 2 * p,
-            };
+            let b = bytes.get(k).copied().unwrap_or(UNKNOWN);
+            let known = u32::from(b != UNKNOWN);
+            *o = known * p * (1 + u32::from(b != 0));
         }
     }
 
