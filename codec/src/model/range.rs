@@ -339,6 +339,26 @@ impl<'a> RangeDecoder<'a> {
         }
     }
 
+    /// [`RangeDecoder::normalize`] without a branch on the range, for
+    /// steps whose shifts vary unpredictably (head symbols): every step
+    /// leaves the range at least `2^8`, so two bytes are read and `n`
+    /// (0..=2) of them taken.
+    #[inline(always)]
+    fn normalize_two(&mut self) {
+        let n = u32::from(self.range < TOP) + u32::from(self.range < 1 << 16);
+        let at = |i: usize| {
+            self.pos
+                .checked_add(i)
+                .and_then(|p| self.input.get(p))
+                .copied()
+                .unwrap_or(0)
+        };
+        let next = (u64::from(at(0)) << 8 | u64::from(at(1))) >> (16 - 8 * n);
+        self.code = (u64::from(self.code) << (8 * n) | next) as u32;
+        self.range = (u64::from(self.range) << (8 * n)) as u32;
+        self.pos = self.pos.saturating_add(n as usize);
+    }
+
     /// Decodes one decision where `p0` is the chance of a 0.
     #[inline(always)]
     pub(crate) fn bit(&mut self, p0: u16) -> bool {
@@ -445,7 +465,7 @@ impl<'a> RangeDecoder<'a> {
         let (symbol, start, freq) = find(target);
         self.code -= r * start;
         self.range = r * freq;
-        self.normalize();
+        self.normalize_two();
         Ok(symbol)
     }
 
@@ -462,7 +482,7 @@ impl<'a> RangeDecoder<'a> {
         let (symbol, start, freq) = cdf.find(target);
         self.code -= r * start;
         self.range = r * freq;
-        self.normalize();
+        self.normalize_two();
         Ok(symbol)
     }
 

@@ -241,42 +241,25 @@ fn unzigzag64(z: u64) -> i64 {
     ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
-/// The whole number an integral float holds, if it is integral, from the
-/// bit pattern alone (no float arithmetic): `mant_bits` mantissa bits,
-/// exponent bias `bias`, integral range `2^max_pow`.
-#[inline(always)]
-fn integral_bits(bits: u64, mant_bits: u32, exp_mask: u64, bias: i64, max_pow: i64) -> Option<i64> {
-    let sign = bits >> (mant_bits + exp_mask.count_ones());
-    let exp = ((bits >> mant_bits) & exp_mask) as i64 - bias;
-    let mant = bits & ((1u64 << mant_bits) - 1);
-    if exp < 0 {
-        // |x| < 1: whole only as +0.0 (-0.0 is excluded).
-        return (bits == 0).then_some(0);
-    }
-    if exp > max_pow || (exp == max_pow && mant != 0) {
-        return None;
-    }
-    let frac_bits = i64::from(mant_bits) - exp;
-    if frac_bits > 0 && mant & ((1u64 << frac_bits) - 1) != 0 {
-        return None;
-    }
-    let m = mant | (1u64 << mant_bits);
-    let whole = if frac_bits >= 0 {
-        m >> frac_bits
-    } else {
-        m << -frac_bits
-    } as i64;
-    Some(if sign == 1 { -whole } else { whole })
-}
-
-/// The whole number an integral float holds, if it is integral.
+/// The whole number an integral float holds, if it is integral and at
+/// most `2^24` (`f32`) or `2^53` (`f64`) in magnitude; not for `-0.0`.
+/// A round trip through an integer, exact in that range, rather than
+/// branches on the exponent, which mispredict on values near 1.
 #[inline(always)]
 fn integral(bits: u64, width: u8) -> Option<i64> {
-    if width == 4 {
-        integral_bits(bits & 0xffff_ffff, 23, 0xff, 127, 24)
+    let (whole, back, bits, max) = if width == 4 {
+        let w = f32::from_bits(bits as u32) as i64;
+        (
+            w,
+            u64::from((w as f32).to_bits()),
+            bits & 0xffff_ffff,
+            1u64 << 24,
+        )
     } else {
-        integral_bits(bits, 52, 0x7ff, 1023, 53)
-    }
+        let w = f64::from_bits(bits) as i64;
+        (w, (w as f64).to_bits(), bits, 1u64 << 53)
+    };
+    (back == bits && whole.unsigned_abs() <= max).then_some(whole)
 }
 
 /// The float bits of a whole number within the integral range.

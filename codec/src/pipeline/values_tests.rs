@@ -391,3 +391,85 @@ proptest! {
         prop_assert_eq!(same_at(&a, &b, r.clone()), a.get(r.clone()) == b.get(r));
     }
 }
+
+/// The reference of [`integral`]: the whole number an integral float holds,
+/// from the bit pattern alone (no float arithmetic): `mant_bits` mantissa bits,
+/// exponent bias `bias`, integral range `2^max_pow`.
+fn integral_bits(bits: u64, mant_bits: u32, exp_mask: u64, bias: i64, max_pow: i64) -> Option<i64> {
+    let sign = bits >> (mant_bits + exp_mask.count_ones());
+    let exp = ((bits >> mant_bits) & exp_mask) as i64 - bias;
+    let mant = bits & ((1u64 << mant_bits) - 1);
+    if exp < 0 {
+        // |x| < 1: whole only as +0.0 (-0.0 is excluded).
+        return (bits == 0).then_some(0);
+    }
+    if exp > max_pow || (exp == max_pow && mant != 0) {
+        return None;
+    }
+    let frac_bits = i64::from(mant_bits) - exp;
+    if frac_bits > 0 && mant & ((1u64 << frac_bits) - 1) != 0 {
+        return None;
+    }
+    let m = mant | (1u64 << mant_bits);
+    let whole = if frac_bits >= 0 {
+        m >> frac_bits
+    } else {
+        m << -frac_bits
+    } as i64;
+    Some(if sign == 1 { -whole } else { whole })
+}
+
+#[test]
+fn integral_matches_the_bit_pattern_reference() {
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let mut specials: Vec<u64> = [
+        0.0f64,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        2f64.powi(53),
+        -(2f64.powi(53)),
+        2f64.powi(54),
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e300,
+        f64::MIN_POSITIVE / 4.0,
+    ]
+    .iter()
+    .map(|f| f.to_bits())
+    .collect();
+    specials.extend(
+        [
+            0.0f32,
+            -0.0,
+            1.0,
+            -3.0,
+            0.25,
+            16_777_216.0,
+            -16_777_216.0,
+            33_554_432.0,
+            f32::NAN,
+            f32::INFINITY,
+            1e-40,
+            7.5,
+        ]
+        .iter()
+        .map(|f| u64::from(f.to_bits())),
+    );
+    for i in 0..200_000usize {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Whole numbers too, which random patterns rarely are.
+        let w = (x >> 38) as i64 - (1 << 25);
+        let pats = [x, u64::from((w as f32).to_bits()), (w as f64).to_bits()];
+        for bits in pats.into_iter().chain(specials.get(i).copied()) {
+            let f32_ref = integral_bits(bits & 0xffff_ffff, 23, 0xff, 127, 24);
+            assert_eq!(integral(bits, 4), f32_ref, "{bits:#x}");
+            let f64_ref = integral_bits(bits, 52, 0x7ff, 1023, 53);
+            assert_eq!(integral(bits, 8), f64_ref, "{bits:#x}");
+        }
+    }
+}
