@@ -216,6 +216,19 @@ pub struct TrainArgs {
     /// captures: the set's schema then differs from theirs only in operators.
     #[arg(long)]
     pub no_transforms: bool,
+    /// Train the context-model table for these context flags only (0-7:
+    /// bit 0 changed-entity flags, bit 1 element history, bit 2 previous
+    /// value) [default: every combination, the smallest held-out packets
+    /// win]. Flags 0 codes fastest: the history contexts cost the encoder
+    /// a history per packet and slow both ends.
+    #[arg(long, value_name = "FLAGS", value_parser = |s: &str| parse_whole(s, 0, u64::from(tickpack::model::ContextConfig::KNOWN_FLAGS)))]
+    pub model_flags: Option<u64>,
+    /// What the per-field operators are chosen by: `blocks` (held-out
+    /// packets coded with zstd blocks, no dictionary) or `model` (held-out
+    /// model bits under a table trained for each candidate: what a set with
+    /// a table codes; slower to train).
+    #[arg(long, value_name = "BY", default_value = "blocks", value_parser = ["blocks", "model"])]
+    pub operators_by: String,
     /// Bytes of snapshots the sampled packets may need: longer captures
     /// are sampled evenly to fit. It decides the set.
     #[arg(long, value_name = "BYTES", default_value_t = crate::train::SAMPLE_BYTES,

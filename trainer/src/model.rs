@@ -37,12 +37,14 @@ pub struct ModelReport {
 
 /// Trains a table on `train` for `schema`'s packets and measures it on
 /// `held` against `dict` (the delta dictionary the table will ride on, as
-/// the set holds it).
+/// the set holds it): one per combination of context flags, or for
+/// `only` alone.
 /// `Ok(None)` when the schema is too large for a context model.
 pub fn train_model(
     schema: &Schema,
     level: i32,
     dict: &Dictionary,
+    only: Option<u16>,
     train: &[Job<'_>],
     held: &[Job<'_>],
 ) -> Result<Option<(ModelTable, ModelReport)>, TrainerError> {
@@ -53,16 +55,17 @@ pub fn train_model(
     let without = total_bytes(&mut enc, held)?;
     let mut best: Option<(ModelTable, u64)> = None;
     let mut by_flags = Vec::new();
-    for flags in 0..=ContextConfig::KNOWN_FLAGS {
+    let all = 0..=ContextConfig::KNOWN_FLAGS;
+    for flags in all.filter(|f| only.is_none_or(|o| o == *f)) {
         enc.set_model_flags(flags);
         let Some(shape) = enc.model_shape() else {
             return Ok(None);
         };
         // More slots than a table may hold (which no loader would take):
-        // none for a schema too large without flags, else the flags are
-        // skipped.
+        // none for a schema too large without flags (or with the only
+        // flags asked for), else the flags are skipped.
         let Ok(mut stats) = ModelStats::new(shape) else {
-            if flags == 0 {
+            if flags == 0 || only.is_some() {
                 return Ok(None);
             }
             continue;
@@ -100,6 +103,40 @@ pub fn train_model(
     Ok(Some((table, report)))
 }
 
+/// The held-out packets' model bits (ideal code lengths, raw bits
+/// included) under a table with context flags `flags` trained on `train`:
+/// what `--operators-by model` minimises. `Ok(None)` when the schema is
+/// too large for a context model.
+pub fn held_out_model_bits(
+    schema: &Schema,
+    flags: u16,
+    train: &[Job<'_>],
+    held: &[Job<'_>],
+) -> Result<Option<u64>, TrainerError> {
+    let model_err = |e| TrainerError::Empty(format!("model table: {e}"));
+    let mut enc = Encoder::new(schema.clone());
+    enc.set_model_flags(flags);
+    let Some(shape) = enc.model_shape() else {
+        return Ok(None);
+    };
+    let (Ok(mut counts), Ok(mut held_counts)) = (ModelStats::new(shape), ModelStats::new(shape))
+    else {
+        return Ok(None);
+    };
+    for j in train {
+        enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut counts)?;
+    }
+    for j in held {
+        enc.model_tokens(j.snapshot, j.sequence, j.reference(), &mut held_counts)?;
+    }
+    if let Some(e) = counts.error().or(held_counts.error()) {
+        return Err(model_err(e));
+    }
+    let table = ModelTable::from_stats(&counts);
+    let bits = held_counts.cost_bits(&table).map_err(model_err)?;
+    Ok(Some(bits.round() as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +168,7 @@ mod tests {
             history: None,
         };
         let dict = Dictionary::new(1, vec![0u8; 64]);
-        let trained = train_model(&schema, 3, &dict, &[job], &[job]).unwrap();
+        let trained = train_model(&schema, 3, &dict, None, &[job], &[job]).unwrap();
         assert!(trained.is_none());
     }
 }

@@ -40,6 +40,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use tickpack::model::ContextConfig;
 use tickpack::{DeltaOp, Dictionary, Encoder, Schema, Snapshot};
 use tickpack_sets::dictset::{
     dictionary_id, Candidate, CaptureSource, DictKind, DictionarySet, FieldChoice, Manifest,
@@ -103,6 +104,24 @@ pub struct TrainOptions {
     pub max_held_bytes: u64,
     /// Apply the lossless transforms found in the captures (step 3).
     pub transforms: bool,
+    /// Train the model table for these context flags only (`None`: every
+    /// combination, the smallest held-out packets win).
+    pub model_flags: Option<u16>,
+    /// What the per-field operators are chosen by (step 3).
+    pub operators_by: OperatorObjective,
+}
+
+/// What `train` chooses each field's operator by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OperatorObjective {
+    /// Held-out packets' bytes coded with zstd blocks and no dictionary.
+    #[default]
+    Blocks,
+    /// Held-out model bits under a table trained for each candidate (with
+    /// the context flags of [`TrainOptions::model_flags`], else all): the
+    /// bytes a set with a table codes. Several times slower to train;
+    /// schemas too large for a table fall back to `Blocks`.
+    Model,
 }
 
 impl Default for TrainOptions {
@@ -122,6 +141,8 @@ impl Default for TrainOptions {
             sample_bytes: SAMPLE_BYTES,
             max_held_bytes: MAX_HELD_BYTES,
             transforms: true,
+            model_flags: None,
+            operators_by: OperatorObjective::Blocks,
         }
     }
 }
@@ -422,8 +443,20 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     } else {
         (base.clone(), Vec::new(), Vec::new())
     };
+    // The model objective in bytes (its bits / 8) over the same held-out
+    // packets, the table trained on at most 1,500 training packets.
+    let model_train = thin(&jobs.train_delta, 1500);
+    let flags = opts.model_flags.unwrap_or(ContextConfig::KNOWN_FLAGS);
     let cost = |ops: &[Vec<DeltaOp>]| -> Result<u64, TrainerError> {
-        schema_cost(&with_ops(&transformed, ops)?)
+        let s = with_ops(&transformed, ops)?;
+        if opts.operators_by == OperatorObjective::Model {
+            if let Some(bits) =
+                crate::model::held_out_model_bits(&s, flags, &model_train, &objective)?
+            {
+                return Ok(bits.div_ceil(8));
+            }
+        }
+        schema_cost(&s)
     };
     let mut ops = ops_of(&transformed);
     let mut best = cost(&ops)?;
@@ -533,7 +566,14 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
             let id = dictionary_id(&game, &version, schema.id(), DictKind::Delta, bytes);
             let dict = Dictionary::new(id, bytes.clone());
             let held = thin(&jobs.held_delta, 2000);
-            crate::model::train_model(&schema, opts.level, &dict, &jobs.train_delta, &held)?
+            crate::model::train_model(
+                &schema,
+                opts.level,
+                &dict,
+                opts.model_flags,
+                &jobs.train_delta,
+                &held,
+            )?
         }
         _ => None,
     };
@@ -588,6 +628,12 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
             ops_tried: OPS.to_vec(),
             baselines: why,
             keyframe_every: opts.keyframe_every as u64,
+            operators_by: match opts.operators_by {
+                OperatorObjective::Blocks => "blocks",
+                OperatorObjective::Model => "model",
+            }
+            .into(),
+            model_flags: opts.model_flags,
         },
         measured: Measured::default(),
     };

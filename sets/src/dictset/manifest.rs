@@ -92,7 +92,8 @@ pub struct FieldChoice {
     /// The operator chosen (the one in [`Manifest::schema`]).
     pub delta: DeltaOp,
     /// Held-out bytes (all held-out delta packets, no dictionary) with each
-    /// operator tried on this field, the others fixed.
+    /// operator tried on this field, the others fixed; with
+    /// [`Training::operators_by`] `model`, the model's bits / 8 instead.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub held_out_bytes: BTreeMap<String, u64>,
 }
@@ -188,6 +189,15 @@ pub struct Training {
     pub baselines: String,
     /// One keyframe sample every this many ticks.
     pub keyframe_every: u64,
+    /// What the operators were chosen by: `blocks` (held-out packets in
+    /// zstd blocks; also sets from before the choice existed) or `model`
+    /// (held-out model bits / 8, [`FieldChoice::held_out_bytes`] in those).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub operators_by: String,
+    /// The model table's context flags when `train` was asked for one
+    /// combination only; absent when every one was tried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_flags: Option<u16>,
 }
 
 /// A capture a set was trained on.
