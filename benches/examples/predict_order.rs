@@ -6,7 +6,10 @@
 //! (`2·b0 − b1`, today's), quadratic (`3·b0 − 3·b1 + b2`) and half the
 //! quadratic term. The sums approximate a packet's value bits (the head
 //! symbols' cost comes on top); the last line takes the best guess per
-//! field, as a trained set would choose it.
+//! field, as a trained set would choose it. A last line prices `rot.w`
+//! against the value a unit quaternion implies from `x`, `y` and `z`
+//! (`sqrt(1 − x² − y² − z²)` in binary64, rounded to `f32`, `w`'s sign),
+//! which needs no earlier snapshot at all.
 //!
 //! ```sh
 //! cargo run --release -p tickpack-benches --example predict_order -- 6
@@ -37,6 +40,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let section = |t: usize| sc.ticks.get(t).and_then(|s| s.sections().first());
     let mut bits = [[0u64; 4]; FIELDS.len()];
     let mut packets = 0u64;
+    let mut derived_w = 0u64;
     for t in 3 * d..sc.ticks.len() {
         let (Some(c), Some(b0), Some(b1), Some(b2)) = (
             section(t),
@@ -54,6 +58,21 @@ fn main() -> Result<(), Box<dyn Error>> {
             let (Some(r0), Some(r1), Some(r2)) = (b0.get(id), b1.get(id), b2.get(id)) else {
                 continue;
             };
+            let float = |i: usize| {
+                cur.get(4 * i..4 * i + 4)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map_or(0.0, f32::from_le_bytes)
+            };
+            let (x, y, z, w) = (float(3), float(4), float(5), float(6));
+            let sq = |v: f32| f64::from(v) * f64::from(v);
+            let implied = (1.0 - sq(x) - sq(y) - sq(z)).max(0.0).sqrt() as f32;
+            let implied = if w.is_sign_negative() {
+                -implied
+            } else {
+                implied
+            };
+            let bits_of = |v: f32| i64::from(v.to_bits() as i32);
+            derived_w += u64::from(class(bits_of(w) - bits_of(implied)));
             for (f, field) in bits.iter_mut().enumerate() {
                 let at = 4 * f;
                 let lane = |r: &[u8]| {
@@ -102,6 +121,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!(
         "best per field: none or linear {best_today:.0}, any guess {best_any:.0} ({:+.1}%)",
         100.0 * (best_any / best_today - 1.0)
+    );
+    println!(
+        "rot.w against the unit quaternion's x, y, z: {:.1}",
+        per(derived_w)
     );
     Ok(())
 }
