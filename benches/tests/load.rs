@@ -96,6 +96,9 @@ fn leaking() -> usize {
 
 #[test]
 fn a_soak_whose_heap_keeps_growing_fails() {
+    // Its simulation allocates for real: run beside the soak above, it
+    // would count in that soak's heap readings.
+    let _serial = SERIAL.lock();
     let e = soak::run(&small_soak(), leaking)
         .err()
         .map(|e| e.to_string());
