@@ -221,14 +221,14 @@ pub struct TrainArgs {
     /// value) [default: every combination, the smallest held-out packets
     /// win]. Flags 0 codes fastest: the history contexts cost the encoder
     /// a history per packet and slow both ends.
-    #[arg(long, value_name = "FLAGS", value_parser = |s: &str| parse_whole(s, 0, u64::from(tickpack::model::ContextConfig::KNOWN_FLAGS)))]
-    pub model_flags: Option<u64>,
+    #[arg(long, value_name = "FLAGS", value_parser = |s: &str| parse_whole(s, 0, u64::from(tickpack::model::ContextConfig::KNOWN_FLAGS)).map(|f| f as u16))]
+    pub model_flags: Option<u16>,
     /// What the per-field operators are chosen by: `blocks` (held-out
     /// packets coded with zstd blocks, no dictionary) or `model` (held-out
     /// model bits under a table trained for each candidate: what a set with
     /// a table codes; slower to train).
-    #[arg(long, value_name = "BY", default_value = "blocks", value_parser = ["blocks", "model"])]
-    pub operators_by: String,
+    #[arg(long, value_name = "BY", value_enum, default_value_t)]
+    pub operators_by: crate::train::OperatorObjective,
     /// Bytes of snapshots the sampled packets may need: longer captures
     /// are sampled evenly to fit. It decides the set.
     #[arg(long, value_name = "BYTES", default_value_t = crate::train::SAMPLE_BYTES,

@@ -132,12 +132,8 @@ pub fn execute(cli: Cli, out: &mut dyn Write) -> Result<(), TrainerError> {
                 sample_bytes: a.sample_bytes,
                 max_held_bytes: a.max_held_bytes,
                 transforms: !a.no_transforms,
-                model_flags: a.model_flags.and_then(|f| u16::try_from(f).ok()),
-                operators_by: if a.operators_by == "model" {
-                    train::OperatorObjective::Model
-                } else {
-                    train::OperatorObjective::Blocks
-                },
+                model_flags: a.model_flags,
+                operators_by: a.operators_by,
             };
             if opts.sizes.len() > cli::MAX_SIZES {
                 return Err(TrainerError::Usage(format!(

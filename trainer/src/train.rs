@@ -111,8 +111,8 @@ pub struct TrainOptions {
     pub operators_by: OperatorObjective,
 }
 
-/// What `train` chooses each field's operator by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What `train` chooses each field's operator by (`--operators-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OperatorObjective {
     /// Held-out packets' bytes coded with zstd blocks and no dictionary.
     #[default]
@@ -122,6 +122,16 @@ pub enum OperatorObjective {
     /// bytes a set with a table codes. Several times slower to train;
     /// schemas too large for a table fall back to `Blocks`.
     Model,
+}
+
+impl OperatorObjective {
+    /// The name the command line and the manifest use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Blocks => "blocks",
+            Self::Model => "model",
+        }
+    }
 }
 
 impl Default for TrainOptions {
@@ -628,11 +638,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
             ops_tried: OPS.to_vec(),
             baselines: why,
             keyframe_every: opts.keyframe_every as u64,
-            operators_by: match opts.operators_by {
-                OperatorObjective::Blocks => "blocks",
-                OperatorObjective::Model => "model",
-            }
-            .into(),
+            operators_by: opts.operators_by.name().into(),
             model_flags: opts.model_flags,
         },
         measured: Measured::default(),
