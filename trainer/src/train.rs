@@ -117,10 +117,10 @@ pub enum OperatorObjective {
     /// Held-out packets' bytes coded with zstd blocks and no dictionary.
     #[default]
     Blocks,
-    /// Held-out model bits under a table trained for each candidate (with
-    /// the context flags of [`TrainOptions::model_flags`], else all): the
-    /// bytes a set with a table codes. Several times slower to train;
-    /// schemas too large for a table fall back to `Blocks`.
+    /// Held-out model bits under a table trained for each candidate (the
+    /// context flags of `--model-flags`, else all of them): what a set with
+    /// a table codes. Several times slower to train; a schema too large for
+    /// a table falls back to blocks.
     Model,
 }
 
