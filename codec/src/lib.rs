@@ -110,7 +110,7 @@ pub use packet::{
 pub use recall::Recall;
 pub use schema::{
     DeltaOp, EntityType, Field, Grid, Integrate, PodCoding, PodField, PodLayout, Primitive,
-    PrimitiveType, Schema, SchemaBuilder,
+    PrimitiveType, Schema, SchemaBuilder, UnitVector,
 };
 pub use snapshot::{Baseline, Reference, Section, SectionRef, Snapshot};
 

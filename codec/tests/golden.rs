@@ -338,6 +338,36 @@ fn vectors() -> Vec<Vector> {
             }),
         )
         .unwrap();
+    // A unit field: `rot.w` goes 0.8 → 0.96, coded against the value
+    // `rot.z` = 0.28 implies (FORMAT.md 4.10).
+    let su = Schema::builder()
+        .entity("body")
+        .field("rot", Primitive::F32, 4)
+        .unit()
+        .field("hp", Primitive::U16, 1)
+        .build()
+        .unwrap();
+    let unit = |z: f32, w: f32| {
+        let mut rec = Vec::new();
+        for v in [0.0f32, 0.0, z, w] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        rec.extend_from_slice(&7u16.to_le_bytes());
+        let mut snap = Snapshot::new(&su);
+        snap.section_mut(0).unwrap().insert(1, &rec).unwrap();
+        snap
+    };
+    let (u0, u1) = (unit(0.6, 0.8), unit(0.28, 0.96));
+    let ud = Encoder::new(su.clone())
+        .encode(
+            &u1,
+            51,
+            Some(Baseline {
+                sequence: 50,
+                snapshot: &u0,
+            }),
+        )
+        .unwrap();
     let (arena_s, a, b) = arena();
     let mut enc = Encoder::new(arena_s.clone());
     let ak = enc.encode(&a, 100, None).unwrap();
@@ -378,6 +408,7 @@ fn vectors() -> Vec<Vector> {
         ("ship_grid_delta", sg, gd, vec![(8, g0)], g1),
         ("body_integrated_delta", si, id, vec![(30, i0)], i1),
         ("body_integrated_late_delta", sl, ld, vec![(40, l0)], l1),
+        ("body_unit_delta", su, ud, vec![(50, u0)], u1),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),
         ("crowd_keyframe", crowd_s, ck, vec![], c),

@@ -583,6 +583,8 @@ fn listed_transforms_must_be_in_the_schema() {
         .integrate(tickpack::Integrate::new("vel", "ms", 0.001))
         .field("yaw", Primitive::F32, 1)
         .grid(0.5)
+        .field("rot", Primitive::F32, 4)
+        .unit()
         .build()
         .unwrap();
     let mut manifest = empty_manifest("transforms", "1");
@@ -592,6 +594,7 @@ fn listed_transforms_must_be_in_the_schema() {
             field: "pos".into(),
             grid: None,
             integrate: Some(tickpack::Integrate::new("vel", "ms", 0.001)),
+            unit: false,
             held_out_bytes: [100, 90],
         },
         TransformChoice {
@@ -599,7 +602,16 @@ fn listed_transforms_must_be_in_the_schema() {
             field: "yaw".into(),
             grid: Some(0.5),
             integrate: None,
+            unit: false,
             held_out_bytes: [90, 80],
+        },
+        TransformChoice {
+            entity: "ship".into(),
+            field: "rot".into(),
+            grid: None,
+            integrate: None,
+            unit: true,
+            held_out_bytes: [80, 70],
         },
     ];
     let set = DictionarySet::assemble(
@@ -617,6 +629,7 @@ fn listed_transforms_must_be_in_the_schema() {
         loaded.manifest().transforms[1].describe(),
         "grid 0.5".to_owned()
     );
+    assert_eq!(loaded.manifest().transforms[2].describe(), "unit vector");
 
     // Listing a grid step the schema does not declare, a transform of a
     // field that has none, or one of a field that does not exist, is
@@ -626,6 +639,8 @@ fn listed_transforms_must_be_in_the_schema() {
         |t: &mut serde_json::Value| t[0]["field"] = serde_json::json!("vel"),
         |t: &mut serde_json::Value| t[1]["field"] = serde_json::json!("roll"),
         |t: &mut serde_json::Value| t[0]["integrate"]["scale"] = serde_json::json!(0.002),
+        |t: &mut serde_json::Value| t[2]["field"] = serde_json::json!("vel"),
+        |t: &mut serde_json::Value| t[1]["unit"] = serde_json::json!(true),
     ] {
         let copy = tmp("transforms-edit");
         set.save(&copy).unwrap();

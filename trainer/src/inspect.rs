@@ -113,6 +113,10 @@ fn schema_lines(s: &mut String, schema: &Schema) {
         if has_integrate {
             rows[0].push("integrate".to_owned());
         }
+        let has_unit = t.units().iter().any(|&u| u);
+        if has_unit {
+            rows[0].push("unit".to_owned());
+        }
         for (i, (f, q)) in t.fields().iter().zip(t.quantization()).enumerate() {
             let mut row = vec![
                 format!("    {}", f.name),
@@ -133,6 +137,10 @@ fn schema_lines(s: &mut String, schema: &Schema) {
                     || "-".to_owned(),
                     |d| format!("{} over {} x {}", d.velocity, d.time, d.scale),
                 ));
+            }
+            if has_unit {
+                let u = t.units().get(i) == Some(&true);
+                row.push(if u { "yes" } else { "-" }.to_owned());
             }
             rows.push(row);
         }

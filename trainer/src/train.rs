@@ -426,10 +426,27 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
             &objective,
         )
     };
+    // The model objective in bytes (its bits / 8) over the same held-out
+    // packets, the table trained on at most 1,500 training packets.
+    let model_train = thin(&jobs.train_delta, 1500);
+    let flags = opts.model_flags.unwrap_or(ContextConfig::KNOWN_FLAGS);
+    let model_cost = |schema: &Schema| -> Result<Option<u64>, TrainerError> {
+        Ok(
+            crate::model::held_out_model_bits(schema, flags, &model_train, &objective)?
+                .map(|bits| bits.div_ceil(8)),
+        )
+    };
     let (transformed, transforms, not_applied) = if opts.transforms {
         pb.set_message("lossless transforms");
         let found = crate::transforms::find(&base, &thin(&jobs.train_delta, TRANSFORM_JOBS));
-        let chosen = crate::transforms::choose(&base, &found.candidates, schema_cost)?;
+        // A packet goes as the smaller of the blocks and the model stream,
+        // and some transforms change only the model's rows (a unit field
+        // codes masks and values, not byte planes, FORMAT.md 4.10).
+        let transform_cost = |schema: &Schema| -> Result<u64, TrainerError> {
+            let blocks = schema_cost(schema)?;
+            Ok(model_cost(schema)?.map_or(blocks, |m| m.min(blocks)))
+        };
+        let chosen = crate::transforms::choose(&base, &found.candidates, transform_cost)?;
         let not_applied = chosen
             .refused
             .iter()
@@ -440,6 +457,7 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
                     crate::transforms::Kind::Integrate(d) => {
                         format!("integrate {} over {} x {}", d.velocity, d.time, d.scale)
                     }
+                    crate::transforms::Kind::Unit => "unit vector".to_owned(),
                 };
                 format!("{}.{}: {what}: {why}", ty.name(), ty.fields()[t.field].name)
             })
@@ -453,17 +471,11 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     } else {
         (base.clone(), Vec::new(), Vec::new())
     };
-    // The model objective in bytes (its bits / 8) over the same held-out
-    // packets, the table trained on at most 1,500 training packets.
-    let model_train = thin(&jobs.train_delta, 1500);
-    let flags = opts.model_flags.unwrap_or(ContextConfig::KNOWN_FLAGS);
     let cost = |ops: &[Vec<DeltaOp>]| -> Result<u64, TrainerError> {
         let s = with_ops(&transformed, ops)?;
         if opts.operators_by == OperatorObjective::Model {
-            if let Some(bits) =
-                crate::model::held_out_model_bits(&s, flags, &model_train, &objective)?
-            {
-                return Ok(bits.div_ceil(8));
+            if let Some(bytes) = model_cost(&s)? {
+                return Ok(bytes);
             }
         }
         schema_cost(&s)

@@ -1,5 +1,6 @@
 //! The lossless transforms `train` applies itself: the searches of
-//! `suggest` (a grid, FORMAT.md 4.5; an integration, 4.9) run on the
+//! `suggest` (a grid, FORMAT.md 4.5; an integration, 4.9) and a unit
+//! vector test (4.10: float arrays whose squares sum to 1) run on the
 //! training packets' (baseline, current) record pairs, and each candidate
 //! is kept when the held-out packets come out smaller with it, so a capture
 //! recorded with the plain schema gets them through the set's schema.
@@ -26,6 +27,24 @@ pub enum Kind {
     Grid(f64),
     /// An integration.
     Integrate(Integrate),
+    /// A unit vector.
+    Unit,
+}
+
+/// A float array is a unit vector candidate when at least this share of
+/// the records sampled hold one (squares summing to 1 within
+/// [`UNIT_TOLERANCE`]); the held-out bytes then decide.
+const UNIT_SHARE: f64 = 0.9;
+const UNIT_TOLERANCE: f64 = 1e-4;
+
+/// Whether the `len` elements of type `ty` at `offset` of `record` are a
+/// unit vector (within [`UNIT_TOLERANCE`]).
+fn is_unit(record: &[u8], offset: usize, len: usize, ty: tickpack::Primitive) -> bool {
+    let sum: f64 = (0..len)
+        .map(|e| read(record, offset + e * ty.size(), ty))
+        .map(|x| x * x)
+        .sum();
+    (sum - 1.0).abs() <= UNIT_TOLERANCE
 }
 
 /// A transform of field `field` of section `section`.
@@ -53,6 +72,8 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
     let (mut stats, at) = layout(schema);
     let mut pairs = PairSample::for_schema(schema);
     let mut rng = 0x7a4f_u64;
+    // Per field of `at`: records holding a unit vector, records seen.
+    let mut units = vec![(0u64, 0u64); at.len()];
     for job in jobs {
         let Some((_, base)) = job.baseline else {
             continue;
@@ -74,6 +95,10 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
                     let (_, fi, off) = at[k];
                     let f = &ty.fields()[fi];
                     let w = f.ty.size();
+                    if f.ty.is_float() && f.len >= 2 {
+                        units[k].0 += u64::from(is_unit(rb, off, f.len, f.ty));
+                        units[k].1 += 1;
+                    }
                     for e in 0..f.len {
                         stats[k].value(read(rb, off + e * w, f.ty));
                     }
@@ -106,6 +131,21 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
             });
         }
     }
+    for ((&(si, fi, _), &(hits, seen)), ty) in at
+        .iter()
+        .zip(&units)
+        .zip(at.iter().map(|&(si, ..)| &schema.sections()[si]))
+    {
+        let quantised = ty.quantization().get(fi).is_some_and(Option::is_some);
+        let declared = ty.units().get(fi) == Some(&true);
+        if !quantised && !declared && seen > 0 && hits as f64 >= UNIT_SHARE * seen as f64 {
+            out.candidates.push(Transform {
+                section: si,
+                field: fi,
+                kind: Kind::Unit,
+            });
+        }
+    }
     for (si, (ty, sample)) in schema.sections().iter().zip(&pairs).enumerate() {
         for s in search(ty, sample) {
             let Some(fi) = ty.fields().iter().position(|f| f.name == s.field) else {
@@ -122,7 +162,8 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
 }
 
 /// `schema` with `transforms` declared on top of what it declares
-/// (operators, quantisation, grids, integrations, default records kept).
+/// (operators, quantisation, grids, integrations, unit fields, default
+/// records kept).
 pub fn apply(schema: &Schema, transforms: &[Transform]) -> Result<Schema, TrainerError> {
     let mut b = Schema::builder();
     for (s, ty) in schema.sections().iter().enumerate() {
@@ -137,7 +178,7 @@ pub fn apply(schema: &Schema, transforms: &[Transform]) -> Result<Schema, Traine
             let grid = grids.get(i).copied().flatten().or_else(|| {
                 mine().find_map(|t| match t.kind {
                     Kind::Grid(step) => Some(step),
-                    Kind::Integrate(_) => None,
+                    _ => None,
                 })
             });
             if let Some(step) = grid {
@@ -146,11 +187,14 @@ pub fn apply(schema: &Schema, transforms: &[Transform]) -> Result<Schema, Traine
             let integrate = ty.integrations().get(i).cloned().flatten().or_else(|| {
                 mine().find_map(|t| match &t.kind {
                     Kind::Integrate(d) => Some(d.clone()),
-                    Kind::Grid(_) => None,
+                    _ => None,
                 })
             });
             if let Some(d) = integrate {
                 b = b.integrate(d);
+            }
+            if ty.units().get(i) == Some(&true) || mine().any(|t| t.kind == Kind::Unit) {
+                b = b.unit();
             }
         }
         if ty.default_record().iter().any(|&x| x != 0) {
@@ -205,12 +249,13 @@ pub fn choose(
                 field: ty.fields()[t.field].name.clone(),
                 grid: match t.kind {
                     Kind::Grid(step) => Some(step),
-                    Kind::Integrate(_) => None,
+                    _ => None,
                 },
                 integrate: match &t.kind {
                     Kind::Integrate(d) => Some(d.clone()),
-                    Kind::Grid(_) => None,
+                    _ => None,
                 },
+                unit: t.kind == Kind::Unit,
                 held_out_bytes: [best, c],
             });
             best = c;

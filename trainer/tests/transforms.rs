@@ -295,3 +295,64 @@ fn an_integration_over_a_velocity_declared_after_it_is_applied() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Tick `t`'s world for the unit test: 8 bodies turning about a tilted
+/// axis, each rotation a unit quaternion normalised in `f32` (body 5 sends
+/// a vector that is not unit every 7th tick), and a position.
+fn spinning(schema: &Schema, t: u64) -> Snapshot {
+    let mut snap = Snapshot::new(schema);
+    for id in 0..8u32 {
+        let a = (t as f32) * 0.03 * (id + 1) as f32;
+        let (s, c) = (a / 2.0).sin_cos();
+        let mut q = [0.6 * s, 0.8 * s * (t as f32 * 0.01).cos(), 0.1 * s, c];
+        let n = q.iter().map(|x| x * x).sum::<f32>().sqrt();
+        q = q.map(|x| x / n);
+        if id == 5 && t.is_multiple_of(7) {
+            q[3] = 2.5;
+        }
+        let mut rec: Vec<u8> = q.iter().flat_map(|x| x.to_le_bytes()).collect();
+        rec.extend_from_slice(&((t as f32) * 0.5 + id as f32).to_le_bytes());
+        snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
+    }
+    snap
+}
+
+#[test]
+fn a_unit_quaternion_found_in_a_plain_capture_goes_into_the_set() {
+    let dir = tmp("unit");
+    let cap = dir.join("plain.tpcap");
+    let schema = Schema::builder()
+        .entity("body")
+        .field("rot", Primitive::F32, 4)
+        .field("x", Primitive::F32, 1)
+        .build()
+        .unwrap();
+    let file = std::fs::File::create(&cap).unwrap();
+    let header = CaptureHeader::new("g", "1", 20, schema.clone());
+    let mut w = CaptureWriter::new(file, &header, CaptureOptions::default()).unwrap();
+    for t in 0..300u64 {
+        w.tick(t, &spinning(&schema, t)).unwrap();
+    }
+    w.finish().unwrap();
+    let set_dir = dir.join("set");
+    let report = train(&cap, &set_dir, &[]);
+    let set = DictionarySet::load(&set_dir).unwrap();
+    set.fits(&schema).unwrap();
+    assert_eq!(
+        set.schema().sections()[0].units(),
+        [true, false],
+        "{report:#}"
+    );
+    let t = &set.manifest().transforms;
+    let unit = t.iter().find(|t| t.field == "rot").expect("rot listed");
+    assert_eq!(unit.describe(), "unit vector");
+    assert!(unit.held_out_bytes[1] < unit.held_out_bytes[0], "{t:?}");
+    // The plain capture, odd vectors included, round-trips through it.
+    let with = eval(&cap, &set_dir);
+    assert_eq!(with["roundtrip_ok"], true);
+    let named = with["transforms"].as_array().unwrap();
+    assert!(named.iter().any(|n| n == "body.rot: unit vector"), "{with}");
+    let text = cmd(&[&"inspect", &set_dir]);
+    assert!(text.contains("unit"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -97,6 +97,15 @@ pub enum SchemaError {
         /// What is wrong, in words.
         reason: String,
     },
+    /// A unit declaration ([`SchemaBuilder::unit`](crate::SchemaBuilder::unit))
+    /// on a field that is not a float array of at least two elements, is
+    /// quantised, or belongs to an entity type with integrated fields.
+    BadUnit {
+        /// Field name.
+        field: String,
+        /// What is wrong, in words.
+        reason: String,
+    },
 }
 
 impl fmt::Display for SchemaError {
@@ -137,6 +146,7 @@ impl fmt::Display for SchemaError {
             Self::BadIntegrate { field, reason } => {
                 write!(f, "integration of field `{field}`: {reason}")
             }
+            Self::BadUnit { field, reason } => write!(f, "unit field `{field}`: {reason}"),
         }
     }
 }

@@ -52,6 +52,7 @@ pub(crate) mod tokens;
 mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod transpose_sse2;
+mod unit;
 pub(crate) mod values;
 #[cfg(target_arch = "x86_64")]
 mod zigzag_sse2;
@@ -394,9 +395,18 @@ fn code_rows<E>(
 ) -> Result<(), E> {
     let (a, t) = (&s.align, &mut s.tokens);
     let integrators = ty.integrators();
+    let units = ty.unit_fields();
     for &(ci, bi) in &a.changed_rows {
         let (c, b) = (cur.record(ci as usize), base.record(bi as usize));
-        if let Some(b0) = baseline {
+        if !units.is_empty() {
+            // The implied elements against their implied values, the mask
+            // against the baseline record (FORMAT.md 4.10).
+            let b0 = baseline.map_or(b, |b0| b0.record(bi as usize));
+            s.reference.clear();
+            s.reference.extend_from_slice(b);
+            unit::reference(units, c, b0, &mut s.reference);
+            predict::encode_row(elements, c, b0, &s.reference, t);
+        } else if let Some(b0) = baseline {
             predict::encode_row(elements, c, b0.record(bi as usize), b, t);
         } else if integrators.is_empty() {
             encode_row(elements, c, b, t);

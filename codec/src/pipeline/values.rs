@@ -71,13 +71,21 @@ pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
         let w = f.ty.size();
         let op = f.delta_op();
         // A quantised float arrives here as its integer code (crate::quant).
-        let float = f.ty.is_float() && q.is_none() && matches!(op, DeltaOp::Int | DeltaOp::Predict);
+        let float =
+            |op| f.ty.is_float() && q.is_none() && matches!(op, DeltaOp::Int | DeltaOp::Predict);
         for i in 0..f.len {
+            // The implied element of a unit field is coded as `predict`
+            // codes, against its implied value (FORMAT.md 4.10).
+            let implied = ty
+                .unit_fields()
+                .iter()
+                .any(|u| u.element as usize == out.len());
+            let op = if implied { DeltaOp::Predict } else { op };
             out.push(Element {
                 offset: (off + i * w) as u16,
                 width: w as u8,
                 op,
-                float,
+                float: float(op),
                 grid: g.map(f64::to_bits),
             });
         }

@@ -8,7 +8,8 @@
 //!   `"degrees"` or `"radians"`).
 //!
 //! and its optional `grid = 0.0054931640625` and
-//! `integrate = { velocity = "velocity", time = "commandTime", scale = 0.001 }`.
+//! `integrate = { velocity = "velocity", time = "commandTime", scale = 0.001 }`
+//! and `unit = true`.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,13 @@ pub(crate) struct FieldDef {
     /// Integration over a velocity and a time field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     integrate: Option<Integrate>,
+    /// A unit vector (FORMAT.md 4.10).
+    #[serde(default, skip_serializing_if = "is_false")]
+    unit: bool,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn one() -> usize {
@@ -202,6 +210,7 @@ impl FieldDef {
         quantize: Option<&Quantize>,
         grid: Option<f64>,
         integrate: Option<&Integrate>,
+        unit: bool,
     ) -> Self {
         Self {
             name: field.name.clone(),
@@ -211,7 +220,13 @@ impl FieldDef {
             quantize: quantize.map(QuantizeDef::from_quantize),
             grid,
             integrate: integrate.cloned(),
+            unit,
         }
+    }
+
+    /// The field's `unit` key.
+    pub(crate) fn unit(&self) -> bool {
+        self.unit
     }
 
     /// The field's `grid` key.

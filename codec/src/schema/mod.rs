@@ -13,8 +13,10 @@ mod quantize;
 mod rebuild;
 #[cfg(feature = "serde")]
 mod text;
+mod unit;
 pub use integrate::Integrate;
 pub(crate) use integrate::Integrator;
+pub(crate) use unit::Unit;
 
 /// Most entity types (sections) one schema may declare.
 pub const MAX_SECTIONS: usize = 64;
@@ -203,6 +205,10 @@ pub struct EntityType {
     /// resolves to.
     integrate: Vec<Option<Integrate>>,
     integrators: Vec<Integrator>,
+    /// Per field: whether it is declared a unit vector; and the fields
+    /// that are.
+    unit: Vec<bool>,
+    units: Vec<Unit>,
     slots: Vec<plan::Slot>,
 }
 
@@ -247,6 +253,17 @@ impl EntityType {
     /// The integrated elements, in element order.
     pub(crate) fn integrators(&self) -> &[Integrator] {
         &self.integrators
+    }
+
+    /// Per field: whether it is declared a unit vector (see
+    /// [`SchemaBuilder::unit`]).
+    pub fn units(&self) -> &[bool] {
+        &self.unit
+    }
+
+    /// The unit fields, in field order.
+    pub(crate) fn unit_fields(&self) -> &[Unit] {
+        &self.units
     }
 
     /// Field layout merged into runs of equal element width and operator.
@@ -317,6 +334,7 @@ impl EntityType {
         quant: Vec<Option<Quantize>>,
         grid: Vec<Option<f64>>,
         integrate: Vec<Option<Integrate>>,
+        unit: Vec<bool>,
         default: Option<Vec<u8>>,
     ) -> Result<Self, SchemaError> {
         check_name(&name)?;
@@ -426,6 +444,15 @@ impl EntityType {
         let integrators = integrate::resolve(&fields, &offsets, &integrate, |i| {
             quant.get(i).is_some_and(Option::is_some)
         })?;
+        let mut unit = unit;
+        unit.resize(fields.len(), false);
+        let units = unit::resolve(
+            &fields,
+            &offsets,
+            &unit,
+            |i| quant.get(i).is_some_and(Option::is_some),
+            !integrators.is_empty(),
+        )?;
         Ok(Self {
             name,
             fields,
@@ -437,6 +464,8 @@ impl EntityType {
             grid,
             integrate,
             integrators,
+            unit,
+            units,
             slots,
         })
     }
@@ -576,6 +605,16 @@ fn schema_hash(sections: &[EntityType]) -> u32 {
             }
         }
     }
+    // Unit fields likewise, after integrations.
+    if sections.iter().any(|s| !s.units.is_empty()) {
+        h.write(b"unit");
+        for (i, s) in sections.iter().enumerate() {
+            for (j, _) in s.unit.iter().enumerate().filter(|(_, &u)| u) {
+                h.write(&(i as u32).to_le_bytes());
+                h.write(&(j as u32).to_le_bytes());
+            }
+        }
+    }
     let v = h.0;
     (v ^ (v >> 32)) as u32
 }
@@ -605,6 +644,7 @@ pub struct SchemaBuilder {
     quant: Vec<Vec<Option<Quantize>>>,
     grid: Vec<Vec<Option<f64>>>,
     integrate: Vec<Vec<Option<Integrate>>>,
+    unit: Vec<Vec<bool>>,
 }
 
 impl SchemaBuilder {
@@ -614,6 +654,7 @@ impl SchemaBuilder {
         self.quant.push(Vec::new());
         self.grid.push(Vec::new());
         self.integrate.push(Vec::new());
+        self.unit.push(Vec::new());
         self
     }
 
@@ -635,6 +676,7 @@ impl SchemaBuilder {
             self.quant.push(Vec::new());
             self.grid.push(Vec::new());
             self.integrate.push(Vec::new());
+            self.unit.push(Vec::new());
         }
         if let Some(e) = self.done.last_mut() {
             e.1.push(field);
@@ -646,6 +688,9 @@ impl SchemaBuilder {
             }
             if let Some(g) = self.integrate.last_mut() {
                 g.resize(e.1.len(), None);
+            }
+            if let Some(u) = self.unit.last_mut() {
+                u.resize(e.1.len(), false);
             }
         }
         self
@@ -698,6 +743,23 @@ impl SchemaBuilder {
         self
     }
 
+    /// Declares the field added last (an `f32` or `f64` array of at least
+    /// two elements, not quantised, in a type without integrated fields) a
+    /// unit vector, such as a rotation quaternion sent whole: in a changed
+    /// entity its last element is coded against the value its other
+    /// elements imply, `sqrt(1 − Σ others²)` in binary64 with the sign of
+    /// its baseline value (FORMAT.md 4.10), instead of against the
+    /// baseline value. Lossless: a value off the implied one (a vector
+    /// that is not quite unit) is coded against it bit-exactly. Part of
+    /// the schema id. [`build`](SchemaBuilder::build) checks it; without a
+    /// field it does nothing.
+    pub fn unit(mut self) -> Self {
+        if let Some(u) = self.unit.last_mut().and_then(|u| u.last_mut()) {
+            *u = true;
+        }
+        self
+    }
+
     /// Sets the record new entities of the current type are coded against.
     pub fn default_record(mut self, record: &[u8]) -> Self {
         if let Some(e) = self.done.last_mut() {
@@ -721,6 +783,9 @@ impl SchemaBuilder {
             if let Some(i) = f.integrate {
                 self = self.integrate(i);
             }
+            if f.unit {
+                self = self.unit();
+            }
         }
         self
     }
@@ -733,14 +798,15 @@ impl SchemaBuilder {
             .zip(self.quant)
             .zip(self.grid)
             .zip(self.integrate)
-            .map(|((((n, f, d), q), g), i)| EntityType::new(n, f, q, g, i, d))
+            .zip(self.unit)
+            .map(|(((((n, f, d), q), g), i), u)| EntityType::new(n, f, q, g, i, u, d))
             .collect::<Result<Vec<_>, _>>()?;
         Schema::from_sections(sections)
     }
 }
 
 mod pod;
-pub use pod::{Grid, PodCoding, PodField, PodLayout, PrimitiveType};
+pub use pod::{Grid, PodCoding, PodField, PodLayout, PrimitiveType, UnitVector};
 
 #[cfg(test)]
 mod tests;

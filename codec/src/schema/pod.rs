@@ -26,6 +26,22 @@ pub struct PodField {
     /// (`field: type => Integrate::new(velocity, time, scale)`; see
     /// [`SchemaBuilder::integrate`](crate::SchemaBuilder::integrate)).
     pub integrate: Option<super::Integrate>,
+    /// Whether the struct declares the field a unit vector
+    /// (`field: [f32; 4] => UnitVector`; see
+    /// [`SchemaBuilder::unit`](crate::SchemaBuilder::unit)).
+    pub unit: bool,
+}
+
+/// A unit vector, declared on a float array of
+/// [`pod_layout!`](crate::pod_layout) (`rot: [f32; 4] => UnitVector`); the
+/// same as [`SchemaBuilder::unit`](crate::SchemaBuilder::unit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnitVector;
+
+impl PodCoding for UnitVector {
+    fn apply(self, field: &mut PodField) {
+        field.unit = true;
+    }
 }
 
 /// A lossless float grid of the given step, declared on a field of
@@ -140,6 +156,7 @@ macro_rules! pod_layout {
                         quantize: ::core::option::Option::None,
                         grid: ::core::option::Option::None,
                         integrate: ::core::option::Option::None,
+                        unit: false,
                     };
                     $($crate::PodCoding::apply($q, &mut field);)?
                     field

@@ -8,8 +8,8 @@ impl Schema {
     /// The schema rebuilt with the delta operator `ops(section, field)`
     /// where it returns one (else the field's own) and the default record
     /// `defaults(section)` where it returns one (else the type's own).
-    /// Names, types, lengths, quantisation, grids and integrations are
-    /// kept. The trainer uses it to apply the operators it chose.
+    /// Names, types, lengths, quantisation, grids, integrations and unit
+    /// fields are kept. The trainer uses it to apply the operators it chose.
     pub fn rebuild(
         &self,
         ops: impl Fn(usize, usize) -> Option<DeltaOp>,
@@ -31,6 +31,9 @@ impl Schema {
                 }
                 if let Some(Some(d)) = ty.integrations().get(i) {
                     b = b.integrate(d.clone());
+                }
+                if ty.units().get(i) == Some(&true) {
+                    b = b.unit();
                 }
             }
             let rec = defaults(s).unwrap_or_else(|| ty.default_record().to_vec());

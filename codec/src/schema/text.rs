@@ -32,11 +32,12 @@ struct SchemaDef {
 
 impl Schema {
     /// Loads a schema from JSON text: `{"entities": [{"name", "fields":
-    /// [{"name", "type", "len"?, "delta"?, "quantize"?, "grid"?, "integrate"?}]}]}`
+    /// [{"name", "type", "len"?, "delta"?, "quantize"?, "grid"?, "integrate"?, "unit"?}]}]}`
     /// (`quantize`: see [`quant`](crate::quant); `grid`: a step, see
     /// [`SchemaBuilder::grid`](super::SchemaBuilder::grid); `integrate`:
     /// `{"velocity", "time", "scale"}`, see
-    /// [`SchemaBuilder::integrate`](super::SchemaBuilder::integrate)). Needs
+    /// [`SchemaBuilder::integrate`](super::SchemaBuilder::integrate);
+    /// `unit`: `true`, see [`SchemaBuilder::unit`](super::SchemaBuilder::unit)). Needs
     /// the `serde` feature.
     pub fn from_json(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = serde_json::from_str(text).map_err(|e| SchemaError::Parse {
@@ -47,7 +48,7 @@ impl Schema {
 
     /// Loads a schema from TOML text: an array of tables `[[entities]]`,
     /// each with `name` and
-    /// `fields = [{ name, type, len?, delta?, quantize?, grid?, integrate? }]`.
+    /// `fields = [{ name, type, len?, delta?, quantize?, grid?, integrate?, unit? }]`.
     /// Needs the `serde` feature.
     pub fn from_toml(text: &str) -> Result<Self, SchemaError> {
         let def: SchemaDef = toml::from_str(text).map_err(|e| SchemaError::Parse {
@@ -72,7 +73,10 @@ impl Schema {
                         .zip(&e.quant)
                         .zip(e.grids())
                         .zip(&e.integrate)
-                        .map(|(((f, q), g), i)| FieldDef::new(f, q.as_ref(), g, i.as_ref()))
+                        .zip(&e.unit)
+                        .map(|((((f, q), g), i), &u)| {
+                            FieldDef::new(f, q.as_ref(), g, i.as_ref(), u)
+                        })
                         .collect(),
                 })
                 .collect(),
@@ -88,13 +92,14 @@ impl Schema {
             .map(|e| {
                 let grid: Vec<Option<f64>> = e.fields.iter().map(FieldDef::grid).collect();
                 let integrate: Vec<_> = e.fields.iter().map(FieldDef::integrate).collect();
+                let unit: Vec<bool> = e.fields.iter().map(FieldDef::unit).collect();
                 let (fields, quant) = e
                     .fields
                     .into_iter()
                     .map(FieldDef::into_parts)
                     .collect::<Result<(Vec<_>, Vec<_>), _>>()
                     .map_err(|(field, reason)| SchemaError::BadQuantize { field, reason })?;
-                EntityType::new(e.name, fields, quant, grid, integrate, None)
+                EntityType::new(e.name, fields, quant, grid, integrate, unit, None)
             })
             .collect::<Result<Vec<_>, _>>()?;
         Self::from_sections(sections)

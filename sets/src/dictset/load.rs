@@ -102,11 +102,16 @@ impl DictionarySet {
                 .find(|ty| ty.name() == t.entity)
                 .and_then(|ty| {
                     let i = ty.fields().iter().position(|f| f.name == t.field)?;
-                    Some((ty.grids().nth(i)?, ty.integrations().get(i)?.clone()))
+                    Some((
+                        ty.grids().nth(i)?,
+                        ty.integrations().get(i)?.clone(),
+                        *ty.units().get(i)?,
+                    ))
                 });
-            let holds = match (declared, t.grid, &t.integrate) {
-                (Some((Some(g), _)), Some(step), None) => g.to_bits() == step.to_bits(),
-                (Some((_, Some(d))), None, Some(i)) => d == *i,
+            let holds = match (declared, t.grid, &t.integrate, t.unit) {
+                (Some((Some(g), ..)), Some(step), None, false) => g.to_bits() == step.to_bits(),
+                (Some((_, Some(d), _)), None, Some(i), false) => d == *i,
+                (Some((.., true)), None, None, true) => true,
                 _ => false,
             };
             if !holds {

@@ -99,7 +99,8 @@ pub struct FieldChoice {
 }
 
 /// A lossless transform training found in the captures and applied to one
-/// field: a grid (FORMAT.md 4.5) or an integration (4.9), exactly one.
+/// field: a grid (FORMAT.md 4.5), an integration (4.9) or a unit vector
+/// (4.10), exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TransformChoice {
     /// Entity type name.
@@ -112,6 +113,9 @@ pub struct TransformChoice {
     /// The integration, for an integrated field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrate: Option<Integrate>,
+    /// Whether the field is declared a unit vector.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unit: bool,
     /// Held-out delta bytes (no dictionary) without the transform and with
     /// it, the transforms kept before it in place.
     pub held_out_bytes: [u64; 2],
@@ -119,14 +123,19 @@ pub struct TransformChoice {
 
 impl TransformChoice {
     /// What it is, in a few words: `grid 0.5`, `integrate velocity over
-    /// time x 0.001`.
+    /// time x 0.001`, `unit vector`.
     pub fn describe(&self) -> String {
         match (&self.grid, &self.integrate) {
             (Some(step), _) => format!("grid {step}"),
             (None, Some(i)) => format!("integrate {} over {} x {}", i.velocity, i.time, i.scale),
+            (None, None) if self.unit => "unit vector".to_owned(),
             (None, None) => "nothing".to_owned(),
         }
     }
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 /// One dictionary file. A `huffman` key (the static Huffman table of block
