@@ -29,8 +29,8 @@ const SCALES: [f64; 4] = [0.001, 1.0 / 60.0, 1.0, 1e300];
 
 /// A valid schema: 1..=`sections` entity types of 1..=`fields` fields, each
 /// any primitive, array length 1..=`max_len`, any delta operator, sometimes
-/// a float grid, sometimes integrated over earlier fields, and sometimes a
-/// default record.
+/// a float grid, sometimes integrated over earlier fields or (in a type
+/// without integrations) a unit field, and sometimes a default record.
 pub fn arb_schema(
     u: &mut Unstructured<'_>,
     sections: usize,
@@ -42,6 +42,8 @@ pub fn arb_schema(
         b = b.entity(&format!("e{s}"));
         let mut size = 0;
         let mut lens = Vec::new();
+        // A type has unit fields or integrated ones, never both.
+        let units = u.ratio(1, 4)?;
         for f in 0..u.int_in_range(1..=fields)? {
             let ty = *u.choose(&PRIMITIVES)?;
             let len = u.int_in_range(1..=max_len)?;
@@ -59,7 +61,11 @@ pub fn arb_schema(
             // earlier scalar (any numeric types).
             let velocity = lens.iter().position(|&l| l == len);
             let time = lens.iter().position(|&l| l == 1);
-            if let (true, Some(v), Some(t)) = (ty.is_float(), velocity, time) {
+            if units {
+                if ty.is_float() && len >= 2 && u.ratio(1, 2)? {
+                    b = b.unit();
+                }
+            } else if let (true, Some(v), Some(t)) = (ty.is_float(), velocity, time) {
                 if u.ratio(1, 2)? {
                     b = b.integrate(tickpack::Integrate::new(
                         &format!("f{v}"),

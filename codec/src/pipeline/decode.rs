@@ -33,13 +33,11 @@ enum RowReference<'a> {
     /// A changed row of a predicted section (FORMAT.md 4.6): the mask
     /// against the baseline record `base`, values against `pred`.
     /// With `units` (FORMAT.md 4.10), each implied element's value is
-    /// read against its implied value, written into `scratch` (a copy of
-    /// `pred`) when the row reaches it.
+    /// applied to its implied value, computed when the row reaches it.
     Predicted {
         base: &'a [u8],
         pred: &'a [u8],
         units: &'a [crate::schema::Unit],
-        scratch: &'a mut Vec<u8>,
     },
     Integrated {
         base: &'a [u8],
@@ -165,26 +163,8 @@ fn apply_row(
             changed,
             out,
         ),
-        RowReference::Predicted {
-            base,
-            pred,
-            units,
-            scratch,
-        } => {
-            if !units.is_empty() {
-                scratch.clear();
-                scratch.extend_from_slice(pred);
-            }
+        RowReference::Predicted { base, pred, units } => {
             for e in changed {
-                let pred: &[u8] = if units.is_empty() {
-                    pred
-                } else {
-                    // The field's other elements precede it: final.
-                    if let Some(u) = units.iter().find(|u| u.element == e) {
-                        super::unit::apply(u, out, base, scratch);
-                    }
-                    scratch
-                };
                 let bad = DecodeError::BadValue {
                     section,
                     row,
@@ -209,6 +189,12 @@ fn apply_row(
                         tokens::ctx::make(tokens::ctx::VALUE, section, kind_of_row, e as usize);
                     (None, src.uint(ctx)?)
                 };
+                // An implied element (no kind bit: `float` is `None`),
+                // the field's other elements final before it.
+                if let Some(u) = units.iter().find(|u| u.element == e) {
+                    super::unit::decode_value(u, v, base, out).map_err(|_| bad)?;
+                    continue;
+                }
                 super::predict::decode_value(el, float, v, pred, base, out).map_err(|_| bad)?;
             }
             Ok(())
@@ -408,14 +394,12 @@ fn decode_kept(
                         .get(bi * rs..(bi + 1) * rs)
                         .ok_or(bad.clone())?,
                     units: ty.unit_fields(),
-                    scratch: &mut s.predicted,
                 }
             } else if !ty.unit_fields().is_empty() {
                 RowReference::Predicted {
                     base: brec,
                     pred: brec,
                     units: ty.unit_fields(),
-                    scratch: &mut s.predicted,
                 }
             } else if ty.integrators().is_empty() {
                 RowReference::Plain(brec)

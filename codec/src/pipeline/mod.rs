@@ -399,13 +399,18 @@ fn code_rows<E>(
     for &(ci, bi) in &a.changed_rows {
         let (c, b) = (cur.record(ci as usize), base.record(bi as usize));
         if !units.is_empty() {
-            // The implied elements against their implied values, the mask
-            // against the baseline record (FORMAT.md 4.10).
+            // The mask against the baseline record, the implied elements'
+            // values against their implied values (FORMAT.md 4.10).
             let b0 = baseline.map_or(b, |b0| b0.record(bi as usize));
-            s.reference.clear();
-            s.reference.extend_from_slice(b);
-            unit::reference(units, c, b0, &mut s.reference);
-            predict::encode_row(elements, c, b0, &s.reference, t);
+            let start = t.elems.len();
+            predict::encode_row(elements, c, b0, b, t);
+            let row = &mut t.elems[start..];
+            for u in units {
+                // A row's tokens are in element order.
+                if let Ok(k) = row.binary_search_by_key(&u.element, |tok| tok.element) {
+                    row[k].value = unit::encode_value(u, c, b0).unwrap_or(row[k].value);
+                }
+            }
         } else if let Some(b0) = baseline {
             predict::encode_row(elements, c, b0.record(bi as usize), b, t);
         } else if integrators.is_empty() {

@@ -74,8 +74,8 @@ pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
         let float =
             |op| f.ty.is_float() && q.is_none() && matches!(op, DeltaOp::Int | DeltaOp::Predict);
         for i in 0..f.len {
-            // The implied element of a unit field is coded as `predict`
-            // codes, against its implied value (FORMAT.md 4.10).
+            // The implied element of a unit field is coded against its
+            // implied value (FORMAT.md 4.10).
             let implied = ty
                 .unit_fields()
                 .iter()
@@ -85,7 +85,8 @@ pub(crate) fn elements(ty: &EntityType) -> Vec<Element> {
                 offset: (off + i * w) as u16,
                 width: w as u8,
                 op,
-                float: float(op),
+                // Its value is a bit-pattern difference, without a kind bit.
+                float: float(op) && !implied,
                 grid: g.map(f64::to_bits),
             });
         }
@@ -218,13 +219,13 @@ fn store(v: u64, out: &mut [u8]) {
 
 /// The low `width` (1 to 8) bytes of a `u64` set.
 #[inline]
-fn mask(width: u8) -> u64 {
+pub(crate) fn mask(width: u8) -> u64 {
     u64::MAX >> ((64 - 8 * u32::from(width)) & 63)
 }
 
 /// Zigzag of the `width`-byte wrapping difference `c - r`.
 #[inline]
-fn zigzag_diff(c: u64, r: u64, width: u8) -> u64 {
+pub(crate) fn zigzag_diff(c: u64, r: u64, width: u8) -> u64 {
     let bits = 8 * u32::from(width);
     let d = c.wrapping_sub(r) & mask(width);
     // Sign-extend the difference to 64 bits, then zigzag at 64 bits and
@@ -234,7 +235,7 @@ fn zigzag_diff(c: u64, r: u64, width: u8) -> u64 {
 }
 
 #[inline]
-fn unzigzag_add(z: u64, r: u64, width: u8) -> u64 {
+pub(crate) fn unzigzag_add(z: u64, r: u64, width: u8) -> u64 {
     let d = (z >> 1) ^ (z & 1).wrapping_neg();
     r.wrapping_add(d) & mask(width)
 }
