@@ -573,8 +573,8 @@ fn a_sets_encoder_codes_each_kind_as_an_encoder_with_that_kinds_dictionary() {
 
 #[test]
 fn listed_transforms_must_be_in_the_schema() {
-    // A set whose schema declares a grid and an integration that training
-    // applied, as its manifest lists them.
+    // A set whose schema declares a grid, an integration and a unit field
+    // that training applied, as its manifest lists them.
     let schema = Schema::builder()
         .entity("ship")
         .field("vel", Primitive::F32, 3)
@@ -583,6 +583,7 @@ fn listed_transforms_must_be_in_the_schema() {
         .integrate(tickpack::Integrate::new("vel", "ms", 0.001))
         .field("yaw", Primitive::F32, 1)
         .grid(0.5)
+        .entity("buoy")
         .field("rot", Primitive::F32, 4)
         .unit()
         .build()
@@ -606,7 +607,7 @@ fn listed_transforms_must_be_in_the_schema() {
             held_out_bytes: [90, 80],
         },
         TransformChoice {
-            entity: "ship".into(),
+            entity: "buoy".into(),
             field: "rot".into(),
             grid: None,
             integrate: None,
