@@ -597,6 +597,7 @@ fn listed_transforms_must_be_in_the_schema() {
             integrate: Some(tickpack::Integrate::new("vel", "ms", 0.001)),
             unit: false,
             held_out_bytes: [100, 90],
+            held_out_model_bytes: None,
         },
         TransformChoice {
             entity: "ship".into(),
@@ -605,6 +606,7 @@ fn listed_transforms_must_be_in_the_schema() {
             integrate: None,
             unit: false,
             held_out_bytes: [90, 80],
+            held_out_model_bytes: None,
         },
         TransformChoice {
             entity: "buoy".into(),
@@ -612,7 +614,8 @@ fn listed_transforms_must_be_in_the_schema() {
             grid: None,
             integrate: None,
             unit: true,
-            held_out_bytes: [80, 70],
+            held_out_bytes: [80, 80],
+            held_out_model_bytes: Some([60, 50]),
         },
     ];
     let set = DictionarySet::assemble(

@@ -394,12 +394,13 @@ fn set_dir(dir: &Path, manifest: &Path) -> Inspected {
     for t in &m.transforms {
         let _ = writeln!(
             s,
-            "transform applied by training: {}.{}: {} (held-out {} -> {} B)",
+            "transform applied by training: {}.{}: {} (held-out {} -> {} B{})",
             t.entity,
             t.field,
             t.describe(),
             t.held_out_bytes[0],
-            t.held_out_bytes[1]
+            t.held_out_bytes[1],
+            crate::train::model_bytes(t)
         );
     }
     for d in &m.dictionaries {

@@ -439,12 +439,9 @@ pub fn train(opts: &TrainOptions) -> Result<(DictionarySet, TrainReport), Traine
     let (transformed, transforms, not_applied) = if opts.transforms {
         pb.set_message("lossless transforms");
         let found = crate::transforms::find(&base, &thin(&jobs.train_delta, TRANSFORM_JOBS));
-        // A packet goes as the smaller of the blocks and the model stream,
-        // and some transforms change only the model's rows (a unit field
-        // codes masks and values, not byte planes, FORMAT.md 4.10).
-        let transform_cost = |schema: &Schema| -> Result<u64, TrainerError> {
-            let blocks = schema_cost(schema)?;
-            Ok(model_cost(schema)?.map_or(blocks, |m| m.min(blocks)))
+        // The blocks' bytes, then the model's (see `choose`).
+        let transform_cost = |schema: &Schema| -> Result<(u64, Option<u64>), TrainerError> {
+            Ok((schema_cost(schema)?, model_cost(schema)?))
         };
         let chosen = crate::transforms::choose(&base, &found.candidates, transform_cost)?;
         let not_applied = chosen
@@ -768,12 +765,13 @@ pub fn summary(report: &TrainReport) -> String {
     for t in &m.transforms {
         let _ = writeln!(
             s,
-            "transform {}.{}: {} (held-out {} -> {} B)",
+            "transform {}.{}: {} (held-out {} -> {} B{})",
             t.entity,
             t.field,
             t.describe(),
             t.held_out_bytes[0],
-            t.held_out_bytes[1]
+            t.held_out_bytes[1],
+            model_bytes(t)
         );
     }
     for t in &report.transforms_not_applied {
@@ -848,4 +846,11 @@ pub fn summary(report: &TrainReport) -> String {
         gain(me.keyframe_bytes_without, me.keyframe_bytes_with)
     );
     s
+}
+
+/// `; model A -> B B` for a transform whose model bytes training measured.
+pub(crate) fn model_bytes(t: &tickpack_sets::dictset::TransformChoice) -> String {
+    t.held_out_model_bytes
+        .map(|[a, b]| format!("; model {a} -> {b} B"))
+        .unwrap_or_default()
 }

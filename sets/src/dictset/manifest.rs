@@ -119,6 +119,11 @@ pub struct TransformChoice {
     /// Held-out delta bytes (no dictionary) without the transform and with
     /// it, the transforms kept before it in place.
     pub held_out_bytes: [u64; 2],
+    /// The same packets' context-model bits / 8 (a table trained on a
+    /// sample of the training packets), without and with it: a transform
+    /// that leaves the blocks' bytes as they are is kept when these shrink.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out_model_bytes: Option<[u64; 2]>,
 }
 
 impl TransformChoice {
