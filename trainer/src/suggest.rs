@@ -466,7 +466,9 @@ fn render(
         if st.unit_norm && st.values > 0 {
             let _ = writeln!(
                 s,
-                "  every value has unit norm: a rotation? `smallest_three = 10` costs 32 bits, 0.27° at most"
+                "  every value has unit norm: a rotation? `smallest_three = 10` costs 32 bits, 0.27° at most; \
+                 or, exactly, declare `unit = true` (lossless: the last element is coded against \
+                 what the others imply)"
             );
         }
         // No finite value seen: nothing to quantise.

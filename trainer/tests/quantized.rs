@@ -35,6 +35,7 @@ fn suggest_reports_every_float_field() {
         "integers are not float fields: {text}"
     );
     assert!(text.contains("every value has unit norm"), "{text}");
+    assert!(text.contains("declare `unit = true`"), "{text}");
     // One table row per step per field, coarser steps need fewer bits.
     let rows: Vec<&str> = text
         .lines()
