@@ -138,6 +138,9 @@ impl Decoder {
         let d = DDict::new(dict.bytes()).ok_or(DictionaryError::Rejected { id: dict.id() })?;
         if let Some(t) = dict.model_arc() {
             self.context_maps.build(&self.elements, t.flags());
+            if self.context_maps.for_table(&t).is_none() {
+                return Err(DictionaryError::ModelMismatch { id: dict.id() });
+            }
         }
         self.dicts
             .insert(dict.id(), (Arc::new(d), dict.model_arc()));

@@ -317,3 +317,35 @@ fn max_encoded_len_bounds_a_mispredicted_model_stream() {
     dec.add_dictionary(&dict).unwrap();
     assert_eq!(dec.decode(&packet, base).unwrap().1, down);
 }
+
+/// A dictionary whose model table another schema trained (here: one whose
+/// rotation is a unit field, which changes the rotation's contexts) is
+/// refused by encoders and decoders of this schema, rather than ignored
+/// packet after packet.
+#[test]
+fn a_table_of_another_schema_is_refused() {
+    let build = |unit: bool| {
+        let b = Schema::builder()
+            .entity("car")
+            .field("pos", Primitive::F32, 3)
+            .field("rot", Primitive::F32, 4);
+        let b = if unit { b.unit() } else { b };
+        b.build().unwrap()
+    };
+    let (plain, unit) = (build(false), build(true));
+    let table = |s: &Schema| {
+        let enc = Encoder::new(s.clone());
+        ModelTable::from_stats(&ModelStats::new(enc.model_shape().unwrap()).unwrap())
+    };
+    let dict = Dictionary::new(0x55, vec![7; 64]).with_model(table(&unit));
+    assert!(Encoder::new(unit.clone())
+        .set_dictionary(Some(&dict))
+        .is_ok());
+    assert!(Decoder::new(unit).add_dictionary(&dict).is_ok());
+    let refused = Err(tickpack::DictionaryError::ModelMismatch { id: 0x55 });
+    assert_eq!(
+        Encoder::new(plain.clone()).set_dictionary(Some(&dict)),
+        refused
+    );
+    assert_eq!(Decoder::new(plain).add_dictionary(&dict), refused);
+}

@@ -319,8 +319,12 @@ impl Encoder {
     }
 
     fn prepare(&mut self, dict: Option<&Dictionary>) -> Result<Option<Prepared>, DictionaryError> {
-        if let Some(t) = dict.and_then(|d| d.model_arc()) {
+        if let Some((d, t)) = dict.and_then(|d| Some((d, d.model_arc()?))) {
             self.context_maps.build(&self.elements, t.flags());
+            // A table of another shape would be ignored packet after packet.
+            if self.context_maps.for_table(&t).is_none() {
+                return Err(DictionaryError::ModelMismatch { id: d.id() });
+            }
         }
         Ok(match dict {
             None => None,

@@ -359,12 +359,23 @@ pub enum DictionaryError {
         /// The dictionary id.
         id: u32,
     },
+    /// The dictionary's context-model table was trained for another
+    /// schema (its shape differs from the one this schema gives its
+    /// flags), so no packet could use it.
+    ModelMismatch {
+        /// The dictionary id.
+        id: u32,
+    },
 }
 
 impl fmt::Display for DictionaryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Rejected { id } => write!(f, "zstd rejected dictionary {id:#010x}"),
+            Self::ModelMismatch { id } => write!(
+                f,
+                "the model table of dictionary {id:#010x} does not fit this schema"
+            ),
         }
     }
 }
