@@ -6,8 +6,10 @@
 //! forms.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::model_for;
 use proptest::prelude::*;
-use tickpack::model::{ModelStats, ModelTable};
 use tickpack::{
     Baseline, DecodeError, Decoder, Dictionary, Encoder, Integrate, Primitive, Schema, SchemaError,
     Snapshot,
@@ -148,19 +150,6 @@ fn step(b: &Body, dt: i32, jitter: u32, change: u8) -> Body {
         n.hp = n.hp.wrapping_sub(1);
     }
     n
-}
-
-fn model_for(s: &Schema, ticks: &[Snapshot]) -> ModelTable {
-    let mut enc = Encoder::new(s.clone());
-    let mut stats = ModelStats::new(enc.model_shape().unwrap()).unwrap();
-    for w in ticks.windows(2) {
-        let base = Baseline {
-            sequence: 0,
-            snapshot: &w[0],
-        };
-        enc.model_tokens(&w[1], 1, base, &mut stats).unwrap();
-    }
-    ModelTable::from_stats(&stats)
 }
 
 fn roundtrip(s: &Schema, ticks: &[Snapshot], dict: Option<&Dictionary>) {

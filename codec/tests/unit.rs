@@ -6,8 +6,10 @@
 //! schema id and kept by the text forms.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::model_for;
 use proptest::prelude::*;
-use tickpack::model::{ModelStats, ModelTable};
 use tickpack::{
     Baseline, Decoder, DeltaOp, Dictionary, Encoder, Field, Integrate, Primitive, Reference,
     Schema, SchemaError, Snapshot,
@@ -73,19 +75,6 @@ fn direction(a: f64) -> [u64; 3] {
     let v = [a.cos() * 0.6, a.sin() * 0.6, 0.8];
     let n = v.iter().map(|x| x * x).sum::<f64>().sqrt();
     v.map(|x| (x / n).to_bits())
-}
-
-fn model_for(s: &Schema, ticks: &[Snapshot]) -> ModelTable {
-    let mut enc = Encoder::new(s.clone());
-    let mut stats = ModelStats::new(enc.model_shape().unwrap()).unwrap();
-    for w in ticks.windows(2) {
-        let base = Baseline {
-            sequence: 0,
-            snapshot: &w[0],
-        };
-        enc.model_tokens(&w[1], 1, base, &mut stats).unwrap();
-    }
-    ModelTable::from_stats(&stats)
 }
 
 /// Encodes every tick against the one before (and, with `prior`, the one

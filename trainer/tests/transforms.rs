@@ -72,11 +72,16 @@ fn world(schema: &Schema, t: u64, view: &dyn Fn(u64, u32, f64) -> f32) -> Snapsh
 }
 
 fn write_capture(path: &Path, schema: &Schema, view: &dyn Fn(u64, u32, f64) -> f32) {
+    write_ticks(path, schema, &|t| world(schema, t, view));
+}
+
+/// A 300-tick capture of `tick(t)` under `schema`.
+fn write_ticks(path: &Path, schema: &Schema, tick: &dyn Fn(u64) -> Snapshot) {
     let file = std::fs::File::create(path).unwrap();
     let header = CaptureHeader::new("g", "1", 20, schema.clone());
     let mut w = CaptureWriter::new(file, &header, CaptureOptions::default()).unwrap();
     for t in 0..300u64 {
-        w.tick(t, &world(schema, t, view)).unwrap();
+        w.tick(t, &tick(t)).unwrap();
     }
     w.finish().unwrap();
 }
@@ -253,10 +258,7 @@ fn an_integration_over_a_velocity_declared_after_it_is_applied() {
         .field("hp", Primitive::U16, 1)
         .build()
         .unwrap();
-    let file = std::fs::File::create(&cap).unwrap();
-    let header = CaptureHeader::new("g", "1", 20, schema.clone());
-    let mut w = CaptureWriter::new(file, &header, CaptureOptions::default()).unwrap();
-    for t in 0..300u64 {
+    write_ticks(&cap, &schema, &|t| {
         // Reorder plain_schema's record: view, pos, vel, ms, hp.
         let plain = world(&plain_schema(), t, &|t, id, x| {
             (x + 0.001 * (t * 7 + u64::from(id)) as f64) as f32
@@ -266,9 +268,8 @@ fn an_integration_over_a_velocity_declared_after_it_is_applied() {
             let rec = [&r[0..8], &r[20..28], &r[8..16], &r[16..20], &r[28..30]].concat();
             snap.section_mut(0).unwrap().insert(id, &rec).unwrap();
         }
-        w.tick(t, &snap).unwrap();
-    }
-    w.finish().unwrap();
+        snap
+    });
     let set_dir = dir.join("set");
     let report = train(&cap, &set_dir, &[]);
     let set = DictionarySet::load(&set_dir).unwrap();
@@ -327,13 +328,7 @@ fn a_unit_quaternion_found_in_a_plain_capture_goes_into_the_set() {
         .field("x", Primitive::F32, 1)
         .build()
         .unwrap();
-    let file = std::fs::File::create(&cap).unwrap();
-    let header = CaptureHeader::new("g", "1", 20, schema.clone());
-    let mut w = CaptureWriter::new(file, &header, CaptureOptions::default()).unwrap();
-    for t in 0..300u64 {
-        w.tick(t, &spinning(&schema, t)).unwrap();
-    }
-    w.finish().unwrap();
+    write_ticks(&cap, &schema, &|t| spinning(&schema, t));
     let set_dir = dir.join("set");
     let report = train(&cap, &set_dir, &[]);
     let set = DictionarySet::load(&set_dir).unwrap();

@@ -94,3 +94,17 @@ pub fn roundtrip(
     assert_eq!(&junk, snap, "decode_into over junk");
     packet
 }
+
+/// A model table trained on `ticks`, each coded against the one before.
+pub fn model_for(s: &Schema, ticks: &[Snapshot]) -> tickpack::model::ModelTable {
+    let mut enc = Encoder::new(s.clone());
+    let mut stats = tickpack::model::ModelStats::new(enc.model_shape().unwrap()).unwrap();
+    for w in ticks.windows(2) {
+        let base = Baseline {
+            sequence: 0,
+            snapshot: &w[0],
+        };
+        enc.model_tokens(&w[1], 1, base, &mut stats).unwrap();
+    }
+    tickpack::model::ModelTable::from_stats(&stats)
+}
