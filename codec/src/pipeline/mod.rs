@@ -408,6 +408,8 @@ fn code_rows<E>(
             for u in units {
                 // A row's tokens are in element order.
                 if let Ok(k) = row.binary_search_by_key(&u.element, |tok| tok.element) {
+                    // `None` only past a record, and records have the
+                    // schema's size (checked before the pipeline).
                     row[k].value = unit::encode_value(u, c, b0).unwrap_or(row[k].value);
                 }
             }
