@@ -29,7 +29,7 @@
 use std::error::Error;
 
 use tickpack::internals::{
-    model_tokens_labelled, token_decisions, BlockHeader, BlockType, LabelledSink, Token, TokenLabel,
+    model_tokens_labelled, token_decisions, LabelledSink, Token, TokenLabel,
 };
 use tickpack::model::{ModelSink, ModelStats, ModelTable};
 use tickpack::{Baseline, Encoder, Entropy, PacketHeader, Reference, Snapshot};
@@ -239,14 +239,8 @@ impl<'t> Run<'t> {
         t.best_bytes += best;
         self.model
             .encode_to_vec(snapshot, sequence, rf, &mut self.packet)?;
-        let (_, head) = PacketHeader::parse(&self.packet)?;
-        let model_body = match self.packet.get(head..) {
-            Some(rest) if !rest.is_empty() => {
-                let (h, n) = BlockHeader::parse(rest)?;
-                (h.block_type == BlockType::Model).then_some(rest.len() - n)
-            }
-            _ => None,
-        };
+        let (h, head) = PacketHeader::parse(&self.packet)?;
+        let model_body = h.model.then_some(self.packet.len() - head);
         let mut p = Packet {
             table: self.table,
             adaptive: &mut self.adaptive,

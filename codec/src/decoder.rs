@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::block::{self, BlockHeader, BlockType, DDict, ZstdBlocks};
+use crate::block::{self, DDict, ZstdBlocks};
 use crate::dict::Dictionary;
 use crate::encoder::DEFAULT_LEVEL;
 use crate::error::{DecodeError, DictionaryError};
@@ -297,10 +297,7 @@ impl Decoder {
             ),
         };
         let at = r.pos();
-        let model_block = packet
-            .get(at)
-            .is_some_and(|&b| (b >> 1) & 0x7f == BlockType::Model as u8);
-        if model_block {
+        if header.model {
             let recall = Recalled::new(header.baseline, reference.recall);
             let history = reference.history.filter(|_| base.is_some());
             self.decode_model_block(
@@ -504,8 +501,8 @@ impl Decoder {
     }
 
     /// Rebuilds `out` from a model block (FORMAT.md, "Model block"): the
-    /// packet's only block, at `at`, coding the whole walk with the
-    /// dictionary's model table.
+    /// rest of the packet from `at` on (the header's `MODEL` flag: no block
+    /// header), coding the whole walk with the dictionary's model table.
     #[allow(clippy::too_many_arguments)]
     fn decode_model_block(
         &mut self,
@@ -517,9 +514,15 @@ impl Decoder {
         history: Option<&History>,
         out: &mut Snapshot,
     ) -> Result<(), DecodeError> {
-        let h = BlockHeader::read(r)?;
-        if !h.last {
-            return Err(DecodeError::ModelBlockNotAlone { offset: at });
+        let size = r.remaining();
+        if size == 0 {
+            return Err(DecodeError::Truncated {
+                offset: at,
+                needed: 1,
+            });
+        }
+        if size > block::MAX_BLOCK_CONTENT {
+            return Err(DecodeError::BadBlockSize { offset: at });
         }
         let maps = core::mem::take(&mut self.context_maps);
         let table = dict.and_then(|d| d.1.clone());
@@ -530,7 +533,7 @@ impl Decoder {
             return Err(DecodeError::MissingModelTable { offset: at });
         };
         let body_at = r.pos();
-        let result = r.bytes(h.size).and_then(|stream| {
+        let result = r.bytes(size).and_then(|stream| {
             let dec = ModelDecoder::new(&table, stream).map_err(|error| DecodeError::Model {
                 offset: body_at,
                 error,

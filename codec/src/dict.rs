@@ -35,7 +35,7 @@ impl Dictionary {
     }
 
     /// Attaches a trained context-model table: the payload may then be
-    /// coded as one model block (type 4) when that is smaller than the
+    /// coded as one model block (the header's `MODEL` flag) when that is smaller than the
     /// blocks. The table must have the shape of the schema's context map
     /// (`model::ContextMap` with `ContextConfig::BLOCK`, feature
     /// `training`; [`Encoder::model_shape`](crate::Encoder) gives it); an

@@ -2,16 +2,16 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     version (bits 0-3, = 2) | flags (bits 4-7)
+//! 0       1     version (bits 0-3, = 3) | flags (bits 4-7)
 //!                 bit 4 BASELINE    a baseline distance follows
 //!                 bit 5 DICTIONARY  blocks use the dictionary agreed for the packet's kind
-//!                 bit 6 IDS         the schema id follows (and the dictionary id, with DICTIONARY)
+//!                 bit 6 MODEL       the payload is one model block, without a block header
 //!                 bit 7 EXTENDED    an extension byte follows the sequence
 //! 1       2     sequence, u16 LE
 //! 3       1     extension (if EXTENDED): bits 0-1 checksum length (0, 1, 2),
 //!               bit 2 PRIOR (needs BASELINE), bits 3-7 zero
-//! ..      4     schema id, u32 LE (if IDS)
-//! ..      4     dictionary id, u32 LE (if IDS and DICTIONARY)
+//! ..      4     schema id, u32 LE (keyframes: no BASELINE)
+//! ..      4     dictionary id, u32 LE (keyframes with DICTIONARY)
 //! ..      1-3   baseline distance, varint, 1..=32767 (if BASELINE)
 //! ..      1-3   prior distance from the baseline, varint (if PRIOR)
 //! ..      1-2   checksum of the decoded snapshot, LE (if checksum length > 0)
@@ -32,7 +32,9 @@ pub const MAX_HEADER_LEN: usize = 1 + 2 + 1 + 4 + 4 + 3 + 3 + 2;
 
 const FLAG_BASELINE: u8 = 0x10;
 const FLAG_DICTIONARY: u8 = 0x20;
-const FLAG_IDS: u8 = 0x40;
+/// The payload is one model block whose block header is left out (FORMAT.md
+/// 3.1): the encoder sets it once it knows which coder won.
+pub(crate) const FLAG_MODEL: u8 = 0x40;
 const FLAG_EXTENDED: u8 = 0x80;
 const EXT_CHECKSUM: u8 = 0x03;
 const EXT_PRIOR: u8 = 0x04;
@@ -104,8 +106,12 @@ pub struct PacketHeader {
     /// Whether the blocks use a dictionary: the one `ids` names, or else
     /// the one agreed for the packet's kind (keyframe or delta).
     pub dictionary: bool,
-    /// The schema and dictionary ids, if sent. Encoders send them on every
-    /// keyframe, so a decoder with another schema says so at once.
+    /// Whether the payload is one model block, sent without its block
+    /// header (FORMAT.md 3.1, "Model block").
+    pub model: bool,
+    /// The schema and dictionary ids: every keyframe carries them, so a
+    /// decoder with another schema says so at once; deltas never do (`None`).
+    /// [`PacketHeader::write`] writes a keyframe's (zeros for `None`).
     pub ids: Option<PacketIds>,
     /// Checksum of the snapshot the packet decodes to, if sent.
     pub checksum: Checksum,
@@ -143,7 +149,9 @@ impl PacketHeader {
             0
         };
         let dictionary = flags & FLAG_DICTIONARY != 0;
-        let ids = if flags & FLAG_IDS != 0 {
+        // Every keyframe names its schema, so no other bytes decode as one;
+        // deltas are decoded against a snapshot the decoder produced.
+        let ids = if flags & FLAG_BASELINE == 0 {
             let schema_id = r.u32_le()?;
             let dictionary_id = if dictionary { Some(r.u32_le()?) } else { None };
             Some(PacketIds {
@@ -153,10 +161,6 @@ impl PacketHeader {
         } else {
             None
         };
-        // Every keyframe names its schema, so no other bytes decode as one.
-        if flags & (FLAG_BASELINE | FLAG_IDS) == 0 {
-            return Err(DecodeError::MissingIds);
-        }
         let baseline = if flags & FLAG_BASELINE != 0 {
             let start = r.pos();
             let d = r.varint()?;
@@ -196,6 +200,7 @@ impl PacketHeader {
             baseline,
             prior,
             dictionary,
+            model: flags & FLAG_MODEL != 0,
             ids,
             checksum,
         })
@@ -208,7 +213,8 @@ impl PacketHeader {
 
     /// Appends the header. A baseline more than 32767 sequences back (or
     /// equal to the sequence) cannot be expressed; the encoder checks that.
-    /// A dictionary id in `ids` is written only when `dictionary` is set.
+    /// `ids` are written only on a keyframe, and their dictionary id only
+    /// when `dictionary` is set.
     pub fn write(&self, out: &mut Vec<u8>) {
         let mut b0 = FORMAT_VERSION;
         let prior = self.baseline.and(self.prior);
@@ -219,8 +225,8 @@ impl PacketHeader {
         if self.dictionary {
             b0 |= FLAG_DICTIONARY;
         }
-        if self.ids.is_some() {
-            b0 |= FLAG_IDS;
+        if self.model {
+            b0 |= FLAG_MODEL;
         }
         if ext != 0 {
             b0 |= FLAG_EXTENDED;
@@ -230,7 +236,11 @@ impl PacketHeader {
         if ext != 0 {
             out.push(ext);
         }
-        if let Some(ids) = self.ids {
+        if self.baseline.is_none() {
+            let ids = self.ids.unwrap_or(PacketIds {
+                schema_id: 0,
+                dictionary_id: None,
+            });
             out.extend_from_slice(&ids.schema_id.to_le_bytes());
             if self.dictionary {
                 out.extend_from_slice(&ids.dictionary_id.unwrap_or(0).to_le_bytes());
@@ -266,11 +276,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x4000), pdist in proptest::option::of(1u16..=0x3fff), dictionary: bool, dictionary_id: u32, send_ids: bool, checksum in 0usize..3, sum: u16) {
+        fn header_roundtrip(schema_id: u32, sequence: u16, dist in proptest::option::of(1u16..=0x4000), pdist in proptest::option::of(1u16..=0x3fff), dictionary: bool, dictionary_id: u32, model: bool, checksum in 0usize..3, sum: u16) {
             let baseline = dist.map(|d| sequence.wrapping_sub(d));
             let prior = baseline.and_then(|b| pdist.map(|p| b.wrapping_sub(p)));
-            let ids = (send_ids || baseline.is_none()).then_some(PacketIds { schema_id, dictionary_id: dictionary.then_some(dictionary_id) });
-            let h = PacketHeader { sequence, baseline, prior, dictionary, ids, checksum: Checksum::of_len(checksum, u64::from(sum)) };
+            let ids = baseline.is_none().then_some(PacketIds { schema_id, dictionary_id: dictionary.then_some(dictionary_id) });
+            let h = PacketHeader { sequence, baseline, prior, dictionary, model, ids, checksum: Checksum::of_len(checksum, u64::from(sum)) };
             let mut out = Vec::new();
             h.write(&mut out);
             prop_assert!(out.len() <= MAX_HEADER_LEN);
@@ -296,12 +306,13 @@ mod tests {
             baseline: Some(0x00ff),
             prior: None,
             dictionary: true,
+            model: true,
             ids: None,
             checksum: Checksum::None,
         };
         let mut out = Vec::new();
         h.write(&mut out);
-        assert_eq!(out, [0x33, 0x02, 0x01, 0x03]);
+        assert_eq!(out, [0x73, 0x02, 0x01, 0x03]);
     }
 
     #[test]
@@ -331,7 +342,10 @@ mod tests {
         );
         assert_eq!(
             PacketHeader::parse(&[0x03, 0xff, 0x7c]),
-            Err(DecodeError::MissingIds),
+            Err(DecodeError::Truncated {
+                offset: 3,
+                needed: 4
+            }),
             "a keyframe without the schema id"
         );
         assert_eq!(
@@ -352,7 +366,7 @@ mod tests {
             Err(DecodeError::BadVarint { offset: 3 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x63, 5, 0, 1, 2, 3, 4, 5]),
+            PacketHeader::parse(&[0x23, 5, 0, 1, 2, 3, 4, 5]),
             Err(DecodeError::Truncated {
                 offset: 7,
                 needed: 3

@@ -13,18 +13,16 @@ fn schema() -> Schema {
 }
 
 /// A version 3 header with sequence 10: flags, sequence, the ids (schema
-/// id and, with `dict`, a dictionary id) if given, the baseline distance if
-/// given; then `blocks`.
+/// id and, with `dict`, a dictionary id) of a keyframe, the baseline
+/// distance of a delta; then `blocks`.
 fn packet(ids: Option<(u32, u32)>, dist: Option<u8>, dict: bool, blocks: &[u8]) -> Vec<u8> {
+    assert!(ids.is_some() != dist.is_some(), "ids are a keyframe's");
     let mut flags = 3u8;
     if dist.is_some() {
         flags |= 0x10;
     }
     if dict {
         flags |= 0x20;
-    }
-    if ids.is_some() {
-        flags |= 0x40;
     }
     let mut p = vec![flags];
     p.extend_from_slice(&10u16.to_le_bytes());
@@ -111,6 +109,12 @@ fn corrupt_table() {
         .unwrap();
     let wrong_base = Snapshot::new(&other);
     let key_blocks = |blocks: &[u8]| packet(Some((id, 0)), None, false, blocks);
+    // The header's MODEL flag: the rest of the packet is a model block.
+    let model_key = |body: &[u8]| {
+        let mut p = key_blocks(body);
+        p[0] |= 0x40;
+        p
+    };
     let key = |payload: &[u8]| key_blocks(&raw(payload));
     let delta = |payload: &[u8]| packet(None, Some(1), false, &raw(payload));
     let mut bomb = key_blocks(&[]);
@@ -255,15 +259,30 @@ fn corrupt_table() {
         ),
         (
             "model block without a model table",
-            key_blocks(&[0x09, 0x00]),
+            model_key(&[0x00]),
             None,
             DecodeError::MissingModelTable { offset: 7 },
         ),
         (
-            "model block that is not the last",
-            key_blocks(&[0x08, 0x00, 0x00, 0x00, 0x01, 0xaa]),
+            "model block without a body",
+            model_key(&[]),
             None,
-            DecodeError::ModelBlockNotAlone { offset: 7 },
+            DecodeError::Truncated {
+                offset: 7,
+                needed: 1,
+            },
+        ),
+        (
+            "model block above 32768 bytes",
+            model_key(&[0x00; 32769]),
+            None,
+            DecodeError::BadBlockSize { offset: 7 },
+        ),
+        (
+            "block type 4 (the model block, which the MODEL flag announces)",
+            key_blocks(&[0x09, 0x00]),
+            None,
+            DecodeError::ReservedBits { flags: 0x09 },
         ),
         (
             "empty last block",
@@ -812,10 +831,10 @@ fn model_block_ends_are_checked() {
     let p = enc.encode(&snap, 10, None).unwrap();
     let mut dec = Decoder::new(s.clone());
     dec.add_dictionary(&dict).unwrap();
-    let head = tickpack::PacketHeader::parse(&p).unwrap().1;
-    assert_eq!(p[head], 0x09);
+    let (h, head) = tickpack::PacketHeader::parse(&p).unwrap();
+    assert!(h.model);
     assert_eq!(dec.decode(&p, None).unwrap().1, snap);
-    let (front, body) = (&p[..=head], &p[head + 1..]);
+    let (front, body) = (&p[..head], &p[head..]);
     // The explicit spelling: the coded bytes the decoder reads (zeros
     // past the end), then the raw stream (a few bits) in a byte of its own.
     let spell = |coded: usize, mid: &[u8], raw: u8| {
@@ -835,7 +854,7 @@ fn model_block_ends_are_checked() {
         .unwrap();
     assert!(raw < 0x80);
     let model = |error| DecodeError::Model {
-        offset: head + 1,
+        offset: head,
         error,
     };
     assert_eq!(

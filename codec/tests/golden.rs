@@ -509,3 +509,31 @@ fn golden_recall() {
         }
     );
 }
+
+/// A model block: the worked example's delta coded with a uniform model
+/// table (`Entropy::Model`). The header's `MODEL` flag (`0x40`) announces
+/// it and no block header follows (FORMAT.md 3.1, "Model block").
+#[test]
+fn golden_model_delta() {
+    use tickpack::model::ModelTable;
+    let s = ship_schema();
+    let mut enc = Encoder::new(s.clone());
+    let table = ModelTable::uniform(enc.model_shape().unwrap()).unwrap();
+    let dict = Dictionary::new(0x7a6b_0002, b"tickpack golden model".to_vec()).with_model(table);
+    enc.set_dictionary(Some(&dict)).unwrap();
+    enc.set_entropy(tickpack::Entropy::Model);
+    let t0 = tick0();
+    let b0 = Baseline {
+        sequence: 0xfffe,
+        snapshot: &t0,
+    };
+    let bytes = enc.encode(&tick1(), 0x0001, b0).unwrap();
+    check("ship_model_delta", &bytes);
+    println!("ship_model_delta: {}", hex(&bytes));
+    // Version 3 with BASELINE, DICTIONARY and MODEL; sequence; distance 3.
+    assert_eq!(bytes[..4], [0x73, 0x01, 0x00, 0x03]);
+    let mut dec = Decoder::new(s);
+    dec.add_dictionary(&dict).unwrap();
+    dec.agree(Some(dict.id()), None).unwrap();
+    assert_eq!(dec.decode(&bytes, b0).unwrap().1, tick1());
+}

@@ -81,7 +81,7 @@ fn recall_rejection_rules() {
     };
     let mut other = recall.clone();
     other = other.advance(b, &base, 12, &Limits::default());
-    let mut key = vec![0x43, 10, 0];
+    let mut key = vec![0x03, 10, 0];
     key.extend_from_slice(&s.id().to_le_bytes());
     key.extend_from_slice(&[0x01, 0x0c, 0x00, 0x07, 0x00]);
     let cases: Vec<(Vec<u8>, Reference<'_>, DecodeError)> = vec![

@@ -526,8 +526,8 @@ typedef struct TpPacketInfo {
    */
   bool uses_dictionary;
   /**
-   * Whether the packet carries the schema and dictionary ids (every
-   * keyframe does).
+   * Whether the packet carries the schema and dictionary ids (keyframes
+   * do, deltas never).
    */
   bool has_ids;
   /**

@@ -67,8 +67,8 @@ pub struct TpPacketInfo {
     /// Whether the blocks were compressed with a dictionary (the one
     /// `dictionary_id` names, else the one agreed for the packet's kind).
     pub uses_dictionary: bool,
-    /// Whether the packet carries the schema and dictionary ids (every
-    /// keyframe does).
+    /// Whether the packet carries the schema and dictionary ids (keyframes
+    /// do, deltas never).
     pub has_ids: bool,
     /// Id of the schema the packet was encoded with, when `has_ids`.
     pub schema_id: u32,

@@ -19,7 +19,7 @@ fn schema() -> Schema {
         .unwrap()
 }
 
-/// A keyframe at `sequence` (format 3: flags IDS, schema id) spawning
+/// A keyframe at `sequence` (format 3: no flags, the schema id) spawning
 /// `entities` entities with all-zero records: a raw block with the section
 /// flags and the spawn count, then RLE blocks of zeros (8,192 bytes each
 /// but the last) for the ids (gap 0) and the rows (one group byte of zero
@@ -31,7 +31,7 @@ fn zero_bomb(s: &Schema, sequence: u16, entities: u32) -> Vec<u8> {
 /// [`zero_bomb`], or with `planes` its rows as byte planes (section flags
 /// 20; 14 zero plane bytes per entity instead of one group byte).
 fn bomb(s: &Schema, sequence: u16, entities: u32, planes: bool) -> Vec<u8> {
-    let mut p = vec![0x43u8];
+    let mut p = vec![0x03u8];
     p.extend_from_slice(&sequence.to_le_bytes());
     p.extend_from_slice(&s.id().to_le_bytes());
     let mut raw = vec![if planes { 20u8 } else { 4u8 }];

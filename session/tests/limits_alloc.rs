@@ -19,9 +19,9 @@ fn schema() -> Schema {
         .unwrap()
 }
 
-/// A keyframe header naming the schema: version 3, flag IDS, sequence 0.
+/// A keyframe header naming the schema: version 3, sequence 0 (a keyframe: the ids follow).
 fn header(schema: &Schema) -> Vec<u8> {
-    let mut p = vec![0x43u8, 0, 0];
+    let mut p = vec![0x03u8, 0, 0];
     p.extend_from_slice(&schema.id().to_le_bytes());
     p
 }

@@ -181,12 +181,17 @@ impl ByFieldAcc {
     /// Attributes `packet`, the encoding of `job`.
     pub fn packet(&mut self, job: &Job<'_>, packet: &[u8]) -> Result<(), TrainerError> {
         let bad = |e: String| TrainerError::Empty(format!("by-field: {e}"));
-        let (_, hlen) = PacketHeader::parse(packet).map_err(|e| bad(e.to_string()))?;
+        let (head, hlen) = PacketHeader::parse(packet).map_err(|e| bad(e.to_string()))?;
         self.packets += 1;
         self.packet_bits += 8 * packet.len() as u64;
         self.add(Slot::Header, 8.0 * hlen as f64, true);
-        // The blocks: header bytes, and body bytes to share.
-        let (mut at, mut body, mut model) = (hlen, 0usize, false);
+        // The blocks: header bytes, and body bytes to share; a model block
+        // has no block header.
+        let model = head.model;
+        let (mut at, mut body) = (hlen, 0usize);
+        if model {
+            (at, body) = (packet.len(), packet.len() - hlen);
+        }
         while at < packet.len() {
             let (h, n) = BlockHeader::parse(&packet[at..]).map_err(|e| bad(e.to_string()))?;
             self.add(Slot::BlockHeaders, 8.0 * n as f64, true);
@@ -195,7 +200,6 @@ impl ByFieldAcc {
                 (true, BlockType::Rle) => 1,
                 (true, _) => (packet.len() - at).saturating_sub(n),
             };
-            model |= h.block_type == BlockType::Model;
             body += len;
             at += n + len;
         }

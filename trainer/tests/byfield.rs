@@ -5,9 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tickpack::internals::{
-    model_tokens_labelled, BlockHeader, BlockType, LabelledSink, Token, TokenLabel, TokenRole,
-};
+use tickpack::internals::{model_tokens_labelled, LabelledSink, Token, TokenLabel, TokenRole};
 use tickpack::model::{ModelEncoder, ModelSink};
 use tickpack::{Baseline, PacketHeader, Reference};
 use tickpack_scenarios::{cube_pile, racing_lobby, racing_lobby_quantized, Scenario};
@@ -77,12 +75,11 @@ fn check_set(name: &str, s: &Scenario) -> usize {
         if h.baseline.is_none() || hlen == packet.len() {
             continue;
         }
-        let (block, n) = BlockHeader::parse(&packet[hlen..]).unwrap();
-        if block.block_type != BlockType::Model {
+        if !h.model {
             continue;
         }
         models += 1;
-        let body = &packet[hlen + n..];
+        let body = &packet[hlen..];
         let mut got = Tokens::default();
         model_tokens_labelled(&mut probe, tick, i as u16, reference, &mut got)
             .unwrap()

@@ -15,17 +15,15 @@ pub enum BlockType {
     Rle = 1,
     /// A raw zstd block (no frame) regenerating the content.
     Zstd = 2,
-    // 3 was the static Huffman block, retired in format 3 (FORMAT.md 3.2):
-    // a reserved type now.
-    /// The whole payload walk coded with the trained context model
-    /// ([`crate::model`]); only ever a packet's single, last block.
-    Model = 4,
+    // 3 was the static Huffman block, retired in format 3 (FORMAT.md 3.2),
+    // and 4 the model block, which the packet header's MODEL flag now
+    // announces without a block header: both reserved.
 }
 
 /// A parsed block header.
 ///
 /// ```text
-/// byte 0   bit 0 Last_Block, bits 1-3 Block_Type (0-2, 4), bits 4-7 zero
+/// byte 0   bit 0 Last_Block, bits 1-3 Block_Type (0-2), bits 4-7 zero
 /// not last: u16 LE Block_Size - 1 (1..=32768)
 /// last, RLE: varint Block_Size (1..=32768)
 /// last, other types: nothing; the body is the rest of the packet
@@ -72,7 +70,6 @@ impl BlockHeader {
             0 => BlockType::Raw,
             1 => BlockType::Rle,
             2 => BlockType::Zstd,
-            4 => BlockType::Model,
             _ => return Err(DecodeError::ReservedBits { flags: b }),
         };
         let at = r.pos();

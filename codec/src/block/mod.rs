@@ -4,9 +4,9 @@
 //!
 //! ```text
 //! byte 0   bit 0 Last_Block (1 on the packet's final block), bits 1-3
-//!          Block_Type: 0 raw, 1 RLE, 2 zstd, 4 model (the packet's only
-//!          block); 3 (Huffman, retired in format 3) is reserved; bits 4-7
-//!          zero
+//!          Block_Type: 0 raw, 1 RLE, 2 zstd; 3 (Huffman, retired in
+//!          format 3) and 4 (the model block, announced by the packet
+//!          header instead) are reserved; bits 4-7 zero
 //! not last: u16 LE Block_Size - 1
 //! last, RLE: varint Block_Size; last, other types: the rest of the packet
 //! ```
@@ -20,9 +20,9 @@ mod header;
 mod matcher;
 mod stream;
 
-pub use header::MAX_BLOCK_CONTENT;
 #[cfg(not(feature = "internals"))]
-pub(crate) use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
+pub(crate) use header::BLOCK_HEADER_LEN;
+pub use header::MAX_BLOCK_CONTENT;
 #[cfg(feature = "internals")]
 pub use header::{BlockHeader, BlockType, BLOCK_HEADER_LEN};
 pub(crate) use stream::{

@@ -272,7 +272,6 @@ pub(crate) fn decode_blocks<B: Backend>(
                     }
                 }
             }
-            BlockType::Model => return Err(DecodeError::ModelBlockNotAlone { offset: at }),
         }
         if h.last {
             if r.remaining() != 0 {
@@ -480,11 +479,12 @@ mod tests {
             dec(&[0x02, 0x00, 0x80, 0x00], 100000),
             Err(DecodeError::BadBlockSize { offset: 1 })
         );
-        // Type 4 is the model block, which the decoder reads before the
-        // blocks; types 3 and 5-7 and bits 4-7 are reserved.
+        // Types 3 (Huffman) and 4 (the model block, which the packet
+        // header's MODEL flag announces instead), 5-7 and bits 4-7 are
+        // reserved.
         assert_eq!(
             dec(&[0x09, 0xaa], 100),
-            Err(DecodeError::ModelBlockNotAlone { offset: 0 })
+            Err(DecodeError::ReservedBits { flags: 0x09 })
         );
         assert_eq!(
             dec(&[0x0b, 0xaa], 100),

@@ -425,6 +425,8 @@ impl Encoder {
             baseline: baseline.map(|b| b.sequence),
             prior: prior.map(|p| p.sequence),
             dictionary: dictionary_id.is_some(),
+            // Set by `finish_vec` when the model stream wins.
+            model: false,
             ids: baseline.is_none().then_some(PacketIds {
                 schema_id: self.schema.id(),
                 dictionary_id,

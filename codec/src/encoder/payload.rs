@@ -3,9 +3,10 @@
 //! entropy setting allows and is smaller.
 
 use super::{active, Encoder, Entropy, ModelStream};
-use crate::block::{self, BlockHeader, BlockType, Coders};
+use crate::block::{self, Coders};
 use crate::error::EncodeError;
 use crate::model;
+use crate::packet::FLAG_MODEL;
 use crate::pipeline::layout::LenSink;
 use crate::pipeline::tokens;
 
@@ -164,14 +165,12 @@ impl Encoder {
                 self.finish_blocks(out);
             }
             let blocks = out.len() - self.header.len();
-            if blocks == 0 || stream.len() < blocks {
+            // The stream wins ties: it spares the block header.
+            if blocks == 0 || stream.len() <= blocks {
                 out.truncate(self.header.len());
-                BlockHeader {
-                    last: true,
-                    block_type: BlockType::Model,
-                    size: stream.len(),
+                if let Some(b0) = out.first_mut() {
+                    *b0 |= FLAG_MODEL;
                 }
-                .write(out);
                 out.extend_from_slice(&stream);
             }
             self.model_out = stream;

@@ -38,9 +38,6 @@ pub enum DecodeError {
         /// Schema id in the packet.
         actual: u32,
     },
-    /// The packet is a keyframe (no baseline) without the schema id, which
-    /// every keyframe carries (FORMAT.md 3.1).
-    MissingIds,
     /// The packet is a delta, but no baseline was supplied.
     MissingBaseline {
         /// Baseline sequence the packet names.
@@ -88,15 +85,10 @@ pub enum DecodeError {
         /// Dictionary id in the packet.
         id: u32,
     },
-    /// A model block that is not the packet's first and last block.
-    ModelBlockNotAlone {
-        /// Byte offset of the block header.
-        offset: usize,
-    },
     /// A model block, but the packet's dictionary has no model table for
     /// this schema (none, or one of another shape).
     MissingModelTable {
-        /// Byte offset of the block header.
+        /// Byte offset of the model block (its body: the header has its flag).
         offset: usize,
     },
     /// A model block is malformed.
@@ -250,7 +242,6 @@ impl fmt::Display for DecodeError {
             }
             Self::ReservedBits { flags } => write!(f, "reserved bits set in flags {flags:#04x}"),
             Self::BadVarint { offset } => write!(f, "malformed varint at offset {offset}"),
-            Self::MissingIds => write!(f, "keyframe without the schema id"),
             Self::SchemaMismatch { expected, actual } => write!(
                 f,
                 "packet schema {actual:#010x} differs from decoder schema {expected:#010x}"
@@ -279,12 +270,6 @@ impl fmt::Display for DecodeError {
                 "packet predicts from prior {expected}, prior given is {actual}"
             ),
             Self::UnknownDictionary { id } => write!(f, "unknown dictionary {id:#010x}"),
-            Self::ModelBlockNotAlone { offset } => {
-                write!(
-                    f,
-                    "model block at offset {offset} is not the packet's only block"
-                )
-            }
             Self::MissingModelTable { offset } => {
                 write!(f, "model block at offset {offset} without a model table")
             }

@@ -71,6 +71,8 @@ pub fn roundtrip(
             baseline: baseline.map(|b| b.0),
             prior: None,
             dictionary: dict.is_some(),
+            // The flag says what the packet holds: checked by decoding it.
+            model: h.model,
             // Keyframes name the schema and dictionary; deltas do not.
             ids: baseline.is_none().then_some(tickpack::PacketIds {
                 schema_id: schema.id(),

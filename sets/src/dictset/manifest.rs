@@ -160,7 +160,7 @@ pub struct DictionaryEntry {
     /// The size the trainer was asked for (the file may be smaller).
     #[serde(default)]
     pub max_size: u64,
-    /// A trained context-model table for the same packets (block type 4),
+    /// A trained context-model table for the same packets (a model block),
     /// in its own file. Its bytes are part of the dictionary id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<ModelFile>,

@@ -265,11 +265,14 @@ pub(super) fn arb_packet(
     } else {
         schema.id()
     };
-    // Keyframes name their ids; deltas mostly rely on the agreed ones.
-    let ids = (baseline.is_none() || u.ratio(1, 4)?).then_some(PacketIds {
+    // Keyframes name their ids; deltas rely on the agreed ones.
+    let ids = baseline.is_none().then_some(PacketIds {
         schema_id,
         dictionary_id,
     });
+    // Bytes after the header as a model block's body (with or without a
+    // dictionary, whose table may be missing).
+    let model = mode <= 2 && u.ratio(1, 2)?;
     // A checksum fails unless the fuzzer finds it; sometimes try.
     let checksum = match u.int_in_range(0u8..=15)? {
         0 => Checksum::U8(u.arbitrary()?),
@@ -282,6 +285,7 @@ pub(super) fn arb_packet(
         baseline,
         prior,
         dictionary: dictionary_id.is_some(),
+        model,
         ids,
         checksum,
     }

@@ -158,8 +158,8 @@ pub(super) fn header_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         _ => None,
     };
     let dictionary: bool = u.arbitrary()?;
-    // Keyframes always carry the ids (a decoder refuses them without).
-    let ids = if baseline.is_none() || u.arbitrary()? {
+    // Keyframes carry the ids, deltas never do.
+    let ids = if baseline.is_none() {
         Some(PacketIds {
             schema_id: u.arbitrary()?,
             dictionary_id: if dictionary {
@@ -181,6 +181,7 @@ pub(super) fn header_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         baseline,
         prior,
         dictionary,
+        model: u.arbitrary()?,
         ids,
         checksum,
     };

@@ -78,6 +78,8 @@ pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
             baseline: baseline.map(|b| b.sequence),
             prior,
             dictionary: dictionary_id.is_some(),
+            // A raw-content dictionary has no model table.
+            model: false,
             ids: baseline.is_none().then_some(PacketIds {
                 schema_id: schema.id(),
                 dictionary_id,

@@ -84,7 +84,7 @@ pub(crate) fn section(quick: bool) -> Res<String> {
          {} KiB delta dictionary trained on the other four demos' payloads (zstd blocks). \
          \"model\": that \
          dictionary with a context-model table trained on the other four demos' packets \
-         (block type 4, kept per packet when smaller). µs: encode + decode per snapshot, one \
+         (a model block, kept per packet when smaller). µs: encode + decode per snapshot, one \
          thread, each chunk of 250 snapshots at its fastest of {PASSES} passes.\n",
         DICT_SIZE / 1024
     );
