@@ -547,15 +547,17 @@ fn a_header_a_default_reader_would_refuse_is_refused_by_the_writer() {
     ));
 }
 
-/// A capture recorded before format 3 (its tick packets carry version 2)
-/// reads back whole: a user's old captures are not lost.
+/// A capture recorded before format 3 (its tick packets carry version 2,
+/// and bit 6 of their first byte was `IDS`: set on keyframes, with the ids
+/// after the sequence, and allowed on deltas) reads back whole: a user's
+/// old captures are not lost.
 #[test]
 fn captures_of_format_2_read_back() {
     let c = capture(20);
     let data = bytes(&c);
     let offsets = record_offsets(&data);
     let mut old = data[..offsets[0] as usize].to_vec();
-    let mut patched = 0;
+    let (mut patched, mut keyframes, mut delta_ids) = (0, 0, false);
     for w in offsets.windows(2) {
         let rec = &data[w[0] as usize..w[1] as usize];
         let (kind, mut pos, mut len, mut shift) = (rec[0], 1, 0usize, 0);
@@ -578,11 +580,23 @@ fn captures_of_format_2_read_back() {
             assert_eq!(*v & 0x0f, 3);
             *v = (*v & 0xf0) | 2;
             patched += 1;
+            // Keyframes set IDS; one delta carries the ids as well.
+            if *v & 0x10 == 0 {
+                *v |= 0x40;
+                keyframes += 1;
+            } else if !delta_ids {
+                *v |= 0x40;
+                let ids = at + 1 + 3 + usize::from(*v & 0x80 != 0);
+                let id = schema().id().to_le_bytes();
+                body.splice(ids..ids, id);
+                delta_ids = true;
+            }
         }
         old.extend_from_slice(&record(kind, &body));
     }
     old.extend_from_slice(&data[*offsets.last().unwrap() as usize..]);
     assert_eq!(patched, 20);
+    assert!(keyframes > 0 && delta_ids);
     assert_ne!(old, data);
     let (ok, err) = read_partial(&old);
     assert!(err.is_none(), "{err:?}");

@@ -311,6 +311,7 @@ impl<R: Read> CaptureReader<R> {
                 *b = (*b & 0xf0) | 3;
             }
         }
+        upgrade_ids_flag(&mut self.body, pos);
         let packet = &self.body[pos..];
         let (h, _) = PacketHeader::parse(packet)
             .map_err(|error| CaptureError::Packet { offset: at, error })?;
@@ -449,6 +450,34 @@ impl<R: Read> Iterator for Ticks<R> {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Before the header's bit 6 meant `MODEL` it was `IDS` (set on every
+/// keyframe, which now carries the ids without it). A capture's packets use
+/// no dictionary, so never a model block: bit 6 in one is the old flag.
+/// It is cleared, and a delta's ids (which deltas no longer carry) are
+/// dropped (CAPTURE.md, 3.1).
+fn upgrade_ids_flag(body: &mut Vec<u8>, pos: usize) {
+    const BASELINE: u8 = 0x10;
+    const DICTIONARY: u8 = 0x20;
+    const IDS: u8 = 0x40;
+    const EXTENDED: u8 = 0x80;
+    let Some(b0) = body.get_mut(pos) else {
+        return;
+    };
+    let flags = *b0;
+    if flags & IDS == 0 {
+        return;
+    }
+    *b0 &= !IDS;
+    if flags & BASELINE != 0 {
+        let at = pos + 3 + usize::from(flags & EXTENDED != 0);
+        let len = if flags & DICTIONARY != 0 { 8 } else { 4 };
+        let end = (at + len).min(body.len());
+        if at < end {
+            body.drain(at..end);
         }
     }
 }
