@@ -2,22 +2,24 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     version (bits 0-3, = 3) | flags (bits 4-7)
-//!                 bit 4 BASELINE    a baseline distance follows
+//! 0       1     flags (bits 4-7); bits 0-3: the version (3) on a keyframe,
+//!               a delta's baseline distance if 1..=15 (else 0 and a varint)
+//!                 bit 4 BASELINE    a delta: a baseline distance follows
 //!                 bit 5 DICTIONARY  blocks use the dictionary agreed for the packet's kind
 //!                 bit 6 MODEL       the payload is one model block, without a block header
 //!                 bit 7 EXTENDED    an extension byte follows the sequence
 //! 1       2     sequence, u16 LE
 //! 3       1     extension (if EXTENDED): bits 0-1 checksum length (0, 1, 2),
-//!               bit 2 PRIOR (needs BASELINE), bits 3-7 zero
+//!               bit 2 PRIOR (deltas only), bits 3-7 the prior distance
+//!               if 1..=31 (else 0 and a varint)
 //! ..      4     schema id, u32 LE (keyframes: no BASELINE)
 //! ..      4     dictionary id, u32 LE (keyframes with DICTIONARY)
-//! ..      1-3   baseline distance, varint, 1..=32767 (if BASELINE)
-//! ..      1-3   prior distance from the baseline, varint (if PRIOR)
+//! ..      1-3   baseline distance, varint, 16..=32767 (deltas, if not in byte 0)
+//! ..      1-3   prior distance from the baseline, varint, >= 32 (if PRIOR and not in the extension)
 //! ..      1-2   checksum of the decoded snapshot, LE (if checksum length > 0)
 //! ```
 //!
-//! A typical delta is 4 bytes: flags, sequence, a one-byte distance.
+//! A typical delta is 3 bytes: flags with the distance, and the sequence.
 
 use crate::error::DecodeError;
 use crate::wire::{put_varint, Reader};
@@ -38,6 +40,35 @@ pub(crate) const FLAG_MODEL: u8 = 0x40;
 const FLAG_EXTENDED: u8 = 0x80;
 const EXT_CHECKSUM: u8 = 0x03;
 const EXT_PRIOR: u8 = 0x04;
+/// Extension bits 3-7: the prior distance when it is 1..=31.
+const EXT_PRIOR_SHIFT: u32 = 3;
+
+/// A distance held in `short` (a header field of `max_short` at most) when
+/// not zero, else in the varint that follows, which must be above
+/// `max_short` (a shorter distance has one spelling) and at most `max`.
+fn short_or_varint(
+    r: &mut Reader<'_>,
+    short: u8,
+    max_short: u8,
+    max: u32,
+) -> Result<u32, DecodeError> {
+    if short != 0 {
+        return if u32::from(short) <= max {
+            Ok(u32::from(short))
+        } else {
+            Err(DecodeError::BadVarint { offset: r.pos() })
+        };
+    }
+    let start = r.pos();
+    let d = r.varint()?;
+    if d <= u32::from(max_short) {
+        return Err(DecodeError::BadBaselineDistance);
+    }
+    if d > max {
+        return Err(DecodeError::BadVarint { offset: start });
+    }
+    Ok(d)
+}
 
 /// The checksum a packet carries, if any: the low 8 or 16 bits of the
 /// decoded snapshot's checksum ([`Snapshot::checksum`](crate::Snapshot::checksum)).
@@ -127,20 +158,22 @@ impl PacketHeader {
 
     pub(crate) fn read(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let b0 = r.u8()?;
-        let version = b0 & 0x0f;
-        if version != FORMAT_VERSION {
-            return Err(DecodeError::UnsupportedVersion { version });
-        }
         let flags = b0 & 0xf0;
+        // A delta's low four bits are its baseline distance (the version
+        // was checked on the keyframe its baseline descends from).
+        let delta = flags & FLAG_BASELINE != 0;
+        if !delta && b0 & 0x0f != FORMAT_VERSION {
+            return Err(DecodeError::UnsupportedVersion { version: b0 & 0x0f });
+        }
         let sequence = r.u16_le()?;
         let ext = if flags & FLAG_EXTENDED != 0 {
             let e = r.u8()?;
             // An extension byte of zero would be a second spelling of no
-            // extension.
+            // extension; a prior distance needs PRIOR.
             if e == 0
-                || e & !(EXT_CHECKSUM | EXT_PRIOR) != 0
                 || e & EXT_CHECKSUM == 3
-                || (e & EXT_PRIOR != 0 && flags & FLAG_BASELINE == 0)
+                || (e & EXT_PRIOR != 0 && !delta)
+                || (e & EXT_PRIOR == 0 && e >> EXT_PRIOR_SHIFT != 0)
             {
                 return Err(DecodeError::ReservedBits { flags: e });
             }
@@ -151,7 +184,7 @@ impl PacketHeader {
         let dictionary = flags & FLAG_DICTIONARY != 0;
         // Every keyframe names its schema, so no other bytes decode as one;
         // deltas are decoded against a snapshot the decoder produced.
-        let ids = if flags & FLAG_BASELINE == 0 {
+        let ids = if !delta {
             let schema_id = r.u32_le()?;
             let dictionary_id = if dictionary { Some(r.u32_le()?) } else { None };
             Some(PacketIds {
@@ -161,31 +194,17 @@ impl PacketHeader {
         } else {
             None
         };
-        let baseline = if flags & FLAG_BASELINE != 0 {
-            let start = r.pos();
-            let d = r.varint()?;
-            if d == 0 {
-                return Err(DecodeError::BadBaselineDistance);
-            }
-            if d > u32::from(MAX_BASELINE_DISTANCE) {
-                return Err(DecodeError::BadVarint { offset: start });
-            }
+        let baseline = if delta {
+            let d = short_or_varint(r, b0 & 0x0f, 0x0f, u32::from(MAX_BASELINE_DISTANCE))?;
             Some(sequence.wrapping_sub(d as u16))
         } else {
             None
         };
         let prior = match baseline {
             Some(b) if ext & EXT_PRIOR != 0 => {
-                let start = r.pos();
-                let d = r.varint()?;
-                if d == 0 {
-                    return Err(DecodeError::BadBaselineDistance);
-                }
                 // The prior must stay within half the sequence space of the packet.
-                let total = u64::from(sequence.wrapping_sub(b)) + u64::from(d);
-                if total > u64::from(MAX_BASELINE_DISTANCE) {
-                    return Err(DecodeError::BadVarint { offset: start });
-                }
+                let room = u32::from(MAX_BASELINE_DISTANCE - sequence.wrapping_sub(b));
+                let d = short_or_varint(r, ext >> EXT_PRIOR_SHIFT, 0x1f, room)?;
                 Some(b.wrapping_sub(d as u16))
             }
             _ => None,
@@ -216,11 +235,19 @@ impl PacketHeader {
     /// `ids` are written only on a keyframe, and their dictionary id only
     /// when `dictionary` is set.
     pub fn write(&self, out: &mut Vec<u8>) {
-        let mut b0 = FORMAT_VERSION;
-        let prior = self.baseline.and(self.prior);
-        let ext = self.checksum.width() as u8 | if prior.is_some() { EXT_PRIOR } else { 0 };
-        if self.baseline.is_some() {
-            b0 |= FLAG_BASELINE;
+        let distance = self.baseline_distance();
+        let prior = match (self.baseline, self.prior) {
+            (Some(b), Some(p)) => Some(b.wrapping_sub(p)),
+            _ => None,
+        };
+        let short = |d: u16, max: u8| if d <= u16::from(max) { d as u8 } else { 0 };
+        let mut b0 = match distance {
+            Some(d) => FLAG_BASELINE | short(d, 0x0f),
+            None => FORMAT_VERSION,
+        };
+        let mut ext = self.checksum.width() as u8;
+        if let Some(p) = prior {
+            ext |= EXT_PRIOR | short(p, 0x1f) << EXT_PRIOR_SHIFT;
         }
         if self.dictionary {
             b0 |= FLAG_DICTIONARY;
@@ -246,11 +273,11 @@ impl PacketHeader {
                 out.extend_from_slice(&ids.dictionary_id.unwrap_or(0).to_le_bytes());
             }
         }
-        if let Some(d) = self.baseline_distance() {
+        if let Some(d) = distance.filter(|&d| short(d, 0x0f) == 0) {
             put_varint(out, u32::from(d));
         }
-        if let (Some(b), Some(p)) = (self.baseline, prior) {
-            put_varint(out, u32::from(b.wrapping_sub(p)));
+        if let Some(p) = prior.filter(|&p| short(p, 0x1f) == 0) {
+            put_varint(out, u32::from(p));
         }
         match self.checksum {
             Checksum::None => {}
@@ -300,7 +327,7 @@ mod tests {
     }
 
     #[test]
-    fn typical_delta_is_four_bytes() {
+    fn typical_delta_is_three_bytes() {
         let h = PacketHeader {
             sequence: 0x0102,
             baseline: Some(0x00ff),
@@ -312,7 +339,24 @@ mod tests {
         };
         let mut out = Vec::new();
         h.write(&mut out);
-        assert_eq!(out, [0x73, 0x02, 0x01, 0x03]);
+        assert_eq!(out, [0x73, 0x02, 0x01], "distance 3 in byte 0");
+        // Distance 16 and a prior 32 back take varints; 15 and 31 do not.
+        let far = PacketHeader {
+            baseline: Some(0x0102 - 16),
+            prior: Some(0x0102 - 16 - 32),
+            ..h
+        };
+        let mut out = Vec::new();
+        far.write(&mut out);
+        assert_eq!(out, [0xf0, 0x02, 0x01, 0x04, 16, 32]);
+        let near = PacketHeader {
+            baseline: Some(0x0102 - 15),
+            prior: Some(0x0102 - 15 - 31),
+            ..h
+        };
+        let mut out = Vec::new();
+        near.write(&mut out);
+        assert_eq!(out, [0xff, 0x02, 0x01, 0x04 | 31 << 3]);
     }
 
     #[test]
@@ -322,14 +366,14 @@ mod tests {
             Err(DecodeError::UnsupportedVersion { version: 1 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x72, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]),
+            PacketHeader::parse(&[0x62, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]),
             Err(DecodeError::UnsupportedVersion { version: 2 }),
-            "format 2 (the model block's range coder without a raw stream)"
+            "a format-2 keyframe"
         );
         assert_eq!(
             PacketHeader::parse(&[0x83, 0, 0, 0x04]),
             Err(DecodeError::ReservedBits { flags: 0x04 }),
-            "PRIOR without BASELINE"
+            "PRIOR on a keyframe"
         );
         assert_eq!(
             PacketHeader::parse(&[0x83, 0, 0, 0x03]),
@@ -337,8 +381,9 @@ mod tests {
             "checksum length 3"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x83, 0, 0, 0x08]),
-            Err(DecodeError::ReservedBits { flags: 0x08 })
+            PacketHeader::parse(&[0x91, 0, 0, 0x08]),
+            Err(DecodeError::ReservedBits { flags: 0x08 }),
+            "a prior distance without PRIOR"
         );
         assert_eq!(
             PacketHeader::parse(&[0x03, 0xff, 0x7c]),
@@ -349,20 +394,35 @@ mod tests {
             "a keyframe without the schema id"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x93, 0, 0x40, 0x04, 0xff, 0xff, 0x01, 0x02]),
+            PacketHeader::parse(&[0x90, 0, 0x40, 0x04, 0xff, 0xff, 0x01, 0x20]),
             Err(DecodeError::BadVarint { offset: 7 }),
             "prior more than 32767 behind the packet"
         );
         assert_eq!(
-            PacketHeader::parse(&[0x93, 0, 0, 0x04, 0x01, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+            PacketHeader::parse(&[0x90, 0xff, 0x7f, 0xfc, 0xff, 0xff, 0x01]),
+            Err(DecodeError::BadVarint { offset: 7 }),
+            "a short prior more than 32767 behind the packet"
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x90, 0, 0, 0x04, 0x10, 0xff, 0xff, 0xff, 0xff, 0x0f]),
             Err(DecodeError::BadVarint { offset: 5 })
         );
         assert_eq!(
-            PacketHeader::parse(&[0x13, 5, 0, 0]),
+            PacketHeader::parse(&[0x10, 5, 0, 0]),
             Err(DecodeError::BadBaselineDistance)
         );
         assert_eq!(
-            PacketHeader::parse(&[0x13, 5, 0, 0x80, 0x80, 0x02]),
+            PacketHeader::parse(&[0x10, 5, 0, 15]),
+            Err(DecodeError::BadBaselineDistance),
+            "distance 15 belongs in byte 0"
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x91, 5, 0, 0x04, 31]),
+            Err(DecodeError::BadBaselineDistance),
+            "prior distance 31 belongs in the extension"
+        );
+        assert_eq!(
+            PacketHeader::parse(&[0x10, 5, 0, 0x80, 0x80, 0x02]),
             Err(DecodeError::BadVarint { offset: 3 })
         );
         assert_eq!(

@@ -12,15 +12,17 @@ fn schema() -> Schema {
         .unwrap()
 }
 
-/// A version 3 header with sequence 10: flags, sequence, the ids (schema
-/// id and, with `dict`, a dictionary id) of a keyframe, the baseline
-/// distance of a delta; then `blocks`.
+/// A header with sequence 10: flags (with version 3 on a keyframe, the
+/// distance on a delta if 1..=15), sequence, the ids (schema id and, with
+/// `dict`, a dictionary id) of a keyframe, the byte `dist` of a delta when
+/// it is not in byte 0; then `blocks`.
 fn packet(ids: Option<(u32, u32)>, dist: Option<u8>, dict: bool, blocks: &[u8]) -> Vec<u8> {
     assert!(ids.is_some() != dist.is_some(), "ids are a keyframe's");
-    let mut flags = 3u8;
-    if dist.is_some() {
-        flags |= 0x10;
-    }
+    let short = dist.filter(|d| (1..=15).contains(d));
+    let mut flags = match dist {
+        Some(_) => 0x10 | short.unwrap_or(0),
+        None => 3,
+    };
     if dict {
         flags |= 0x20;
     }
@@ -32,7 +34,7 @@ fn packet(ids: Option<(u32, u32)>, dist: Option<u8>, dict: bool, blocks: &[u8]) 
             p.extend_from_slice(&dictionary.to_le_bytes());
         }
     }
-    if let Some(d) = dist {
+    if let Some(d) = dist.filter(|_| short.is_none()) {
         p.push(d);
     }
     p.extend_from_slice(blocks);
@@ -88,7 +90,7 @@ fn valid_hand_written_packets_decode() {
     assert_eq!(snap, baseline_snapshot(&s));
     // An idle delta: the header alone.
     let p = packet(None, Some(1), false, &[]);
-    assert_eq!(p.len(), 4);
+    assert_eq!(p.len(), 3);
     let (_, snap) = tickpack::decode(&s, &p, Some(b)).unwrap();
     assert_eq!(snap, base);
 }
@@ -157,7 +159,7 @@ fn corrupt_table() {
         ),
         (
             "version 0",
-            vec![0x10; 9],
+            vec![0x20; 9],
             None,
             DecodeError::UnsupportedVersion { version: 0 },
         ),
@@ -200,6 +202,16 @@ fn corrupt_table() {
         (
             "baseline distance 0",
             packet(None, Some(0), false, &raw(&[0])),
+            b9,
+            DecodeError::BadBaselineDistance,
+        ),
+        (
+            "distance 15 as a varint (it belongs in byte 0)",
+            packet(None, Some(0), false, &[])
+                .into_iter()
+                .take(3)
+                .chain([15, 0x01, 0x00])
+                .collect(),
             b9,
             DecodeError::BadBaselineDistance,
         ),

@@ -26,7 +26,7 @@ fn snap(s: &Schema, ids: &[(u32, u8)]) -> Snapshot {
 
 /// A delta packet with sequence 10 against baseline 9, one raw block.
 fn delta(payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0x13, 10, 0, 1, 0x01];
+    let mut p = vec![0x11, 10, 0, 0x01];
     p.extend_from_slice(payload);
     p
 }

@@ -288,10 +288,10 @@ mod prediction {
         let mut dec = Decoder::new(schema.clone());
         let mut out = Snapshot::new(&schema);
         let mut packet = Vec::new();
-        // At rest: the empty payload (a 6-byte header naming the prior).
+        // At rest: the empty payload (a 4-byte header naming the prior).
         enc.encode_to_vec(&base, 12, reference, &mut packet)
             .unwrap();
-        assert_eq!(packet.len(), 6, "{packet:02x?}");
+        assert_eq!(packet.len(), 4, "{packet:02x?}");
         dec.decode_into(&packet, reference, &mut out).unwrap();
         assert_eq!(out, base);
         // At rest but hurt: the rows carry `hp` alone, no position.

@@ -1,6 +1,6 @@
 //! The handshake: server and client agree once per connection on the
 //! schema, the dictionaries and the limits, so packets need not carry them
-//! (a delta header is 4 bytes) and both ends derive the same recalls (the
+//! (a delta header is 3 bytes) and both ends derive the same recalls (the
 //! limits decide what a recall evicts, FORMAT.md 4.7). The server sends its [`Hello`]
 //! ([`Server::hello`](super::Server::hello)); the client checks it against
 //! its own schema and dictionaries, agrees to them and answers with the

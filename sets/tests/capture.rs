@@ -301,7 +301,7 @@ fn crafted_records_get_typed_errors() {
         CaptureError::BadRecord { offset, .. } if offset == at
     ));
     assert!(matches!(
-        read(&record(1, &[5, 0xff])),
+        read(&record(1, &[5, 0x0f])),
         CaptureError::Packet { offset, error: DecodeError::UnsupportedVersion { version: 15 } } if offset == at
     ));
     assert_eq!(
@@ -341,10 +341,10 @@ fn header_damage_and_limits() {
         })
     );
     let mut v = data.clone();
-    v[8] = 2;
+    v[8] = 3;
     assert_eq!(
         read_partial(&v).1,
-        Some(CaptureError::UnsupportedVersion { version: 2 })
+        Some(CaptureError::UnsupportedVersion { version: 3 })
     );
     let mut v = data.clone();
     v[9] = 1;
@@ -547,16 +547,67 @@ fn a_header_a_default_reader_would_refuse_is_refused_by_the_writer() {
     ));
 }
 
-/// A capture recorded before format 3 (its tick packets carry version 2,
-/// and bit 6 of their first byte was `IDS`: set on keyframes, with the ids
-/// after the sequence, and allowed on deltas) reads back whole: a user's
-/// old captures are not lost.
+/// A tick packet's header in the layout of version-1 captures: version 2
+/// in byte 0, bit 6 `IDS` with the ids after the sequence (on every
+/// keyframe, and on a delta when `delta_ids`), varint distances.
+fn old_header(h: &tickpack::PacketHeader, delta_ids: bool) -> Vec<u8> {
+    let mut b0 = 0x02u8;
+    let ids = h.baseline.is_none() || delta_ids;
+    let ext = h.checksum.width() as u8 | if h.prior.is_some() { 0x04 } else { 0 };
+    for (on, bit) in [
+        (h.baseline.is_some(), 0x10),
+        (h.dictionary, 0x20),
+        (ids, 0x40),
+        (ext != 0, 0x80),
+    ] {
+        if on {
+            b0 |= bit;
+        }
+    }
+    let mut out = vec![b0];
+    out.extend_from_slice(&h.sequence.to_le_bytes());
+    if ext != 0 {
+        out.push(ext);
+    }
+    if ids {
+        out.extend_from_slice(&schema().id().to_le_bytes());
+    }
+    let varint = |out: &mut Vec<u8>, mut v: u16| loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        out.push(if v > 0 { b | 0x80 } else { b });
+        if v == 0 {
+            break;
+        }
+    };
+    if let Some(b) = h.baseline {
+        varint(&mut out, h.sequence.wrapping_sub(b));
+    }
+    if let (Some(b), Some(p)) = (h.baseline, h.prior) {
+        varint(&mut out, b.wrapping_sub(p));
+    }
+    match h.checksum {
+        tickpack::Checksum::None => {}
+        tickpack::Checksum::U8(c) => out.push(c),
+        tickpack::Checksum::U16(c) => out.extend_from_slice(&c.to_le_bytes()),
+    }
+    out
+}
+
+/// A capture of version 1 (recorded before format 3's header: its tick
+/// packets carry version 2, bit 6 `IDS`, varint distances) reads back
+/// whole: a user's old captures are not lost.
 #[test]
-fn captures_of_format_2_read_back() {
+fn captures_of_version_1_read_back() {
     let c = capture(20);
     let data = bytes(&c);
     let offsets = record_offsets(&data);
-    let mut old = data[..offsets[0] as usize].to_vec();
+    // The preamble says version 1; the header checksum covers it.
+    let start = offsets[0] as usize;
+    let mut old = data[..start].to_vec();
+    old[8] = 1;
+    let sum = xxhash_rust::xxh3::xxh3_64(&old[..start - 4]) as u32;
+    old[start - 4..start].copy_from_slice(&sum.to_le_bytes());
     let (mut patched, mut keyframes, mut delta_ids) = (0, 0, false);
     for w in offsets.windows(2) {
         let rec = &data[w[0] as usize..w[1] as usize];
@@ -576,21 +627,14 @@ fn captures_of_format_2_read_back() {
             while body[at] & 0x80 != 0 {
                 at += 1;
             }
-            let v = &mut body[at + 1];
-            assert_eq!(*v & 0x0f, 3);
-            *v = (*v & 0xf0) | 2;
+            at += 1;
+            let (h, n) = tickpack::PacketHeader::parse(&body[at..]).unwrap();
+            // One delta carries the ids as well, as the old layout allowed.
+            let ids = h.baseline.is_some() && !delta_ids;
+            body.splice(at..at + n, old_header(&h, ids));
             patched += 1;
-            // Keyframes set IDS; one delta carries the ids as well.
-            if *v & 0x10 == 0 {
-                *v |= 0x40;
-                keyframes += 1;
-            } else if !delta_ids {
-                *v |= 0x40;
-                let ids = at + 1 + 3 + usize::from(*v & 0x80 != 0);
-                let id = schema().id().to_le_bytes();
-                body.splice(ids..ids, id);
-                delta_ids = true;
-            }
+            keyframes += usize::from(h.baseline.is_none());
+            delta_ids |= ids;
         }
         old.extend_from_slice(&record(kind, &body));
     }
@@ -601,4 +645,10 @@ fn captures_of_format_2_read_back() {
     let (ok, err) = read_partial(&old);
     assert!(err.is_none(), "{err:?}");
     assert_eq!(ok, c.ticks);
+    // The same bytes claiming version 2 are not read as version 1's.
+    let mut claimed = old.clone();
+    claimed[8] = 2;
+    let sum = xxhash_rust::xxh3::xxh3_64(&claimed[..start - 4]) as u32;
+    claimed[start - 4..start].copy_from_slice(&sum.to_le_bytes());
+    assert!(read_partial(&claimed).1.is_some());
 }

@@ -3,8 +3,11 @@
 /// The 8 bytes every capture starts with: `\x89 T P C \r \n \x1a \n`.
 pub const MAGIC: [u8; 8] = [0x89, b'T', b'P', b'C', b'\r', b'\n', 0x1a, b'\n'];
 
-/// The capture format version this crate writes and reads.
-pub const CAPTURE_VERSION: u8 = 1;
+/// The capture format version this crate writes (it reads 1 as well).
+pub const CAPTURE_VERSION: u8 = 2;
+/// Captures of this version hold packets in the header layout before
+/// format 3's short distances and `MODEL` flag (CAPTURE.md, 3.1).
+pub(crate) const CAPTURE_VERSION_OLD_HEADERS: u8 = 1;
 
 /// Bytes before the header body: magic, version, flags, body length.
 pub(crate) const PREAMBLE_LEN: usize = 14;

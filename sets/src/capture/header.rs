@@ -1,7 +1,7 @@
 //! The file header: magic, version, and the body describing the capture.
 
 use super::error::CaptureError;
-use super::format::{checksum, CAPTURE_VERSION, MAGIC, PREAMBLE_LEN};
+use super::format::{checksum, CAPTURE_VERSION, CAPTURE_VERSION_OLD_HEADERS, MAGIC, PREAMBLE_LEN};
 use super::CaptureHeader;
 use tickpack::Schema;
 
@@ -58,12 +58,15 @@ pub(crate) fn encode(h: &CaptureHeader) -> Result<Vec<u8>, CaptureError> {
     Ok(out)
 }
 
-/// Checks the preamble; returns the body length.
-pub(crate) fn parse_preamble(p: &[u8; PREAMBLE_LEN], limit: usize) -> Result<usize, CaptureError> {
+/// Checks the preamble; returns the body length and the capture version.
+pub(crate) fn parse_preamble(
+    p: &[u8; PREAMBLE_LEN],
+    limit: usize,
+) -> Result<(usize, u8), CaptureError> {
     if p[..8] != MAGIC {
         return Err(CaptureError::BadMagic);
     }
-    if p[8] != CAPTURE_VERSION {
+    if p[8] != CAPTURE_VERSION && p[8] != CAPTURE_VERSION_OLD_HEADERS {
         return Err(CaptureError::UnsupportedVersion { version: p[8] });
     }
     if p[9] != 0 {
@@ -76,7 +79,7 @@ pub(crate) fn parse_preamble(p: &[u8; PREAMBLE_LEN], limit: usize) -> Result<usi
             limit,
         });
     }
-    Ok(len as usize)
+    Ok((len as usize, p[8]))
 }
 
 /// A cursor over the header body; offsets are reported from the file start.

@@ -4,14 +4,14 @@ use std::io::{BufReader, Read};
 
 use super::error::CaptureError;
 use super::format::{
-    checksum, get_varint, VarintError, KIND_END, KIND_EXTENSION, KIND_SENT, KIND_TICK,
-    PREAMBLE_LEN, SENT_BASELINE, SENT_PRIOR,
+    checksum, get_varint, VarintError, CAPTURE_VERSION_OLD_HEADERS, KIND_END, KIND_EXTENSION,
+    KIND_SENT, KIND_TICK, PREAMBLE_LEN, SENT_BASELINE, SENT_PRIOR,
 };
 use super::{header, CaptureHeader, CaptureLimits, CapturedTick, SentRecord};
 use tickpack::Baseline;
 use tickpack::Decoder;
-use tickpack::PacketHeader;
 use tickpack::Snapshot;
+use tickpack::{Checksum, PacketHeader, PacketIds, MAX_BASELINE_DISTANCE, MAX_HEADER_LEN};
 
 /// One record of a capture, as [`CaptureReader::next_record`] returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,9 @@ pub struct CaptureReader<R: Read> {
     scratch: Snapshot,
     ticks: u64,
     body: Vec<u8>,
+    /// A version-1 capture: packets in the header layout before format 3's
+    /// (CAPTURE.md, 3.1), rewritten as they are read.
+    old_headers: bool,
     done: bool,
 }
 
@@ -79,7 +82,7 @@ impl<R: Read> CaptureReader<R> {
                 available: got as u64,
             });
         }
-        let len = header::parse_preamble(&pre, limits.max_header_bytes)?;
+        let (len, version) = header::parse_preamble(&pre, limits.max_header_bytes)?;
         let mut body = Vec::new();
         let got_body = (&mut input)
             .take(len as u64 + 4)
@@ -114,6 +117,7 @@ impl<R: Read> CaptureReader<R> {
             prev: None,
             ticks: 0,
             body,
+            old_headers: version == CAPTURE_VERSION_OLD_HEADERS,
             done: false,
         })
     }
@@ -302,16 +306,9 @@ impl<R: Read> CaptureReader<R> {
             Some(_) if gap == 0 => return Err(bad("tick number does not increase")),
             Some(p) => p.checked_add(gap).ok_or(bad("tick number overflows"))?,
         };
-        // Captures written before format 3 hold version-2 packets. With no
-        // dictionary and no prior (a capture's packets have neither) the two
-        // versions code the same snapshot in the same bytes, so they read as
-        // version 3 (CAPTURE.md, 3.1).
-        if let Some(b) = self.body.get_mut(pos) {
-            if *b & 0x0f == 2 {
-                *b = (*b & 0xf0) | 3;
-            }
+        if self.old_headers {
+            upgrade_header(&mut self.body, pos).map_err(bad)?;
         }
-        upgrade_ids_flag(&mut self.body, pos);
         let packet = &self.body[pos..];
         let (h, _) = PacketHeader::parse(packet)
             .map_err(|error| CaptureError::Packet { offset: at, error })?;
@@ -454,30 +451,88 @@ impl<R: Read> Iterator for Ticks<R> {
     }
 }
 
-/// Before the header's bit 6 meant `MODEL` it was `IDS` (set on every
-/// keyframe, which now carries the ids without it). A capture's packets use
-/// no dictionary, so never a model block: bit 6 in one is the old flag.
-/// It is cleared, and a delta's ids (which deltas no longer carry) are
-/// dropped (CAPTURE.md, 3.1).
-fn upgrade_ids_flag(body: &mut Vec<u8>, pos: usize) {
+/// Rewrites the header of the packet at `pos` of a version-1 capture into
+/// today's layout (CAPTURE.md, 3.1). Such packets carry version 2 or 3 in
+/// the low bits of their first byte, with bit 6 `IDS` (the ids after the
+/// sequence and extension byte, on every keyframe and allowed on deltas),
+/// the baseline and prior distances as varints, and extension bits 3-7
+/// zero; the rest of the packet is the same in both layouts, since a
+/// capture's packets use no dictionary, so never a model block. Other
+/// packets are left to the decoder to refuse.
+fn upgrade_header(body: &mut Vec<u8>, pos: usize) -> Result<(), &'static str> {
     const BASELINE: u8 = 0x10;
     const DICTIONARY: u8 = 0x20;
     const IDS: u8 = 0x40;
     const EXTENDED: u8 = 0x80;
-    let Some(b0) = body.get_mut(pos) else {
-        return;
+    let bad = "malformed packet header of a version-1 capture";
+    let p = body.get(pos..).unwrap_or(&[]);
+    let Some(&b0) = p.first() else {
+        return Ok(());
     };
-    let flags = *b0;
-    if flags & IDS == 0 {
-        return;
+    if !matches!(b0 & 0x0f, 2 | 3) {
+        return Ok(());
     }
-    *b0 &= !IDS;
-    if flags & BASELINE != 0 {
-        let at = pos + 3 + usize::from(flags & EXTENDED != 0);
-        let len = if flags & DICTIONARY != 0 { 8 } else { 4 };
-        let end = (at + len).min(body.len());
-        if at < end {
-            body.drain(at..end);
+    let byte = |at: usize| p.get(at).copied().ok_or(bad);
+    let u32_at = |at: usize| -> Result<u32, &'static str> {
+        let b = p.get(at..at + 4).ok_or(bad)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let sequence = u16::from_le_bytes([byte(1)?, byte(2)?]);
+    let mut at = 3;
+    let ext = if b0 & EXTENDED != 0 {
+        at += 1;
+        byte(3)?
+    } else {
+        0
+    };
+    let dictionary = b0 & DICTIONARY != 0;
+    let mut ids = None;
+    if b0 & IDS != 0 {
+        let schema_id = u32_at(at)?;
+        at += 4;
+        let dictionary_id = if dictionary {
+            at += 4;
+            Some(u32_at(at - 4)?)
+        } else {
+            None
+        };
+        ids = Some(PacketIds {
+            schema_id,
+            dictionary_id,
+        });
+    }
+    let mut varint = || -> Result<u16, &'static str> {
+        let v = get_varint(p, &mut at, u64::from(MAX_BASELINE_DISTANCE)).map_err(|_| bad)?;
+        if v == 0 {
+            return Err(bad);
         }
-    }
+        Ok(v as u16)
+    };
+    let baseline = match b0 & BASELINE {
+        0 => None,
+        _ => Some(sequence.wrapping_sub(varint()?)),
+    };
+    let prior = match baseline {
+        Some(b) if ext & 0x04 != 0 => Some(b.wrapping_sub(varint()?)),
+        _ => None,
+    };
+    let checksum = match ext & 0x03 {
+        0 => Checksum::None,
+        1 => Checksum::U8(byte(at)?),
+        _ => Checksum::U16(u16::from_le_bytes([byte(at)?, byte(at + 1)?])),
+    };
+    at += checksum.width();
+    let header = PacketHeader {
+        sequence,
+        baseline,
+        prior,
+        dictionary,
+        model: false,
+        ids: ids.filter(|_| baseline.is_none()),
+        checksum,
+    };
+    let mut new = Vec::with_capacity(MAX_HEADER_LEN);
+    header.write(&mut new);
+    body.splice(pos..pos + at, new);
+    Ok(())
 }
