@@ -8,6 +8,7 @@
 //! baseline's history because the receiver decoded that baseline against an
 //! older snapshot it acknowledged.
 
+use crate::pipeline::align::Alignment;
 use crate::pipeline::values::{self, Element};
 use crate::schema::Schema;
 use crate::snapshot::{SectionRef, Snapshot};
@@ -82,6 +83,24 @@ impl History {
             .zip(baseline)
         {
             h.compute(els, cur, base);
+        }
+    }
+
+    /// [`History::compute`] where the encoder already aligned a section with
+    /// its baseline (`Some`: the same two sections, by entity id): the
+    /// alignment's changed and spawned entities are the history's changed
+    /// ones, so only their rows are looked at.
+    pub(crate) fn compute_aligned<'a, 'b, 'c>(
+        &mut self,
+        elements: &[Vec<Element>],
+        sections: impl Iterator<Item = (SectionRef<'a>, SectionRef<'b>, Option<&'c Alignment>)>,
+    ) {
+        self.sections.resize_with(elements.len(), Default::default);
+        for ((h, els), (cur, base, align)) in self.sections.iter_mut().zip(elements).zip(sections) {
+            match align {
+                Some(a) => h.compute_from_alignment(els, cur, base, a),
+                None => h.compute(els, cur, base),
+            }
         }
     }
 
@@ -175,6 +194,45 @@ impl SectionHistory {
                 _ => {
                     self.changed.push(1);
                     self.deltas.extend(core::iter::repeat_n(0, elements.len()));
+                }
+            }
+        }
+    }
+}
+
+impl SectionHistory {
+    /// [`SectionHistory::compute`] from `a`, the alignment of `cur` with
+    /// `base`.
+    fn compute_from_alignment(
+        &mut self,
+        elements: &[Element],
+        cur: SectionRef<'_>,
+        base: SectionRef<'_>,
+        a: &Alignment,
+    ) {
+        let n = elements.len();
+        self.elements = n;
+        self.changed.clear();
+        self.changed.resize(cur.len(), 0);
+        self.deltas.clear();
+        self.deltas.resize(cur.len() * n, 0);
+        for &j in &a.spawned {
+            if let Some(c) = self.changed.get_mut(j as usize) {
+                *c = 1;
+            }
+        }
+        let size = cur.record_size();
+        for &(j, i) in &a.changed_rows {
+            let (j, i) = (j as usize, i as usize);
+            if let Some(c) = self.changed.get_mut(j) {
+                *c = 1;
+            }
+            let now = cur.records().get(j * size..(j + 1) * size);
+            let then = base.records().get(i * size..(i + 1) * size);
+            let row = self.deltas.get_mut(j * n..(j + 1) * n);
+            if let (Some(now), Some(then), Some(row)) = (now, then, row) {
+                for (d, e) in row.iter_mut().zip(elements) {
+                    *d = delta_byte(e, now, then);
                 }
             }
         }

@@ -235,6 +235,8 @@ impl Encoder {
         // predicts them, like payloads too large for a trial, without
         // coding their rows as masks and values first.
         let planes_ahead = predict.is_some() && self.verdict.planes_ahead();
+        self.aligned_to_baseline.clear();
+        self.aligned_to_baseline.resize(self.scratch.len(), false);
         for (i, ((cur, ty), scratch)) in sections
             .clone()
             .zip(self.schema.sections())
@@ -277,6 +279,8 @@ impl Encoder {
                 (Some(b), _) => (b.snapshot.sections()[i].as_ref(), None),
                 (None, _) => (SectionRef::empty(ty.record_size()), None),
             };
+            self.aligned_to_baseline[i] = baseline.is_some()
+                && !(prior.is_some() && ty.predicts() && !ty.integrators().is_empty());
             let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {
                 Some(r) if r.len() == out.len() => {
                     out.copy_from_slice(r);
@@ -374,7 +378,10 @@ impl Encoder {
         match baseline.filter(|_| self.keep_history) {
             Some(b) => {
                 let base = b.snapshot.sections().iter().map(|s| s.as_ref());
-                self.history.compute(&self.elements, sections, base);
+                let aligns = self.scratch.iter().zip(&self.aligned_to_baseline);
+                let aligns = aligns.map(|(s, &ok)| ok.then(|| s.alignment()));
+                let all = sections.zip(base).zip(aligns).map(|((c, b), a)| (c, b, a));
+                self.history.compute_aligned(&self.elements, all);
                 self.history_valid = true;
             }
             None => self.history_valid = false,

@@ -165,6 +165,9 @@ pub struct Encoder {
     keep_history: bool,
     history: History,
     history_valid: bool,
+    /// Per section: the packet's alignment was made against the baseline
+    /// itself (not a prediction of it), so the history can reuse it.
+    aligned_to_baseline: Vec<bool>,
     /// The table flags [`Encoder::model_tokens`] counts for.
     #[cfg(feature = "training")]
     model_flags: u16,
@@ -257,6 +260,7 @@ impl Encoder {
             keep_history: false,
             history: History::default(),
             history_valid: false,
+            aligned_to_baseline: Vec::new(),
             #[cfg(feature = "training")]
             model_flags: 0,
             model_out: Vec::new(),

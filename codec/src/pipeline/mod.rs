@@ -135,6 +135,14 @@ fn predict_matched(
     }
 }
 
+impl EncodeScratch {
+    /// The section's alignment with what [`encode_section`] was given as
+    /// its baseline.
+    pub(crate) fn alignment(&self) -> &align::Alignment {
+        &self.align
+    }
+}
+
 /// Encoder scratch for one section, reused between packets.
 #[derive(Debug, Default)]
 pub(crate) struct EncodeScratch {

@@ -139,6 +139,9 @@ pub(super) fn quant_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let mut enc = Encoder::new(schema.clone());
     enc.set_checksum(u.arbitrary()?);
     let mut dec = Decoder::new(schema.clone());
+    // Both ends keep each snapshot's history, which must agree.
+    enc.set_keep_history(true);
+    dec.set_keep_history(true);
     let key = match enc.encode(&ticks[0], 1, None) {
         Ok(p) => p,
         Err(e) => panic!("quantised keyframe refused: {e}"),
@@ -160,6 +163,7 @@ pub(super) fn quant_roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
         Ok((_, s)) => assert_eq!(s, ticks[1], "delta decoded differently"),
         Err(e) => panic!("quantised delta does not decode: {e}"),
     }
+    assert_eq!(enc.history(), dec.history(), "both ends' history");
     // Corrupted: an error, or values inside every declaration.
     for _ in 0..u.int_in_range(1..=4)? {
         if delta.is_empty() {

@@ -63,6 +63,9 @@ pub(super) fn roundtrip_inner(u: &mut Unstructured<'_>) -> AResult<()> {
     let mut dec = Decoder::new(schema.clone());
     enc.set_limits(limits);
     dec.set_limits(limits);
+    // Both ends keep each snapshot's history, which must agree.
+    enc.set_keep_history(true);
+    dec.set_keep_history(true);
     if let Some(d) = &dict {
         match (enc.set_dictionary(Some(d)), dec.add_dictionary(d)) {
             (Ok(()), Ok(())) => {}
@@ -197,6 +200,11 @@ pub(super) fn check_predicted(
         Ok(h) => {
             assert_eq!(&h, expected, "decoded header (predicted)");
             assert!(&out == cur, "predicted packet decodes to another snapshot");
+            assert_eq!(
+                enc.history(),
+                dec.history(),
+                "both ends' history (predicted)"
+            );
         }
         Err(e) => panic!("predicted packet does not decode: {e:?}"),
     }
@@ -362,6 +370,7 @@ pub(super) fn check_roundtrip(
         Ok((h, s)) => {
             assert_eq!(&h, expected, "decoded header");
             assert!(&s == cur, "decoded snapshot differs from the one encoded");
+            assert_eq!(enc.history(), dec.history(), "both ends' history");
         }
         Err(e) => panic!("encoded packet does not decode: {e:?}"),
     }
