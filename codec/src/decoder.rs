@@ -274,6 +274,7 @@ impl Decoder {
         if let (Some(b), Some(p)) = (header.baseline, header.prior) {
             self.spacing = pipeline::predict::Spacing::of(header.sequence, b, p);
         }
+        self.scratch.ticks = header.baseline_distance().unwrap_or(0);
         let keyframe = header.baseline.is_none();
         let dictionary_id = match (header.dictionary, header.ids) {
             (false, _) => None,

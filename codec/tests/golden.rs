@@ -338,6 +338,47 @@ fn vectors() -> Vec<Vector> {
             }),
         )
         .unwrap();
+    // Over the packet's tick distance (3 ticks of 50 ms): a clock at 50 per
+    // tick (1000 -> 1150, unchanged in the mask) and a whole position moved
+    // by its velocity (x: 100 + 10 · 0.15 = 101.5, rounded to even 102 and
+    // sent 102, unchanged; y: 50 − 0.6 = 49.4 predicts 49, sent 48).
+    let st = Schema::builder()
+        .entity("body")
+        .field("t", Primitive::I32, 1)
+        .integrate(tickpack::Integrate::new(
+            tickpack::Integrate::ONE,
+            tickpack::Integrate::TICKS,
+            50.0,
+        ))
+        .field("vel", Primitive::F32, 2)
+        .field("pos", Primitive::F32, 2)
+        .integrate(tickpack::Integrate::new(
+            "vel",
+            tickpack::Integrate::TICKS,
+            0.05,
+        ))
+        .build()
+        .unwrap();
+    let ticked = |t: i32, pos: [f32; 2]| {
+        let mut rec = t.to_le_bytes().to_vec();
+        for v in [10.0f32, -4.0, pos[0], pos[1]] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut snap = Snapshot::new(&st);
+        snap.section_mut(0).unwrap().insert(1, &rec).unwrap();
+        snap
+    };
+    let (t0, t1) = (ticked(1000, [100.0, 50.0]), ticked(1150, [102.0, 48.0]));
+    let td = Encoder::new(st.clone())
+        .encode(
+            &t1,
+            63,
+            Some(Baseline {
+                sequence: 60,
+                snapshot: &t0,
+            }),
+        )
+        .unwrap();
     // A unit field: `rot.w` goes 0.8 → 0.96, coded against the value
     // `rot.z` = 0.28 implies (FORMAT.md 4.10).
     let su = Schema::builder()
@@ -408,6 +449,7 @@ fn vectors() -> Vec<Vector> {
         ("ship_grid_delta", sg, gd, vec![(8, g0)], g1),
         ("body_integrated_delta", si, id, vec![(30, i0)], i1),
         ("body_integrated_late_delta", sl, ld, vec![(40, l0)], l1),
+        ("body_ticks_delta", st, td, vec![(60, t0)], t1),
         ("body_unit_delta", su, ud, vec![(50, u0)], u1),
         ("arena_keyframe", arena_s.clone(), ak, vec![], a.clone()),
         ("arena_delta", arena_s, ad, vec![(100, a)], b),

@@ -337,9 +337,10 @@ fn declarations_are_checked() {
             .field("time", Primitive::I32, 1)
             .field("vel", Primitive::F32, 3)
     };
-    // Not a float; velocity of another length; a time array; missing or
-    // later fields; bad scales; quantised fields.
-    assert!(bad(base()
+    // An integer field may be integrated (its prediction is rounded);
+    // not a velocity of another length, a time array, missing or later
+    // fields, bad scales, quantised fields.
+    assert!(!bad(base()
         .field("cell", Primitive::I32, 3)
         .integrate(Integrate::new("vel", "time", 1.0))));
     assert!(bad(base()

@@ -42,6 +42,7 @@ pub fn arb_schema(
         b = b.entity(&format!("e{s}"));
         let mut size = 0;
         let mut lens = Vec::new();
+        let mut integrated = Vec::new();
         // A type has unit fields or integrated ones, never both.
         let units = u.ratio(1, 4)?;
         for f in 0..u.int_in_range(1..=fields)? {
@@ -57,22 +58,30 @@ pub fn arb_schema(
             if ty.is_float() && u.ratio(1, 3)? {
                 b = b.grid(*u.choose(&GRIDS)?);
             }
-            // Integrated over an earlier field of the same length and an
-            // earlier scalar (any numeric types).
-            let velocity = lens.iter().position(|&l| l == len);
-            let time = lens.iter().position(|&l| l == 1);
+            // Integrated over an earlier field of the same length (or at
+            // the constant rate 1) and an earlier scalar (or the packet's
+            // tick distance), any numeric types.
+            // (An integrated field is never a velocity or time.)
+            let plain = |k: &usize| !integrated.contains(k);
+            let velocity = match (0..lens.len()).filter(plain).find(|&k| lens[k] == len) {
+                Some(v) if u.ratio(2, 3)? => format!("f{v}"),
+                _ => tickpack::Integrate::ONE.to_owned(),
+            };
+            let time = match (0..lens.len()).filter(plain).find(|&k| lens[k] == 1) {
+                Some(t) if u.ratio(1, 2)? => format!("f{t}"),
+                _ => tickpack::Integrate::TICKS.to_owned(),
+            };
             if units {
                 if ty.is_float() && len >= 2 && u.ratio(1, 2)? {
                     b = b.unit();
                 }
-            } else if let (true, Some(v), Some(t)) = (ty.is_float(), velocity, time) {
-                if u.ratio(1, 2)? {
-                    b = b.integrate(tickpack::Integrate::new(
-                        &format!("f{v}"),
-                        &format!("f{t}"),
-                        *u.choose(&SCALES)?,
-                    ));
-                }
+            } else if u.ratio(1, 3)? {
+                integrated.push(lens.len());
+                b = b.integrate(tickpack::Integrate::new(
+                    &velocity,
+                    &time,
+                    *u.choose(&SCALES)?,
+                ));
             }
             lens.push(len);
         }

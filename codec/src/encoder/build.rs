@@ -279,6 +279,7 @@ impl Encoder {
                 (Some(b), _) => (b.snapshot.sections()[i].as_ref(), None),
                 (None, _) => (SectionRef::empty(ty.record_size()), None),
             };
+            scratch.ticks = baseline.map_or(0, |b| sequence.wrapping_sub(b.sequence));
             self.aligned_to_baseline[i] = baseline.is_some()
                 && !(prior.is_some() && ty.predicts() && !ty.integrators().is_empty());
             let recalled = |id: u32, out: &mut [u8]| match recall.and_then(|r| r.get(i, id)) {

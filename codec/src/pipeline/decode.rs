@@ -11,6 +11,9 @@ use crate::snapshot::{Section, SectionRef};
 /// Decoder scratch, reused between packets.
 #[derive(Debug, Default)]
 pub(crate) struct DecodeScratch {
+    /// The packet's tick distance from its baseline (integrated fields
+    /// over ticks, FORMAT.md 4.9); set by the decoder before each packet.
+    pub(crate) ticks: u16,
     groups: Vec<bool>,
     changed: Vec<u32>,
     /// Byte-plane rows.
@@ -42,6 +45,7 @@ enum RowReference<'a> {
     Integrated {
         base: &'a [u8],
         integrators: &'a [crate::schema::Integrator],
+        ticks: u16,
         reference: &'a mut Vec<u8>,
     },
 }
@@ -202,6 +206,7 @@ fn apply_row(
         RowReference::Integrated {
             base,
             integrators,
+            ticks,
             reference: predicted,
         } => {
             // The other elements' values first, against the baseline;
@@ -215,7 +220,7 @@ fn apply_row(
             predicted.clear();
             predicted.extend_from_slice(base);
             for i in integrators {
-                integrate::apply(i, base, out, predicted);
+                integrate::apply(i, base, out, ticks, predicted);
                 integrate::copy(i, predicted, out);
             }
             let integrated = changed.filter(|&e| integrate::is_integrated(integrators, e));
@@ -407,6 +412,7 @@ fn decode_kept(
                 RowReference::Integrated {
                     base: brec,
                     integrators: ty.integrators(),
+                    ticks: s.ticks,
                     reference: &mut s.predicted,
                 }
             },

@@ -1,14 +1,17 @@
 //! The prediction of integrated fields (FORMAT.md 4.9): for a changed row,
 //! each integrated element's reference is its baseline value moved by the
-//! mean of the baseline's and the current velocity times the time elapsed:
+//! mean of the baseline's and the current velocity (or 1) times the time
+//! elapsed (or the packet's tick distance):
 //!
 //! `p = b + ((v_cur + v_base) / 2) · (t_cur − t_base) · scale`
 //!
-//! in binary64, left to right, rounded to the element's type; when any
-//! input is NaN or infinite, or the result is not finite, `p = b`. A row
-//! codes its integrated elements' values after all its other values (the
-//! velocity and time, wherever declared, are then final), so encoder and
-//! decoder compute the same `p`.
+//! in binary64, left to right; an integer field's `p`, and over ticks a
+//! float's whose baseline value is whole, is rounded to an integer (ties to
+//! even), and `p` is then rounded to the element's type; when any input is
+//! NaN or infinite, or the result does not fit the type, `p = b`. A row codes its integrated
+//! elements' values after all its other values (the velocity and time,
+//! wherever declared, are then final), so encoder and decoder compute the
+//! same `p`.
 
 use super::tokens::Token;
 use crate::schema::{Integrator, Primitive};
@@ -42,40 +45,88 @@ fn read(rec: &[u8], offset: usize, ty: Primitive) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// The largest whole magnitude a float of `ty` is integral up to (4.5).
+fn whole_limit(ty: Primitive) -> f64 {
+    if ty == Primitive::F32 {
+        16_777_216.0
+    } else {
+        9_007_199_254_740_992.0
+    }
+}
+
+/// `x` as an integer of type `ty` (little-endian in the first bytes of
+/// the result), when it is a whole number the type holds.
+fn integer_bytes(x: f64, ty: Primitive) -> Option<[u8; 8]> {
+    let bits = 8 * ty.size() as u32;
+    let signed = matches!(
+        ty,
+        Primitive::I8 | Primitive::I16 | Primitive::I32 | Primitive::I64
+    );
+    // Both bounds are powers of two, exact in binary64.
+    let (lo, hi) = if signed {
+        (-(2f64.powi(bits as i32 - 1)), 2f64.powi(bits as i32 - 1))
+    } else {
+        (0.0, 2f64.powi(bits as i32))
+    };
+    if !(x >= lo && x < hi) {
+        return None;
+    }
+    let v = if signed { x as i64 as u64 } else { x as u64 };
+    Some(v.to_le_bytes())
+}
+
 /// The predicted bytes of integrated element `i`, from the baseline record
 /// `base` (its value, velocity and time) and the current record `cur` (its
-/// velocity and time); `None` when the prediction is not finite.
+/// velocity and time), `ticks` the packet's tick distance; `None` when the
+/// prediction does not fit the element's type.
 #[inline]
-fn predict(i: &Integrator, base: &[u8], cur: &[u8]) -> Option<[u8; 8]> {
-    let (vo, vt) = i.velocity;
-    let (to, tt) = i.time;
+fn predict(i: &Integrator, base: &[u8], cur: &[u8], ticks: u16) -> Option<[u8; 8]> {
     let b = read(base, i.offset, i.ty);
-    let v = (read(cur, vo, vt) + read(base, vo, vt)) / 2.0;
-    let dt = read(cur, to, tt) - read(base, to, tt);
-    let p = b + v * dt * i.scale;
+    let v = match i.velocity {
+        Some((vo, vt)) => (read(cur, vo, vt) + read(base, vo, vt)) / 2.0,
+        None => 1.0,
+    };
+    let dt = match i.time {
+        Some((to, tt)) => read(cur, to, tt) - read(base, to, tt),
+        None => f64::from(ticks),
+    };
+    let mut p = b + v * dt * i.scale;
+    // Over ticks (records without a time: snapped positions, such as
+    // Quake 3's entity trajectories) a whole baseline value predicts a
+    // whole value; an integer field always does.
+    let whole =
+        || b.fract() == 0.0 && b.abs() <= whole_limit(i.ty) && !(b == 0.0 && b.is_sign_negative());
+    if !i.ty.is_float() || (i.time.is_none() && !i.grid && whole()) {
+        // `+ 0.0` turns a rounded `-0.0` into `+0.0` (never integral).
+        p = p.round_ties_even() + 0.0;
+    }
     let mut out = [0u8; 8];
-    if i.ty == Primitive::F32 {
-        let q = p as f32;
-        if !q.is_finite() {
-            return None;
+    match i.ty {
+        Primitive::F32 => {
+            let q = p as f32;
+            if !q.is_finite() {
+                return None;
+            }
+            out[..4].copy_from_slice(&q.to_le_bytes());
         }
-        out[..4].copy_from_slice(&q.to_le_bytes());
-    } else {
-        if !p.is_finite() {
-            return None;
+        Primitive::F64 => {
+            if !p.is_finite() {
+                return None;
+            }
+            out.copy_from_slice(&p.to_le_bytes());
         }
-        out.copy_from_slice(&p.to_le_bytes());
+        ty => out = integer_bytes(p, ty)?,
     }
     Some(out)
 }
 
 /// Writes the prediction of integrator `i` into `reference` (a copy of the
 /// baseline record `base` being turned into the row's reference; where the
-/// prediction is not finite it keeps the baseline's bytes), reading the
+/// prediction does not fit it keeps the baseline's bytes), reading the
 /// current velocity and time from `cur`.
 #[inline]
-pub(crate) fn apply(i: &Integrator, base: &[u8], cur: &[u8], reference: &mut [u8]) {
-    if let Some(p) = predict(i, base, cur) {
+pub(crate) fn apply(i: &Integrator, base: &[u8], cur: &[u8], ticks: u16, reference: &mut [u8]) {
+    if let Some(p) = predict(i, base, cur, ticks) {
         put(i, &p, reference);
     }
 }
@@ -83,37 +134,34 @@ pub(crate) fn apply(i: &Integrator, base: &[u8], cur: &[u8], reference: &mut [u8
 /// Copies integrated element `i` from record `from` into record `to`.
 #[inline]
 pub(crate) fn copy(i: &Integrator, from: &[u8], to: &mut [u8]) {
-    let o = i.offset;
-    // Integrated elements are floats: 4 or 8 bytes, each a fixed-width
-    // copy.
-    if i.ty.size() == 4 {
-        if let (Some(src), Some(dst)) = (from.get(o..o + 4), to.get_mut(o..o + 4)) {
-            dst.copy_from_slice(src);
-        }
-    } else if let (Some(src), Some(dst)) = (from.get(o..o + 8), to.get_mut(o..o + 8)) {
+    let r = i.offset..i.offset + i.ty.size();
+    if let (Some(src), Some(dst)) = (from.get(r.clone()), to.get_mut(r)) {
         dst.copy_from_slice(src);
     }
 }
 
-/// Writes the first bytes of `p` (the element's width: 4 or 8) at element
-/// `i` of `record`, when the record holds it.
+/// Writes the first bytes of `p` (the element's width) at element `i` of
+/// `record`, when the record holds it.
 #[inline]
 fn put(i: &Integrator, p: &[u8; 8], record: &mut [u8]) {
-    if i.ty.size() == 4 {
-        if let Some(dst) = record.get_mut(i.offset..i.offset + 4) {
-            dst.copy_from_slice(&p[..4]);
-        }
-    } else if let Some(dst) = record.get_mut(i.offset..i.offset + 8) {
-        dst.copy_from_slice(&p[..8]);
+    let w = i.ty.size();
+    if let Some(dst) = record.get_mut(i.offset..i.offset + w) {
+        dst.copy_from_slice(&p[..w]);
     }
 }
 
 /// Writes into `reference` the reference record of a changed row: `base`
 /// with every integrated element replaced by its prediction from `cur`.
-pub(crate) fn reference(integrators: &[Integrator], base: &[u8], cur: &[u8], reference: &mut [u8]) {
+pub(crate) fn reference(
+    integrators: &[Integrator],
+    base: &[u8],
+    cur: &[u8],
+    ticks: u16,
+    reference: &mut [u8],
+) {
     reference.copy_from_slice(base);
     for i in integrators {
-        apply(i, base, cur, reference);
+        apply(i, base, cur, ticks, reference);
     }
 }
 
@@ -128,9 +176,10 @@ mod tests {
             element,
             offset: 0,
             ty: Primitive::F32,
-            velocity: (0, Primitive::F32),
-            time: (0, Primitive::F32),
+            velocity: Some((0, Primitive::F32)),
+            time: Some((0, Primitive::F32)),
             scale: 1.0,
+            grid: false,
         };
         let integrators = [at(1), at(2), at(6)];
         let tok = |element| Token {

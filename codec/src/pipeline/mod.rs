@@ -146,6 +146,9 @@ impl EncodeScratch {
 /// Encoder scratch for one section, reused between packets.
 #[derive(Debug, Default)]
 pub(crate) struct EncodeScratch {
+    /// The packet's tick distance from its baseline (integrated fields
+    /// over ticks, FORMAT.md 4.9); set by the encoder before each packet.
+    pub(crate) ticks: u16,
     align: align::Alignment,
     /// A spawned entity's recalled record.
     reference: Vec<u8>,
@@ -429,7 +432,7 @@ fn code_rows<E>(
             // Integrated elements are coded against their prediction, and
             // after the row's other values (FORMAT.md 4.9).
             s.reference.resize(b.len(), 0);
-            integrate::reference(integrators, b, c, &mut s.reference);
+            integrate::reference(integrators, b, c, s.ticks, &mut s.reference);
             let start = t.elems.len();
             encode_row(elements, c, &s.reference, t);
             integrate::values_last(integrators, &mut t.elems[start..]);

@@ -1,21 +1,26 @@
-//! Integrated fields: a float field declared as the integral of a velocity
-//! field over a time field of the same record (FORMAT.md 4.9), such as a
-//! position that moves by its velocity times the time elapsed. A changed
-//! entity's value is then coded against the position its baseline record
+//! Integrated fields: a numeric field declared as the integral of a
+//! velocity field (or a constant rate) over a time field of the same record
+//! or over the packet's tick distance (FORMAT.md 4.9), such as a position
+//! that moves by its velocity times the time elapsed, or a clock. A changed
+//! entity's value is then coded against the value its baseline record
 //! would have reached, not against the baseline value itself.
 
 use super::{Field, Primitive};
 use crate::error::SchemaError;
 
 /// What [`SchemaBuilder::integrate`](super::SchemaBuilder::integrate)
-/// declares on a float field: the field moves by `velocity × Δtime × scale`.
+/// declares on a numeric field: the field moves by `velocity × Δtime × scale`.
 ///
 /// `velocity` names a field of the same entity type with as many elements
-/// as the integrated field (element `j` drives element `j`), `time` a scalar
-/// field; both numeric, not quantised, declared anywhere in the type (a row
-/// codes the integrated elements' values after all others, FORMAT.md 4.9)
-/// and not integrated themselves. `scale` converts time units to the velocity's (0.001 for a
-/// velocity per second and a time in milliseconds).
+/// as the integrated field (element `j` drives element `j`), or is
+/// [`Integrate::ONE`] (a constant rate of 1: a clock); `time` names a scalar
+/// field, or is [`Integrate::TICKS`] (the packet's distance in ticks from its
+/// baseline, for records that carry no time). Named fields are numeric, not
+/// quantised, declared anywhere in the type (a row codes the integrated
+/// elements' values after all others, FORMAT.md 4.9) and not integrated
+/// themselves. `scale` converts time units to the velocity's (0.001 for a
+/// velocity per second and a time in milliseconds; 0.05 for a velocity per
+/// second over ticks of 50 ms).
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
@@ -29,6 +34,11 @@ pub struct Integrate {
 }
 
 impl Integrate {
+    /// The velocity name of a constant rate of 1 (reserved: never a field).
+    pub const ONE: &'static str = "@1";
+    /// The time name of the packet's tick distance (reserved: never a field).
+    pub const TICKS: &'static str = "@ticks";
+
     /// `velocity` over `time`, at `scale`.
     pub fn new(velocity: &str, time: &str, scale: f64) -> Self {
         Self {
@@ -58,22 +68,33 @@ pub(crate) struct Integrator {
     pub(crate) element: u32,
     pub(crate) offset: usize,
     pub(crate) ty: Primitive,
-    pub(crate) velocity: (usize, Primitive),
-    pub(crate) time: (usize, Primitive),
+    /// The velocity element; `None`: the constant 1.
+    pub(crate) velocity: Option<(usize, Primitive)>,
+    /// The time field; `None`: the packet's tick distance.
+    pub(crate) time: Option<(usize, Primitive)>,
     pub(crate) scale: f64,
+    /// The field declares a grid (its values are then not snapped to
+    /// whole numbers, FORMAT.md 4.9).
+    pub(crate) grid: bool,
 }
 
 impl PartialEq for Integrator {
     fn eq(&self, other: &Self) -> bool {
-        (self.element, self.offset, self.ty, self.velocity, self.time)
-            == (
-                other.element,
-                other.offset,
-                other.ty,
-                other.velocity,
-                other.time,
-            )
-            && self.scale.to_bits() == other.scale.to_bits()
+        (
+            self.element,
+            self.offset,
+            self.ty,
+            self.velocity,
+            self.time,
+            self.grid,
+        ) == (
+            other.element,
+            other.offset,
+            other.ty,
+            other.velocity,
+            other.time,
+            other.grid,
+        ) && self.scale.to_bits() == other.scale.to_bits()
     }
 }
 
@@ -81,12 +102,14 @@ impl Eq for Integrator {}
 
 /// Checks the declarations `integrate` (one per field, `None` where not
 /// declared) against the fields, and returns the elements they resolve
-/// to, in element order. `quantised(i)`: whether field `i` is quantised.
+/// to, in element order. `quantised(i)`: whether field `i` is quantised;
+/// `grid(i)`: whether it declares a grid.
 pub(crate) fn resolve(
     fields: &[Field],
     offsets: &[usize],
     integrate: &[Option<Integrate>],
     quantised: impl Fn(usize) -> bool,
+    grid: impl Fn(usize) -> bool,
 ) -> Result<Vec<Integrator>, SchemaError> {
     let mut out = Vec::new();
     let mut element = 0u32;
@@ -100,9 +123,6 @@ pub(crate) fn resolve(
             field: f.name.clone(),
             reason,
         };
-        if !f.ty.is_float() {
-            return Err(bad("not a float field".into()));
-        }
         if quantised(i) {
             return Err(bad("the field is quantised".into()));
         }
@@ -125,26 +145,30 @@ pub(crate) fn resolve(
             }
             Ok(j)
         };
-        let v = find(&d.velocity, "velocity")?;
-        let t = find(&d.time, "time")?;
-        if fields[v].len != f.len {
+        let v = (d.velocity != Integrate::ONE)
+            .then(|| find(&d.velocity, "velocity"))
+            .transpose()?;
+        let t = (d.time != Integrate::TICKS)
+            .then(|| find(&d.time, "time"))
+            .transpose()?;
+        if let Some(v) = v.filter(|&v| fields[v].len != f.len) {
             return Err(bad(format!(
                 "the velocity field `{}` has {} elements, the field {}",
                 d.velocity, fields[v].len, f.len
             )));
         }
-        if fields[t].len != 1 {
+        if t.is_some_and(|t| fields[t].len != 1) {
             return Err(bad(format!("the time field `{}` is an array", d.time)));
         }
-        let (vt, tt) = (fields[v].ty, fields[t].ty);
         for k in 0..f.len {
             out.push(Integrator {
                 element: first + k as u32,
                 offset: offsets[i] + k * f.ty.size(),
                 ty: f.ty,
-                velocity: (offsets[v] + k * vt.size(), vt),
-                time: (offsets[t], tt),
+                velocity: v.map(|v| (offsets[v] + k * fields[v].ty.size(), fields[v].ty)),
+                time: t.map(|t| (offsets[t], fields[t].ty)),
                 scale: d.scale,
+                grid: grid(i),
             });
         }
     }
@@ -152,11 +176,16 @@ pub(crate) fn resolve(
 }
 
 /// The declaration's part of the schema id: the indices of the velocity
-/// and time fields and the scale's bits.
+/// and time fields (`u32::MAX` for [`Integrate::ONE`] and
+/// [`Integrate::TICKS`]) and the scale's bits.
 pub(crate) fn id_bytes(fields: &[Field], d: &Integrate, out: &mut Vec<u8>) {
-    for name in [&d.velocity, &d.time] {
-        let j = fields.iter().position(|g| &g.name == name).unwrap_or(0);
-        out.extend_from_slice(&(j as u32).to_le_bytes());
+    for (name, reserved) in [(&d.velocity, Integrate::ONE), (&d.time, Integrate::TICKS)] {
+        let j = if name == reserved {
+            u32::MAX
+        } else {
+            fields.iter().position(|g| &g.name == name).unwrap_or(0) as u32
+        };
+        out.extend_from_slice(&j.to_le_bytes());
     }
     out.extend_from_slice(&d.scale.to_bits().to_le_bytes());
 }

@@ -441,9 +441,13 @@ impl EntityType {
         }
         let mut integrate = integrate;
         integrate.resize(fields.len(), None);
-        let integrators = integrate::resolve(&fields, &offsets, &integrate, |i| {
-            quant.get(i).is_some_and(Option::is_some)
-        })?;
+        let integrators = integrate::resolve(
+            &fields,
+            &offsets,
+            &integrate,
+            |i| quant.get(i).is_some_and(Option::is_some),
+            |i| grid.get(i).is_some_and(Option::is_some),
+        )?;
         let mut unit = unit;
         unit.resize(fields.len(), false);
         let units = unit::resolve(
