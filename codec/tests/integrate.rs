@@ -352,8 +352,9 @@ fn declarations_are_checked() {
     assert!(bad(base()
         .field("pos", Primitive::F32, 3)
         .integrate(Integrate::new("speed", "time", 1.0))));
-    // A time or velocity declared after the field is fine; the field
-    // itself, or an integrated velocity, is not.
+    // A time or velocity declared after the field is fine, and so is an
+    // integrated one (a later level, FORMAT.md 4.9); the field itself, or a
+    // cycle, is not.
     assert!(!bad(base()
         .field("pos", Primitive::F32, 3)
         .integrate(Integrate::new("vel", "later", 1.0))
@@ -361,11 +362,24 @@ fn declarations_are_checked() {
     assert!(bad(base()
         .field("pos", Primitive::F32, 3)
         .integrate(Integrate::new("pos", "time", 1.0))));
-    assert!(bad(base()
+    assert!(!bad(base()
         .field("pos", Primitive::F32, 3)
         .integrate(Integrate::new("vel", "time", 1.0))
         .field("far", Primitive::F32, 3)
         .integrate(Integrate::new("pos", "time", 1.0))));
+    assert!(bad(Schema::builder()
+        .entity("body")
+        .field("a", Primitive::F32, 1)
+        .integrate(Integrate::new("b", "t", 1.0))
+        .field("b", Primitive::F32, 1)
+        .integrate(Integrate::new("a", "t", 1.0))
+        .field("t", Primitive::I32, 1)));
+    assert!(bad(Schema::builder()
+        .entity("body")
+        .field("t", Primitive::I32, 1)
+        .integrate(Integrate::new(Integrate::ONE, "x", 1.0))
+        .field("x", Primitive::F32, 1)
+        .integrate(Integrate::new(Integrate::ONE, "t", 1.0))));
     for scale in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         assert!(bad(base()
             .field("pos", Primitive::F32, 3)

@@ -40,6 +40,11 @@ fn schema_with(integrate: bool, odo: bool) -> Schema {
     if integrate {
         b = b.integrate(Integrate::new("vel", Integrate::TICKS, 0.05));
     }
+    // Level 2: over the clock, itself integrated.
+    b = b.field("trail", Primitive::F32, 3);
+    if integrate {
+        b = b.integrate(Integrate::new("vel", "clock", 0.001));
+    }
     b.field("vel", Primitive::F32, 3).build().unwrap()
 }
 
@@ -49,6 +54,7 @@ struct Car {
     lap: u8,
     odo: i64,
     pos: [u32; 3],
+    trail: [u32; 3],
     vel: [u32; 3],
 }
 
@@ -56,7 +62,7 @@ fn record(c: &Car) -> Vec<u8> {
     let mut r = c.clock.to_le_bytes().to_vec();
     r.push(c.lap);
     r.extend_from_slice(&c.odo.to_le_bytes());
-    for p in c.pos.iter().chain(&c.vel) {
+    for p in c.pos.iter().chain(&c.trail).chain(&c.vel) {
         r.extend_from_slice(&p.to_le_bytes());
     }
     r
@@ -92,12 +98,14 @@ fn car() -> impl Strategy<Value = Car> {
         prop_oneof![any::<i64>(), Just(i64::MAX), Just(i64::MIN)],
         prop::array::uniform3(f32_bits()),
         prop::array::uniform3(f32_bits()),
+        prop::array::uniform3(f32_bits()),
     )
-        .prop_map(|(clock, lap, odo, pos, vel)| Car {
+        .prop_map(|(clock, lap, odo, pos, trail, vel)| Car {
             clock,
             lap,
             odo,
             pos,
+            trail,
             vel,
         })
 }
@@ -112,6 +120,9 @@ fn step(c: &Car, ticks: u16, jitter: u32) -> Car {
         let p = f64::from(f32::from_bits(c.pos[k]))
             + f64::from(f32::from_bits(c.vel[k])) * f64::from(ticks) * 0.05;
         let q = (p.round() as f32).to_bits();
+        let t = f64::from(f32::from_bits(c.trail[k]))
+            + f64::from(f32::from_bits(c.vel[k])) * f64::from(50 * u32::from(ticks)) * 0.001;
+        n.trail[k] = (t as f32).to_bits().wrapping_add(jitter / 7);
         n.pos[k] = if jitter.is_multiple_of(3) {
             q
         } else {
@@ -192,6 +203,7 @@ fn a_clock_and_a_body_moving_as_declared_cost_less() {
             (-300.0f32).to_bits(),
             64.0f32.to_bits(),
         ],
+        trail: [1.5f32.to_bits(), 2.25f32.to_bits(), (-7.0f32).to_bits()],
         vel: [320.0f32.to_bits(), (-120.0f32).to_bits(), 0.0f32.to_bits()],
     };
     let steps: Vec<(u16, u32, usize)> = (0..40)

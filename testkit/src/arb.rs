@@ -42,7 +42,6 @@ pub fn arb_schema(
         b = b.entity(&format!("e{s}"));
         let mut size = 0;
         let mut lens = Vec::new();
-        let mut integrated = Vec::new();
         // A type has unit fields or integrated ones, never both.
         let units = u.ratio(1, 4)?;
         for f in 0..u.int_in_range(1..=fields)? {
@@ -61,13 +60,13 @@ pub fn arb_schema(
             // Integrated over an earlier field of the same length (or at
             // the constant rate 1) and an earlier scalar (or the packet's
             // tick distance), any numeric types.
-            // (An integrated field is never a velocity or time.)
-            let plain = |k: &usize| !integrated.contains(k);
-            let velocity = match (0..lens.len()).filter(plain).find(|&k| lens[k] == len) {
+            // An earlier field may be integrated itself (a later level of
+            // FORMAT.md 4.9; only earlier fields, so never a cycle).
+            let velocity = match lens.iter().position(|&l| l == len) {
                 Some(v) if u.ratio(2, 3)? => format!("f{v}"),
                 _ => tickpack::Integrate::ONE.to_owned(),
             };
-            let time = match (0..lens.len()).filter(plain).find(|&k| lens[k] == 1) {
+            let time = match lens.iter().position(|&l| l == 1) {
                 Some(t) if u.ratio(1, 2)? => format!("f{t}"),
                 _ => tickpack::Integrate::TICKS.to_owned(),
             };
@@ -76,7 +75,6 @@ pub fn arb_schema(
                     b = b.unit();
                 }
             } else if u.ratio(1, 3)? {
-                integrated.push(lens.len());
                 b = b.integrate(tickpack::Integrate::new(
                     &velocity,
                     &time,

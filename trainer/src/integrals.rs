@@ -1,9 +1,10 @@
 //! `suggest`'s search for integrated fields (FORMAT.md 4.9): for every
-//! float field, the velocity field (same length) and time field (a scalar)
-//! of its entity type whose prediction `b + ((v + v_b) / 2) · Δt · scale`
-//! makes its tick-to-tick changes cheapest (time fields: scalars that
-//! change in at least half of the changed records, the four
-//! that grew most often), with the scale
+//! numeric field, the velocity (a field of the same length, or the constant
+//! 1 for a clock) and time (a scalar field, or the pair's tick distance for
+//! records without one) of its entity type whose prediction
+//! `b + ((v + v_b) / 2) · Δt · scale` makes its tick-to-tick changes
+//! cheapest (time fields: scalars that change in at least half of the
+//! changed records, the four that grew most often), with the scale
 //! fitted (the median ratio, three significant digits, or a round value
 //! near it when that predicts as well). It works on a uniform sample of at
 //! most [`RECORD_PAIRS`] (previous, current) record pairs per entity type
@@ -11,7 +12,7 @@
 
 #![forbid(unsafe_code)]
 
-use tickpack::{EntityType, Primitive};
+use tickpack::{EntityType, Integrate, Primitive};
 
 /// Most record pairs kept per entity type.
 pub const RECORD_PAIRS: usize = 4096;
@@ -22,10 +23,12 @@ pub const SAMPLE_BYTES: usize = 64 << 20;
 /// share of their bits without it.
 const GAIN: f64 = 0.85;
 
-/// A uniform sample (reservoir) of changed record pairs of one entity type.
+/// A uniform sample (reservoir) of changed record pairs of one entity type,
+/// each with its distance in ticks.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PairSample {
     pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    ticks: Vec<u16>,
     seen: u64,
     cap: usize,
 }
@@ -45,13 +48,24 @@ impl PairSample {
             .collect()
     }
 
-    /// Offers one (previous, current) pair; `draw` is a fresh random number.
-    pub(crate) fn offer(&mut self, prev: &[u8], cur: &[u8], draw: u64) {
+    /// How many pairs were offered.
+    pub(crate) fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Offers one (previous, current) pair `ticks` apart; `draw` is a fresh
+    /// random number.
+    pub(crate) fn offer(&mut self, prev: &[u8], cur: &[u8], ticks: u16, draw: u64) {
         self.seen += 1;
         if self.pairs.len() < self.cap {
             self.pairs.push((prev.to_vec(), cur.to_vec()));
-        } else if let Some(slot) = self.pairs.get_mut((draw % self.seen) as usize) {
-            *slot = (prev.to_vec(), cur.to_vec());
+            self.ticks.push(ticks);
+        } else {
+            let k = (draw % self.seen) as usize;
+            if let (Some(slot), Some(t)) = (self.pairs.get_mut(k), self.ticks.get_mut(k)) {
+                *slot = (prev.to_vec(), cur.to_vec());
+                *t = ticks;
+            }
         }
     }
 }
@@ -63,13 +77,15 @@ pub struct Suggestion {
     pub section: String,
     /// The integrated field.
     pub field: String,
-    /// The velocity field.
+    /// The velocity field, or [`Integrate::ONE`](tickpack::Integrate::ONE).
     pub velocity: String,
-    /// The time field.
+    /// The time field, or [`Integrate::TICKS`](tickpack::Integrate::TICKS).
     pub time: String,
     /// The fitted scale.
     pub scale: f64,
-    /// Mean bits of a changed element without and with the prediction.
+    /// Mean bits of the field's elements in a changed record (a mask bit
+    /// and the change where the reference is wrong) without and with the
+    /// prediction.
     pub bits: (f64, f64),
 }
 
@@ -127,16 +143,25 @@ fn clocks(ty: &EntityType, sample: &PairSample) -> Vec<usize> {
     ranked.into_iter().map(|(t, _)| t).collect()
 }
 
-/// The best integration of each float field of `ty` found in `sample`.
+/// The best integration of each numeric field of `ty` found in `sample`:
+/// a float from any velocity field of its length or at the constant rate,
+/// an integer at the constant rate (a clock), over any clock field or the
+/// tick distance.
 pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
     let fields = ty.fields();
     let offsets = ty.offsets();
     let quantised = |i: usize| ty.quantization().get(i).is_some_and(Option::is_some);
-    let clocks = clocks(ty, sample);
+    let grids: Vec<bool> = ty.grids().map(|g| g.is_some()).collect();
+    // `None`: the tick distance.
+    let times: Vec<Option<usize>> = clocks(ty, sample)
+        .into_iter()
+        .map(Some)
+        .chain([None])
+        .collect();
     let mut out = Vec::new();
     for (x, fx) in fields.iter().enumerate() {
         let declared = ty.integrations().get(x).is_some_and(Option::is_some);
-        if !fx.ty.is_float() || quantised(x) || declared {
+        if quantised(x) || declared {
             continue;
         }
         // The changed elements of the field: (pair, element).
@@ -154,33 +179,55 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
         if changed.is_empty() {
             continue;
         }
+        // Mean bits of the field's elements in a changed record: nothing
+        // where the reference is right (a prediction that moves an element
+        // the record did not change costs too), else the change and its
+        // mask bit.
+        let elements = sample.pairs.len() * fx.len;
         let bits = |pred: &dyn Fn(usize, usize) -> f64| {
-            let sum: u64 = changed
-                .iter()
-                .map(|&(p, k)| {
-                    let (_, b) = &sample.pairs[p];
+            let mut sum = 0u64;
+            for (p, (_, b)) in sample.pairs.iter().enumerate() {
+                for k in 0..fx.len {
                     let cur = read(b, offsets[x] + k * fx.ty.size(), fx.ty);
-                    u64::from(crate::suggest::change_bits(pred(p, k), cur, None, fx.ty))
-                })
-                .sum();
-            sum as f64 / changed.len() as f64
+                    let r = pred(p, k);
+                    if r.to_bits() != cur.to_bits() {
+                        sum += 1 + u64::from(crate::suggest::change_bits(r, cur, None, fx.ty));
+                    }
+                }
+            }
+            sum as f64 / elements as f64
         };
         let base =
             |p: usize, k: usize| read(&sample.pairs[p].0, offsets[x] + k * fx.ty.size(), fx.ty);
         let plain = bits(&base);
-        // v_mean · Δt of element k of pair p, with velocity field v and time
-        // field t.
-        let motion = |p: usize, k: usize, v: usize, t: usize| {
+        // v_mean · Δt of element k of pair p, with velocity field v (`None`:
+        // 1) and time field t (`None`: the pair's ticks).
+        let motion = |p: usize, k: usize, v: Option<usize>, t: Option<usize>| {
             let (a, b) = &sample.pairs[p];
-            let (fv, ft) = (&fields[v], &fields[t]);
-            let vo = offsets[v] + k * fv.ty.size();
-            let vm = (read(b, vo, fv.ty) + read(a, vo, fv.ty)) / 2.0;
-            vm * (read(b, offsets[t], ft.ty) - read(a, offsets[t], ft.ty))
+            let vm = v.map_or(1.0, |v| {
+                let fv = &fields[v];
+                let vo = offsets[v] + k * fv.ty.size();
+                (read(b, vo, fv.ty) + read(a, vo, fv.ty)) / 2.0
+            });
+            let dt = t.map_or_else(
+                || f64::from(sample.ticks.get(p).copied().unwrap_or(0)),
+                |t| read(b, offsets[t], fields[t].ty) - read(a, offsets[t], fields[t].ty),
+            );
+            vm * dt
         };
-        // The prediction as the codec computes it (rounded to the field's
-        // type; the baseline value when not finite).
-        let predicted = |p: usize, k: usize, v: usize, t: usize, scale: f64| {
-            let q = base(p, k) + motion(p, k, v, t) * scale;
+        // The prediction as the codec computes it (FORMAT.md 4.9: rounded
+        // to an integer for an integer field, and over ticks for a whole
+        // float without a grid; then to the field's type; the baseline
+        // value when not finite).
+        let predicted = |p: usize, k: usize, v: Option<usize>, t: Option<usize>, scale: f64| {
+            let b = base(p, k);
+            let mut q = b + motion(p, k, v, t) * scale;
+            let whole = b.fract() == 0.0 && !(b == 0.0 && b.is_sign_negative());
+            if !fx.ty.is_float()
+                || (t.is_none() && whole && !grids.get(x).copied().unwrap_or(false))
+            {
+                q = q.round_ties_even() + 0.0;
+            }
             let q = if fx.ty == Primitive::F32 {
                 f64::from(q as f32)
             } else {
@@ -189,18 +236,25 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
             if q.is_finite() {
                 q
             } else {
-                base(p, k)
+                b
             }
         };
-        let index = |name: &str| fields.iter().position(|f| f.name == name).unwrap_or(0);
-        let mut best: Option<Suggestion> = None;
-        for (v, fv) in fields.iter().enumerate() {
-            if v == x || fv.len != fx.len || quantised(v) {
-                continue;
-            }
-            for &t in &clocks {
-                let ft = &fields[t];
-                if t == x || t == v {
+        let name = |f: Option<usize>, reserved: &str| {
+            f.map_or(reserved.to_owned(), |f| fields[f].name.clone())
+        };
+        // Velocities: fields of the same length for a float, and the
+        // constant rate.
+        let velocities: Vec<Option<usize>> = fields
+            .iter()
+            .enumerate()
+            .filter(|&(v, fv)| fx.ty.is_float() && v != x && fv.len == fx.len && !quantised(v))
+            .map(|(v, _)| Some(v))
+            .chain([None])
+            .collect();
+        let mut best: Option<(Suggestion, Option<usize>, Option<usize>)> = None;
+        for &v in &velocities {
+            for &t in &times {
+                if t.is_some_and(|t| t == x || Some(t) == v) {
                     continue;
                 }
                 // The scale: the median of change / (v_mean · Δt) (robust to
@@ -221,26 +275,40 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
                 ratios.sort_by(f64::total_cmp);
                 let scale = round3(ratios[ratios.len() / 2]);
                 let with = bits(&|p, k| predicted(p, k, v, t, scale));
-                if best.as_ref().is_none_or(|b| with < b.bits.1) {
-                    best = Some(Suggestion {
-                        section: ty.name().to_owned(),
-                        field: fx.name.clone(),
-                        velocity: fv.name.clone(),
-                        time: ft.name.clone(),
-                        scale,
-                        bits: (plain, with),
-                    });
+                if best.as_ref().is_none_or(|b| with < b.0.bits.1) {
+                    best = Some((
+                        Suggestion {
+                            section: ty.name().to_owned(),
+                            field: fx.name.clone(),
+                            velocity: name(v, Integrate::ONE),
+                            time: name(t, Integrate::TICKS),
+                            scale,
+                            bits: (plain, with),
+                        },
+                        v,
+                        t,
+                    ));
                 }
             }
         }
         // A round scale near the fitted one (a power of ten, a common tick
-        // length) when it predicts at least as well.
-        if let Some(b) = &mut best {
-            let (v, t) = (index(&b.velocity), index(&b.time));
+        // length in seconds or milliseconds, a whole number) when it
+        // predicts at least as well.
+        if let Some((b, v, t)) = &mut best {
             let decade = 10f64.powf(b.scale.log10().round());
-            for c in [decade, 1.0 / 60.0, 1.0 / 30.0, 1.0 / 20.0] {
-                if c / b.scale > 0.5 && c / b.scale < 2.0 {
-                    let with = bits(&|p, k| predicted(p, k, v, t, c));
+            let fitted = b.scale;
+            for c in [
+                decade,
+                1.0 / 60.0,
+                1.0 / 30.0,
+                1.0 / 20.0,
+                1000.0 / 60.0,
+                1000.0 / 30.0,
+                50.0,
+                fitted.round(),
+            ] {
+                if c / fitted > 0.5 && c / fitted < 2.0 {
+                    let with = bits(&|p, k| predicted(p, k, *v, *t, c));
                     if with <= b.bits.1 {
                         b.scale = c;
                         b.bits.1 = with;
@@ -248,7 +316,7 @@ pub(crate) fn search(ty: &EntityType, sample: &PairSample) -> Vec<Suggestion> {
                 }
             }
         }
-        out.extend(best.filter(|b| b.bits.1 < GAIN * b.bits.0));
+        out.extend(best.map(|b| b.0).filter(|b| b.bits.1 < GAIN * b.bits.0));
     }
     out
 }
@@ -285,6 +353,7 @@ mod tests {
                     (record(&a), record(&b))
                 })
                 .collect(),
+            ticks: vec![1; 64],
             seen: 64,
             cap: 64,
         };

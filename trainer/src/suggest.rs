@@ -290,13 +290,14 @@ pub fn suggest(path: &Path, steps: &[f64]) -> Result<String, TrainerError> {
     let (mut stats, at) = layout(&schema);
     let mut pairs = PairSample::for_schema(&schema);
     let mut prev: Option<Snapshot> = None;
+    let mut prev_tick: Option<u64> = None;
     let mut rng = 0x5eed_u64;
     let mut ticks = 0u64;
     while let Some(rec) = r
         .next_record()
         .map_err(crate::captures::capture_err(path))?
     {
-        let Record::Tick { snapshot, .. } = rec else {
+        let Record::Tick { tick, snapshot } = rec else {
             continue;
         };
         ticks += 1;
@@ -340,11 +341,14 @@ pub fn suggest(path: &Path, steps: &[f64]) -> Result<String, TrainerError> {
                 }
             }
         }
+        // The tick distance between the two snapshots, as a packet's.
+        let gap = prev_tick.map_or(1, |p: u64| tick.wrapping_sub(p) as u16);
+        prev_tick = Some(tick);
         if let Some(p) = &prev {
             for ((sa, sb), sample) in p.sections().iter().zip(snapshot.sections()).zip(&mut pairs) {
                 for (id, rb) in sb.iter() {
                     if let Some(ra) = sa.get(id).filter(|ra| *ra != rb) {
-                        sample.offer(ra, rb, next(&mut rng));
+                        sample.offer(ra, rb, gap, next(&mut rng));
                     }
                 }
             }
@@ -388,6 +392,20 @@ fn render(
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "capture {}: {ticks} ticks", path.display());
+    // Integrations of integer fields (clocks); floats' go with their field.
+    for g in integrals.iter().filter(|g| {
+        !stats
+            .iter()
+            .any(|st| g.field == st.name && g.section == st.section)
+    }) {
+        let _ = writeln!(
+            s,
+            "\n`{}`.`{}` moves by `{}` over `{}`: predicted, an element of a changed record costs \
+             {:.1} bits instead of {:.1}; declare `integrate = {{ velocity = \"{}\", time = \"{}\", scale = {} }}` \
+             (lossless)",
+            g.section, g.field, g.velocity, g.time, g.bits.1, g.bits.0, g.velocity, g.time, g.scale,
+        );
+    }
     if stats.is_empty() {
         let _ = writeln!(s, "no float fields: nothing to quantise");
         return s;
@@ -451,16 +469,11 @@ fn render(
         {
             let _ = writeln!(
                 s,
-                "  moves by `{}` over `{}`: predicted, a change costs {:.1} bits instead of {:.1}; \
+                "  moves by `{}` over `{}`: predicted, an element of a changed record costs {:.1} \
+                 bits instead of {:.1}; \
                  declare `integrate = {{ velocity = \"{}\", time = \"{}\", scale = {} }}` \
                  (lossless)",
-                g.velocity,
-                g.time,
-                g.bits.1,
-                g.bits.0,
-                g.velocity,
-                g.time,
-                g.scale,
+                g.velocity, g.time, g.bits.1, g.bits.0, g.velocity, g.time, g.scale,
             );
         }
         if st.unit_norm && st.values > 0 {

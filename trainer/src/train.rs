@@ -169,7 +169,7 @@ pub struct TrainReport {
     /// The context-model table trained for the delta dictionary.
     pub model: Option<crate::model::ModelReport>,
     /// Transforms found that the schema refused beside the ones kept (an
-    /// integration over a velocity integrated itself), so not applied.
+    /// integration that closes a cycle of integrations), so not applied.
     pub transforms_not_applied: Vec<String>,
     /// Snapshots held in memory for training (the sampled packets' ticks,
     /// baselines and priors).

@@ -7,8 +7,8 @@
 //!
 //! Both transforms are lossless by construction (a value off the grid or
 //! off the prediction is coded bit for bit), so the held-out bytes are the
-//! only test. A candidate the schema refuses (an integration whose velocity
-//! is itself integrated, 4.9) is reported, not applied.
+//! only test. A candidate the schema refuses (an integration that closes a
+//! cycle of integrations, 4.9) is reported, not applied.
 
 #![forbid(unsafe_code)]
 
@@ -75,9 +75,10 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
     // Per field of `at`: records holding a unit vector, records seen.
     let mut units = vec![(0u64, 0u64); at.len()];
     for job in jobs {
-        let Some((_, base)) = job.baseline else {
+        let Some((bseq, base)) = job.baseline else {
             continue;
         };
+        let gap = job.sequence.wrapping_sub(bseq);
         for (si, (sec, ty)) in job
             .snapshot
             .sections()
@@ -110,7 +111,7 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
                     }
                 }
                 if let (Some(ra), Some(sample)) = (ra.filter(|ra| *ra != rb), pairs.get_mut(si)) {
-                    sample.offer(ra, rb, next(&mut rng));
+                    sample.offer(ra, rb, gap, next(&mut rng));
                 }
             }
         }
@@ -146,18 +147,28 @@ pub fn find(schema: &Schema, jobs: &[Job<'_>]) -> Found {
             });
         }
     }
+    // Integrations, those that save most first: when two depend on each
+    // other (a cycle), the schema refuses the later.
+    let mut integrations = Vec::new();
     for (si, (ty, sample)) in schema.sections().iter().zip(&pairs).enumerate() {
         for s in search(ty, sample) {
             let Some(fi) = ty.fields().iter().position(|f| f.name == s.field) else {
                 continue;
             };
-            out.candidates.push(Transform {
-                section: si,
-                field: fi,
-                kind: Kind::Integrate(Integrate::new(&s.velocity, &s.time, s.scale)),
-            });
+            let saved = (s.bits.0 - s.bits.1) * ty.fields()[fi].len as f64 * sample.seen() as f64;
+            integrations.push((
+                saved,
+                Transform {
+                    section: si,
+                    field: fi,
+                    kind: Kind::Integrate(Integrate::new(&s.velocity, &s.time, s.scale)),
+                },
+            ));
         }
     }
+    integrations.sort_by(|a, b| b.0.total_cmp(&a.0));
+    out.candidates
+        .extend(integrations.into_iter().map(|(_, t)| t));
     out
 }
 
@@ -235,8 +246,8 @@ pub fn choose(
     for t in candidates {
         let mut trial = kept.clone();
         trial.push(t.clone());
-        // A candidate the schema refuses (an integration over a velocity
-        // integrated itself; a grid on an integer field cannot come from
+        // A candidate the schema refuses (an integration that closes a
+        // cycle of integrations; a grid on an integer field cannot come from
         // the search, but a hand-made list might) is skipped.
         let with = match apply(schema, &trial) {
             Ok(with) => with,

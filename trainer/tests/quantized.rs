@@ -200,5 +200,15 @@ fn suggest_finds_grids_and_integrated_fields() {
         ),
         "{text}"
     );
-    assert_eq!(text.matches("moves by").count(), 1, "{text}");
+    // The whole origin advances one unit a tick: a clock over the tick
+    // distance; the milliseconds are a clock too (an integer field).
+    assert!(
+        text.contains(
+            "declare `integrate = { velocity = \"@1\", time = \"@ticks\", scale = 1 }` \
+             (lossless)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("`player`.`ms` moves by `@1`"), "{text}");
+    assert_eq!(text.matches("moves by").count(), 3, "{text}");
 }

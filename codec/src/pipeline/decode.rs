@@ -210,30 +210,35 @@ fn apply_row(
             reference: predicted,
         } => {
             // The other elements' values first, against the baseline;
-            // then, their velocity and time final, the integrated
-            // elements: each takes its prediction unless the row changes
-            // it (FORMAT.md 4.9).
+            // then level by level, their velocity and time final, the
+            // integrated elements: each takes its prediction unless the
+            // row changes it (FORMAT.md 4.9).
             let others = changed
                 .clone()
-                .filter(|&e| !integrate::is_integrated(integrators, e));
+                .filter(|&e| integrate::level(integrators, e) == 0);
             decode_values(src, section, row, kind_of_row, elements, base, others, out)?;
             predicted.clear();
             predicted.extend_from_slice(base);
-            for i in integrators {
-                integrate::apply(i, base, out, ticks, predicted);
-                integrate::copy(i, predicted, out);
+            for level in 1..=integrate::max_level(integrators) {
+                for i in integrators.iter().filter(|i| i.level == level) {
+                    integrate::apply(i, base, out, ticks, predicted);
+                    integrate::copy(i, predicted, out);
+                }
+                let integrated = changed
+                    .clone()
+                    .filter(|&e| integrate::level(integrators, e) == level);
+                decode_values(
+                    src,
+                    section,
+                    row,
+                    kind_of_row,
+                    elements,
+                    predicted,
+                    integrated,
+                    out,
+                )?;
             }
-            let integrated = changed.filter(|&e| integrate::is_integrated(integrators, e));
-            decode_values(
-                src,
-                section,
-                row,
-                kind_of_row,
-                elements,
-                predicted,
-                integrated,
-                out,
-            )
+            Ok(())
         }
     }
 }

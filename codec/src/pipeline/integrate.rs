@@ -16,24 +16,33 @@
 use super::tokens::Token;
 use crate::schema::{Integrator, Primitive};
 
-/// Whether element `e` is integrated (`integrators` in element order).
+/// The level of element `e` (FORMAT.md 4.9): 0 when it is not integrated
+/// (`integrators` in element order).
 #[inline]
-pub(crate) fn is_integrated(integrators: &[Integrator], e: u32) -> bool {
-    integrators.binary_search_by_key(&e, |i| i.element).is_ok()
+pub(crate) fn level(integrators: &[Integrator], e: u32) -> u32 {
+    integrators
+        .binary_search_by_key(&e, |i| i.element)
+        .map_or(0, |k| integrators[k].level)
+}
+
+/// The highest level among `integrators`.
+pub(crate) fn max_level(integrators: &[Integrator]) -> u32 {
+    integrators.iter().map(|i| i.level).max().unwrap_or(0)
 }
 
 /// Reorders one row's value tokens (in element order) as FORMAT.md 4.9
 /// codes them: the other elements' values first, then the integrated
-/// elements', each part in element order.
+/// elements' by level, each part in element order.
 pub(crate) fn values_last(integrators: &[Integrator], row: &mut [Token]) {
-    // A stable partition: from the back, each integrated token moves to
-    // just before those already moved (a row has few: O(len · few)).
-    let mut end = row.len();
-    for i in (0..row.len()).rev() {
-        if is_integrated(integrators, row[i].element) {
-            row[i..end].rotate_left(1);
-            end -= 1;
+    // A stable insertion sort by level (a row has few integrated
+    // elements, and no allocation).
+    for i in 1..row.len() {
+        let l = level(integrators, row[i].element);
+        let mut j = i;
+        while j > 0 && level(integrators, row[j - 1].element) > l {
+            j -= 1;
         }
+        row[j..=i].rotate_right(1);
     }
 }
 
@@ -180,6 +189,7 @@ mod tests {
             time: Some((0, Primitive::F32)),
             scale: 1.0,
             grid: false,
+            level: 1,
         };
         let integrators = [at(1), at(2), at(6)];
         let tok = |element| Token {

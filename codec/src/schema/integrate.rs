@@ -17,8 +17,8 @@ use crate::error::SchemaError;
 /// field, or is [`Integrate::TICKS`] (the packet's distance in ticks from its
 /// baseline, for records that carry no time). Named fields are numeric, not
 /// quantised, declared anywhere in the type (a row codes the integrated
-/// elements' values after all others, FORMAT.md 4.9) and not integrated
-/// themselves. `scale` converts time units to the velocity's (0.001 for a
+/// elements' values after all others, FORMAT.md 4.9), and may be integrated
+/// themselves unless that makes a cycle. `scale` converts time units to the velocity's (0.001 for a
 /// velocity per second and a time in milliseconds; 0.05 for a velocity per
 /// second over ticks of 50 ms).
 #[derive(Debug, Clone)]
@@ -73,6 +73,9 @@ pub(crate) struct Integrator {
     /// The time field; `None`: the packet's tick distance.
     pub(crate) time: Option<(usize, Primitive)>,
     pub(crate) scale: f64,
+    /// 1 for a field integrated from fields that are not, `n + 1` for one
+    /// integrated from a level-`n` field (FORMAT.md 4.9).
+    pub(crate) level: u32,
     /// The field declares a grid (its values are then not snapped to
     /// whole numbers, FORMAT.md 4.9).
     pub(crate) grid: bool,
@@ -87,6 +90,7 @@ impl PartialEq for Integrator {
             self.velocity,
             self.time,
             self.grid,
+            self.level,
         ) == (
             other.element,
             other.offset,
@@ -94,6 +98,7 @@ impl PartialEq for Integrator {
             other.velocity,
             other.time,
             other.grid,
+            other.level,
         ) && self.scale.to_bits() == other.scale.to_bits()
     }
 }
@@ -113,6 +118,8 @@ pub(crate) fn resolve(
 ) -> Result<Vec<Integrator>, SchemaError> {
     let mut out = Vec::new();
     let mut element = 0u32;
+    // Each declared field's velocity and time fields (`None`: reserved).
+    let mut deps: Vec<Option<[Option<usize>; 2]>> = vec![None; fields.len()];
     for (i, f) in fields.iter().enumerate() {
         let first = element;
         element += f.len as u32;
@@ -138,11 +145,6 @@ pub(crate) fn resolve(
             if quantised(j) {
                 return Err(bad(format!("the {what} field `{name}` is quantised")));
             }
-            // Its current value must be final before the integrated
-            // elements are predicted, which are coded last.
-            if integrate.get(j).is_some_and(Option::is_some) {
-                return Err(bad(format!("the {what} field `{name}` is integrated")));
-            }
             Ok(j)
         };
         let v = (d.velocity != Integrate::ONE)
@@ -160,6 +162,7 @@ pub(crate) fn resolve(
         if t.is_some_and(|t| fields[t].len != 1) {
             return Err(bad(format!("the time field `{}` is an array", d.time)));
         }
+        deps[i] = Some([v, t]);
         for k in 0..f.len {
             out.push(Integrator {
                 element: first + k as u32,
@@ -169,7 +172,42 @@ pub(crate) fn resolve(
                 time: t.map(|t| (offsets[t], fields[t].ty)),
                 scale: d.scale,
                 grid: grid(i),
+                level: 0,
             });
+        }
+    }
+    // Levels: a field integrated from fields that are not is level 1, one
+    // integrated from a level-`n` field at most is level `n + 1` (its
+    // velocity and time are final once that level is decoded, 4.9). In a
+    // cycle the levels grow without end: past the field count, it is one.
+    let mut level = vec![0u32; fields.len()];
+    for _ in 0..=fields.len() {
+        let mut moved = false;
+        for i in 0..fields.len() {
+            if let Some(d) = deps[i] {
+                let l = 1 + d.iter().flatten().map(|&j| level[j]).max().unwrap_or(0);
+                moved |= l != level[i];
+                level[i] = l;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    if let Some(i) = (0..fields.len()).find(|&i| level[i] as usize > fields.len()) {
+        return Err(SchemaError::BadIntegrate {
+            field: fields[i].name.clone(),
+            reason: "its velocity or time is integrated from it".into(),
+        });
+    }
+    // `out` holds the declared fields' elements in field order.
+    let mut at = 0usize;
+    for (i, f) in fields.iter().enumerate() {
+        if deps[i].is_some() {
+            for o in out.iter_mut().skip(at).take(f.len) {
+                o.level = level[i];
+            }
+            at += f.len;
         }
     }
     Ok(out)

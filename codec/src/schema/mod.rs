@@ -728,13 +728,15 @@ impl SchemaBuilder {
         self
     }
 
-    /// Declares the field added last (an `f32` or `f64` field, not
-    /// quantised) as the integral of a velocity field over a time field of
-    /// the same entity type, declared before or after it, neither
-    /// integrated itself ([`Integrate`]): a changed entity's value is coded against its
-    /// baseline value moved by the mean of the baseline's and the current
-    /// velocity times the time elapsed, in binary64 (FORMAT.md 4.9), so a
-    /// body moving as its velocity says costs little. Lossless: a value
+    /// Declares the field added last (a numeric field, not quantised) as
+    /// the integral of a velocity field (or a constant rate) over a time
+    /// field (or the packet's tick distance) of the same entity type,
+    /// declared before or after it ([`Integrate`]; those may be integrated
+    /// themselves, without a cycle): a changed entity's value is coded
+    /// against its baseline value moved by the mean of the baseline's and
+    /// the current velocity times the time elapsed, in binary64 (FORMAT.md
+    /// 4.9), so a body moving as its velocity says, or a clock, costs
+    /// little. Lossless: a value
     /// off the prediction is coded against it bit-exactly. For positions
     /// sent with their velocity and a time stamp, such as Quake 3's player
     /// origin, velocity and command time. Part of the schema id.
