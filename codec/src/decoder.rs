@@ -47,7 +47,7 @@ pub struct Decoder {
     spacing: pipeline::predict::Spacing,
     scratch: DecodeScratch,
     /// Recall entries and ids while spawned ranks are resolved.
-    rank_scratch: (Vec<(core::cmp::Reverse<u64>, u32)>, Vec<u32>),
+    rank_scratch: (Vec<u64>, Vec<u32>),
     /// The schema's model contexts per table flags.
     context_maps: ContextMaps,
     /// Whether decoding keeps each snapshot's [`History`], and the last.

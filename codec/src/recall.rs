@@ -348,23 +348,32 @@ impl Recall {
     /// so two recalls give one packet only when their ranks agree too.
     pub fn rank_of(&self, section: usize, id: u32) -> Option<u32> {
         let s = self.sections.get(section)?;
-        let stamp = s.stamp(id)?;
+        let key = self.order_key(s.stamp(id)?, id);
         let before = s
             .entries()
-            .filter(|&(t, i)| t > stamp || (t == stamp && i < id))
+            .filter(|&(t, i)| self.order_key(t, i) < key)
             .count();
         Some(before as u32)
     }
 
+    /// The recall order's key of an entry: the age of its departure (every
+    /// entry is younger than the 4,096 steps after which it is forgotten),
+    /// then its id; ascending.
+    fn order_key(&self, stamp: u64, id: u32) -> u64 {
+        let age = self.generation.saturating_sub(stamp).min(u64::from(u32::MAX));
+        age << 32 | u64::from(id)
+    }
+
     /// Appends to `out` the ids of section `section` at `ranks` (ascending)
     /// in the recall's order ([`Recall::rank_of`]); `false` when a rank is
-    /// past the section's entries. `scratch` holds the entries: a partial
-    /// sort up to the highest rank, linear in the recall's size.
+    /// past the section's entries. `scratch` holds the entries, 8 bytes
+    /// each (fewer than a recalled entity counts against the limits): a
+    /// partial sort up to the highest rank, linear in the recall's size.
     pub(crate) fn ids_at_ranks(
         &self,
         section: usize,
         ranks: &[u32],
-        scratch: &mut Vec<(core::cmp::Reverse<u64>, u32)>,
+        scratch: &mut Vec<u64>,
         out: &mut Vec<u32>,
     ) -> bool {
         let Some(&last) = ranks.last() else {
@@ -378,7 +387,7 @@ impl Recall {
             return false;
         }
         scratch.clear();
-        scratch.extend(s.entries().map(|(t, i)| (core::cmp::Reverse(t), i)));
+        scratch.extend(s.entries().map(|(t, id)| self.order_key(t, id)));
         if last >= scratch.len() {
             return false;
         }
@@ -387,7 +396,7 @@ impl Recall {
         head.sort_unstable();
         for &r in ranks {
             match head.get(r as usize) {
-                Some(&(_, id)) => out.push(id),
+                Some(&key) => out.push(key as u32),
                 None => return false,
             }
         }

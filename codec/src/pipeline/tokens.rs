@@ -594,7 +594,7 @@ pub(crate) fn read_meta(
 pub(crate) fn resolve_ranks(
     section: usize,
     recall: &crate::recall::Recall,
-    scratch: &mut Vec<(core::cmp::Reverse<u64>, u32)>,
+    scratch: &mut Vec<u64>,
     ids: &mut Vec<u32>,
     t: &mut SectionTokens,
 ) -> Result<(), DecodeError> {
