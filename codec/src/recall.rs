@@ -360,7 +360,10 @@ impl Recall {
     /// entry is younger than the 4,096 steps after which it is forgotten),
     /// then its id; ascending.
     fn order_key(&self, stamp: u64, id: u32) -> u64 {
-        let age = self.generation.saturating_sub(stamp).min(u64::from(u32::MAX));
+        let age = self
+            .generation
+            .saturating_sub(stamp)
+            .min(u64::from(u32::MAX));
         age << 32 | u64::from(id)
     }
 
