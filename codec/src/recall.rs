@@ -155,17 +155,6 @@ impl RecallSection {
         self.len -= removed;
     }
 
-    /// The departure stamp of `id`, if recalled.
-    fn stamp(&self, id: u32) -> Option<u64> {
-        let (key, bit) = (id / CHUNK_IDS, id % CHUNK_IDS);
-        let i = self.chunks.binary_search_by_key(&key, |c| c.0).ok()?;
-        let c = &self.chunks[i].1;
-        if c.present & (1u64 << bit) == 0 {
-            return None;
-        }
-        c.stamps.get(c.rank(bit)).copied()
-    }
-
     /// Every (stamp, id), in no particular order.
     fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         self.chunks.iter().flat_map(|(key, c)| {
@@ -340,70 +329,6 @@ impl Recall {
     /// The recalled record of entity `id` of section `section`.
     pub fn get(&self, section: usize, id: u32) -> Option<&[u8]> {
         self.sections.get(section)?.get(id)
-    }
-
-    /// The rank of entity `id` of section `section` in the recall's order
-    /// (FORMAT.md 4.7: the latest departure first, then the smaller id), if
-    /// recalled: what a packet that brings it back sends instead of its id,
-    /// so two recalls give one packet only when their ranks agree too.
-    pub fn rank_of(&self, section: usize, id: u32) -> Option<u32> {
-        let s = self.sections.get(section)?;
-        let key = self.order_key(s.stamp(id)?, id);
-        let before = s
-            .entries()
-            .filter(|&(t, i)| self.order_key(t, i) < key)
-            .count();
-        Some(before as u32)
-    }
-
-    /// The recall order's key of an entry: the age of its departure (every
-    /// entry is younger than the 4,096 steps after which it is forgotten),
-    /// then its id; ascending.
-    fn order_key(&self, stamp: u64, id: u32) -> u64 {
-        let age = self
-            .generation
-            .saturating_sub(stamp)
-            .min(u64::from(u32::MAX));
-        age << 32 | u64::from(id)
-    }
-
-    /// Appends to `out` the ids of section `section` at `ranks` (ascending)
-    /// in the recall's order ([`Recall::rank_of`]); `false` when a rank is
-    /// past the section's entries. `scratch` holds the entries, 8 bytes
-    /// each (fewer than a recalled entity counts against the limits): a
-    /// partial sort up to the highest rank, linear in the recall's size.
-    pub(crate) fn ids_at_ranks(
-        &self,
-        section: usize,
-        ranks: &[u32],
-        scratch: &mut Vec<u64>,
-        out: &mut Vec<u32>,
-    ) -> bool {
-        let Some(&last) = ranks.last() else {
-            return true;
-        };
-        let Some(s) = self.sections.get(section) else {
-            return false;
-        };
-        let last = last as usize;
-        if last >= s.len {
-            return false;
-        }
-        scratch.clear();
-        scratch.extend(s.entries().map(|(t, id)| self.order_key(t, id)));
-        if last >= scratch.len() {
-            return false;
-        }
-        scratch.select_nth_unstable(last);
-        let head = &mut scratch[..=last];
-        head.sort_unstable();
-        for &r in ranks {
-            match head.get(r as usize) {
-                Some(&key) => out.push(key as u32),
-                None => return false,
-            }
-        }
-        true
     }
 
     /// Bytes the recall counts against [`Limits::max_snapshot_bytes`]:
@@ -920,24 +845,10 @@ mod tests {
         fn check(&self, r: &Recall) {
             let len: usize = self.sections.iter().map(|m| m.len()).sum();
             assert_eq!(r.len(), len);
-            let mut scratch = Vec::new();
             for (i, m) in self.sections.iter().enumerate() {
                 for (&id, e) in m {
                     assert_eq!(r.get(i, id), Some(&e.0[..]), "{i} {id}");
                 }
-                // Ranks: the latest departure first, then the smaller id.
-                let mut order: Vec<(u64, u32)> = m.iter().map(|(&id, e)| (e.1, id)).collect();
-                order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                for (k, &(_, id)) in order.iter().enumerate() {
-                    assert_eq!(r.rank_of(i, id), Some(k as u32), "{i} {id}");
-                }
-                let ranks: Vec<u32> = (0..order.len() as u32).filter(|k| k % 3 != 1).collect();
-                let mut ids = Vec::new();
-                assert!(r.ids_at_ranks(i, &ranks, &mut scratch, &mut ids));
-                let want: Vec<u32> = ranks.iter().map(|&k| order[k as usize].1).collect();
-                assert_eq!(ids, want, "{i}");
-                ids.clear();
-                assert!(!r.ids_at_ranks(i, &[order.len() as u32], &mut scratch, &mut ids));
             }
         }
     }

@@ -34,6 +34,19 @@ pub(crate) fn max_level(integrators: &[Integrator]) -> u32 {
 /// codes them: the other elements' values first, then the integrated
 /// elements' by level, each part in element order.
 pub(crate) fn values_last(integrators: &[Integrator], row: &mut [Token]) {
+    if max_level(integrators) <= 1 {
+        // One level: a stable partition. From the back, each integrated
+        // token moves to just before those already moved (a row has few:
+        // O(len · few)).
+        let mut end = row.len();
+        for i in (0..row.len()).rev() {
+            if level(integrators, row[i].element) > 0 {
+                row[i..end].rotate_left(1);
+                end -= 1;
+            }
+        }
+        return;
+    }
     // A stable insertion sort by level (a row has few integrated
     // elements, and no allocation).
     for i in 1..row.len() {
