@@ -46,6 +46,8 @@ pub struct Decoder {
     /// The tick distances of the packet being decoded, for its prediction.
     spacing: pipeline::predict::Spacing,
     scratch: DecodeScratch,
+    /// Recall entries and ids while spawned ranks are resolved.
+    rank_scratch: (Vec<u64>, Vec<u32>),
     /// The schema's model contexts per table flags.
     context_maps: ContextMaps,
     /// Whether decoding keeps each snapshot's [`History`], and the last.
@@ -96,6 +98,7 @@ impl Decoder {
             predicted,
             spacing: pipeline::predict::Spacing { ahead: 1, back: 1 },
             scratch: DecodeScratch::default(),
+            rank_scratch: Default::default(),
             context_maps,
             keep_history: false,
             history: History::default(),
@@ -585,8 +588,8 @@ impl Decoder {
             }
             // The rebuilt snapshot, before anything is allocated for it
             // (read_meta checks it before the spawned ids when it has any).
-            used =
-                used.saturating_add((m.kept() + m.spawned.len()).saturating_mul(budget.per_entity));
+            let spawned = m.spawned.len() + m.ranks.len();
+            used = used.saturating_add((m.kept() + spawned).saturating_mul(budget.per_entity));
             if used > budget.limit {
                 return Err(DecodeError::SnapshotTooLarge {
                     bytes: used,
@@ -600,6 +603,12 @@ impl Decoder {
             None => None,
             Some(section) => Some(recall.check(section)?),
         };
+        if let Some(r) = recall {
+            let (entries, ids) = &mut self.rank_scratch;
+            for (i, m) in self.metas.iter_mut().enumerate().filter(|(_, m)| m.recall) {
+                tokens::resolve_ranks(i, r, entries, ids, m)?;
+            }
+        }
         out.reset(&self.schema);
         let mut spawn_budget = self.limits.max_decoded_bytes;
         for (i, ((ty, m), sec)) in sections

@@ -38,6 +38,13 @@ pub(crate) const SWEEP_EVERY: u64 = 256;
 /// 4.7).
 const CHUNK_IDS: u32 = 32;
 
+/// Most entries of a recall section's prefix of the order kept beside it.
+const RECENT: usize = 32;
+
+/// Highest rank + 1 that [`Recall::ids_at_ranks`] finds with a small array
+/// rather than a selection over every entry.
+const SMALL_RANKS: usize = 32;
+
 /// Bytes a recall counts for each group of 32 ids it holds any of (FORMAT.md
 /// 4.7): about what the group's chunk costs beside its records and stamps,
 /// so that sparse ids cannot make a recall hold many times the memory it
@@ -54,6 +61,9 @@ struct Chunk {
     /// Their departure stamps (the recall generation that added them), in
     /// id order.
     stamps: Vec<u64>,
+    /// The largest of `stamps` (0 for none): ranks skip chunks whose
+    /// entities all left before the one they look for.
+    newest: u64,
 }
 
 impl Chunk {
@@ -68,6 +78,10 @@ struct RecallSection {
     record_size: usize,
     chunks: Vec<(u32, Arc<Chunk>)>,
     len: usize,
+    /// A prefix of the recall's order (4.7: the latest departure first,
+    /// then the smaller id), at most [`RECENT`] (stamp, id) entries: the
+    /// ranks most packets send, found without a scan of every entry.
+    recent: Vec<(u64, u32)>,
 }
 
 impl RecallSection {
@@ -108,11 +122,15 @@ impl RecallSection {
             while let Some(change) = changes.next_if(|c| c.id() / CHUNK_IDS == key) {
                 let bit = change.id() % CHUNK_IDS;
                 match change {
-                    Change::Insert(_, record) => {
+                    Change::Insert(id, record) => {
                         let c = chunk.get_or_insert_with(Default::default);
                         if insert(c, bit, record, stamp, rs) {
                             self.len += 1;
                         }
+                        // Departures of this step, in id order: the front
+                        // of the order (all of them, cut to `RECENT` once
+                        // the step is done).
+                        self.recent.push((stamp, id));
                     }
                     Change::Remove(_) => {
                         if chunk.as_mut().is_some_and(|c| remove(c, bit, rs)) {
@@ -150,9 +168,21 @@ impl RecallSection {
                     r += 1;
                 }
             }
+            c.newest = c.stamps.iter().copied().max().unwrap_or(0);
             c.present != 0
         });
         self.len -= removed;
+    }
+
+    /// The departure stamp of `id`, if recalled.
+    fn stamp(&self, id: u32) -> Option<u64> {
+        let (key, bit) = (id / CHUNK_IDS, id % CHUNK_IDS);
+        let i = self.chunks.binary_search_by_key(&key, |c| c.0).ok()?;
+        let c = &self.chunks[i].1;
+        if c.present & (1u64 << bit) == 0 {
+            return None;
+        }
+        c.stamps.get(c.rank(bit)).copied()
     }
 
     /// Every (stamp, id), in no particular order.
@@ -195,6 +225,7 @@ fn insert(chunk: &mut Arc<Chunk>, bit: u32, record: &[u8], stamp: u64, rs: usize
         let c = Arc::make_mut(chunk);
         c.records[at..at + rs].copy_from_slice(record);
         c.stamps[r] = stamp;
+        c.newest = c.newest.max(stamp);
         return false;
     }
     match Arc::get_mut(chunk) {
@@ -205,6 +236,7 @@ fn insert(chunk: &mut Arc<Chunk>, bit: u32, record: &[u8], stamp: u64, rs: usize
             c.records.copy_within(at..end, at + rs);
             c.records[at..at + rs].copy_from_slice(record);
             c.stamps.insert(r, stamp);
+            c.newest = c.newest.max(stamp);
             c.present |= 1u64 << bit;
         }
         // Shared with another recall: the new chunk is the old one with the
@@ -223,6 +255,7 @@ fn insert(chunk: &mut Arc<Chunk>, bit: u32, record: &[u8], stamp: u64, rs: usize
                 present: old.present | 1u64 << bit,
                 records,
                 stamps,
+                newest: old.newest.max(stamp),
             });
         }
     }
@@ -241,6 +274,7 @@ fn remove(chunk: &mut Arc<Chunk>, bit: u32, rs: usize) -> bool {
     c.present &= !(1u64 << bit);
     c.records.drain(r * rs..(r + 1) * rs);
     c.stamps.remove(r);
+    c.newest = c.stamps.iter().copied().max().unwrap_or(0);
     true
 }
 
@@ -331,6 +365,145 @@ impl Recall {
         self.sections.get(section)?.get(id)
     }
 
+    /// The rank of entity `id` of section `section` in the recall's order
+    /// (FORMAT.md 4.7: the latest departure first, then the smaller id), if
+    /// recalled: what a packet that brings it back sends instead of its id,
+    /// so two recalls give one packet only when their ranks agree too.
+    pub fn rank_of(&self, section: usize, id: u32) -> Option<u32> {
+        let s = self.sections.get(section)?;
+        if let Some(k) = s.recent.iter().position(|&(_, i)| i == id) {
+            return Some(k as u32);
+        }
+        let stamp = s.stamp(id)?;
+        // Ages are below 2^32 (entries are forgotten after 4,096 steps), so
+        // "younger" is "larger stamp", as [`Recall::ids_at_ranks`] orders.
+        let mut before = 0usize;
+        for (key, c) in &s.chunks {
+            // Every entity of the chunk left before this one.
+            if c.newest < stamp {
+                continue;
+            }
+            let (mut later, mut same) = (0usize, false);
+            for &t in &c.stamps {
+                later += usize::from(t > stamp);
+                same |= t == stamp;
+            }
+            before += later;
+            // Ids only where one left on the same step.
+            if same {
+                let mut bits = c.present;
+                for &t in &c.stamps {
+                    let b = bits.trailing_zeros();
+                    bits &= bits.wrapping_sub(1);
+                    before += usize::from(t == stamp && key * CHUNK_IDS + b < id);
+                }
+            }
+        }
+        Some(before as u32)
+    }
+
+    /// How many steps before this recall's an entry of departure stamp
+    /// `stamp` left: at most the 4,096 steps after which it is forgotten
+    /// (4.7), so the cap never changes the order.
+    #[inline]
+    fn age(&self, stamp: u64) -> u32 {
+        self.generation
+            .saturating_sub(stamp)
+            .min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Appends to `out` the ids of section `section` at `ranks` (ascending)
+    /// in the recall's order ([`Recall::rank_of`]); `false` when a rank is
+    /// past the section's entries. `scratch` holds entry keys, 8 bytes each
+    /// (fewer than a recalled entity counts against the limits): linear in
+    /// the recall's size, a sort of the few entries at most as old as the
+    /// highest rank's.
+    pub(crate) fn ids_at_ranks(
+        &self,
+        section: usize,
+        ranks: &[u32],
+        scratch: &mut Vec<u64>,
+        out: &mut Vec<u32>,
+    ) -> bool {
+        let Some(&last) = ranks.last() else {
+            return true;
+        };
+        let Some(s) = self.sections.get(section) else {
+            return false;
+        };
+        let need = last as usize + 1;
+        if need > s.len {
+            return false;
+        }
+        if need <= s.recent.len() {
+            out.extend(
+                ranks
+                    .iter()
+                    .filter_map(|&r| s.recent.get(r as usize))
+                    .map(|e| e.1),
+            );
+            return true;
+        }
+        // The `need`-th smallest age: the entries up to the highest rank
+        // are those at most that old.
+        let oldest = if need <= SMALL_RANKS {
+            // The `need` smallest ages, ascending, in a small array.
+            let mut top = [u32::MAX; SMALL_RANKS];
+            for (_, c) in &s.chunks {
+                if self.age(c.newest) >= top[need - 1] {
+                    continue;
+                }
+                for &t in &c.stamps {
+                    let a = self.age(t);
+                    if a >= top[need - 1] {
+                        continue;
+                    }
+                    let mut j = need - 1;
+                    while j > 0 && top[j - 1] > a {
+                        top[j] = top[j - 1];
+                        j -= 1;
+                    }
+                    top[j] = a;
+                }
+            }
+            top[need - 1]
+        } else {
+            scratch.clear();
+            for (_, c) in &s.chunks {
+                scratch.extend(c.stamps.iter().map(|&t| u64::from(self.age(t))));
+            }
+            if need > scratch.len() {
+                return false;
+            }
+            let (_, &mut a, _) = scratch.select_nth_unstable(need - 1);
+            a as u32
+        };
+        // Their keys (age, then id), sorted.
+        scratch.clear();
+        for (key, c) in &s.chunks {
+            if self.age(c.newest) > oldest {
+                continue;
+            }
+            let mut bits = c.present;
+            for &t in &c.stamps {
+                let b = bits.trailing_zeros();
+                bits &= bits.wrapping_sub(1);
+                let a = self.age(t);
+                if a <= oldest {
+                    scratch.push(u64::from(a) << 32 | u64::from(key * CHUNK_IDS + b));
+                }
+            }
+        }
+        scratch.sort_unstable();
+        for &r in ranks {
+            match scratch.get(r as usize) {
+                Some(&k) => out.push(k as u32),
+                None => return false,
+            }
+        }
+        true
+    }
+
     /// Bytes the recall counts against [`Limits::max_snapshot_bytes`]:
     /// entities times (record size + 4) plus 128 per group of 32 ids
     /// (`id / 32`) holding any, over all sections (FORMAT.md 4.7).
@@ -397,7 +570,8 @@ impl Recall {
     pub fn heap_bytes(&self, seen: &mut std::collections::HashSet<*const ()>) -> usize {
         let mut total = 0;
         for s in &self.sections {
-            total += s.chunks.capacity() * core::mem::size_of::<(u32, Arc<Chunk>)>();
+            total += s.chunks.capacity() * core::mem::size_of::<(u32, Arc<Chunk>)>()
+                + s.recent.capacity() * core::mem::size_of::<(u64, u32)>();
             for (_, c) in &s.chunks {
                 if seen.insert(Arc::as_ptr(c).cast::<()>()) {
                     total += c.records.capacity()
@@ -458,6 +632,7 @@ impl Recall {
                 None => (&[][..], 0),
             };
             let src = src.iter().cloned();
+            o.recent.clear();
             if c.record_size() == b.record_size() {
                 o.merge(src, src_len, StepChanges::new(&b, &c, src_len > 0), stamp);
             } else {
@@ -468,6 +643,32 @@ impl Recall {
             }
         }
         out.evict(limits);
+        // Each section's prefix of the order: this step's departures, then
+        // the baseline recall's prefix, less what returned, departed again
+        // or was evicted or forgotten (every other entry comes after them).
+        for (i, o) in out.sections.iter_mut().enumerate() {
+            let old = self
+                .sections
+                .get(i)
+                .filter(|s| s.record_size == o.record_size && s.len > 0)
+                .map_or(&[][..], |s| &s.recent[..]);
+            let fresh = o.recent.len();
+            o.recent.extend_from_slice(old);
+            let mut kept = 0;
+            for k in 0..o.recent.len() {
+                let (t, id) = o.recent[k];
+                // Present with the same stamp: not returned, not departed
+                // again (that is a fresh entry), not evicted or forgotten.
+                let present = o.stamp(id) == Some(t) && (k < fresh || t < stamp);
+                if present && kept < RECENT {
+                    o.recent[kept] = (t, id);
+                    kept += 1;
+                }
+            }
+            o.recent.truncate(kept);
+            // A step that sent many away leaves no large buffer behind.
+            o.recent.shrink_to(RECENT);
+        }
     }
 
     /// Evicts entries until every section holds at most
@@ -845,10 +1046,30 @@ mod tests {
         fn check(&self, r: &Recall) {
             let len: usize = self.sections.iter().map(|m| m.len()).sum();
             assert_eq!(r.len(), len);
+            let mut scratch = Vec::new();
             for (i, m) in self.sections.iter().enumerate() {
                 for (&id, e) in m {
                     assert_eq!(r.get(i, id), Some(&e.0[..]), "{i} {id}");
                 }
+                // Ranks: the latest departure first, then the smaller id.
+                let mut order: Vec<(u64, u32)> = m.iter().map(|(&id, e)| (e.1, id)).collect();
+                order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                for (k, &(_, id)) in order.iter().enumerate() {
+                    assert_eq!(r.rank_of(i, id), Some(k as u32), "{i} {id}");
+                }
+                let ranks: Vec<u32> = (0..order.len() as u32).filter(|k| k % 3 != 1).collect();
+                let mut ids = Vec::new();
+                assert!(r.ids_at_ranks(i, &ranks, &mut scratch, &mut ids));
+                let want: Vec<u32> = ranks.iter().map(|&k| order[k as usize].1).collect();
+                assert_eq!(ids, want, "{i}");
+                // The first few ranks, which the recall's prefix answers.
+                let few: Vec<u32> = (0..order.len().min(6) as u32).collect();
+                ids.clear();
+                assert!(r.ids_at_ranks(i, &few, &mut scratch, &mut ids));
+                let want: Vec<u32> = few.iter().map(|&k| order[k as usize].1).collect();
+                assert_eq!(ids, want, "{i}");
+                ids.clear();
+                assert!(!r.ids_at_ranks(i, &[order.len() as u32], &mut scratch, &mut ids));
             }
         }
     }

@@ -102,6 +102,18 @@ fn bijection(config: ContextConfig) {
                 .unwrap();
             assert!(values.insert(v));
         }
+        // The recalled count shares the spawn count's context; the recall
+        // ranks have their own.
+        let spawn_count = |index| {
+            map.value_context(&RowState::default(), make(SPAWN_COUNT, s, false, index))
+                .unwrap()
+                .0
+        };
+        assert_eq!(spawn_count(1), spawn_count(0));
+        let (v, _) = map
+            .value_context(&RowState::default(), make(SPAWN_GAP, s, false, 1))
+            .unwrap();
+        assert!(values.insert(v));
         for row in 0..rows {
             let make = |class, s, _: bool, index| make_row(class, s, row, index);
             let spawned = row > 0;
@@ -192,11 +204,9 @@ fn bijection(config: ContextConfig) {
         }
     }
     assert_eq!(bits.len() as u32, shape.bit_contexts - unreachable);
-    // One meta value context per section is unused.
-    assert_eq!(
-        values.len() as u32,
-        shape.value_contexts - secs.len() as u32
-    );
+    // Every value context is reachable (the recall ranks use the one that
+    // was unused).
+    assert_eq!(values.len() as u32, shape.value_contexts);
 }
 
 #[test]
@@ -320,7 +330,8 @@ fn unknown_walk_contexts_are_errors() {
     for ctx in [
         make(SET_HEAD, 0, false, 2),
         make(SECTION, 0, false, 1),
-        make(SPAWN_GAP, 0, false, 1),
+        make(SPAWN_GAP, 0, false, 2),
+        make(SPAWN_COUNT, 0, false, 2),
         make(VALUE, 2, true, 8),
         make(MASK_ELEMENT, 0, false, 0),
     ] {

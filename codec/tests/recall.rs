@@ -56,9 +56,10 @@ fn hand_written_recalled_row_decodes() {
         sequence: 9,
         snapshot: &base,
     };
-    // Flags: spawned, against the recall; one spawn, id 7; its one-group
-    // row changes nothing.
-    let p = delta(&[0x0c, 0x00, 0x07, 0x00]);
+    // Flags: spawned, against the recall; one spawn, every one recalled
+    // (`00`: 0 << 1 | 0), rank 0 in the recall (id 7); its one-group row
+    // changes nothing.
+    let p = delta(&[0x0c, 0x00, 0x00, 0x00]);
     let (_, got) = Decoder::new(s.clone())
         .decode(&p, Reference::delta(b).with_recall(&recall))
         .unwrap();
@@ -86,7 +87,7 @@ fn recall_rejection_rules() {
     key.extend_from_slice(&[0x01, 0x0c, 0x00, 0x07, 0x00]);
     let cases: Vec<(Vec<u8>, Reference<'_>, DecodeError)> = vec![
         (
-            delta(&[0x0c, 0x00, 0x07, 0x00]),
+            delta(&[0x0c, 0x00, 0x00, 0x00]),
             Reference::delta(b),
             DecodeError::MissingRecall {
                 section: 0,
@@ -94,16 +95,29 @@ fn recall_rejection_rules() {
             },
         ),
         (
-            delta(&[0x0c, 0x00, 0x07, 0x00]),
+            delta(&[0x0c, 0x00, 0x00, 0x00]),
             Reference::delta(b).with_recall(&other),
             DecodeError::RecallMismatch {
                 expected: 9,
                 actual: 12,
             },
         ),
-        // Id 6 is not recalled: the bit says some spawned row is.
+        // Rank 1 is past the recall (it holds one entity).
         (
-            delta(&[0x0c, 0x00, 0x06, 0x00]),
+            delta(&[0x0c, 0x00, 0x01, 0x00]),
+            Reference::delta(b).with_recall(&recall),
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        // One spawned, "some not recalled" (`01`), and then one recalled.
+        (
+            delta(&[0x0c, 0x01, 0x00, 0x00, 0x00]),
+            Reference::delta(b).with_recall(&recall),
+            DecodeError::BadEntitySet { section: 0 },
+        ),
+        // Two spawned, one recalled (rank 0, id 7), and id 7 again as an id
+        // that is not recalled: an id the recall holds has one spelling.
+        (
+            delta(&[0x0c, 0x03, 0x00, 0x00, 0x07, 0x00, 0x00]),
             Reference::delta(b).with_recall(&recall),
             DecodeError::BadEntitySet { section: 0 },
         ),

@@ -333,8 +333,8 @@ impl ClientSlot {
 }
 
 /// An encode other clients may reuse: same baseline and prior (sequence,
-/// view and held records), the same recalled records of the entities it
-/// spawns, and the same view now.
+/// view and held records), the same recalled records and recall ranks of
+/// the entities it spawns, and the same view now.
 #[derive(Debug)]
 struct Shared {
     baseline: Option<SentKey>,
@@ -379,10 +379,10 @@ impl Shared {
             }
             && match (&self.base_recall, base_recall) {
                 (None, None) => true,
-                (Some(a), Some(b)) => self
-                    .spawned
-                    .iter()
-                    .all(|&(i, id)| a.get(i, id) == b.get(i, id)),
+                // The packet sends recalled entities by their ranks.
+                (Some(a), Some(b)) => self.spawned.iter().all(|&(i, id)| {
+                    a.get(i, id) == b.get(i, id) && a.rank_of(i, id) == b.rank_of(i, id)
+                }),
                 _ => false,
             }
     }

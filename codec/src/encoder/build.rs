@@ -307,6 +307,17 @@ impl Encoder {
                 scratch,
             )
             .map_err(EncodeError::Snapshot)?;
+            // The recalled spawned entities go by their ranks in the recall
+            // (FORMAT.md 4.1).
+            let t = &mut scratch.tokens;
+            if let (true, Some(r)) = (t.recall, recall) {
+                t.ranks.clear();
+                for (&id, _) in t.spawned.iter().zip(&t.recalled).filter(|(_, &hit)| hit) {
+                    // Recalled means the recall holds it.
+                    t.ranks.extend(r.rank_of(i, id));
+                }
+                t.ranks.sort_unstable();
+            }
         }
         if self.scratch.iter().any(|s| s.tentative) {
             self.confirm_tentative(sections.clone(), baseline, prior);

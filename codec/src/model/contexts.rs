@@ -23,7 +23,7 @@
 //!
 //! | value contexts | count |
 //! |---|---|
-//! | section flags; set head, per set; set gap, per set; spawn count; spawn gap | 8 (one unused) |
+//! | section flags; set head, per set; set gap, per set; spawn count; spawn gap; recall rank gap | 8 |
 //! | element value, per row kind, element, kind (floats only), value history, previous value of the row | `R·(E − F + F·K)·V·W` |
 //!
 //! The "previous" conditions start each row at 0: a row starts with its
@@ -675,8 +675,10 @@ impl ContextMap {
             class::SECTION if index == 0 => 0,
             class::SET_HEAD if index < 2 => 1 + index,
             class::SET_GAP if index < 2 => 3 + index,
-            class::SPAWN_COUNT if index == 0 => 5,
+            // Index 1: the recalled count and the recall ranks (4.1).
+            class::SPAWN_COUNT if index < 2 => 5,
             class::SPAWN_GAP if index == 0 => 6,
+            class::SPAWN_GAP if index == 1 => 7,
             class::VALUE if index < s.elements => {
                 let e = index as usize;
                 let float = s.float_rank[e] != u32::MAX;

@@ -320,6 +320,11 @@ pub(crate) struct SectionTokens {
     /// Per spawned entity: whether its row is coded against its recalled
     /// record (else the default record). Filled by the encoder.
     pub(crate) recalled: Vec<bool>,
+    /// With `recall`: the recall ranks (FORMAT.md 4.7's order) of the
+    /// spawned entities the recall holds, ascending. The encoder fills it
+    /// beside `spawned`; the decoder reads it and `spawned` holds only the
+    /// other spawned ids until it resolves the ranks.
+    pub(crate) ranks: Vec<u32>,
     /// Per row (changed rows, then spawned rows): the end of its elements
     /// in `elems`. Row `r` holds `elems[row_end[r - 1]..row_end[r]]`.
     pub(crate) row_end: Vec<u32>,
@@ -342,6 +347,7 @@ impl SectionTokens {
         self.spawned.clear();
         self.recall = false;
         self.recalled.clear();
+        self.ranks.clear();
         self.row_end.clear();
         self.elems.clear();
         self.planes = false;
@@ -401,12 +407,41 @@ pub(crate) fn write_meta(
         sink.changed_set(section, t.kept(), &t.removed, &t.changed);
     }
     if !t.spawned.is_empty() {
-        sink.uint(
-            ctx::make(ctx::SPAWN_COUNT, section, 0, 0),
-            t.spawned.len() as u64 - 1,
-        );
+        let n = t.spawned.len() as u64;
+        if t.recall {
+            // The count and whether any spawned entity is not recalled,
+            // then (if so) how many are; the recalled ones by their ranks
+            // in the recall, ascending; then the others by id (FORMAT.md
+            // 4.1).
+            let some_fresh = t.ranks.len() as u64 != n;
+            sink.uint(
+                ctx::make(ctx::SPAWN_COUNT, section, 0, 0),
+                (n - 1) << 1 | u64::from(some_fresh),
+            );
+            if some_fresh {
+                sink.uint(
+                    ctx::make(ctx::SPAWN_COUNT, section, 0, 1),
+                    t.ranks.len() as u64 - 1,
+                );
+            }
+            let mut next = 0u32;
+            for &r in &t.ranks {
+                sink.uint(
+                    ctx::make(ctx::SPAWN_GAP, section, 0, 1),
+                    u64::from(r - next),
+                );
+                next = r.wrapping_add(1);
+            }
+        } else {
+            sink.uint(ctx::make(ctx::SPAWN_COUNT, section, 0, 0), n - 1);
+        }
         let mut next = 0u32;
-        for &id in &t.spawned {
+        let fresh = t
+            .spawned
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| !(t.recall && t.recalled.get(j) == Some(&true)));
+        for (_, &id) in fresh {
             sink.uint(
                 ctx::make(ctx::SPAWN_GAP, section, 0, 0),
                 u64::from(id - next),
@@ -477,15 +512,20 @@ pub(crate) fn read_meta(
         let mut changed = core::mem::take(&mut t.changed);
         let read = src.changed_set(section, kept, &t.removed, &mut changed);
         t.changed = changed;
-        read?.map_err(|()| bad)?;
+        read?.map_err(|()| bad.clone())?;
     }
     t.spawned.clear();
     if flags & 4 == 0 {
         return Ok(());
     }
-    let n = src
-        .uint(ctx::make(ctx::SPAWN_COUNT, section, 0, 0))?
-        .saturating_add(1);
+    // With the recall, bit 0 says whether some spawned entity is not
+    // recalled (FORMAT.md 4.1).
+    let count = src.uint(ctx::make(ctx::SPAWN_COUNT, section, 0, 0))?;
+    let (n, some_fresh) = if t.recall {
+        ((count >> 1) + 1, count & 1 == 1)
+    } else {
+        (count.saturating_add(1), false)
+    };
     let room = max_entities - kept;
     if n > room as u64 {
         return Err(DecodeError::TooManyEntities {
@@ -503,8 +543,36 @@ pub(crate) fn read_meta(
             limit: budget.limit,
         });
     }
+    // With the recall, the first `r` spawned are ranks in it (resolved by
+    // the caller, which holds the recall), the others ids.
+    let mut fresh = n;
+    if t.recall {
+        let r = if some_fresh {
+            src.uint(ctx::make(ctx::SPAWN_COUNT, section, 0, 1))?
+                .saturating_add(1)
+        } else {
+            n
+        };
+        if r > n || (some_fresh && r == n) {
+            return Err(bad);
+        }
+        fresh = n - r;
+        t.ranks.clear();
+        let mut next = 0u64;
+        for _ in 0..r {
+            let rank = next
+                + src
+                    .uint(ctx::make(ctx::SPAWN_GAP, section, 0, 1))?
+                    .min(1 << 33);
+            if rank > u64::from(u32::MAX) {
+                return Err(bad);
+            }
+            t.ranks.push(rank as u32);
+            next = rank + 1;
+        }
+    }
     let mut next = 0u64;
-    for _ in 0..n {
+    for _ in 0..fresh {
         let id = next
             + src
                 .uint(ctx::make(ctx::SPAWN_GAP, section, 0, 0))?
@@ -515,6 +583,36 @@ pub(crate) fn read_meta(
         t.spawned.push(id as u32);
         next = id + 1;
     }
+    Ok(())
+}
+
+/// Resolves a section's recall ranks ([`SectionTokens::ranks`], read by
+/// [`read_meta`]) against the baseline's recall into spawned ids, merged
+/// with the other spawned ids in id order. A rank past the recall, or an id
+/// sent as such that the recall holds (it has one spelling: its rank), is
+/// `BadEntitySet`.
+pub(crate) fn resolve_ranks(
+    section: usize,
+    recall: &crate::recall::Recall,
+    scratch: &mut Vec<u64>,
+    ids: &mut Vec<u32>,
+    t: &mut SectionTokens,
+) -> Result<(), DecodeError> {
+    let bad = DecodeError::BadEntitySet { section };
+    if t.spawned
+        .iter()
+        .any(|&id| recall.get(section, id).is_some())
+    {
+        return Err(bad);
+    }
+    ids.clear();
+    if !recall.ids_at_ranks(section, &t.ranks, scratch, ids) {
+        return Err(bad);
+    }
+    // Not in the recall and in it: never the same id.
+    ids.extend_from_slice(&t.spawned);
+    ids.sort_unstable();
+    core::mem::swap(ids, &mut t.spawned);
     Ok(())
 }
 
