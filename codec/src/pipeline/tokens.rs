@@ -558,30 +558,37 @@ pub(crate) fn read_meta(
         }
         fresh = n - r;
         t.ranks.clear();
-        let mut next = 0u64;
-        for _ in 0..r {
-            let rank = next
-                + src
-                    .uint(ctx::make(ctx::SPAWN_GAP, section, 0, 1))?
-                    .min(1 << 33);
-            if rank > u64::from(u32::MAX) {
-                return Err(bad);
-            }
-            t.ranks.push(rank as u32);
-            next = rank + 1;
-        }
+        let at = ctx::make(ctx::SPAWN_GAP, section, 0, 1);
+        read_ascending(src, at, r, &bad, &mut t.ranks)?;
     }
+    let at = ctx::make(ctx::SPAWN_GAP, section, 0, 0);
+    read_ascending(
+        src,
+        at,
+        fresh,
+        &DecodeError::IdOverflow { section },
+        &mut t.spawned,
+    )
+}
+
+/// Reads `count` ascending values, sent as the first and then each one's
+/// gap to the previous less one (walk context `at`), into `out`; a value
+/// past `u32::MAX` is `past`. The caller bounds `count` by the limits.
+fn read_ascending(
+    src: &mut impl TokenSource,
+    at: u32,
+    count: u64,
+    past: &DecodeError,
+    out: &mut Vec<u32>,
+) -> Result<(), DecodeError> {
     let mut next = 0u64;
-    for _ in 0..fresh {
-        let id = next
-            + src
-                .uint(ctx::make(ctx::SPAWN_GAP, section, 0, 0))?
-                .min(1 << 33);
-        if id > u64::from(u32::MAX) {
-            return Err(DecodeError::IdOverflow { section });
+    for _ in 0..count {
+        let v = next + src.uint(at)?.min(1 << 33);
+        if v > u64::from(u32::MAX) {
+            return Err(past.clone());
         }
-        t.spawned.push(id as u32);
-        next = id + 1;
+        out.push(v as u32);
+        next = v + 1;
     }
     Ok(())
 }
