@@ -41,10 +41,6 @@ const CHUNK_IDS: u32 = 32;
 /// Most entries of a recall section's prefix of the order kept beside it.
 const RECENT: usize = 32;
 
-/// Highest rank + 1 that [`Recall::ids_at_ranks`] finds with a small array
-/// rather than a selection over every entry.
-const SMALL_RANKS: usize = 32;
-
 /// Bytes a recall counts for each group of 32 ids it holds any of (FORMAT.md
 /// 4.7): about what the group's chunk costs beside its records and stamps,
 /// so that sparse ids cannot make a recall hold many times the memory it
@@ -414,9 +410,10 @@ impl Recall {
 
     /// Appends to `out` the ids of section `section` at `ranks` (ascending)
     /// in the recall's order ([`Recall::rank_of`]); `false` when a rank is
-    /// past the section's entries. `scratch` holds entry keys, 8 bytes each
+    /// past the section's entries. Ranks within the section's prefix of the
+    /// order are read from it; past it, `scratch` holds 8 bytes per entry
     /// (fewer than a recalled entity counts against the limits): linear in
-    /// the recall's size, a sort of the few entries at most as old as the
+    /// the recall's size, then a sort of the entries at most as old as the
     /// highest rank's.
     pub(crate) fn ids_at_ranks(
         &self,
@@ -444,40 +441,17 @@ impl Recall {
             );
             return true;
         }
-        // The `need`-th smallest age: the entries up to the highest rank
-        // are those at most that old.
-        let oldest = if need <= SMALL_RANKS {
-            // The `need` smallest ages, ascending, in a small array.
-            let mut top = [u32::MAX; SMALL_RANKS];
-            for (_, c) in &s.chunks {
-                if self.age(c.newest) >= top[need - 1] {
-                    continue;
-                }
-                for &t in &c.stamps {
-                    let a = self.age(t);
-                    if a >= top[need - 1] {
-                        continue;
-                    }
-                    let mut j = need - 1;
-                    while j > 0 && top[j - 1] > a {
-                        top[j] = top[j - 1];
-                        j -= 1;
-                    }
-                    top[j] = a;
-                }
-            }
-            top[need - 1]
-        } else {
-            scratch.clear();
-            for (_, c) in &s.chunks {
-                scratch.extend(c.stamps.iter().map(|&t| u64::from(self.age(t))));
-            }
-            if need > scratch.len() {
-                return false;
-            }
-            let (_, &mut a, _) = scratch.select_nth_unstable(need - 1);
-            a as u32
-        };
+        // Past the prefix (rare): the `need`-th smallest age; the entries
+        // up to the highest rank are those at most that old.
+        scratch.clear();
+        for (_, c) in &s.chunks {
+            scratch.extend(c.stamps.iter().map(|&t| u64::from(self.age(t))));
+        }
+        if need > scratch.len() {
+            return false;
+        }
+        let (_, &mut oldest, _) = scratch.select_nth_unstable(need - 1);
+        let oldest = oldest as u32;
         // Their keys (age, then id), sorted.
         scratch.clear();
         for (key, c) in &s.chunks {
